@@ -1,0 +1,91 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// ResourceDefinition describes one registered resource: exactly one of URI
+// (a concrete resource) or URITemplate (a family of resources) is set.
+type ResourceDefinition struct {
+	// URI is a concrete resource URI, compared byte for byte.
+	URI string
+	// URITemplate is a template whose path segments are literal or a whole
+	// {name} variable, such as asset://project/{id}/thumbnail.
+	URITemplate string
+	// Name is the programmatic name; required.
+	Name string
+	// Title is an optional human-readable name.
+	Title string
+	// Description is optional.
+	Description string
+	// MIMEType is the optional MIME type of the bundle as listed; each read
+	// item declares its own.
+	MIMEType string
+	// Meta is optional metadata: a JSON object listed as _meta.
+	Meta json.RawMessage
+}
+
+// ResourceDescription is a registered definition as Resources returns it.
+// It owns its Meta: changing it changes nothing inside Resources.
+type ResourceDescription = ResourceDefinition
+
+// Resolver turns a selected request into a read plan. It may inspect bounded
+// identity metadata (ids, versions, sizes) but must not read bodies or cause
+// application effects. It must honor ctx and allow concurrent calls.
+type Resolver interface {
+	Resolve(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error)
+}
+
+// ResolverFunc adapts a function to Resolver.
+type ResolverFunc func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+	return f(ctx, m)
+}
+
+// Reader reads the body of one planned target. It must enforce current
+// access and the planned identity in the storage request itself, bound its
+// read by ReadLimit(ctx), honor ctx and allow concurrent calls. Return
+// Unavailable to deny and TooLarge when the item exceeds the limit.
+type Reader interface {
+	Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
+}
+
+// ReaderFunc adapts a function to Reader.
+type ReaderFunc func(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
+
+// Read calls f.
+func (f ReaderFunc) Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
+	return f(ctx, t)
+}
+
+// ResourceBinding registers one definition with its two required callbacks.
+type ResourceBinding struct {
+	Definition ResourceDefinition
+	Resolver   Resolver
+	Reader     Reader
+}
+
+// Visibility is a policy's decision about one target.
+type Visibility struct {
+	// Visible puts the target in the caller's selection. A hidden target
+	// leaves no trace in a result.
+	Visible bool
+	// DiscloseIssueURI lets an issue about this target carry its URI.
+	DiscloseIssueURI bool
+}
+
+// ResourcePolicy decides access. All three callbacks are required, must
+// honor ctx (which carries whatever principal the host put there) and must
+// allow concurrent calls. Discover and Read deny by returning Unavailable;
+// any other error, and any Visibility error, fails the whole operation.
+type ResourcePolicy struct {
+	// Discover decides whether the caller may know of a definition.
+	Discover func(ctx context.Context, d ResourceDescription) error
+	// Visibility decides whether a target is part of the caller's selection.
+	Visibility func(ctx context.Context, t ResourceTarget) (Visibility, error)
+	// Read decides whether the caller may read a visible target.
+	Read func(ctx context.Context, t ResourceTarget) error
+}

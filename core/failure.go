@@ -1,0 +1,170 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// FailureKind says why a whole operation (a read, a list page) produced no
+// result. Callers branch on it; the public message of a Failure depends on
+// the kind alone.
+type FailureKind uint8
+
+// The failure kinds. The zero value is not a valid kind.
+const (
+	// FailureUnavailable covers no match, discovery denied, and the requested
+	// target hidden or read-denied: the caller cannot tell these apart.
+	// Policies and readers return it (see Unavailable) to deny.
+	FailureUnavailable FailureKind = iota + 1
+	// FailureInvalidRequest is a malformed request URI or capture.
+	FailureInvalidRequest
+	// FailureAmbiguous means two or more templates matched the request.
+	FailureAmbiguous
+	// FailureInvalidPlan is a Resolve error or a plan that breaks the rules.
+	FailureInvalidPlan
+	// FailurePolicy is an operational policy failure (an error other than
+	// FailureUnavailable, any visibility error, or a panic).
+	FailurePolicy
+	// FailureCanceled means the caller canceled the operation.
+	FailureCanceled
+	// FailureTimeout means the whole-read deadline passed.
+	FailureTimeout
+	// FailureSize means even the minimal report or the assembled result
+	// cannot fit the configured response space, or a list description
+	// cannot fit an empty page.
+	FailureSize
+	// FailureNoItems means visible items existed and none survived.
+	FailureNoItems
+	// FailureInvalidCursor is a list cursor that is malformed, tampered,
+	// expired, or issued for another method, registry or scope.
+	FailureInvalidCursor
+)
+
+var kindNames = [...]string{
+	FailureUnavailable:    "unavailable",
+	FailureInvalidRequest: "invalid request",
+	FailureAmbiguous:      "ambiguous match",
+	FailureInvalidPlan:    "invalid plan",
+	FailurePolicy:         "policy failure",
+	FailureCanceled:       "canceled",
+	FailureTimeout:        "timeout",
+	FailureSize:           "size",
+	FailureNoItems:        "no item survived",
+	FailureInvalidCursor:  "invalid cursor",
+}
+
+var kindMessages = [...]string{
+	FailureUnavailable:    "resource unavailable",
+	FailureInvalidRequest: "invalid resource request",
+	FailureAmbiguous:      "resource request matches more than one template",
+	FailureInvalidPlan:    "resource could not be planned",
+	FailurePolicy:         "resource policy failed",
+	FailureCanceled:       "resource operation canceled",
+	FailureTimeout:        "resource operation timed out",
+	FailureSize:           "resource response does not fit the configured size",
+	FailureNoItems:        "no resource item could be read",
+	FailureInvalidCursor:  "invalid or expired cursor",
+}
+
+// String returns a short lowercase name for the kind.
+func (k FailureKind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("FailureKind(%d)", uint8(k))
+}
+
+// Failure is the error of a whole operation. Its Error text is a fixed public
+// message chosen by Kind, safe to show a client; the private cause, which may
+// hold storage or policy details, is reachable only through Unwrap (for logs).
+type Failure struct {
+	Kind  FailureKind
+	cause error
+}
+
+// NewFailure returns a Failure of kind with a private cause (which may be nil).
+func NewFailure(kind FailureKind, cause error) *Failure {
+	return &Failure{Kind: kind, cause: cause}
+}
+
+// Unavailable returns the typed FailureUnavailable that a policy callback or a
+// reader returns to deny access. cause stays private.
+func Unavailable(cause error) error {
+	return &Failure{Kind: FailureUnavailable, cause: cause}
+}
+
+// Error returns the fixed public message of the failure's kind.
+func (f *Failure) Error() string {
+	if int(f.Kind) < len(kindMessages) && kindMessages[f.Kind] != "" {
+		return kindMessages[f.Kind]
+	}
+	return "resource operation failed"
+}
+
+// Unwrap returns the private cause.
+func (f *Failure) Unwrap() error { return f.cause }
+
+// Is reports whether target is a *Failure of the same kind, so that
+// errors.Is(err, &core.Failure{Kind: core.FailureTimeout}) works.
+func (f *Failure) Is(target error) bool {
+	t, ok := target.(*Failure)
+	return ok && t.Kind == f.Kind
+}
+
+// KindOf returns the kind of the first *Failure in err's chain, or 0.
+func KindOf(err error) FailureKind {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.Kind
+	}
+	return 0
+}
+
+func isUnavailable(err error) bool { return KindOf(err) == FailureUnavailable }
+
+// ConfigError reports a rejected argument of NewResources, a constructor, or
+// WithResourceLimits. It is meant for the host developer, never for a client:
+// it names the definition and the rule that was broken.
+type ConfigError struct {
+	// Definition is the index of the offending binding, or -1.
+	Definition int
+	// Name is the offending definition's URI, template or name, if any.
+	Name string
+	// Field names the offending field or limit.
+	Field string
+	// Reason says which rule was broken.
+	Reason string
+}
+
+// Error describes the rejected configuration.
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Definition >= 0 && e.Name != "":
+		return fmt.Sprintf("resources: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
+	case e.Definition >= 0:
+		return fmt.Sprintf("resources: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
+	case e.Field != "":
+		return fmt.Sprintf("resources: %s: %s", e.Field, e.Reason)
+	}
+	return "resources: " + e.Reason
+}
+
+func configErr(field, reason string) *ConfigError {
+	return &ConfigError{Definition: -1, Field: field, Reason: reason}
+}
+
+// TooLargeError is what a reader returns when the stored item is larger than
+// ReadLimit allowed it to fetch. Size is the stored size in bytes, or -1 when
+// the reader does not know it.
+type TooLargeError struct{ Size int64 }
+
+// TooLarge returns a *TooLargeError for an item of size bytes (-1: unknown).
+func TooLarge(size int64) error { return &TooLargeError{Size: size} }
+
+// Error describes the oversized item.
+func (e *TooLargeError) Error() string {
+	if e.Size < 0 {
+		return "resource item exceeds the read limit"
+	}
+	return fmt.Sprintf("resource item of %d bytes exceeds the read limit", e.Size)
+}

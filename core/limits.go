@@ -1,0 +1,164 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Fixed bounds of the contract. They are not configurable.
+const (
+	// MaxDefinitionBytes bounds the encoded JSON of one definition.
+	MaxDefinitionBytes = 64 << 10
+	// MaxMetaBytes bounds assembled metadata at each location.
+	MaxMetaBytes = 64 << 10
+	// MaxAuthorizationBytes bounds a target's private authorization JSON.
+	MaxAuthorizationBytes = 64 << 10
+	// MaxCursorBytes bounds list cursor input; longer input fails before decoding.
+	MaxCursorBytes = 4 << 10
+	// WireReserveBytes is reserved in every response for final wire framing.
+	WireReserveBytes = 8 << 10
+	// ConfigOverheadBytes is reserved for the fixed result envelope.
+	ConfigOverheadBytes = 256
+	// WarningURIBytes is the length of a generated warning URI.
+	WarningURIBytes = len(warningURIPrefix) + 32
+	// MaxDisclosedURIBytes bounds an issue URI; longer ones are omitted.
+	MaxDisclosedURIBytes = 256
+
+	minReportPayloadBytes = 256
+	minReportEncodedBytes = 1 << 10
+	minListEnvelopeBytes  = 256
+)
+
+const warningURIPrefix = "mcp-warning://read/"
+
+// ResourceLimits are the configurable limits of a Resources value. A zero
+// field selects its default; a negative field is rejected. Raising one limit
+// never raises another.
+type ResourceLimits struct {
+	// MaxURIBytes bounds request, definition and target URIs. Default 2048, at least 51.
+	MaxURIBytes int
+	// MaxPlanItems bounds the targets a plan may name. Default 1024.
+	MaxPlanItems int
+	// MaxItems bounds the items admitted per read. Default 256.
+	MaxItems int
+	// MaxItemBytes bounds one decoded payload. Default 4 MiB.
+	MaxItemBytes int64
+	// MaxResponseBytes bounds the aggregate decoded payload, report included.
+	// Default 8 MiB, at least ReportPayloadBytes+1.
+	MaxResponseBytes int64
+	// MaxResponseEncodedBytes bounds the aggregate encoded JSON, report and
+	// wire reserve included. Default 12 MiB, at least
+	// ReportEncodedBytes + 8 KiB + 256.
+	MaxResponseEncodedBytes int64
+	// ReportPayloadBytes is the decoded space reserved for diagnostics.
+	// Default 8 KiB, at least 256.
+	ReportPayloadBytes int64
+	// ReportEncodedBytes is the encoded space reserved for diagnostics.
+	// Default 16 KiB, at least 1 KiB.
+	ReportEncodedBytes int64
+	// MaxIssues bounds the detailed issues of a report. Default 32; -1
+	// is rejected like every negative value, so zero means the default.
+	MaxIssues int
+	// ReadTimeout bounds a whole read. Default 30 s.
+	ReadTimeout time.Duration
+	// ItemTimeout bounds one item read. Default 10 s.
+	ItemTimeout time.Duration
+	// ListPageSize is the default number of descriptions per page. Default 100.
+	ListPageSize int
+	// MaxListPageSize is the largest page size a caller may ask for. Default 1000.
+	MaxListPageSize int
+	// ListPageBytes bounds the encoded page. Default 1 MiB, at least 256
+	// bytes of envelope space beyond the wire reserve.
+	ListPageBytes int64
+}
+
+// DefaultResourceLimits returns the defaults that zero fields select.
+func DefaultResourceLimits() ResourceLimits {
+	return ResourceLimits{
+		MaxURIBytes:             2048,
+		MaxPlanItems:            1024,
+		MaxItems:                256,
+		MaxItemBytes:            4 << 20,
+		MaxResponseBytes:        8 << 20,
+		MaxResponseEncodedBytes: 12 << 20,
+		ReportPayloadBytes:      8 << 10,
+		ReportEncodedBytes:      16 << 10,
+		MaxIssues:               32,
+		ReadTimeout:             30 * time.Second,
+		ItemTimeout:             10 * time.Second,
+		ListPageSize:            100,
+		MaxListPageSize:         1000,
+		ListPageBytes:           1 << 20,
+	}
+}
+
+// resolve fills defaults and validates the result.
+func (l ResourceLimits) resolve() (ResourceLimits, error) {
+	d := DefaultResourceLimits()
+	var err error
+	pickInt := func(field string, v, def int) int {
+		if v < 0 && err == nil {
+			err = configErr(field, fmt.Sprintf("must not be negative, got %d", v))
+		}
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	pick64 := func(field string, v, def int64) int64 {
+		if v < 0 && err == nil {
+			err = configErr(field, fmt.Sprintf("must not be negative, got %d", v))
+		}
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	pickDur := func(field string, v, def time.Duration) time.Duration {
+		if v < 0 && err == nil {
+			err = configErr(field, fmt.Sprintf("must not be negative, got %s", v))
+		}
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	r := ResourceLimits{
+		MaxURIBytes:             pickInt("MaxURIBytes", l.MaxURIBytes, d.MaxURIBytes),
+		MaxPlanItems:            pickInt("MaxPlanItems", l.MaxPlanItems, d.MaxPlanItems),
+		MaxItems:                pickInt("MaxItems", l.MaxItems, d.MaxItems),
+		MaxItemBytes:            pick64("MaxItemBytes", l.MaxItemBytes, d.MaxItemBytes),
+		MaxResponseBytes:        pick64("MaxResponseBytes", l.MaxResponseBytes, d.MaxResponseBytes),
+		MaxResponseEncodedBytes: pick64("MaxResponseEncodedBytes", l.MaxResponseEncodedBytes, d.MaxResponseEncodedBytes),
+		ReportPayloadBytes:      pick64("ReportPayloadBytes", l.ReportPayloadBytes, d.ReportPayloadBytes),
+		ReportEncodedBytes:      pick64("ReportEncodedBytes", l.ReportEncodedBytes, d.ReportEncodedBytes),
+		MaxIssues:               pickInt("MaxIssues", l.MaxIssues, d.MaxIssues),
+		ReadTimeout:             pickDur("ReadTimeout", l.ReadTimeout, d.ReadTimeout),
+		ItemTimeout:             pickDur("ItemTimeout", l.ItemTimeout, d.ItemTimeout),
+		ListPageSize:            pickInt("ListPageSize", l.ListPageSize, d.ListPageSize),
+		MaxListPageSize:         pickInt("MaxListPageSize", l.MaxListPageSize, d.MaxListPageSize),
+		ListPageBytes:           pick64("ListPageBytes", l.ListPageBytes, d.ListPageBytes),
+	}
+	if err != nil {
+		return ResourceLimits{}, err
+	}
+	switch {
+	case r.MaxURIBytes < WarningURIBytes:
+		return ResourceLimits{}, configErr("MaxURIBytes", fmt.Sprintf("must fit the %d-byte warning URI, got %d", WarningURIBytes, r.MaxURIBytes))
+	case r.ReportPayloadBytes < minReportPayloadBytes:
+		return ResourceLimits{}, configErr("ReportPayloadBytes", fmt.Sprintf("must be at least %d, got %d", minReportPayloadBytes, r.ReportPayloadBytes))
+	case r.ReportEncodedBytes < minReportEncodedBytes:
+		return ResourceLimits{}, configErr("ReportEncodedBytes", fmt.Sprintf("must be at least %d, got %d", minReportEncodedBytes, r.ReportEncodedBytes))
+	case r.MaxResponseBytes < r.ReportPayloadBytes+1:
+		return ResourceLimits{}, configErr("MaxResponseBytes", fmt.Sprintf("must exceed ReportPayloadBytes (%d), got %d", r.ReportPayloadBytes, r.MaxResponseBytes))
+	case r.MaxResponseEncodedBytes < r.ReportEncodedBytes+WireReserveBytes+ConfigOverheadBytes:
+		return ResourceLimits{}, configErr("MaxResponseEncodedBytes", fmt.Sprintf("must fit ReportEncodedBytes (%d) + %d wire reserve + %d overhead, got %d",
+			r.ReportEncodedBytes, WireReserveBytes, ConfigOverheadBytes, r.MaxResponseEncodedBytes))
+	case r.ListPageBytes < WireReserveBytes+minListEnvelopeBytes:
+		return ResourceLimits{}, configErr("ListPageBytes", fmt.Sprintf("must leave %d bytes of envelope beyond the %d wire reserve, got %d",
+			minListEnvelopeBytes, WireReserveBytes, r.ListPageBytes))
+	case r.ListPageSize > r.MaxListPageSize:
+		return ResourceLimits{}, configErr("ListPageSize", fmt.Sprintf("default %d exceeds MaxListPageSize %d", r.ListPageSize, r.MaxListPageSize))
+	}
+	return r, nil
+}

@@ -1,0 +1,37 @@
+package core
+
+// ResourceMatch is a selected request: the request URI, the definition that
+// matched it and, for a template, the decoded captures. It is immutable: its
+// accessors return copies.
+type ResourceMatch struct {
+	uri  string
+	def  *definition
+	vars []capture
+}
+
+type capture struct{ name, value string }
+
+// URI returns the request URI, byte for byte as received.
+func (m ResourceMatch) URI() string { return m.uri }
+
+// Definition returns a copy of the matched definition.
+func (m ResourceMatch) Definition() ResourceDescription { return m.def.description() }
+
+// Var returns the decoded capture of the template variable name.
+func (m ResourceMatch) Var(name string) (string, bool) {
+	for _, c := range m.vars {
+		if c.name == name {
+			return c.value, true
+		}
+	}
+	return "", false
+}
+
+// Vars returns a fresh map of every decoded capture (empty for a concrete URI).
+func (m ResourceMatch) Vars() map[string]string {
+	out := make(map[string]string, len(m.vars))
+	for _, c := range m.vars {
+		out[c.name] = c.value
+	}
+	return out
+}

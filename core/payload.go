@@ -1,0 +1,81 @@
+package core
+
+import (
+	"bytes"
+	"mime"
+	"unicode/utf8"
+)
+
+// ResourcePayload is the body a Reader returns for one target: text or a
+// blob, with its own MIME type. Explicit empty text and empty blobs are
+// valid; the zero value is not. The gateway binds the payload to its
+// authorized target, so a payload carries no URI.
+type ResourcePayload struct {
+	mimeType string
+	text     string
+	blob     []byte
+	kind     payloadKind
+}
+
+type payloadKind uint8
+
+const (
+	payloadNone payloadKind = iota
+	payloadText
+	payloadBlob
+)
+
+// TextPayload returns a text payload. text must be valid UTF-8 and mimeType
+// a valid media type, or the gateway reports the item as invalid_content.
+func TextPayload(mimeType, text string) ResourcePayload {
+	return ResourcePayload{mimeType: mimeType, text: text, kind: payloadText}
+}
+
+// BlobPayload returns a binary payload holding a copy of data (nil is an
+// explicit empty blob).
+func BlobPayload(mimeType string, data []byte) ResourcePayload {
+	b := bytes.Clone(data)
+	if b == nil {
+		b = []byte{}
+	}
+	return ResourcePayload{mimeType: mimeType, blob: b, kind: payloadBlob}
+}
+
+// MIMEType returns the payload's MIME type.
+func (p ResourcePayload) MIMEType() string { return p.mimeType }
+
+// IsBlob reports whether the payload is binary.
+func (p ResourcePayload) IsBlob() bool { return p.kind == payloadBlob }
+
+// IsZero reports whether p was not built by TextPayload or BlobPayload.
+func (p ResourcePayload) IsZero() bool { return p.kind == payloadNone }
+
+// Text returns the text of a text payload.
+func (p ResourcePayload) Text() string { return p.text }
+
+// Blob returns a copy of the bytes of a blob payload.
+func (p ResourcePayload) Blob() []byte { return bytes.Clone(p.blob) }
+
+// Len returns the decoded payload size in bytes.
+func (p ResourcePayload) Len() int64 {
+	if p.kind == payloadBlob {
+		return int64(len(p.blob))
+	}
+	return int64(len(p.text))
+}
+
+// valid reports whether the payload keeps the construction rules.
+func (p ResourcePayload) valid() bool {
+	if p.kind == payloadNone || !validMIME(p.mimeType) {
+		return false
+	}
+	return p.kind == payloadBlob || utf8.ValidString(p.text)
+}
+
+func validMIME(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	_, _, err := mime.ParseMediaType(s)
+	return err == nil
+}

@@ -1,0 +1,184 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+)
+
+// Resources is the gateway: an immutable set of bindings and a policy. It
+// selects, authorizes, admits and reports; it owns no listener, background
+// worker or application job. A Resources value is safe for concurrent use.
+type Resources struct {
+	defs   []*definition
+	sel    *selector
+	policy ResourcePolicy
+	limits ResourceLimits
+	list   listing
+}
+
+// definition is the validated, immutable internal form of a binding.
+type definition struct {
+	index    int
+	desc     ResourceDefinition // owned copy
+	resolver Resolver
+	reader   Reader
+}
+
+// description returns a copy that owns its metadata.
+func (d *definition) description() ResourceDescription {
+	c := d.desc
+	c.Meta = bytes.Clone(d.desc.Meta)
+	return c
+}
+
+// Option configures NewResources.
+type Option func(*options)
+
+type options struct {
+	limits    ResourceLimits
+	cursorKey []byte
+	now       func() time.Time
+	err       error
+}
+
+// WithResourceLimits overrides limits; zero fields keep their defaults and
+// negative fields make NewResources fail.
+func WithResourceLimits(l ResourceLimits) Option {
+	return func(o *options) { o.limits = l }
+}
+
+// NewResources validates and copies bindings and policy. Every policy
+// callback and both callbacks of every binding are required; definitions
+// must be valid and distinct. Errors are *ConfigError.
+func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Option) (*Resources, error) {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	limits, err := o.limits.resolve()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case policy.Discover == nil:
+		return nil, configErr("ResourcePolicy.Discover", "callback is required")
+	case policy.Visibility == nil:
+		return nil, configErr("ResourcePolicy.Visibility", "callback is required")
+	case policy.Read == nil:
+		return nil, configErr("ResourcePolicy.Read", "callback is required")
+	}
+	defs := make([]*definition, len(bindings))
+	for i, b := range bindings {
+		d, err := newDefinition(i, b, limits)
+		if err != nil {
+			return nil, err
+		}
+		defs[i] = d
+	}
+	sel, err := newSelector(defs, limits.MaxURIBytes)
+	if err != nil {
+		return nil, err
+	}
+	r := &Resources{defs: defs, sel: sel, policy: policy, limits: limits}
+	if err := r.list.init(defs, o.cursorKey, o.now); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Limits returns the effective limits, defaults filled in.
+func (r *Resources) Limits() ResourceLimits { return r.limits }
+
+func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition, error) {
+	d := b.Definition
+	name := d.URI
+	if name == "" {
+		name = d.URITemplate
+	}
+	if name == "" {
+		name = d.Name
+	}
+	fail := func(field, reason string) error {
+		return &ConfigError{Definition: i, Name: name, Field: field, Reason: reason}
+	}
+	switch {
+	case b.Resolver == nil:
+		return nil, fail("Resolver", "callback is required")
+	case b.Reader == nil:
+		return nil, fail("Reader", "callback is required")
+	case (d.URI == "") == (d.URITemplate == ""):
+		return nil, fail("URI", "exactly one of URI and URITemplate must be set")
+	case d.Name == "":
+		return nil, fail("Name", "is required")
+	}
+	for _, f := range [...]struct{ field, s string }{{"Name", d.Name}, {"Title", d.Title}, {"Description", d.Description}} {
+		if !utf8.ValidString(f.s) {
+			return nil, fail(f.field, "must be valid UTF-8")
+		}
+	}
+	if d.MIMEType != "" && !validMIME(d.MIMEType) {
+		return nil, fail("MIMEType", "is not a valid media type")
+	}
+	if d.Meta != nil {
+		if len(d.Meta) > MaxMetaBytes {
+			return nil, fail("Meta", "exceeds 64 KiB")
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(d.Meta, &obj); err != nil || obj == nil {
+			return nil, fail("Meta", "must be a JSON object")
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, d.Meta); err != nil {
+			return nil, fail("Meta", "must be a JSON object")
+		}
+		d.Meta = buf.Bytes()
+	}
+	if d.URI != "" {
+		if err := checkURI(d.URI, limits.MaxURIBytes); err != nil {
+			return nil, fail("URI", err.Error())
+		}
+	}
+	if n := definitionSize(d); n > MaxDefinitionBytes {
+		return nil, fail("Definition", "encoded definition exceeds 64 KiB")
+	}
+	return &definition{index: i, desc: d, resolver: b.Resolver, reader: b.Reader}, nil
+}
+
+// definitionSize is the encoded JSON size of a definition as listed.
+func definitionSize(d ResourceDefinition) int {
+	var s sizer
+	s.lit(`{"name":`)
+	s.str(d.Name)
+	if d.URI != "" {
+		s.lit(`,"uri":`)
+		s.str(d.URI)
+	} else {
+		s.lit(`,"uriTemplate":`)
+		s.str(d.URITemplate)
+	}
+	if d.Title != "" {
+		s.lit(`,"title":`)
+		s.str(d.Title)
+	}
+	if d.Description != "" {
+		s.lit(`,"description":`)
+		s.str(d.Description)
+	}
+	if d.MIMEType != "" {
+		s.lit(`,"mimeType":`)
+		s.str(d.MIMEType)
+	}
+	if d.Meta != nil {
+		s.lit(`,"_meta":`)
+		s.n += len(d.Meta)
+	}
+	s.lit(`}`)
+	return s.n
+}

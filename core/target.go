@@ -1,0 +1,64 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// maxRepresentationBytes bounds a representation label.
+const maxRepresentationBytes = 256
+
+// ResourceTarget is one immutable identity that the gateway passes, unchanged,
+// to policy and storage: the canonical wire URI, the representation (part of
+// the host's policy and storage identity) and optional private authorization
+// JSON that never reaches a client. The zero value is invalid; build one with
+// NewResourceTarget.
+type ResourceTarget struct {
+	uri   string
+	repr  string
+	authz []byte
+}
+
+// NewResourceTarget validates and copies a target. uri must be a valid
+// absolute URI outside the reserved mcp-warning scheme; representation is a
+// non-empty UTF-8 label of at most 256 bytes; authorizationData is nil or a
+// JSON value of at most 64 KiB, kept private. The request's MaxURIBytes is
+// checked by the gateway when the plan is used.
+func NewResourceTarget(uri, representation string, authorizationData json.RawMessage) (ResourceTarget, error) {
+	if err := checkURI(uri, maxURIHardLimit); err != nil {
+		return ResourceTarget{}, fmt.Errorf("resources: target URI: %w", err)
+	}
+	if representation == "" || len(representation) > maxRepresentationBytes || !utf8.ValidString(representation) {
+		return ResourceTarget{}, fmt.Errorf("resources: target representation must be 1-%d bytes of UTF-8", maxRepresentationBytes)
+	}
+	t := ResourceTarget{uri: uri, repr: representation}
+	if authorizationData != nil {
+		if len(authorizationData) > MaxAuthorizationBytes {
+			return ResourceTarget{}, fmt.Errorf("resources: authorization data exceeds %d bytes", MaxAuthorizationBytes)
+		}
+		if !json.Valid(authorizationData) {
+			return ResourceTarget{}, fmt.Errorf("resources: authorization data is not valid JSON")
+		}
+		t.authz = bytes.Clone(authorizationData)
+	}
+	return t, nil
+}
+
+// URI returns the target's canonical wire URI.
+func (t ResourceTarget) URI() string { return t.uri }
+
+// Representation returns the target's representation label.
+func (t ResourceTarget) Representation() string { return t.repr }
+
+// AuthorizationData returns a copy of the private authorization JSON, or nil.
+func (t ResourceTarget) AuthorizationData() json.RawMessage {
+	if t.authz == nil {
+		return nil
+	}
+	return bytes.Clone(t.authz)
+}
+
+// IsZero reports whether t was not built by NewResourceTarget.
+func (t ResourceTarget) IsZero() bool { return t.uri == "" }

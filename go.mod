@@ -1,0 +1,3 @@
+module go.phpboyscout.uk/mcp/resources
+
+go 1.26
