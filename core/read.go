@@ -1,0 +1,404 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sort"
+
+	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
+)
+
+// Read selects, resolves, authorizes and reads the resource at uri for the
+// caller that ctx identifies to the policy.
+//
+// A nil error comes with a result that is complete or, when visible items are
+// missing, partial (Partial true, a warning item first). A non-nil error is a
+// *Failure and comes with no result: root denial or no match
+// (FailureUnavailable), a bad request, an ambiguous match, an invalid plan,
+// an operational policy failure, cancellation, the whole-read timeout, a
+// report that cannot fit, or visible items none of which survived.
+//
+// Body reads run one at a time in plan order, each under ItemTimeout and
+// ReadLimit. Before returning, Read rechecks discovery, the requested target
+// and every planned item under the current policy.
+func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
+	if !requestscope.Active(ctx) {
+		var cancel context.CancelFunc
+		ctx, cancel = requestscope.Begin(ctx, r.limits.ReadTimeout)
+		defer cancel()
+	}
+	res, err := r.read(ctx, uri)
+	if err != nil {
+		return nil, wholeFailure(ctx, err)
+	}
+	return res, nil
+}
+
+// wholeFailure turns an error into the read's *Failure; once the whole read
+// has ended, cancellation or timeout wins over whatever the step reported.
+func wholeFailure(ctx context.Context, err error) error {
+	switch ctx.Err() {
+	case nil:
+	case context.DeadlineExceeded:
+		return NewFailure(FailureTimeout, err)
+	default:
+		return NewFailure(FailureCanceled, err)
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return err
+	}
+	return NewFailure(FailurePolicy, err)
+}
+
+// itemState follows one planned target through a read.
+type itemState struct {
+	target   ResourceTarget
+	first    decision // before any body read
+	final    decision // after the last body read
+	payload  ResourcePayload
+	size     int64 // encoded size of payload, separator included
+	admitted bool
+	code     IssueCode // outcome when not admitted
+}
+
+type decision struct {
+	vis     Visibility
+	allowed bool
+}
+
+// budget tracks what admission may still spend.
+type budget struct {
+	payloadCap, encodedCap   int64 // for application items in an empty response
+	payloadLeft, encodedLeft int64
+	itemsLeft                int
+	stopped                  bool
+}
+
+func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, error) {
+	m, err := r.sel.match(uri)
+	if err != nil {
+		return nil, err
+	}
+	def := m.def
+	if err := r.discover(ctx, def); err != nil {
+		return nil, err
+	}
+	plan, err := r.resolve(ctx, def, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.requested(ctx, plan.requested); err != nil {
+		return nil, err
+	}
+	st := make([]itemState, len(plan.items))
+	for i, t := range plan.items {
+		st[i].target = t
+		if st[i].first, err = r.decide(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+
+	sizeOf := itemSizer(ctx)
+	l := r.limits
+	b := budget{
+		payloadCap: l.MaxResponseBytes - l.ReportPayloadBytes,
+		encodedCap: l.MaxResponseEncodedBytes - WireReserveBytes - ConfigOverheadBytes - l.ReportEncodedBytes,
+		itemsLeft:  l.MaxItems,
+	}
+	b.payloadLeft, b.encodedLeft = b.payloadCap, b.encodedCap
+	for i := range st {
+		s := &st[i]
+		switch {
+		case !s.first.vis.Visible:
+			continue
+		case !s.first.allowed:
+			s.code = IssueUnavailable
+			continue
+		case b.stopped || b.itemsLeft == 0:
+			b.stopped = true
+			s.code = IssueBudgetExceeded
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.readItem(ctx, def, s, &b, sizeOf); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := r.discover(ctx, def); err != nil {
+		return nil, err
+	}
+	if err := r.requested(ctx, plan.requested); err != nil {
+		return nil, err
+	}
+	for i := range st {
+		if st[i].final, err = r.decide(ctx, st[i].target); err != nil {
+			return nil, err
+		}
+	}
+	return r.assemble(st, sizeOf)
+}
+
+// discover checks that the caller may know of the definition.
+func (r *Resources) discover(ctx context.Context, def *definition) error {
+	_, err, abandoned := invoke(ctx, ctx, func(c context.Context) (struct{}, error) {
+		return struct{}{}, r.policy.Discover(c, def.description())
+	})
+	switch {
+	case err == nil:
+		return nil
+	case abandoned:
+		return err
+	case isUnavailable(err):
+		return NewFailure(FailureUnavailable, err)
+	}
+	return NewFailure(FailurePolicy, err)
+}
+
+// resolve asks the binding for a plan and validates it.
+func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatch) (ResourceReadPlan, error) {
+	plan, err, abandoned := invoke(ctx, ctx, func(c context.Context) (ResourceReadPlan, error) {
+		return def.resolver.Resolve(c, m)
+	})
+	switch {
+	case abandoned:
+		return plan, err
+	case err != nil && isUnavailable(err):
+		return plan, NewFailure(FailureUnavailable, err)
+	case err != nil:
+		return plan, NewFailure(FailureInvalidPlan, err)
+	case plan.IsZero():
+		return plan, NewFailure(FailureInvalidPlan, errors.New("resolver returned a zero plan"))
+	case plan.requested.uri != m.uri:
+		return plan, NewFailure(FailureInvalidPlan, errors.New("plan's requested target is not the request URI"))
+	case len(plan.items) > r.limits.MaxPlanItems:
+		return plan, NewFailure(FailureInvalidPlan, errors.New("plan names more targets than MaxPlanItems"))
+	}
+	for _, t := range plan.items {
+		if len(t.uri) > r.limits.MaxURIBytes {
+			return plan, NewFailure(FailureInvalidPlan, errors.New("plan target URI exceeds MaxURIBytes"))
+		}
+	}
+	return plan, nil
+}
+
+// requested checks that the requested target is visible and readable.
+func (r *Resources) requested(ctx context.Context, t ResourceTarget) error {
+	d, err := r.decide(ctx, t)
+	switch {
+	case err != nil:
+		return err
+	case !d.vis.Visible:
+		return NewFailure(FailureUnavailable, errors.New("requested target is hidden"))
+	case !d.allowed:
+		return NewFailure(FailureUnavailable, errors.New("requested target is read-denied"))
+	}
+	return nil
+}
+
+// decide asks the policy for a target's visibility and, when visible, its
+// read permission.
+func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, error) {
+	vis, err, abandoned := invoke(ctx, ctx, func(c context.Context) (Visibility, error) {
+		return r.policy.Visibility(c, t)
+	})
+	if abandoned {
+		return decision{}, err
+	}
+	if err != nil {
+		return decision{}, NewFailure(FailurePolicy, err)
+	}
+	if !vis.Visible {
+		return decision{}, nil
+	}
+	_, err, abandoned = invoke(ctx, ctx, func(c context.Context) (struct{}, error) {
+		return struct{}{}, r.policy.Read(c, t)
+	})
+	switch {
+	case abandoned:
+		return decision{}, err
+	case err == nil:
+		return decision{vis: vis, allowed: true}, nil
+	case isUnavailable(err):
+		return decision{vis: vis}, nil
+	}
+	return decision{}, NewFailure(FailurePolicy, err)
+}
+
+// readItem reads one body and admits it or records its issue. Only the end
+// of the whole read returns an error.
+func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState, b *budget, sizeOf itemSizeFunc) error {
+	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
+	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
+	defer cancel()
+	p, err, abandoned := invoke(ctx, WithReadLimit(itemCtx, limit), func(c context.Context) (ResourcePayload, error) {
+		return def.reader.Read(c, s.target)
+	})
+	if abandoned || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var tooLarge *TooLargeError
+	switch {
+	case itemCtx.Err() != nil:
+		s.code = IssueTimeout
+		return nil
+	case err == nil:
+	case errors.As(err, &tooLarge):
+		r.overLimit(s, b, tooLarge.Size, limit)
+		return nil
+	case isUnavailable(err):
+		s.code = IssueUnavailable
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		s.code = IssueTimeout
+		return nil
+	default:
+		s.code = IssueReadFailed
+		return nil
+	}
+	if !p.valid() {
+		s.code = IssueInvalidContent
+		return nil
+	}
+	n, enc := p.Len(), sizeOf(s.target.uri, p, nil)
+	switch {
+	case n > r.limits.MaxItemBytes || n > b.payloadCap || enc > b.encodedCap:
+		s.code = IssueBudgetExceeded
+	case n > b.payloadLeft || enc > b.encodedLeft:
+		s.code = IssueBudgetExceeded
+		b.stopped = true
+	default:
+		s.payload, s.size, s.admitted = p, enc, true
+		b.payloadLeft -= n
+		b.encodedLeft -= enc
+		b.itemsLeft--
+	}
+	return nil
+}
+
+// overLimit records a reader's TooLarge: an item that could never fit is an
+// issue of its own; one that only overflows what is left stops admission.
+func (r *Resources) overLimit(s *itemState, b *budget, size, limit int64) {
+	s.code = IssueBudgetExceeded
+	oversized := func(n int64) bool { return n > r.limits.MaxItemBytes || n > b.payloadCap }
+	switch {
+	case size < 0:
+		// Unknown size: only a limit cut below the item maximum can have been
+		// the aggregate's doing.
+		b.stopped = !oversized(limit + 1)
+	case size <= limit:
+		s.code = IssueReadFailed // the reader contradicts its own limit
+	case !oversized(size):
+		b.stopped = true
+	}
+}
+
+// itemSizer returns the adapter's conservative sizer when one is in ctx,
+// else the exact size of the module's own item shape; both count one
+// separator.
+func itemSizer(ctx context.Context) itemSizeFunc {
+	if f := itemsize.From(ctx); f != nil {
+		return func(uri string, p ResourcePayload, meta []byte) int64 {
+			return f(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
+		}
+	}
+	return func(uri string, p ResourcePayload, meta []byte) int64 { return itemEncodedSize(uri, p, meta) + 1 }
+}
+
+// itemSizeFunc returns the encoded size of a content entry plus one separator.
+type itemSizeFunc func(uri string, p ResourcePayload, meta []byte) int64
+
+// assemble applies the final decisions and builds the result.
+func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResult, error) {
+	var issues []ResourceIssue
+	items := make([]ResourceItem, 1, len(st)+1) // slot 0 for the warning
+	var payloadSum, encodedSum int64
+	for i := range st {
+		s := &st[i]
+		code := s.code
+		switch {
+		case !s.final.vis.Visible:
+			continue // hidden now: no item, issue or count
+		case !s.first.vis.Visible:
+			code = IssueUnavailable // newly visible: never read under this selection
+		case !s.final.allowed:
+			code = IssueUnavailable // revoked: removed, never refilled
+		case s.admitted:
+			items = append(items, ResourceItem{uri: s.target.uri, payload: s.payload})
+			payloadSum += s.payload.Len()
+			encodedSum += s.size
+			continue
+		}
+		is := ResourceIssue{code: code}
+		if s.final.vis.DiscloseIssueURI && len(s.target.uri) <= MaxDisclosedURIBytes {
+			is.uri = s.target.uri
+		}
+		issues = append(issues, is)
+	}
+	if len(issues) > 0 && len(items) == 1 {
+		return nil, NewFailure(FailureNoItems, errors.New("no visible item survived"))
+	}
+	res := &ResourceResult{partial: len(issues) > 0}
+	if !res.partial {
+		res.items = items[1:]
+		res.report = appendReport(nil, false, nil, 0)
+	} else {
+		warning, report, k, err := r.warning(issues, sizeOf)
+		if err != nil {
+			return nil, err
+		}
+		items[0] = warning
+		res.items = items
+		res.report = report
+		res.issues = issues[:k]
+		res.omitted = len(issues) - k
+		payloadSum += warning.payload.Len()
+		encodedSum += sizeOf(warning.uri, warning.payload, warning.meta)
+	}
+	encodedSum += int64(len(resultEnvelope)) + metaSize(res.report)
+	if payloadSum > r.limits.MaxResponseBytes || encodedSum > r.limits.MaxResponseEncodedBytes-WireReserveBytes {
+		return nil, NewFailure(FailureSize, errors.New("assembled result exceeds the response limits"))
+	}
+	return res, nil
+}
+
+// metaSize is the encoded size of the result _meta that carries report.
+func metaSize(report []byte) int64 { return int64(len(`{"`+ReportMetaKey+`":}`) + len(report)) }
+
+// warning builds the warning item with the most detailed report that fits
+// the reserved payload, encoded and metadata space, and says how many
+// issues that report details.
+func (r *Resources) warning(issues []ResourceIssue, sizeOf itemSizeFunc) (ResourceItem, []byte, int, error) {
+	uri := newWarningURI()
+	build := func(k int) (ResourceItem, []byte, bool) {
+		report := appendReport(nil, true, issues[:k], len(issues)-k)
+		w := ResourceItem{uri: uri, payload: TextPayload("text/plain", WarningPrefix+string(report)), meta: []byte(warningMeta)}
+		meta := metaSize(report)
+		enc := sizeOf(uri, w.payload, w.meta) + meta
+		fits := w.payload.Len() <= r.limits.ReportPayloadBytes && enc <= r.limits.ReportEncodedBytes && meta <= MaxMetaBytes
+		return w, report, fits
+	}
+	maxK := min(len(issues), r.limits.MaxIssues)
+	// Sizes grow with k, so the largest fitting k is found by bisection.
+	k := sort.Search(maxK+1, func(k int) bool {
+		_, _, fits := build(k)
+		return !fits
+	}) - 1
+	if k < 0 {
+		return ResourceItem{}, nil, 0, NewFailure(FailureSize, errors.New("minimal report does not fit the reserved space"))
+	}
+	w, report, _ := build(k)
+	return w, report, k, nil
+}
+
+func newWarningURI() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return warningURIPrefix + hex.EncodeToString(b[:])
+}

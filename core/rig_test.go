@@ -1,0 +1,296 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// The rig is a scripted host: one bundle definition whose plan names items,
+// and a policy whose answers can change between the first and the final
+// check. The final check begins with the second Discover call of a read.
+
+const bundleURI = "test://bundle"
+
+type rigItem struct {
+	uri   string
+	repr  string
+	authz json.RawMessage
+	read  func(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
+}
+
+type rig struct {
+	t     testing.TB
+	items []rigItem
+
+	hidden   [2]map[string]bool // by phase: 0 first check, 1 final check
+	denied   [2]map[string]bool
+	disclose [2]map[string]bool
+	noFind   [2]bool // Discover denies
+
+	discoverErr   func(phase int) error
+	visibilityErr func(phase int, uri string) error
+	readPermErr   func(phase int, uri string) error
+	resolve       func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error)
+
+	opts []Option
+
+	discovers atomic.Int32
+	mu        sync.Mutex
+	events    []string
+}
+
+func newRig(t testing.TB, uris ...string) *rig {
+	g := &rig{t: t}
+	for i := range 2 {
+		g.hidden[i] = map[string]bool{}
+		g.denied[i] = map[string]bool{}
+		g.disclose[i] = map[string]bool{}
+	}
+	for _, u := range uris {
+		g.items = append(g.items, rigItem{uri: u})
+	}
+	return g
+}
+
+func (g *rig) log(format string, args ...any) {
+	g.mu.Lock()
+	g.events = append(g.events, fmt.Sprintf(format, args...))
+	g.mu.Unlock()
+}
+
+func (g *rig) eventLog() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.events...)
+}
+
+// phase is 0 until the final check's Discover call, then 1.
+func (g *rig) phase() int {
+	if g.discovers.Load() >= 2 {
+		return 1
+	}
+	return 0
+}
+
+// item returns the rig item with uri, for setting its reader.
+func (g *rig) item(uri string) *rigItem {
+	for i := range g.items {
+		if g.items[i].uri == uri {
+			return &g.items[i]
+		}
+	}
+	g.t.Fatalf("no rig item %s", uri)
+	return nil
+}
+
+// hide hides uri in the given phases.
+func (g *rig) hide(uri string, phases ...int) {
+	for _, p := range phases {
+		g.hidden[p][uri] = true
+	}
+}
+
+func (g *rig) deny(uri string, phases ...int) {
+	for _, p := range phases {
+		g.denied[p][uri] = true
+	}
+}
+
+func textOf(uri string) string { return "body of " + uri }
+
+func (g *rig) policy() ResourcePolicy {
+	return ResourcePolicy{
+		Discover: func(ctx context.Context, d ResourceDescription) error {
+			p := int(g.discovers.Add(1)) - 1
+			p = min(p, 1)
+			g.log("discover")
+			if g.discoverErr != nil {
+				if err := g.discoverErr(p); err != nil {
+					return err
+				}
+			}
+			if g.noFind[p] {
+				return Unavailable(errors.New("not discoverable"))
+			}
+			return nil
+		},
+		Visibility: func(ctx context.Context, t ResourceTarget) (Visibility, error) {
+			p := g.phase()
+			g.log("vis %s", t.URI())
+			if g.visibilityErr != nil {
+				if err := g.visibilityErr(p, t.URI()); err != nil {
+					return Visibility{}, err
+				}
+			}
+			return Visibility{Visible: !g.hidden[p][t.URI()], DiscloseIssueURI: g.disclose[p][t.URI()]}, nil
+		},
+		Read: func(ctx context.Context, t ResourceTarget) error {
+			p := g.phase()
+			g.log("perm %s", t.URI())
+			if g.readPermErr != nil {
+				if err := g.readPermErr(p, t.URI()); err != nil {
+					return err
+				}
+			}
+			if g.denied[p][t.URI()] {
+				return Unavailable(errors.New("read denied"))
+			}
+			return nil
+		},
+	}
+}
+
+func (g *rig) binding() ResourceBinding {
+	return ResourceBinding{
+		Definition: ResourceDefinition{URI: bundleURI, Name: "bundle", MIMEType: "text/plain"},
+		Resolver: ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+			g.log("resolve")
+			if g.resolve != nil {
+				return g.resolve(ctx, m)
+			}
+			req, err := NewResourceTarget(m.URI(), "bundle", nil)
+			if err != nil {
+				return ResourceReadPlan{}, err
+			}
+			ts := make([]ResourceTarget, len(g.items))
+			for i, it := range g.items {
+				repr := it.repr
+				if repr == "" {
+					repr = "item"
+				}
+				if ts[i], err = NewResourceTarget(it.uri, repr, it.authz); err != nil {
+					return ResourceReadPlan{}, err
+				}
+			}
+			return NewResourceReadPlan(req, ts...)
+		}),
+		Reader: ReaderFunc(func(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
+			g.log("read %s", t.URI())
+			for _, it := range g.items {
+				if it.uri == t.URI() && it.read != nil {
+					return it.read(ctx, t)
+				}
+			}
+			return TextPayload("text/plain", textOf(t.URI())), nil
+		}),
+	}
+}
+
+func (g *rig) resources() *Resources {
+	g.t.Helper()
+	r, err := NewResources([]ResourceBinding{g.binding()}, g.policy(), g.opts...)
+	if err != nil {
+		g.t.Fatalf("NewResources: %v", err)
+	}
+	return r
+}
+
+// read builds a fresh Resources value and reads the bundle once.
+func (g *rig) read() (*ResourceResult, error) {
+	return g.readCtx(context.Background())
+}
+
+func (g *rig) readCtx(ctx context.Context) (*ResourceResult, error) {
+	g.t.Helper()
+	r := g.resources()
+	g.discovers.Store(0)
+	return r.Read(ctx, bundleURI)
+}
+
+// itemURIs lists the application item URIs of a result (warning excluded).
+func itemURIs(res *ResourceResult) []string {
+	var out []string
+	for _, it := range res.Items() {
+		if !strings.HasPrefix(it.URI(), warningURIPrefix) {
+			out = append(out, it.URI())
+		}
+	}
+	return out
+}
+
+func issueCodes(res *ResourceResult) []IssueCode {
+	var out []IssueCode
+	for _, is := range res.Issues() {
+		out = append(out, is.Code())
+	}
+	return out
+}
+
+func wantKind(t testing.TB, err error, kind FailureKind) *Failure {
+	t.Helper()
+	var f *Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("error %v (%T) is not a *Failure; want kind %v", err, err, kind)
+	}
+	if f.Kind != kind {
+		t.Fatalf("failure kind = %v (cause %v); want %v", f.Kind, f.Unwrap(), kind)
+	}
+	return f
+}
+
+func mustRead(t testing.TB, g *rig) *ResourceResult {
+	t.Helper()
+	res, err := g.read()
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			t.Fatalf("read failed: %v (kind %v, cause %v)", err, f.Kind, f.Unwrap())
+		}
+		t.Fatalf("read failed: %v", err)
+	}
+	return res
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeResult writes a result as the adapter will: the module's content
+// shape with encoding/json, HTML escaping off.
+func encodeResult(t testing.TB, res *ResourceResult) []byte {
+	t.Helper()
+	type content struct {
+		URI      string          `json:"uri"`
+		MIMEType string          `json:"mimeType"`
+		Text     *string         `json:"text,omitempty"`
+		Blob     *[]byte         `json:"blob,omitempty"`
+		Meta     json.RawMessage `json:"_meta,omitempty"`
+	}
+	type result struct {
+		Meta     json.RawMessage `json:"_meta"`
+		Contents []content       `json:"contents"`
+	}
+	out := result{Meta: res.Meta(), Contents: []content{}}
+	for _, it := range res.Items() {
+		c := content{URI: it.URI(), MIMEType: it.MIMEType(), Meta: it.Meta()}
+		if it.IsBlob() {
+			b := it.Blob()
+			c.Blob = &b
+		} else {
+			s := it.Text()
+			c.Text = &s
+		}
+		out.Contents = append(out.Contents, c)
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	return []byte(strings.TrimSuffix(buf.String(), "\n"))
+}
