@@ -394,11 +394,15 @@ func TestNotFoundLooksLikeDenied(t *testing.T) {
 func TestOtherPolicyErrorsFailTheWholeRead(t *testing.T) {
 	boom := errors.New("policy backend down")
 	cases := map[string]func(g *rig){
-		"discover error":              func(g *rig) { g.discoverErr = func(int) error { return boom } },
-		"final discover error":        func(g *rig) { g.discoverErr = func(p int) error { return map[int]error{1: boom}[p] } },
-		"visibility error on item":    func(g *rig) { g.visibilityErr = func(_ int, u string) error { return map[bool]error{true: boom}[u == "test://b"] } },
+		"discover error":       func(g *rig) { g.discoverErr = func(int) error { return boom } },
+		"final discover error": func(g *rig) { g.discoverErr = func(p int) error { return map[int]error{1: boom}[p] } },
+		"visibility error on item": func(g *rig) {
+			g.visibilityErr = func(_ int, u string) error { return map[bool]error{true: boom}[u == "test://b"] }
+		},
 		"visibility error in recheck": func(g *rig) { g.visibilityErr = func(p int, _ string) error { return map[int]error{1: boom}[p] } },
-		"read policy error on item":   func(g *rig) { g.readPermErr = func(_ int, u string) error { return map[bool]error{true: boom}[u == "test://b"] } },
+		"read policy error on item": func(g *rig) {
+			g.readPermErr = func(_ int, u string) error { return map[bool]error{true: boom}[u == "test://b"] }
+		},
 		"visibility returning Unavailable is still an error": func(g *rig) {
 			g.visibilityErr = func(_ int, u string) error { return map[bool]error{true: Unavailable(nil)}[u == "test://b"] }
 		},
@@ -1040,7 +1044,9 @@ func TestCanariesNeverReachOutput(t *testing.T) {
 		"discover": func(g *rig) { g.discoverErr = func(int) error { return errors.New(canary) } },
 		"panic":    func(g *rig) { g.visibilityErr = func(int, string) error { panic(canary) } },
 		"resolve": func(g *rig) {
-			g.resolve = func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return ResourceReadPlan{}, errors.New(canary) }
+			g.resolve = func(context.Context, ResourceMatch) (ResourceReadPlan, error) {
+				return ResourceReadPlan{}, errors.New(canary)
+			}
 		},
 		"denied": func(g *rig) { g.noFind[0] = true },
 	} {
