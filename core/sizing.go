@@ -17,36 +17,77 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// asciiWidth is the encoded width of each ASCII byte; 0 marks the start of
+// a multi-byte sequence.
+var asciiWidth = func() (t [256]uint8) {
+	for b := range utf8.RuneSelf {
+		switch {
+		case jsonSafe[b]:
+			t[b] = 1
+		case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+			t[b] = 2
+		default:
+			t[b] = 6 // \u00XX
+		}
+	}
+	return t
+}()
+
 // jsonStringLen returns the encoded length of s as a JSON string, quotes
 // included, exactly as encoding/json writes it with SetEscapeHTML(false).
 func jsonStringLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case jsonSafe[b]:
-				n++
-			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
-				n += 2
-			default:
-				n += 6
+		stop := len(s)
+		if i+8 <= len(s) {
+			if safeWord(load64(s, i)) {
+				n += 8
+				i += 8
+				continue
 			}
-			i++
-			continue
+			stop = i + 8 // size this word byte by byte, then try words again
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			n += 6 // \ufffd
-		case c == '\u2028' || c == '\u2029':
-			n += 6
-		default:
-			n += size
+		for i < stop {
+			if w := asciiWidth[s[i]]; w != 0 {
+				n += int(w)
+				i++
+				continue
+			}
+			c, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case c == utf8.RuneError && size == 1:
+				n += 6 // \ufffd
+			case c == '\u2028' || c == '\u2029':
+				n += 6
+			default:
+				n += size
+			}
+			i += size
 		}
-		i += size
 	}
 	return n
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// safeWord reports whether all eight bytes of w are ASCII that encoding/json
+// copies unescaped: none below 0x20, none '"' or '\\', none 0x80 or above.
+// The tests are the classic has-zero-byte bit tricks, which never miss.
+func safeWord(w uint64) bool {
+	q, bs := w^(lsb*'"'), w^(lsb*'\\')
+	below20 := (w - lsb*0x20) & ^w
+	quote := (q - lsb) & ^q
+	backslash := (bs - lsb) & ^bs
+	return (below20|quote|backslash|w)&msb == 0
 }
 
 const hexDigits = "0123456789abcdef"

@@ -1,0 +1,213 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newWithLimits(t *testing.T, l ResourceLimits) error {
+	g := newRig(t)
+	_, err := NewResources([]ResourceBinding{g.binding()}, g.policy(), WithResourceLimits(l))
+	return err
+}
+
+func TestLimitsZeroSelectsDefaults(t *testing.T) {
+	got, err := ResourceLimits{}.resolve()
+	if err != nil || got != DefaultResourceLimits() {
+		t.Fatalf("zero limits = %+v, %v", got, err)
+	}
+	r := newRig(t).resources()
+	if r.Limits() != DefaultResourceLimits() {
+		t.Fatal("Resources without options does not use the defaults")
+	}
+}
+
+func TestLimitsNegativeValuesFail(t *testing.T) {
+	v := reflect.ValueOf(&ResourceLimits{}).Elem()
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		t.Run(name, func(t *testing.T) {
+			var l ResourceLimits
+			reflect.ValueOf(&l).Elem().Field(i).SetInt(-1)
+			err := newWithLimits(t, l)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != name {
+				t.Fatalf("negative %s: %v", name, err)
+			}
+		})
+	}
+}
+
+func TestRaisingOneLimitNeverRaisesAnother(t *testing.T) {
+	def := DefaultResourceLimits()
+	v := reflect.ValueOf(&ResourceLimits{}).Elem()
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		t.Run(name, func(t *testing.T) {
+			var l ResourceLimits
+			f := reflect.ValueOf(&l).Elem().Field(i)
+			f.SetInt(reflect.ValueOf(def).Field(i).Int() * 2)
+			got, err := l.resolve()
+			if err != nil {
+				return // raising it alone broke a rule: it was not silently compensated
+			}
+			for j := range v.NumField() {
+				if j != i && reflect.ValueOf(got).Field(j).Int() != reflect.ValueOf(def).Field(j).Int() {
+					t.Fatalf("raising %s changed %s", name, v.Type().Field(j).Name)
+				}
+			}
+		})
+	}
+	// Raising the diagnostic reserve past the aggregate fails rather than
+	// raising the aggregate.
+	if err := newWithLimits(t, ResourceLimits{ReportPayloadBytes: 9 << 20}); err == nil {
+		t.Fatal("aggregate was raised to fit a larger report reserve")
+	}
+}
+
+func TestLimitValidationBoundaries(t *testing.T) {
+	cases := []struct {
+		name     string
+		atLimit  ResourceLimits
+		overEdge ResourceLimits
+		field    string
+	}{
+		{"URI limit fits the 51-byte warning identity", ResourceLimits{MaxURIBytes: 51}, ResourceLimits{MaxURIBytes: 50}, "MaxURIBytes"},
+		{"report payload at least 256", ResourceLimits{ReportPayloadBytes: 256}, ResourceLimits{ReportPayloadBytes: 255}, "ReportPayloadBytes"},
+		{"report encoded at least 1 KiB", ResourceLimits{ReportEncodedBytes: 1024}, ResourceLimits{ReportEncodedBytes: 1023}, "ReportEncodedBytes"},
+		{"aggregate payload exceeds the report reserve",
+			ResourceLimits{ReportPayloadBytes: 256, MaxResponseBytes: 257}, ResourceLimits{ReportPayloadBytes: 256, MaxResponseBytes: 256}, "MaxResponseBytes"},
+		{"aggregate encoded fits report, wire reserve and overhead",
+			ResourceLimits{ReportEncodedBytes: 1024, MaxResponseEncodedBytes: 1024 + 8192 + 256},
+			ResourceLimits{ReportEncodedBytes: 1024, MaxResponseEncodedBytes: 1024 + 8192 + 255}, "MaxResponseEncodedBytes"},
+		{"page budget leaves 256 bytes of envelope", ResourceLimits{ListPageBytes: 8192 + 256}, ResourceLimits{ListPageBytes: 8192 + 255}, "ListPageBytes"},
+		{"default page size not above its maximum",
+			ResourceLimits{ListPageSize: 10, MaxListPageSize: 10}, ResourceLimits{ListPageSize: 11, MaxListPageSize: 10}, "ListPageSize"},
+		{"default page size checked against a lowered maximum", ResourceLimits{MaxListPageSize: 100}, ResourceLimits{MaxListPageSize: 99}, "ListPageSize"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := newWithLimits(t, c.atLimit); err != nil {
+				t.Fatalf("exactly at the limit: %v", err)
+			}
+			err := newWithLimits(t, c.overEdge)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != c.field {
+				t.Fatalf("one over the edge: %v", err)
+			}
+		})
+	}
+}
+
+func TestFixedBoundsOnDefinitionsAndMetadata(t *testing.T) {
+	g := newRig(t)
+	bind := func(d ResourceDefinition) error {
+		b := g.binding()
+		b.Definition = d
+		_, err := NewResources([]ResourceBinding{b}, g.policy())
+		return err
+	}
+	meta := func(n int) json.RawMessage { // a JSON object of exactly n bytes
+		return json.RawMessage(`{"k":"` + strings.Repeat("m", n-8) + `"}`)
+	}
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(MaxMetaBytes - 100)}); err != nil {
+		t.Fatalf("metadata under 64 KiB: %v", err)
+	}
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(MaxMetaBytes + 1)}); err == nil {
+		t.Fatal("metadata over 64 KiB accepted")
+	}
+	long := strings.Repeat("d", MaxDefinitionBytes)
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Description: long}); err == nil {
+		t.Fatal("definition over 64 KiB accepted")
+	}
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: json.RawMessage(`[1]`)}); err == nil {
+		t.Fatal("non-object metadata accepted")
+	}
+}
+
+func TestNewResourcesRequiresEveryCallback(t *testing.T) {
+	g := newRig(t)
+	pol := g.policy()
+	for name, p := range map[string]ResourcePolicy{
+		"Discover":   {Visibility: pol.Visibility, Read: pol.Read},
+		"Visibility": {Discover: pol.Discover, Read: pol.Read},
+		"Read":       {Discover: pol.Discover, Visibility: pol.Visibility},
+	} {
+		if _, err := NewResources(nil, p); err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("missing policy %s: %v", name, err)
+		}
+	}
+	b := g.binding()
+	b.Reader = nil
+	if _, err := NewResources([]ResourceBinding{b}, pol); err == nil || !strings.Contains(err.Error(), "Reader") {
+		t.Fatalf("missing Reader: %v", err)
+	}
+	b = g.binding()
+	b.Resolver = nil
+	if _, err := NewResources([]ResourceBinding{b}, pol); err == nil || !strings.Contains(err.Error(), "Resolver") {
+		t.Fatalf("missing Resolver: %v", err)
+	}
+}
+
+func TestNewResourcesCopiesWhatItIsGiven(t *testing.T) {
+	g := newRig(t)
+	b := g.binding()
+	b.Definition.Meta = json.RawMessage(`{"a":1}`)
+	bindings := []ResourceBinding{b}
+	r, err := NewResources(bindings, g.policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindings[0].Definition.URI = "test://changed"
+	b.Definition.Meta[2] = 'X'
+	var seen ResourceDescription
+	r.policy.Discover = func(ctx context.Context, d ResourceDescription) error { seen = d; return nil }
+	_, _ = r.Read(context.Background(), bundleURI)
+	if seen.URI != bundleURI || string(seen.Meta) != `{"a":1}` {
+		t.Fatalf("definition changed after construction: %q %s", seen.URI, seen.Meta)
+	}
+}
+
+// --- The request scope ---
+
+func TestDirectAPICreatesAndClosesItsScope(t *testing.T) {
+	g := newRig(t, "test://a")
+	g.opts = []Option{WithResourceLimits(ResourceLimits{ReadTimeout: time.Hour})}
+	var seen context.Context
+	g.item("test://a").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
+		seen = ctx
+		return TextPayload("text/plain", "a"), nil
+	}
+	start := time.Now()
+	mustRead(t, g)
+	dl, ok := seen.Deadline()
+	if !ok || dl.Before(start.Add(9*time.Second)) || dl.After(time.Now().Add(time.Hour)) {
+		t.Fatalf("reader deadline %v (ok %v)", dl, ok) // the item timeout (10 s) is the nearer bound
+	}
+	if seen.Err() == nil {
+		t.Fatal("scope still open after Read returned")
+	}
+}
+
+func TestScopeDeadlineIsShortenedByCallerDeadline(t *testing.T) {
+	g := newRig(t, "test://a")
+	var dl time.Time
+	g.item("test://a").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
+		dl, _ = ctx.Deadline()
+		return TextPayload("text/plain", "a"), nil
+	}
+	want := time.Now().Add(2 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), want)
+	defer cancel()
+	if _, err := g.readCtx(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !dl.Equal(want) {
+		t.Fatalf("reader deadline %v, want the caller's %v", dl, want)
+	}
+}
