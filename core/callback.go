@@ -10,6 +10,16 @@ type panicError struct{ value any }
 
 func (e *panicError) Error() string { return fmt.Sprintf("callback panicked: %v", e.value) }
 
+// guard calls fn and turns a panic into a *panicError.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicError{value: p}
+		}
+	}()
+	return fn()
+}
+
 type outcome[T any] struct {
 	v   T
 	err error

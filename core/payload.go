@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"mime"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -76,6 +77,28 @@ func validMIME(s string) bool {
 	if s == "" || len(s) > 255 {
 		return false
 	}
+	if slash := strings.IndexByte(s, '/'); slash > 0 && isToken(s[:slash]) && isToken(s[slash+1:]) {
+		return true // type/subtype without parameters: the common case, no allocation
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
 	_, _, err := mime.ParseMediaType(s)
-	return err == nil
+	return err == nil && strings.Contains(s, "/")
+}
+
+// isToken reports whether s is a non-empty RFC 2045 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?=`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -30,11 +30,28 @@ func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, erro
 		ctx, cancel = requestscope.Begin(ctx, r.limits.ReadTimeout)
 		defer cancel()
 	}
-	res, err := r.read(ctx, uri)
-	if err != nil {
-		return nil, wholeFailure(ctx, err)
+	// The read runs in one goroutine of its own so that the end of the whole
+	// read stops the wait even for a callback that ignores its context; an
+	// abandoned read notices ctx before its next step and ends, and what it
+	// returns is discarded.
+	type outcome struct {
+		res *ResourceResult
+		err error
 	}
-	return res, nil
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := r.read(ctx, uri)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return nil, wholeFailure(ctx, o.err)
+		}
+		return o.res, nil
+	case <-ctx.Done():
+		return nil, wholeFailure(ctx, ctx.Err())
+	}
 }
 
 // wholeFailure turns an error into the read's *Failure; once the whole read
@@ -147,14 +164,10 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 
 // discover checks that the caller may know of the definition.
 func (r *Resources) discover(ctx context.Context, def *definition) error {
-	_, err, abandoned := invoke(ctx, ctx, func(c context.Context) (struct{}, error) {
-		return struct{}{}, r.policy.Discover(c, def.description())
-	})
+	err := guard(func() error { return r.policy.Discover(ctx, def.description()) })
 	switch {
 	case err == nil:
 		return nil
-	case abandoned:
-		return err
 	case isUnavailable(err):
 		return NewFailure(FailureUnavailable, err)
 	}
@@ -163,12 +176,12 @@ func (r *Resources) discover(ctx context.Context, def *definition) error {
 
 // resolve asks the binding for a plan and validates it.
 func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatch) (ResourceReadPlan, error) {
-	plan, err, abandoned := invoke(ctx, ctx, func(c context.Context) (ResourceReadPlan, error) {
-		return def.resolver.Resolve(c, m)
+	var plan ResourceReadPlan
+	err := guard(func() (err error) {
+		plan, err = def.resolver.Resolve(ctx, m)
+		return err
 	})
 	switch {
-	case abandoned:
-		return plan, err
 	case err != nil && isUnavailable(err):
 		return plan, NewFailure(FailureUnavailable, err)
 	case err != nil:
@@ -205,24 +218,19 @@ func (r *Resources) requested(ctx context.Context, t ResourceTarget) error {
 // decide asks the policy for a target's visibility and, when visible, its
 // read permission.
 func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, error) {
-	vis, err, abandoned := invoke(ctx, ctx, func(c context.Context) (Visibility, error) {
-		return r.policy.Visibility(c, t)
+	var vis Visibility
+	err := guard(func() (err error) {
+		vis, err = r.policy.Visibility(ctx, t)
+		return err
 	})
-	if abandoned {
-		return decision{}, err
-	}
 	if err != nil {
 		return decision{}, NewFailure(FailurePolicy, err)
 	}
 	if !vis.Visible {
 		return decision{}, nil
 	}
-	_, err, abandoned = invoke(ctx, ctx, func(c context.Context) (struct{}, error) {
-		return struct{}{}, r.policy.Read(c, t)
-	})
+	err = guard(func() error { return r.policy.Read(ctx, t) })
 	switch {
-	case abandoned:
-		return decision{}, err
 	case err == nil:
 		return decision{vis: vis, allowed: true}, nil
 	case isUnavailable(err):
@@ -237,10 +245,12 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
 	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
 	defer cancel()
-	p, err, abandoned := invoke(ctx, WithReadLimit(itemCtx, limit), func(c context.Context) (ResourcePayload, error) {
-		return def.reader.Read(c, s.target)
+	var p ResourcePayload
+	err := guard(func() (err error) {
+		p, err = def.reader.Read(&limitContext{Context: itemCtx, limit: limit}, s.target)
+		return err
 	})
-	if abandoned || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	var tooLarge *TooLargeError

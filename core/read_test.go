@@ -1152,3 +1152,16 @@ func TestResultAccessorsReturnCopies(t *testing.T) {
 		t.Fatal("result mutated through an accessor")
 	}
 }
+
+func TestPayloadMIMETypeValidation(t *testing.T) {
+	for s, want := range map[string]bool{
+		"text/plain": true, "application/vnd.api+json": true, "text/plain; charset=utf-8": true,
+		"image/svg+xml": true, "": false, "text": false, "text/": false, "/plain": false,
+		"text/pl ain": false, "text/plain;": true, "text/plain; charset": false, "tëxt/plain": false,
+		"text/plain\n": false, "a/b/c": false,
+	} {
+		if got := validMIME(s); got != want {
+			t.Errorf("validMIME(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
