@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +210,42 @@ func TestScopeDeadlineIsShortenedByCallerDeadline(t *testing.T) {
 	}
 	if !dl.Equal(want) {
 		t.Fatalf("reader deadline %v, want the caller's %v", dl, want)
+	}
+}
+
+func TestDefinitionHasExactlyOneURIOrTemplate(t *testing.T) {
+	g := newRig(t)
+	for name, d := range map[string]ResourceDefinition{
+		"neither": {Name: "n"},
+		"both":    {URI: "test://a", URITemplate: "test://a/{id}", Name: "n"},
+	} {
+		b := g.binding()
+		b.Definition = d
+		_, err := NewResources([]ResourceBinding{b}, g.policy())
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Definition != 0 {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestNewResourcesOwnsNoGoroutine(t *testing.T) {
+	settle := func() int {
+		for range 50 {
+			runtime.Gosched()
+			time.Sleep(time.Millisecond)
+		}
+		return runtime.NumGoroutine()
+	}
+	before := settle()
+	g := newRig(t, "test://a")
+	r := g.resources()
+	for range 20 {
+		if _, err := r.Read(context.Background(), bundleURI); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := settle(); after > before {
+		t.Fatalf("goroutines: %d before, %d after construction and reads", before, after)
 	}
 }
