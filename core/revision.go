@@ -1,0 +1,100 @@
+package core
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"strings"
+)
+
+// revisionDomain separates registry revisions from every other SHA-256 use
+// and names the encoding, so that a change of encoding changes every
+// revision instead of silently colliding with the old one.
+const revisionDomain = "go.phpboyscout.uk/mcp/resources registry revision v1\x00"
+
+// registryRevision is a deterministic hash of the listed definitions: every
+// field a list returns, never a callback. Concrete definitions and templates
+// are hashed as two counted sections, each in listing order, so the revision
+// does not depend on the order of the bindings when their listing order is
+// the same, and two processes with the same bindings agree on it.
+//
+// Encoding (all integers big-endian uint64): the domain string; the number of
+// concrete definitions, then each one; the number of templates, then each
+// one. A definition is its URI or template, Name, Title, Description and
+// MIMEType, each as length then bytes, then a Meta presence byte (0 or 1)
+// and, when present, Meta as length then bytes. Every variable-length field
+// is length-prefixed, so no two distinct registries share an encoding.
+func registryRevision(resources, templates []*definition) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(revisionDomain))
+	for _, section := range [...][]*definition{resources, templates} {
+		revisionUint(h, uint64(len(section)))
+		for _, d := range section {
+			revisionString(h, listKey(d))
+			revisionString(h, d.desc.Name)
+			revisionString(h, d.desc.Title)
+			revisionString(h, d.desc.Description)
+			revisionString(h, d.desc.MIMEType)
+			if d.desc.Meta == nil {
+				h.Write([]byte{0})
+			} else {
+				h.Write([]byte{1})
+				revisionUint(h, uint64(len(d.desc.Meta)))
+				h.Write(d.desc.Meta)
+			}
+		}
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+func revisionUint(h hash.Hash, n uint64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	h.Write(b[:])
+}
+
+func revisionString(h hash.Hash, s string) {
+	revisionUint(h, uint64(len(s)))
+	h.Write([]byte(s))
+}
+
+// listKey is the URI of a concrete definition or the template of a
+// template definition: the first sort key of its listing.
+func listKey(d *definition) string {
+	if d.desc.URI != "" {
+		return d.desc.URI
+	}
+	return d.desc.URITemplate
+}
+
+// listCompare orders definitions for listing: by URI or template, then by
+// name, in byte order. The remaining listed fields break any further tie, so
+// the order is total over everything a list shows and does not depend on
+// the order of the bindings.
+func listCompare(a, b *definition) int {
+	if c := strings.Compare(listKey(a), listKey(b)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.desc.Name, b.desc.Name); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.desc.Title, b.desc.Title); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.desc.Description, b.desc.Description); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.desc.MIMEType, b.desc.MIMEType); c != 0 {
+		return c
+	}
+	switch {
+	case a.desc.Meta == nil && b.desc.Meta != nil:
+		return -1
+	case a.desc.Meta != nil && b.desc.Meta == nil:
+		return 1
+	}
+	return bytes.Compare(a.desc.Meta, b.desc.Meta)
+}
