@@ -2,7 +2,11 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
 )
 
 // panicError is the private cause recorded when a host callback panics.
@@ -20,32 +24,51 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-type outcome[T any] struct {
-	v   T
-	err error
+// scoped runs one whole operation (a read, a list page). Unless ctx already
+// carries a request scope it begins one with timeout and ends it on return.
+// op runs in a goroutine of its own so that the end of the scope stops the
+// wait even for a host callback that ignores its context; an abandoned op
+// notices ctx before its next step and ends, and what it returns is
+// discarded. Every error comes back as a *Failure: once the scope has ended,
+// FailureTimeout or FailureCanceled wins over what op reported.
+func scoped[T any](ctx context.Context, timeout time.Duration, op func(context.Context) (T, error)) (T, error) {
+	if !requestscope.Active(ctx) {
+		var cancel context.CancelFunc
+		ctx, cancel = requestscope.Begin(ctx, timeout)
+		defer cancel()
+	}
+	type outcome struct {
+		v   T
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		v, err := op(ctx)
+		done <- outcome{v, err}
+	}()
+	var zero T
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return zero, scopeFailure(ctx, o.err)
+		}
+		return o.v, nil
+	case <-ctx.Done():
+		return zero, scopeFailure(ctx, context.Cause(ctx))
+	}
 }
 
-// invoke runs fn(cbCtx) in its own goroutine so that the end of the whole
-// operation (whole done) stops the wait for a callback that ignores its
-// context; whatever it returns later is discarded. A panic becomes a
-// *panicError. abandoned is true when whole ended first; err is then
-// whole.Err().
-func invoke[T any](whole, cbCtx context.Context, fn func(context.Context) (T, error)) (v T, err error, abandoned bool) {
-	ch := make(chan outcome[T], 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- outcome[T]{err: &panicError{value: p}}
-			}
-		}()
-		v, err := fn(cbCtx)
-		ch <- outcome[T]{v: v, err: err}
-	}()
-	select {
-	case o := <-ch:
-		return o.v, o.err, false
-	case <-whole.Done():
-		var zero T
-		return zero, whole.Err(), true
+func scopeFailure(ctx context.Context, err error) error {
+	switch ctx.Err() {
+	case nil:
+	case context.DeadlineExceeded:
+		return NewFailure(FailureTimeout, err)
+	default:
+		return NewFailure(FailureCanceled, err)
 	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return err
+	}
+	return NewFailure(FailurePolicy, err)
 }

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
 )
 
 // ListRequest asks for one page of List or ListTemplates.
@@ -180,26 +178,27 @@ func (r *Resources) listPage(ctx context.Context, m listMethod, req ListRequest)
 		}
 		start = pos
 	}
-	if !requestscope.Active(ctx) {
-		var cancel context.CancelFunc
-		ctx, cancel = requestscope.Begin(ctx, r.limits.ReadTimeout)
-		defer cancel()
-	}
+	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (ListPage, error) {
+		return r.fillPage(ctx, m, entries, start, size, &scope)
+	})
+}
+
+// fillPage checks discovery from start on and fills one page.
+func (r *Resources) fillPage(ctx context.Context, m listMethod, entries []listEntry, start, size int, scope *[sha256.Size]byte) (ListPage, error) {
 	budget := r.limits.ListPageBytes - WireReserveBytes - minListEnvelopeBytes
 	out := make([]ResourceDescription, 0, min(size, len(entries)-start))
 	used := int64(0)
 	next := len(entries)
 	for i := start; i < len(entries); i++ {
-		if ctx.Err() != nil {
-			return ListPage{}, listCtxFailure(ctx, nil)
+		if err := ctx.Err(); err != nil {
+			return ListPage{}, err
 		}
 		e := entries[i]
-		_, err, abandoned := invoke(ctx, ctx, func(c context.Context) (struct{}, error) {
-			return struct{}{}, r.policy.Discover(c, e.def.description())
-		})
+		err := guard(func() error { return r.policy.Discover(ctx, e.def.description()) })
 		switch {
-		case abandoned || (err != nil && ctx.Err() != nil):
-			return ListPage{}, listCtxFailure(ctx, err)
+		case err == nil:
+		case ctx.Err() != nil:
+			return ListPage{}, err
 		case isUnavailable(err):
 			continue
 		case err != nil:
@@ -220,24 +219,12 @@ func (r *Resources) listPage(ctx context.Context, m listMethod, req ListRequest)
 			break
 		}
 	}
-	if ctx.Err() != nil {
-		return ListPage{}, listCtxFailure(ctx, nil)
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, err
 	}
 	page := ListPage{Descriptions: out}
 	if next < len(entries) {
-		page.NextCursor = r.list.encodeCursor(m, next, &scope)
+		page.NextCursor = r.list.encodeCursor(m, next, scope)
 	}
 	return page, nil
-}
-
-// listCtxFailure is the failure of a page whose scope ended: FailureTimeout
-// past the deadline, FailureCanceled otherwise.
-func listCtxFailure(ctx context.Context, cause error) error {
-	if cause == nil {
-		cause = context.Cause(ctx)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return NewFailure(FailureTimeout, cause)
-	}
-	return NewFailure(FailureCanceled, cause)
 }

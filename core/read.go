@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
-	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
 )
 
 // Read selects, resolves, authorizes and reads the resource at uri for the
@@ -25,50 +24,9 @@ import (
 // ReadLimit. Before returning, Read rechecks discovery, the requested target
 // and every planned item under the current policy.
 func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
-	if !requestscope.Active(ctx) {
-		var cancel context.CancelFunc
-		ctx, cancel = requestscope.Begin(ctx, r.limits.ReadTimeout)
-		defer cancel()
-	}
-	// The read runs in one goroutine of its own so that the end of the whole
-	// read stops the wait even for a callback that ignores its context; an
-	// abandoned read notices ctx before its next step and ends, and what it
-	// returns is discarded.
-	type outcome struct {
-		res *ResourceResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := r.read(ctx, uri)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		if o.err != nil {
-			return nil, wholeFailure(ctx, o.err)
-		}
-		return o.res, nil
-	case <-ctx.Done():
-		return nil, wholeFailure(ctx, ctx.Err())
-	}
-}
-
-// wholeFailure turns an error into the read's *Failure; once the whole read
-// has ended, cancellation or timeout wins over whatever the step reported.
-func wholeFailure(ctx context.Context, err error) error {
-	switch ctx.Err() {
-	case nil:
-	case context.DeadlineExceeded:
-		return NewFailure(FailureTimeout, err)
-	default:
-		return NewFailure(FailureCanceled, err)
-	}
-	var f *Failure
-	if errors.As(err, &f) {
-		return err
-	}
-	return NewFailure(FailurePolicy, err)
+	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
+		return r.read(ctx, uri)
+	})
 }
 
 // itemState follows one planned target through a read.
