@@ -286,17 +286,6 @@ func TestAdapterScopeLastsBeyondRead(t *testing.T) {
 
 // --- Exact sizing ---
 
-func jsonOf(t testing.TB, v any) string {
-	t.Helper()
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
 var tricky = []string{"", "plain", `"quoted" \back\slash/`, "<html>&amp;", "\x00\x01\x07\b\f\n\r\t\x1f\x7f",
 	"\u2028\u2029", "é日本語🙂", "\xff\xfe invalid", "\xc0\xae overlong", "\xed\xa0\x80 surrogate", "a\x00b"}
 

@@ -286,11 +286,18 @@ func encodeResult(t testing.TB, res *ResourceResult) []byte {
 		}
 		out.Contents = append(out.Contents, c)
 	}
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		t.Fatalf("encode: %v", err)
-	}
-	return []byte(strings.TrimSuffix(buf.String(), "\n"))
+	return []byte(jsonOf(t, out))
 }
+
+// jsonOf encodes v as the go-sdk does: encoding/json, HTML escaping off.
+func jsonOf(t testing.TB, v any) string {
+	t.Helper()
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
