@@ -300,4 +300,3 @@ func jsonOf(t testing.TB, v any) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
-
