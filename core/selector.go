@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // selector picks the definition of a request URI: an exact registration
@@ -16,6 +17,10 @@ type selector struct {
 	origins   map[string]*node
 	templates []*template // binding order
 	max       int
+
+	overlapOnce sync.Once
+	overlaps    []TemplateOverlap
+	overlapsAll bool
 }
 
 // node is a position between path segments. A template ends at the node of
