@@ -57,6 +57,10 @@ func (e *templateError) Unwrap() error { return e.uri }
 // literal parts must also form a valid URI of at most max bytes.
 func parseTemplate(raw string, max int) (*template, error) {
 	fail := func(reason string) (*template, error) { return nil, &templateError{reason: reason} }
+	if len(raw) > max {
+		err := uriErr(URIReasonTooLong, -1)
+		return nil, &templateError{reason: err.Error(), uri: err}
+	}
 
 	// Find the expressions first, and mask them so that a ':' or '?'
 	// inside braces does not move the scheme, path or query boundaries.
@@ -138,14 +142,14 @@ func parseTemplate(raw string, max int) (*template, error) {
 	t := &template{raw: raw, origin: raw[:pathLo], suffix: raw[pathHi:]}
 	path := raw[pathLo:pathHi]
 	t.segs = make([]tmplSeg, 0, strings.Count(path, "/")+1)
+	names := make(map[string]struct{}, len(exprs))
 	for seg := range strings.SplitSeq(path, "/") {
 		if len(seg) > 2 && seg[0] == '{' {
 			name := seg[1 : len(seg)-1]
-			for _, s := range t.segs {
-				if s.name == name {
-					return fail(tmplRepeatedName)
-				}
+			if _, dup := names[name]; dup {
+				return fail(tmplRepeatedName)
 			}
+			names[name] = struct{}{}
 			t.segs = append(t.segs, tmplSeg{name: name})
 			continue
 		}
