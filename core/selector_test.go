@@ -437,14 +437,17 @@ func FuzzMatch(f *testing.F) {
 		f.Add(u, "")
 		f.Add(u, "asset://project/{z}/{y}")
 	}
+	base, err := newSelector(selDefs(fuzzRegistry...), 2048)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, uri, extra string) {
-		entries := fuzzRegistry
+		entries, s := fuzzRegistry, base
 		if _, err := parseTemplate(extra, 2048); err == nil {
 			entries = append(entries[:len(entries):len(entries)], "T "+extra)
-		}
-		s, err := newSelector(selDefs(entries...), 2048)
-		if err != nil {
-			return // extra duplicated a registered template byte for byte
+			if s, err = newSelector(selDefs(entries...), 2048); err != nil {
+				return // extra duplicated a registered template byte for byte
+			}
 		}
 		m, err := s.match(uri)
 
