@@ -1,25 +1,193 @@
 package core
 
 import (
-	"errors"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxURIHardLimit bounds URIs checked before a Resources value's own limit
 // applies (target construction).
 const maxURIHardLimit = 64 << 10
 
-// STUB: replaced by the full validator (issue 3).
+// reservedScheme is the scheme of generated warnings; no request, definition
+// or target may use it, in any letter case.
+const reservedScheme = "mcp-warning"
+
+// URIReason says which URI rule a *URIError broke.
+type URIReason uint8
+
+// The URI rules. The zero value is not a valid reason.
+const (
+	// URIReasonEmpty: the URI is the empty string.
+	URIReasonEmpty URIReason = iota + 1
+	// URIReasonTooLong: the URI exceeds the byte limit.
+	URIReasonTooLong
+	// URIReasonNotAbsolute: the URI does not start with an RFC 3986 scheme
+	// (a letter, then letters, digits, '+', '-' or '.', then ':').
+	URIReasonNotAbsolute
+	// URIReasonCredentials: the authority carries userinfo (an '@').
+	URIReasonCredentials
+	// URIReasonInvalidUTF8: the URI bytes are not valid UTF-8.
+	URIReasonInvalidUTF8
+	// URIReasonBadEscape: a '%' is not followed by two hex digits.
+	URIReasonBadEscape
+	// URIReasonControlOrSpace: an ASCII control character (including DEL)
+	// or a space.
+	URIReasonControlOrSpace
+	// URIReasonReservedScheme: the scheme is mcp-warning, in any letter case.
+	URIReasonReservedScheme
+)
+
+var uriReasonText = [...]string{
+	URIReasonEmpty:          "is empty",
+	URIReasonTooLong:        "exceeds the byte limit",
+	URIReasonNotAbsolute:    "is not absolute (no valid scheme)",
+	URIReasonCredentials:    "carries credentials (userinfo) in its authority",
+	URIReasonInvalidUTF8:    "is not valid UTF-8",
+	URIReasonBadEscape:      "has a '%' not followed by two hex digits",
+	URIReasonControlOrSpace: "contains an ASCII control character or a space",
+	URIReasonReservedScheme: "uses the reserved mcp-warning scheme",
+}
+
+// String describes the rule.
+func (r URIReason) String() string {
+	if int(r) < len(uriReasonText) && uriReasonText[r] != "" {
+		return uriReasonText[r]
+	}
+	return fmt.Sprintf("URIReason(%d)", uint8(r))
+}
+
+// URIError reports a URI (request, definition, template or target) that
+// breaks a validity rule. It never quotes the URI, which may be hostile or
+// private; Offset locates the offending byte instead.
+type URIError struct {
+	// Reason is the rule that was broken.
+	Reason URIReason
+	// Offset is the byte offset of the offending byte, or -1 when the rule
+	// concerns the URI as a whole (empty, too long, not absolute).
+	Offset int
+}
+
+// Error describes the broken rule without quoting the URI.
+func (e *URIError) Error() string {
+	if e.Offset >= 0 {
+		return fmt.Sprintf("URI %s (at byte %d)", e.Reason, e.Offset)
+	}
+	return "URI " + e.Reason.String()
+}
+
+func uriErr(r URIReason, off int) error { return &URIError{Reason: r, Offset: off} }
+
+// checkURI applies the URI rules (DESIGN 3.2) and returns a *URIError or
+// nil. It never normalises: a URI is either accepted byte for byte or
+// rejected. Byte-level rules are reported at the first offending byte, before
+// the structural rules.
 func checkURI(s string, max int) error {
-	if s == "" || len(s) > max {
-		return errors.New("bad uri")
+	if s == "" {
+		return uriErr(URIReasonEmpty, -1)
 	}
-	i := strings.Index(s, ":")
-	if i <= 0 {
-		return errors.New("not absolute")
+	if len(s) > max {
+		return uriErr(URIReasonTooLong, -1)
 	}
-	if strings.EqualFold(s[:i], "mcp-warning") {
-		return errors.New("reserved scheme")
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c <= ' ' || c == 0x7f:
+			return uriErr(URIReasonControlOrSpace, i)
+		case c == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return uriErr(URIReasonBadEscape, i)
+			}
+			i += 3
+			continue
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return uriErr(URIReasonInvalidUTF8, i)
+			}
+			i += n
+			continue
+		}
+		i++
+	}
+	n := schemeLen(s)
+	if n == 0 {
+		return uriErr(URIReasonNotAbsolute, -1)
+	}
+	if strings.EqualFold(s[:n], reservedScheme) {
+		return uriErr(URIReasonReservedScheme, 0)
+	}
+	if lo, hi, ok := authority(s, n); ok {
+		if at := strings.IndexByte(s[lo:hi], '@'); at >= 0 {
+			return uriErr(URIReasonCredentials, lo+at)
+		}
 	}
 	return nil
+}
+
+// schemeLen returns the length of s's scheme (without the ':'), or 0 when s
+// does not start with one.
+func schemeLen(s string) int {
+	if s == "" || !isAlpha(s[0]) {
+		return 0
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ':':
+			return i
+		case isAlpha(c) || isDigit(c) || c == '+' || c == '-' || c == '.':
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// authority returns the bounds of the authority of s, whose scheme has
+// length n: after "scheme://", up to the next '/', '?' or '#'. ok is false
+// when s has no authority (an opaque or rootless URI such as urn:x:y).
+func authority(s string, n int) (lo, hi int, ok bool) {
+	lo = n + 1
+	if !strings.HasPrefix(s[lo:], "//") {
+		return 0, 0, false
+	}
+	lo += 2
+	hi = lo
+	for hi < len(s) && s[hi] != '/' && s[hi] != '?' && s[hi] != '#' {
+		hi++
+	}
+	return lo, hi, true
+}
+
+// splitURI cuts a URI that passed checkURI into its origin (scheme and
+// authority, "a://host" or "urn:"), its path, and its suffix (the query
+// and fragment, from the first '?' or '#' on). Path segments never extend
+// into the suffix.
+func splitURI(s string) (origin, path, suffix string) {
+	n := schemeLen(s)
+	start := n + 1
+	if _, hi, ok := authority(s, n); ok {
+		start = hi
+	}
+	end := start
+	for end < len(s) && s[end] != '?' && s[end] != '#' {
+		end++
+	}
+	return s[:start], s[start:end], s[end:]
+}
+
+func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isHex(c byte) bool   { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case isDigit(c):
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
