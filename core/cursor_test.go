@@ -299,8 +299,8 @@ func TestRevision(t *testing.T) {
 		seen[got] = name
 	}
 	// Count boundaries: one concrete and one template vs two templates.
-	a := rev(ResourceDefinition{URI: "a://1", Name: "x"}, ResourceDefinition{URITemplate: "a://{y}", Name: "y"})
-	b := rev(ResourceDefinition{URITemplate: "a://1", Name: "x"}, ResourceDefinition{URITemplate: "a://{y}", Name: "y"})
+	a := rev(ResourceDefinition{URI: "a://1", Name: "x"}, ResourceDefinition{URITemplate: "a://t/{y}", Name: "y"})
+	b := rev(ResourceDefinition{URITemplate: "a://1", Name: "x"}, ResourceDefinition{URITemplate: "a://t/{y}", Name: "y"})
 	if a == b {
 		t.Error("moving a definition between sections kept the revision")
 	}

@@ -301,14 +301,14 @@ func TestListOrderAndSeparation(t *testing.T) {
 func TestListCompareTieBreaks(t *testing.T) {
 	mk := func(d ResourceDefinition) *definition { return &definition{desc: d} }
 	ordered := []*definition{
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "a"}),
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "b"}),
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "b", Title: "t"}),
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "b", Title: "t", Description: "d"}),
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "b", Title: "t", Description: "d", MIMEType: "text/plain"}),
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "b", Title: "t", Description: "d", MIMEType: "text/plain", Meta: json.RawMessage(`{"a":1}`)}),
-		mk(ResourceDefinition{URITemplate: "a://{x}", Name: "b", Title: "t", Description: "d", MIMEType: "text/plain", Meta: json.RawMessage(`{"b":1}`)}),
-		mk(ResourceDefinition{URITemplate: "b://{x}", Name: "a"}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "a"}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "b"}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "b", Title: "t"}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "b", Title: "t", Description: "d"}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "b", Title: "t", Description: "d", MIMEType: "text/plain"}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "b", Title: "t", Description: "d", MIMEType: "text/plain", Meta: json.RawMessage(`{"a":1}`)}),
+		mk(ResourceDefinition{URITemplate: "a://t/{x}", Name: "b", Title: "t", Description: "d", MIMEType: "text/plain", Meta: json.RawMessage(`{"b":1}`)}),
+		mk(ResourceDefinition{URITemplate: "b://t/{x}", Name: "a"}),
 	}
 	for i := range ordered {
 		for j := range ordered {
@@ -452,7 +452,7 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 
 func TestListDescriptionsOwnMeta(t *testing.T) {
 	meta := json.RawMessage(`{"k":"v"}`)
-	defs := []ResourceDefinition{{URI: "a://1", Name: "a", Meta: meta}, {URITemplate: "a://{x}", Name: "t", Meta: meta}}
+	defs := []ResourceDefinition{{URI: "a://1", Name: "a", Meta: meta}, {URITemplate: "a://t/{x}", Name: "t", Meta: meta}}
 	var seen atomic.Int64
 	discover := func(_ context.Context, d ResourceDescription) error {
 		if d.Meta != nil {
