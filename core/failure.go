@@ -134,7 +134,12 @@ type ConfigError struct {
 	Field string
 	// Reason says which rule was broken.
 	Reason string
+	// Err is the underlying error, such as a *URIError, or nil.
+	Err error
 }
+
+// Unwrap returns the underlying error, if any.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Error describes the rejected configuration.
 func (e *ConfigError) Error() string {

@@ -249,3 +249,16 @@ func TestNewResourcesOwnsNoGoroutine(t *testing.T) {
 		t.Fatalf("goroutines: %d before, %d after construction and reads", before, after)
 	}
 }
+
+func TestConfigErrorExposesTheURIRule(t *testing.T) {
+	g := newRig(t)
+	for _, d := range []ResourceDefinition{{URI: "no-scheme", Name: "n"}, {URITemplate: "a b://{x}", Name: "n"}} {
+		b := g.binding()
+		b.Definition = d
+		_, err := NewResources([]ResourceBinding{b}, g.policy())
+		var ue *URIError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%+v: %v does not unwrap to a *URIError", d, err)
+		}
+	}
+}

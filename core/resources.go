@@ -142,7 +142,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	}
 	if d.URI != "" {
 		if err := checkURI(d.URI, limits.MaxURIBytes); err != nil {
-			return nil, fail("URI", err.Error())
+			return nil, &ConfigError{Definition: i, Name: name, Field: "URI", Reason: err.Error(), Err: err}
 		}
 	}
 	if n := definitionSize(d); n > MaxDefinitionBytes {

@@ -64,7 +64,7 @@ func newSelector(defs []*definition, maxURI int) (*selector, error) {
 		raw := d.desc.URITemplate
 		t, err := parseTemplate(raw, maxURI)
 		if err != nil {
-			return nil, &ConfigError{Definition: d.index, Name: raw, Field: "URITemplate", Reason: err.Error()}
+			return nil, &ConfigError{Definition: d.index, Name: raw, Field: "URITemplate", Reason: err.Error(), Err: errors.Unwrap(err)}
 		}
 		if _, dup := seen[raw]; dup {
 			return nil, &ConfigError{Definition: d.index, Name: raw, Field: "URITemplate", Reason: "is registered twice"}
