@@ -1,0 +1,20 @@
+// Package core is the gateway that exposes host storage as MCP resources:
+// it selects a registered definition for a request URI, asks the binding to
+// plan the read, authorizes every planned item under a host policy before and
+// after the body reads, admits what fits the configured response space, and
+// reports what is missing in a version-one report.
+//
+// A host registers ResourceBinding values (a ResourceDefinition with a
+// Resolver and a Reader) and a ResourcePolicy with NewResources, then calls
+// Read, List and ListTemplates; an adapter (such as this module's go-sdk
+// adapter) serves them over MCP. Store readers (Postgres, S3) implement
+// Reader: they bound their storage read by ReadLimit, enforce current access
+// and the planned identity in the storage request itself, and return
+// Unavailable or TooLarge.
+//
+// Errors of whole operations are *Failure values whose Error text is a fixed,
+// client-safe message; private causes stay behind Unwrap. Configuration
+// errors are *ConfigError values meant for the host developer.
+//
+// The package depends on the standard library only.
+package core
