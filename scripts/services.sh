@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# services.sh starts, describes and stops the throwaway services that the
+# integration suite needs, natively and without Docker:
+#
+#   - a PostgreSQL 15 cluster (trust auth, loopback only, a free port), and
+#   - the versitygw S3 server (posix backend with versioning, an internal IAM
+#     directory and its admin port, so tests can create per-principal users).
+#
+# Usage:
+#   scripts/services.sh up      start both (idempotent), wait until they answer,
+#                               print the environment as `export VAR=...` lines
+#   scripts/services.sh env     print the environment of the running services
+#   scripts/services.sh status  say whether the services are running
+#   scripts/services.sh down    stop both and remove their state (idempotent)
+#
+#   eval "$(scripts/services.sh up)"   # or: scripts/services.sh up && eval "$(scripts/services.sh env)"
+#
+# Messages go to stderr; only the `export` lines go to stdout.
+#
+# Knobs (environment):
+#   MCPRES_SERVICES_DIR  state directory (default: <repo>/.services, gitignored)
+#   MCPRES_PG_BIN        PostgreSQL server binaries (default: /usr/lib/postgresql/15/bin)
+#   MCPRES_VERSITYGW     versitygw binary (default: versitygw on PATH, then $GOBIN, then $(go env GOPATH)/bin)
+#   MCPRES_TMPDIR        parent of the cluster directory (default: /tmp; the cluster
+#                        lives outside the repo because, run as root, it belongs to
+#                        the postgres user, who may not be able to enter the checkout)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STATE=${MCPRES_SERVICES_DIR:-$ROOT/.services}
+PG_BIN=${MCPRES_PG_BIN:-/usr/lib/postgresql/15/bin}
+PG_PARENT=${MCPRES_TMPDIR:-/tmp}
+ENV_FILE=$STATE/env
+REGION=us-east-1
+
+say() { printf 'services: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- helpers
+
+# port_in_use PORT: true when something listens on or accepts at 127.0.0.1:PORT.
+port_in_use() {
+	if command -v ss >/dev/null 2>&1 && ss -Htln "sport = :$1" 2>/dev/null | grep -q .; then
+		return 0
+	fi
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# free_port [EXCLUDED...]: print a random loopback port that nothing uses.
+# Random high ports (not 5432, not a fixed number) so a running Postgres or a
+# second checkout never collides; a lost race is retried by the callers.
+free_port() {
+	local p i x taken
+	for i in $(seq 1 200); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		taken=0
+		for x in "$@"; do [ "$x" = "$p" ] && taken=1; done
+		[ "$taken" = 1 ] && continue
+		port_in_use "$p" || {
+			echo "$p"
+			return 0
+		}
+	done
+	die "no free loopback port found"
+}
+
+# http_ok PORT PATH: true when GET http://127.0.0.1:PORT/PATH answers 200.
+http_ok() {
+	local status
+	status=$(
+		exec 2>/dev/null
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$2" "$1" >&3
+		IFS= read -r -t 5 line <&3 || exit 1
+		printf '%s' "$line"
+	) || return 1
+	case $status in "HTTP/1."?" 200"*) return 0 ;; esac
+	return 1
+}
+
+# as_pg CMD...: run CMD as the postgres user when we are root (initdb refuses root).
+as_pg() {
+	if [ "$(id -u)" != 0 ]; then
+		"$@"
+	elif command -v runuser >/dev/null 2>&1; then
+		runuser -u postgres -- "$@"
+	else
+		su -s /bin/sh postgres -c "$(printf '%q ' "$@")"
+	fi
+}
+
+find_versitygw() {
+	local c
+	for c in "${MCPRES_VERSITYGW:-}" "$(command -v versitygw 2>/dev/null || true)" \
+		"${GOBIN:+$GOBIN/versitygw}" "$(go env GOPATH 2>/dev/null || true)/bin/versitygw"; do
+		if [ -n "$c" ] && [ -x "$c" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	die "versitygw not found; install it with: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 (or set MCPRES_VERSITYGW)"
+}
+
+vgw_pid() { # print the pid of our versitygw when it is alive
+	local pid
+	[ -f "$STATE/versitygw.pid" ] || return 1
+	pid=$(cat "$STATE/versitygw.pid")
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q versitygw || return 1
+	echo "$pid"
+}
+
+pg_root() { # print the cluster directory recorded in the state
+	[ -f "$STATE/pgroot" ] || return 1
+	cat "$STATE/pgroot"
+}
+
+# ---------------------------------------------------------------- postgres
+
+start_postgres() {
+	[ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 server not found at $PG_BIN (apt-get install postgresql-15, or set MCPRES_PG_BIN)"
+	local root port attempt
+	root=$(mktemp -d "$PG_PARENT/mcpres-pg.XXXXXX")
+	echo "$root" >"$STATE/pgroot"
+	chmod 700 "$root"
+	[ "$(id -u)" = 0 ] && chown postgres: "$root"
+	say "postgres: initdb in $root/data"
+	if ! as_pg "$PG_BIN/initdb" -D "$root/data" -U postgres --auth=trust -E UTF8 --no-sync >"$STATE/initdb.log" 2>&1; then
+		cat "$STATE/initdb.log" >&2
+		die "initdb failed"
+	fi
+	for attempt in 1 2 3; do
+		port=$(free_port "$@")
+		say "postgres: starting on 127.0.0.1:$port"
+		if as_pg "$PG_BIN/pg_ctl" -D "$root/data" -l "$root/postgres.log" -w -t 60 \
+			-o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+			start >/dev/null 9>&-; then
+			if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" -t 30; then
+				PG_PORT=$port
+				return 0
+			fi
+		fi
+		say "postgres: start on port $port failed (attempt $attempt):"
+		tail -n 5 "$root/postgres.log" >&2 || true
+		as_pg "$PG_BIN/pg_ctl" -D "$root/data" -m immediate -w stop >/dev/null 2>&1 || true
+	done
+	die "postgres did not start"
+}
+
+stop_postgres() {
+	local root
+	root=$(pg_root) || return 0
+	case $root in */mcpres-pg.*) ;; *) die "refusing to remove unexpected cluster directory '$root'" ;; esac
+	if [ -f "$root/data/postmaster.pid" ]; then
+		say "postgres: stopping ($root)"
+		as_pg "$PG_BIN/pg_ctl" -D "$root/data" -m fast -w -t 30 stop >/dev/null 2>&1 ||
+			as_pg "$PG_BIN/pg_ctl" -D "$root/data" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$root"
+	rm -f "$STATE/pgroot" "$STATE/initdb.log"
+}
+
+# ---------------------------------------------------------------- versitygw
+
+start_versitygw() {
+	local bin port admin attempt i pid
+	bin=$(find_versitygw)
+	mkdir -p "$STATE/s3/data" "$STATE/s3/versions" "$STATE/s3/iam"
+	for attempt in 1 2 3; do
+		port=$(free_port "$@")
+		admin=$(free_port "$@" "$port")
+		say "versitygw: starting S3 on 127.0.0.1:$port, admin on 127.0.0.1:$admin"
+		nohup "$bin" --port "127.0.0.1:$port" --admin-port "127.0.0.1:$admin" \
+			--access "$S3_ACCESS" --secret "$S3_SECRET" --region "$REGION" \
+			--iam-dir "$STATE/s3/iam" --health /health --quiet \
+			posix --versioning-dir "$STATE/s3/versions" "$STATE/s3/data" \
+			>"$STATE/versitygw.log" 2>&1 </dev/null 9>&- &
+		pid=$!
+		echo "$pid" >"$STATE/versitygw.pid"
+		for i in $(seq 1 150); do
+			kill -0 "$pid" 2>/dev/null || break
+			if http_ok "$port" /health && (exec 3<>"/dev/tcp/127.0.0.1/$admin") 2>/dev/null; then
+				S3_PORT=$port
+				S3_ADMIN_PORT=$admin
+				return 0
+			fi
+			sleep 0.2
+		done
+		say "versitygw: did not come up on port $port (attempt $attempt):"
+		tail -n 5 "$STATE/versitygw.log" >&2 || true
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		rm -f "$STATE/versitygw.pid"
+	done
+	die "versitygw did not start"
+}
+
+stop_versitygw() {
+	local pid i
+	if pid=$(vgw_pid); then
+		say "versitygw: stopping (pid $pid)"
+		kill "$pid" 2>/dev/null || true
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$STATE/s3"
+	rm -f "$STATE/versitygw.pid" "$STATE/versitygw.log"
+}
+
+# ---------------------------------------------------------------- commands
+
+# running: true when the recorded services are alive and answering.
+running() {
+	[ -f "$ENV_FILE" ] || return 1
+	local root
+	root=$(pg_root) || return 1
+	vgw_pid >/dev/null || return 1
+	# shellcheck disable=SC1090
+	(
+		. "$ENV_FILE"
+		pg_port=${MCPRES_POSTGRES_URL##*127.0.0.1:}
+		pg_port=${pg_port%%/*}
+		s3_port=${MCPRES_S3_ENDPOINT##*:}
+		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 5 && http_ok "$s3_port" /health
+	)
+}
+
+lock() {
+	mkdir -p "$STATE"
+	if command -v flock >/dev/null 2>&1; then
+		# fd 9 holds the lock; the daemons are started with 9>&- so they do not inherit it.
+		exec 9>"$STATE/.lock"
+		flock -w 300 9 || die "another services.sh holds $STATE/.lock"
+	fi
+}
+
+stop_all() {
+	stop_versitygw
+	stop_postgres
+	rm -f "$ENV_FILE"
+}
+
+cmd_up() {
+	lock
+	if running; then
+		say "already running"
+		cat "$ENV_FILE"
+		return 0
+	fi
+	if [ -f "$ENV_FILE" ] || [ -f "$STATE/pgroot" ] || [ -f "$STATE/versitygw.pid" ]; then
+		say "found stale or partial state; cleaning it up first"
+		stop_all
+	fi
+	local ok=0
+	trap 'if [ "$ok" = 0 ]; then say "start failed; cleaning up"; stop_all; fi' EXIT
+	S3_ACCESS=mcpresroot
+	S3_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+	start_postgres
+	start_versitygw "$PG_PORT"
+	{
+		printf "export MCPRES_POSTGRES_URL='%s'\n" "postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+		printf "export MCPRES_S3_ENDPOINT='%s'\n" "http://127.0.0.1:$S3_PORT"
+		printf "export MCPRES_S3_ACCESS_KEY='%s'\n" "$S3_ACCESS"
+		printf "export MCPRES_S3_SECRET_KEY='%s'\n" "$S3_SECRET"
+		printf "export MCPRES_S3_REGION='%s'\n" "$REGION"
+		printf "export MCPRES_S3_ADMIN_ENDPOINT='%s'\n" "http://127.0.0.1:$S3_ADMIN_PORT"
+	} >"$ENV_FILE.tmp"
+	mv "$ENV_FILE.tmp" "$ENV_FILE"
+	ok=1
+	trap - EXIT
+	say "up: postgres on 127.0.0.1:$PG_PORT, S3 on 127.0.0.1:$S3_PORT (admin 127.0.0.1:$S3_ADMIN_PORT)"
+	cat "$ENV_FILE"
+}
+
+cmd_down() {
+	lock
+	if [ ! -f "$ENV_FILE" ] && [ ! -f "$STATE/pgroot" ] && [ ! -f "$STATE/versitygw.pid" ]; then
+		say "nothing to stop"
+		return 0
+	fi
+	stop_all
+	say "down"
+}
+
+cmd_env() {
+	running || die "services are not running; start them with: scripts/services.sh up"
+	cat "$ENV_FILE"
+}
+
+cmd_status() {
+	if running; then
+		say "running"
+		return 0
+	fi
+	say "not running"
+	return 1
+}
+
+case ${1:-} in
+up) cmd_up ;;
+down) cmd_down ;;
+env) cmd_env ;;
+status) cmd_status ;;
+*)
+	echo "usage: $0 up|env|status|down" >&2
+	exit 2
+	;;
+esac
