@@ -1,6 +1,9 @@
 package core
 
-import "unicode/utf8"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 // sizer adds up the exact length of JSON as encoding/json writes it with
 // HTML escaping off (the go-sdk's encoding): no value is built.
@@ -35,17 +38,19 @@ var asciiWidth = func() (t [256]uint8) {
 
 // jsonStringLen returns the encoded length of s as a JSON string, quotes
 // included, exactly as encoding/json writes it with SetEscapeHTML(false).
+// ASCII is sized eight bytes at a time; a word holding a control character or
+// a byte of a multi-byte sequence is sized byte by byte.
 func jsonStringLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
 		stop := len(s)
 		if i+8 <= len(s) {
-			if safeWord(load64(s, i)) {
-				n += 8
+			if w, ok := asciiWordLen(load64(s, i)); ok {
+				n += w
 				i += 8
 				continue
 			}
-			stop = i + 8 // size this word byte by byte, then try words again
+			stop = i + 8
 		}
 		for i < stop {
 			if w := asciiWidth[s[i]]; w != 0 {
@@ -69,8 +74,9 @@ func jsonStringLen(s string) int {
 }
 
 const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
+	lsb  = 0x0101010101010101
+	msb  = 0x8080808080808080
+	low7 = 0x7f7f7f7f7f7f7f7f
 )
 
 func load64(s string, i int) uint64 {
@@ -79,15 +85,19 @@ func load64(s string, i int) uint64 {
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
-// safeWord reports whether all eight bytes of w are ASCII that encoding/json
-// copies unescaped: none below 0x20, none '"' or '\\', none 0x80 or above.
-// The tests are the classic has-zero-byte bit tricks, which never miss.
-func safeWord(w uint64) bool {
-	q, bs := w^(lsb*'"'), w^(lsb*'\\')
-	below20 := (w - lsb*0x20) & ^w
-	quote := (q - lsb) & ^q
-	backslash := (bs - lsb) & ^bs
-	return (below20|quote|backslash|w)&msb == 0
+// zeroBytes sets the high bit of exactly those bytes of x that are zero.
+func zeroBytes(x uint64) uint64 { return ^(((x & low7) + low7) | x | low7) }
+
+// asciiWordLen sizes eight ASCII bytes without control characters: each '"'
+// or '\\' takes two bytes, everything else one. ok is false for a word it
+// cannot size.
+func asciiWordLen(w uint64) (n int, ok bool) {
+	// For ASCII, a byte is below 0x20 exactly when bits 5 and 6 are clear.
+	if w&msb != 0 || zeroBytes(w&(lsb*0x60)) != 0 {
+		return 0, false
+	}
+	escaped := zeroBytes(w^(lsb*'"')) | zeroBytes(w^(lsb*'\\'))
+	return 8 + bits.OnesCount64(escaped), true
 }
 
 const hexDigits = "0123456789abcdef"
