@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -1162,6 +1163,96 @@ func TestPayloadMIMETypeValidation(t *testing.T) {
 	} {
 		if got := validMIME(s); got != want {
 			t.Errorf("validMIME(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestAuthorizationProperties drives random plans through random policy
+// changes between the two checks and random reader outcomes, and compares
+// every result with an independent statement of the contract's rules.
+func TestAuthorizationProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const outcomes = 4 // ok, read error, Unavailable, invalid content
+	for iter := range 500 {
+		n := rng.IntN(8)
+		uris := make([]string, n)
+		for i := range uris {
+			uris[i] = fmt.Sprintf("test://prop/%d", i)
+		}
+		g := newRig(t, uris...)
+		outcome := map[string]int{}
+		for _, u := range uris {
+			for p := range 2 {
+				g.hidden[p][u] = rng.IntN(4) == 0
+				g.denied[p][u] = rng.IntN(4) == 0
+				g.disclose[p][u] = rng.IntN(2) == 0
+			}
+			o := rng.IntN(outcomes)
+			outcome[u] = o
+			g.item(u).read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
+				switch o {
+				case 1:
+					return ResourcePayload{}, errors.New("CANARY")
+				case 2:
+					return ResourcePayload{}, Unavailable(errors.New("CANARY"))
+				case 3:
+					return TextPayload("text/plain", "\xff"), nil
+				}
+				return TextPayload("text/plain", textOf(u)), nil
+			}
+		}
+		// The contract, restated item by item.
+		var wantItems, wantIssues, wantReads []string
+		for _, u := range uris {
+			h0, h1, d0, d1 := g.hidden[0][u], g.hidden[1][u], g.denied[0][u], g.denied[1][u]
+			if !h0 && !d0 {
+				wantReads = append(wantReads, u)
+			}
+			code := ""
+			switch {
+			case h1:
+				continue // hidden now: no trace
+			case h0, d1, d0:
+				code = "unavailable" // newly visible, revoked, or denied from the start
+			default:
+				code = [...]string{"", "read_failed", "unavailable", "invalid_content"}[outcome[u]]
+			}
+			if code == "" {
+				wantItems = append(wantItems, u)
+				continue
+			}
+			uri := ""
+			if g.disclose[1][u] {
+				uri = u
+			}
+			wantIssues = append(wantIssues, code+" "+uri)
+		}
+		res, err := g.read()
+		if !equalStrings(readsOf(g), wantReads) {
+			t.Fatalf("iteration %d: bodies read %v, want %v", iter, readsOf(g), wantReads)
+		}
+		if len(wantIssues) > 0 && len(wantItems) == 0 {
+			wantKind(t, err, FailureNoItems)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("iteration %d: %v", iter, err)
+		}
+		var gotIssues []string
+		for _, is := range res.Issues() {
+			gotIssues = append(gotIssues, string(is.Code())+" "+is.ResourceURI())
+		}
+		if !equalStrings(itemURIs(res), wantItems) || !equalStrings(gotIssues, wantIssues) || res.Partial() != (len(wantIssues) > 0) {
+			t.Fatalf("iteration %d:\nitems %v\nwant  %v\nissues %q\nwant   %q", iter, itemURIs(res), wantItems, gotIssues, wantIssues)
+		}
+		out := string(encodeResult(t, res))
+		for _, u := range uris {
+			if g.hidden[1][u] && strings.Contains(out, u+`"`) {
+				t.Fatalf("iteration %d: hidden %s on the wire: %s", iter, u, out)
+			}
+		}
+		if strings.Contains(out, "CANARY") {
+			t.Fatalf("iteration %d: private cause on the wire", iter)
 		}
 	}
 }
