@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -333,13 +332,6 @@ func FuzzJSONStringLen(f *testing.F) {
 }
 
 func TestItemSizeMatchesEncodingJSONByteForByte(t *testing.T) {
-	type content struct {
-		URI      string          `json:"uri"`
-		MIMEType string          `json:"mimeType"`
-		Text     *string         `json:"text,omitempty"`
-		Blob     *[]byte         `json:"blob,omitempty"`
-		Meta     json.RawMessage `json:"_meta,omitempty"`
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 3000 {
 		uri := fmt.Sprintf("test://x/%d?q=%%22a%%22", rng.IntN(1e6))

@@ -259,17 +259,19 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
+// content is one content entry in the shape the adapter writes.
+type content struct {
+	URI      string          `json:"uri"`
+	MIMEType string          `json:"mimeType"`
+	Text     *string         `json:"text,omitempty"`
+	Blob     *[]byte         `json:"blob,omitempty"`
+	Meta     json.RawMessage `json:"_meta,omitempty"`
+}
+
 // encodeResult writes a result as the adapter will: the module's content
 // shape with encoding/json, HTML escaping off.
 func encodeResult(t testing.TB, res *ResourceResult) []byte {
 	t.Helper()
-	type content struct {
-		URI      string          `json:"uri"`
-		MIMEType string          `json:"mimeType"`
-		Text     *string         `json:"text,omitempty"`
-		Blob     *[]byte         `json:"blob,omitempty"`
-		Meta     json.RawMessage `json:"_meta,omitempty"`
-	}
 	type result struct {
 		Meta     json.RawMessage `json:"_meta"`
 		Contents []content       `json:"contents"`
