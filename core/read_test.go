@@ -651,7 +651,7 @@ func TestWholeReadFailuresReturnNoBundle(t *testing.T) {
 
 func TestItemFailuresProducePartialResultsWhenSiblingsSurvive(t *testing.T) {
 	g := newRig(t, "test://ok", "test://err", "test://bad", "test://slow")
-	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 20 * time.Millisecond})}
+	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 200 * time.Millisecond})}
 	g.item("test://err").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return ResourcePayload{}, errors.New("connection reset")
 	}
@@ -677,7 +677,7 @@ func TestItemsFailingInEveryWayAtOnce(t *testing.T) {
 	uris := []string{"test://ok", "test://hidden", "test://denied", "test://err", "test://unavail", "test://bad",
 		"test://slow", "test://huge", "test://panic", "test://revoked", "test://gone", "test://new", "test://ok2"}
 	g := newRig(t, uris...)
-	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 20 * time.Millisecond, MaxItemBytes: 64})}
+	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 200 * time.Millisecond, MaxItemBytes: 64})}
 	g.hide("test://hidden", 0, 1)
 	g.deny("test://denied", 0, 1)
 	g.deny("test://revoked", 1)
@@ -746,9 +746,9 @@ func TestAbandonedReaderIsNotKilledAndItsLateResultIsDiscarded(t *testing.T) {
 
 func TestPayloadReturnedAfterItemDeadlineIsTimeoutNotAdmitted(t *testing.T) {
 	g := newRig(t, "test://a", "test://late")
-	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 10 * time.Millisecond})}
+	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 100 * time.Millisecond})}
 	g.item("test://late").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
-		time.Sleep(40 * time.Millisecond) // ignores ctx, then returns a fine payload
+		time.Sleep(300 * time.Millisecond) // ignores ctx, then returns a fine payload
 		return TextPayload("text/plain", "late"), nil
 	}
 	res := mustRead(t, g)
@@ -762,10 +762,10 @@ func TestPayloadReturnedAfterItemDeadlineIsTimeoutNotAdmitted(t *testing.T) {
 
 func TestNextBodyReadStartsOnlyAfterPreviousReturned(t *testing.T) {
 	g := newRig(t, "test://slow", "test://next")
-	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 5 * time.Millisecond})}
+	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 100 * time.Millisecond})}
 	var slowDone atomic.Bool
 	g.item("test://slow").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		slowDone.Store(true)
 		return ResourcePayload{}, errors.New("too late anyway")
 	}
