@@ -48,8 +48,9 @@ const (
 	Schema = "mcpres"
 	// ReaderRole is the role that stores switch to for every read. It has
 	// SELECT on the reference tables, owns none of them and has neither
-	// SUPERUSER nor BYPASSRLS. The login role of a store's pool must be a
-	// member of it (GRANT mcpres_reader TO app_login) or a superuser.
+	// SUPERUSER nor BYPASSRLS. The login role of a store's pool must be an
+	// inheriting member of it (GRANT mcpres_reader TO app_login) or a
+	// superuser.
 	ReaderRole = "mcpres_reader"
 	// VersionTable is the table, in the connection's current schema, where
 	// goose records the applied versions.

@@ -22,7 +22,8 @@ import (
 // it), the captures bound as arguments and never spliced into SQL.
 type QueryPlan struct {
 	// SQL selects identity metadata, never a body. It is bound with the
-	// captures named in Params as $1, $2, ... (text) and returns, in plan
+	// captures named in Params as $1, $2, ... (typed text: compare a
+	// column of another type as id::text = $1) and returns, in plan
 	// order, rows of four columns: a key (the item's stable id), a version
 	// (anything that changes whenever the content or MIME type does), a
 	// MIME type and whether the content is text. Columns are cast to text,
@@ -82,8 +83,14 @@ func NewQueryResolver(db DB, q QueryPlan, opts *Options) (core.Resolver, error) 
 		repr = "body"
 	}
 	params := append([]string(nil), q.Params...)
+	// Every capture is typed text here too, so a capture the SQL does not
+	// use still binds (and one it compares to another type fails loudly).
+	where := "true"
+	for i := range params {
+		where += " AND $" + strconv.Itoa(i+1) + "::text IS NOT NULL"
+	}
 	sql := `SELECT q.key::text, q.version::text, q.mime_type::text, q.is_text::boolean FROM (` + q.SQL +
-		"\n) AS q(key, version, mime_type, is_text) LIMIT $" + strconv.Itoa(len(params)+1)
+		"\n) AS q(key, version, mime_type, is_text) WHERE " + where + " LIMIT $" + strconv.Itoa(len(params)+1)
 	itemURI, bundle := q.ItemURI, q.Bundle
 	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		args := make([]any, 0, len(params)+1)
@@ -153,7 +160,7 @@ func NewQueryResolver(db DB, q QueryPlan, opts *Options) (core.Resolver, error) 
 
 // NewQueryReader returns a reader of the targets that a resolver from
 // [NewQueryResolver] plans. bodySQL selects the content of one item: it is
-// bound with the planned key as $1 (text) and returns at most one row of two
+// bound with the planned key as $1 (typed text) and returns at most one row of two
 // columns, the item's current version and its content (bytea or text), when
 // the principal may read the item now, and no row otherwise. It must be one
 // statement without a trailing semicolon.
@@ -174,7 +181,7 @@ func NewQueryReader(db DB, bodySQL string, opts *Options) (core.Reader, error) {
 	}
 	sql := `SELECT q.version::text, octet_length(q.body),
 	CASE WHEN q.version::text = $2 AND octet_length(q.body) <= $3 THEN q.body END
-FROM (` + bodySQL + "\n) AS q(version, body)"
+FROM (` + bodySQL + "\n) AS q(version, body) WHERE $1::text IS NOT NULL"
 	return core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
 		var r queryRef
 		if err := json.Unmarshal(t.AuthorizationData(), &r); err != nil || r.Kind != queryKind {

@@ -36,8 +36,12 @@ type Options struct {
 	Principal core.PrincipalFunc
 	// Role is the role every transaction switches to, with
 	// set_config('role', $1, true), before its statement runs. Empty means
-	// [ReaderRole]. The login role of the pool must be a member of it (or a
-	// superuser).
+	// [ReaderRole]. The login role of the pool must be a member of it that
+	// inherits its privileges (GRANT mcpres_reader TO app, the default
+	// INHERIT) or a superuser: pgx prepares each statement as the login
+	// role, before the batch switches roles, so the login needs USAGE on the
+	// schema; row-level security still binds a non-superuser login that
+	// owns no table.
 	Role string
 	// LoginRole keeps the pool's login role instead of switching to Role.
 	// Use it only when the login role itself cannot bypass row-level
