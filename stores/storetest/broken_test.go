@@ -147,4 +147,3 @@ func (h *readsWhilePlanning) Binding() core.ResourceBinding {
 	})
 	return b
 }
-

@@ -70,9 +70,11 @@ func unreachableReader(context.Context, core.ResourceTarget) (core.ResourcePaylo
 // sees was decided by the store.
 func allowAll() core.ResourcePolicy {
 	return core.ResourcePolicy{
-		Discover:   func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{Visible: true}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
 	}
 }
 
