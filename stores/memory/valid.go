@@ -14,6 +14,11 @@ func validMediaType(s string) bool {
 	if s == "" || len(s) > 255 || !strings.Contains(s, "/") {
 		return false
 	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
 	_, _, err := mime.ParseMediaType(s)
 	return err == nil
 }

@@ -14,17 +14,16 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// The principals cases use. Harnesses may have to create them (as users,
-// roles or credentials) and may rely on this being the whole set.
+// The principals cases use; Principals lists them.
 const (
 	alice = "alice"
 	bob   = "bob"
 	carol = "carol"
 )
 
-// Principals lists every principal a case may name, for harnesses that must
-// provision them before Create.
-var Principals = []string{alice, bob, carol}
+// Principals returns every principal a case may name, for harnesses that
+// must provision them (as users, roles or credentials) before Create.
+func Principals() []string { return []string{alice, bob, carol} }
 
 // promptly bounds how long a reader may take to notice a context that has
 // already ended. It is a hang detector, not a timing assertion.
