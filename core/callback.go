@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
@@ -71,4 +72,38 @@ func scopeFailure(ctx context.Context, err error) error {
 		return err
 	}
 	return NewFailure(FailurePolicy, err)
+}
+
+// isNilCallback reports whether v, a Resolver or Reader a host passed, is
+// unusable: a nil interface, or an interface holding a nil func or a nil
+// pointer. Calling a nil func always panics; a nil pointer is rejected too,
+// even though a method could in principle tolerate a nil receiver, because
+// a binding that holds no state has no reason to be a pointer and a nil one
+// is far more likely a host bug found only at the first read. The module's
+// own func types are checked without reflection; reflection covers the
+// func and pointer types of hosts.
+func isNilCallback(v any) bool {
+	switch f := v.(type) {
+	case nil:
+		return true
+	case ResolverFunc:
+		return f == nil
+	case ReaderFunc:
+		return f == nil
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Func, reflect.Pointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// nilCallbackReason is the ConfigError reason for a callback that
+// isNilCallback rejects.
+func nilCallbackReason(v any) string {
+	if v == nil {
+		return "callback is required"
+	}
+	return fmt.Sprintf("callback is required; got a nil %T", v)
 }
