@@ -194,10 +194,10 @@ func (r *Resources) fillPage(ctx context.Context, m listMethod, entries []listEn
 			return ListPage{}, err
 		}
 		e := entries[i]
-		err := guard(func() error { return r.policy.Discover(ctx, e.def.description()) })
+		err := guard(ctx, func() error { return r.policy.Discover(ctx, e.def.description()) })
 		switch {
 		case err == nil:
-		case ctx.Err() != nil:
+		case ctx.Err() != nil, errors.Is(err, errScopeEnded):
 			return ListPage{}, err
 		case isUnavailable(err):
 			continue

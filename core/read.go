@@ -122,7 +122,7 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 
 // discover checks that the caller may know of the definition.
 func (r *Resources) discover(ctx context.Context, def *definition) error {
-	err := guard(func() error { return r.policy.Discover(ctx, def.description()) })
+	err := guard(ctx, func() error { return r.policy.Discover(ctx, def.description()) })
 	switch {
 	case err == nil:
 		return nil
@@ -135,7 +135,7 @@ func (r *Resources) discover(ctx context.Context, def *definition) error {
 // resolve asks the binding for a plan and validates it.
 func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatch) (ResourceReadPlan, error) {
 	var plan ResourceReadPlan
-	err := guard(func() (err error) {
+	err := guard(ctx, func() (err error) {
 		plan, err = def.resolver.Resolve(ctx, m)
 		return err
 	})
@@ -177,7 +177,7 @@ func (r *Resources) requested(ctx context.Context, t ResourceTarget) error {
 // read permission.
 func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, error) {
 	var vis Visibility
-	err := guard(func() (err error) {
+	err := guard(ctx, func() (err error) {
 		vis, err = r.policy.Visibility(ctx, t)
 		return err
 	})
@@ -187,7 +187,7 @@ func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, err
 	if !vis.Visible {
 		return decision{}, nil
 	}
-	err = guard(func() error { return r.policy.Read(ctx, t) })
+	err = guard(ctx, func() error { return r.policy.Read(ctx, t) })
 	switch {
 	case err == nil:
 		return decision{vis: vis, allowed: true}, nil
@@ -204,12 +204,15 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
 	defer cancel()
 	var p ResourcePayload
-	err := guard(func() (err error) {
+	err := guard(ctx, func() (err error) {
 		p, err = def.reader.Read(&limitContext{Context: itemCtx, limit: limit}, s.target)
 		return err
 	})
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(err, errScopeEnded) {
+		return err
 	}
 	var tooLarge *TooLargeError
 	switch {
