@@ -22,7 +22,8 @@ type ResourceDefinition struct {
 	// MIMEType is the optional MIME type of the bundle as listed; each read
 	// item declares its own.
 	MIMEType string
-	// Meta is optional metadata: a JSON object listed as _meta.
+	// Meta is optional metadata: a JSON object listed as _meta. It must be
+	// valid UTF-8 and hold no unpaired surrogate escape such as \ud800.
 	Meta json.RawMessage
 }
 

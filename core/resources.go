@@ -137,6 +137,9 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		if err := json.Unmarshal(d.Meta, &obj); err != nil || obj == nil {
 			return nil, fail("Meta", "must be a JSON object")
 		}
+		if err := checkMetaText(d.Meta); err != nil {
+			return nil, fail("Meta", err.Error())
+		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, d.Meta); err != nil {
 			return nil, fail("Meta", "must be a JSON object")
