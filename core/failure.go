@@ -145,13 +145,13 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 func (e *ConfigError) Error() string {
 	switch {
 	case e.Definition >= 0 && e.Name != "":
-		return fmt.Sprintf("resources: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
+		return fmt.Sprintf("core: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
 	case e.Definition >= 0:
-		return fmt.Sprintf("resources: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
+		return fmt.Sprintf("core: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
 	case e.Field != "":
-		return fmt.Sprintf("resources: %s: %s", e.Field, e.Reason)
+		return fmt.Sprintf("core: %s: %s", e.Field, e.Reason)
 	}
-	return "resources: " + e.Reason
+	return "core: " + e.Reason
 }
 
 func configErr(field, reason string) *ConfigError {

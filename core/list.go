@@ -39,10 +39,10 @@ type ListPage struct {
 
 // ErrMissingScopeKey is the private cause of the FailureInvalidRequest
 // returned for a ListRequest without a ScopeKey.
-var ErrMissingScopeKey = errors.New("resources: ListRequest.ScopeKey is required")
+var ErrMissingScopeKey = errors.New("core: ListRequest.ScopeKey is required")
 
 // errNegativePageSize is the private cause for a negative PageSize.
-var errNegativePageSize = errors.New("resources: ListRequest.PageSize must not be negative")
+var errNegativePageSize = errors.New("core: ListRequest.PageSize must not be negative")
 
 // listMethod names a list operation; it is bound into cursors.
 type listMethod uint8

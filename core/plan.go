@@ -20,15 +20,15 @@ type ResourceReadPlan struct {
 // representations.
 func NewResourceReadPlan(requested ResourceTarget, items ...ResourceTarget) (ResourceReadPlan, error) {
 	if requested.IsZero() {
-		return ResourceReadPlan{}, errors.New("resources: plan requested target is zero")
+		return ResourceReadPlan{}, errors.New("core: plan requested target is zero")
 	}
 	seen := make(map[string]struct{}, len(items))
 	for i, it := range items {
 		if it.IsZero() {
-			return ResourceReadPlan{}, fmt.Errorf("resources: plan item %d is zero", i)
+			return ResourceReadPlan{}, fmt.Errorf("core: plan item %d is zero", i)
 		}
 		if _, dup := seen[it.uri]; dup {
-			return ResourceReadPlan{}, fmt.Errorf("resources: plan item %d repeats an earlier item URI", i)
+			return ResourceReadPlan{}, fmt.Errorf("core: plan item %d repeats an earlier item URI", i)
 		}
 		seen[it.uri] = struct{}{}
 	}

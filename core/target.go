@@ -28,18 +28,18 @@ type ResourceTarget struct {
 // checked by the gateway when the plan is used.
 func NewResourceTarget(uri, representation string, authorizationData json.RawMessage) (ResourceTarget, error) {
 	if err := checkURI(uri, maxURIHardLimit); err != nil {
-		return ResourceTarget{}, fmt.Errorf("resources: target URI: %w", err)
+		return ResourceTarget{}, fmt.Errorf("core: target URI: %w", err)
 	}
 	if representation == "" || len(representation) > maxRepresentationBytes || !utf8.ValidString(representation) {
-		return ResourceTarget{}, fmt.Errorf("resources: target representation must be 1-%d bytes of UTF-8", maxRepresentationBytes)
+		return ResourceTarget{}, fmt.Errorf("core: target representation must be 1-%d bytes of UTF-8", maxRepresentationBytes)
 	}
 	t := ResourceTarget{uri: uri, repr: representation}
 	if authorizationData != nil {
 		if len(authorizationData) > MaxAuthorizationBytes {
-			return ResourceTarget{}, fmt.Errorf("resources: authorization data exceeds %d bytes", MaxAuthorizationBytes)
+			return ResourceTarget{}, fmt.Errorf("core: authorization data exceeds %d bytes", MaxAuthorizationBytes)
 		}
 		if !json.Valid(authorizationData) {
-			return ResourceTarget{}, fmt.Errorf("resources: authorization data is not valid JSON")
+			return ResourceTarget{}, fmt.Errorf("core: authorization data is not valid JSON")
 		}
 		t.authz = bytes.Clone(authorizationData)
 	}
