@@ -8,7 +8,8 @@ import (
 )
 
 // selector picks the definition of a request URI: an exact registration
-// first, else the only matching template (DESIGN 3.5). Templates live in a
+// first, else the only matching template; a request that two or more
+// templates match is ambiguous, never an arbitrary pick. Templates live in a
 // segment trie per origin (scheme and authority), so a match costs one map
 // lookup per path segment and at most two branches (literal, variable) per
 // segment, whatever the number of templates.

@@ -53,8 +53,12 @@ type templateError struct {
 func (e *templateError) Error() string { return e.reason }
 func (e *templateError) Unwrap() error { return e.uri }
 
-// parseTemplate parses and validates a URI template (DESIGN 3.3). Its
-// literal parts must also form a valid URI of at most max bytes.
+// parseTemplate parses and validates a URI template: an absolute URI whose
+// path segments are each literal or exactly one {name}, with names matching
+// [A-Za-z_][A-Za-z0-9_]* and not repeated; variables in the scheme,
+// authority, query or fragment, operators, explode and prefix modifiers,
+// lists and partial segments are rejected. Its literal parts must also form
+// a valid URI of at most max bytes.
 func parseTemplate(raw string, max int) (*template, error) {
 	fail := func(reason string) (*template, error) { return nil, &templateError{reason: reason} }
 	if len(raw) > max {
@@ -189,7 +193,10 @@ func checkVarName(v string) string {
 // CaptureReason says which capture rule a *CaptureError broke.
 type CaptureReason uint8
 
-// The capture rules (DESIGN 3.4). The zero value is not a valid reason.
+// The capture rules: a template variable matches one non-empty path segment,
+// which is percent-decoded once; the result must be valid UTF-8, must not
+// contain '/', '\' or NUL, and must not be "." or "..". The zero value is
+// not a valid reason.
 const (
 	// CaptureInvalidUTF8: the decoded capture is not valid UTF-8 (this
 	// includes overlong encodings such as %C0%AE).
