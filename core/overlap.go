@@ -202,7 +202,7 @@ func (w *overlapWalk) example(suffix string) (string, bool) {
 	free := slices.ContainsFunc(w.path, func(s overlapSeg) bool { return s.free })
 	ex := build("x")
 	for i := 0; ; i++ {
-		if len(ex) > w.s.max {
+		if len(ex) > w.s.maxURI {
 			return "", false
 		}
 		if _, shadowed := w.s.exact[ex]; !shadowed {

@@ -17,7 +17,7 @@ type selector struct {
 	exact     map[string]*definition
 	origins   map[string]*node
 	templates []*template // binding order
-	max       int
+	maxURI    int
 
 	overlapOnce sync.Once
 	overlaps    []TemplateOverlap
@@ -52,7 +52,7 @@ func (e *AmbiguousMatchError) Error() string {
 }
 
 func newSelector(defs []*definition, maxURI int) (*selector, error) {
-	s := &selector{exact: map[string]*definition{}, origins: map[string]*node{}, max: maxURI}
+	s := &selector{exact: map[string]*definition{}, origins: map[string]*node{}, maxURI: maxURI}
 	seen := map[string]struct{}{}
 	for _, d := range defs {
 		if d.desc.URI != "" {
@@ -134,7 +134,7 @@ func (n *node) freeze() {
 }
 
 func (s *selector) match(uri string) (ResourceMatch, error) {
-	if err := checkURI(uri, s.max); err != nil {
+	if err := checkURI(uri, s.maxURI); err != nil {
 		return ResourceMatch{}, NewFailure(FailureInvalidRequest, err)
 	}
 	if d, ok := s.exact[uri]; ok {

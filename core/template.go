@@ -58,10 +58,10 @@ func (e *templateError) Unwrap() error { return e.uri }
 // [A-Za-z_][A-Za-z0-9_]* and not repeated; variables in the scheme,
 // authority, query or fragment, operators, explode and prefix modifiers,
 // lists and partial segments are rejected. Its literal parts must also form
-// a valid URI of at most max bytes.
-func parseTemplate(raw string, max int) (*template, error) {
+// a valid URI of at most maxBytes bytes.
+func parseTemplate(raw string, maxBytes int) (*template, error) {
 	fail := func(reason string) (*template, error) { return nil, &templateError{reason: reason} }
-	if len(raw) > max {
+	if len(raw) > maxBytes {
 		err := uriErr(URIReasonTooLong, -1)
 		return nil, &templateError{reason: err.Error(), uri: err}
 	}
@@ -102,7 +102,7 @@ func parseTemplate(raw string, max int) (*template, error) {
 	if n == 0 {
 		// No scheme even with the variables masked: the raw template has
 		// none either.
-		err := checkURI(raw, max)
+		err := checkURI(raw, maxBytes)
 		if err == nil {
 			err = uriErr(URIReasonNotAbsolute, -1)
 		}
@@ -139,7 +139,7 @@ func parseTemplate(raw string, max int) (*template, error) {
 			return fail(tmplPartialSegment)
 		}
 	}
-	if err := checkURI(raw, max); err != nil {
+	if err := checkURI(raw, maxBytes); err != nil {
 		return nil, &templateError{reason: err.Error(), uri: err}
 	}
 
