@@ -37,7 +37,7 @@ const (
 
 const warningURIPrefix = "mcp-warning://read/"
 
-// ResourceLimits are the configurable limits of a Resources value. A zero
+// ResourceLimits are the configurable limits of a [Resources] value. A zero
 // field selects its default; a negative field is rejected. Raising one limit
 // never raises another.
 type ResourceLimits struct {
@@ -79,7 +79,7 @@ type ResourceLimits struct {
 	// it) and 256 bytes of description room, so that at the floor a page
 	// always holds one description whose encoded JSON plus separating comma
 	// is at most 256 bytes. A larger description fails its page with
-	// FailureSize.
+	// [FailureSize].
 	ListPageBytes int64
 }
 

@@ -15,13 +15,13 @@ import (
 //
 // A nil error comes with a result that is complete or, when visible items are
 // missing, partial (Partial true, a warning item first). A non-nil error is a
-// *Failure and comes with no result: root denial or no match
-// (FailureUnavailable), a bad request, an ambiguous match, an invalid plan,
+// *[Failure] and comes with no result: root denial or no match
+// ([FailureUnavailable]), a bad request, an ambiguous match, an invalid plan,
 // an operational policy failure, cancellation, the whole-read timeout, a
 // report that cannot fit, or visible items none of which survived.
 //
 // Body reads run one at a time in plan order, each under ItemTimeout and
-// ReadLimit. Before returning, Read rechecks discovery, the requested target
+// [ReadLimit]. Before returning, Read rechecks discovery, the requested target
 // and every planned item under the current policy.
 func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {

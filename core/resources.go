@@ -33,7 +33,7 @@ func (d *definition) description() ResourceDescription {
 	return c
 }
 
-// Option configures NewResources.
+// Option configures [NewResources].
 type Option func(*options)
 
 type options struct {
@@ -44,7 +44,7 @@ type options struct {
 }
 
 // WithResourceLimits overrides limits; zero fields keep their defaults and
-// negative fields make NewResources fail.
+// negative fields make [NewResources] fail.
 func WithResourceLimits(l ResourceLimits) Option {
 	return func(o *options) { o.limits = l }
 }
@@ -52,7 +52,7 @@ func WithResourceLimits(l ResourceLimits) Option {
 // NewResources validates and copies bindings and policy. Every policy
 // callback and both callbacks of every binding are required: a nil
 // interface, and an interface holding a nil func or nil pointer (such as
-// ResolverFunc(nil)), are rejected with a *ConfigError naming the binding
+// ResolverFunc(nil)), are rejected with a *[ConfigError] naming the binding
 // and the field. Definitions must be valid and distinct. Errors are
 // *ConfigError.
 func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Option) (*Resources, error) {

@@ -39,7 +39,7 @@ type node struct {
 var errNoMatch = errors.New("no registered URI or template matches the request")
 
 // AmbiguousMatchError is the private cause (reachable with errors.As from
-// the FailureAmbiguous failure) of a request that two or more templates
+// the [FailureAmbiguous] failure) of a request that two or more templates
 // match. The public message of the failure names no template.
 type AmbiguousMatchError struct {
 	// Templates holds two of the matching templates.

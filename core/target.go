@@ -14,7 +14,7 @@ const maxRepresentationBytes = 256
 // to policy and storage: the canonical wire URI, the representation (part of
 // the host's policy and storage identity) and optional private authorization
 // JSON that never reaches a client. The zero value is invalid; build one with
-// NewResourceTarget.
+// [NewResourceTarget].
 type ResourceTarget struct {
 	uri   string
 	repr  string
@@ -60,5 +60,5 @@ func (t ResourceTarget) AuthorizationData() json.RawMessage {
 	return bytes.Clone(t.authz)
 }
 
-// IsZero reports whether t was not built by NewResourceTarget.
+// IsZero reports whether t was not built by [NewResourceTarget].
 func (t ResourceTarget) IsZero() bool { return t.uri == "" }

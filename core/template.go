@@ -190,7 +190,7 @@ func checkVarName(v string) string {
 	return ""
 }
 
-// CaptureReason says which capture rule a *CaptureError broke.
+// CaptureReason says which capture rule a *[CaptureError] broke.
 type CaptureReason uint8
 
 // The capture rules: a template variable matches one non-empty path segment,
@@ -227,7 +227,7 @@ func (r CaptureReason) String() string {
 	return fmt.Sprintf("CaptureReason(%d)", uint8(r))
 }
 
-// CaptureError is the private cause of a FailureInvalidRequest whose request
+// CaptureError is the private cause of a [FailureInvalidRequest] whose request
 // matched a template but whose capture breaks the capture rules. It names
 // the template variable, never the captured value.
 type CaptureError struct {

@@ -14,7 +14,7 @@ const maxURIHardLimit = 64 << 10
 // or target may use it, in any letter case.
 const reservedScheme = "mcp-warning"
 
-// URIReason says which URI rule a *URIError broke.
+// URIReason says which URI rule a *[URIError] broke.
 type URIReason uint8
 
 // The URI rules. The zero value is not a valid reason.
