@@ -141,6 +141,8 @@ func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revisio
 // Unless ctx already carries a request scope, List runs under its own
 // ReadTimeout; cancellation and the deadline fail with [FailureCanceled] and
 // [FailureTimeout]. Errors are *[Failure]; the private cause is behind Unwrap.
+// As with [Resources.Read], once List has returned it starts no further
+// Discover call, even when one that ignored its context is still running.
 func (r *Resources) List(ctx context.Context, req ListRequest) (ListPage, error) {
 	return r.listPage(ctx, listMethodResources, req)
 }

@@ -23,6 +23,11 @@ import (
 // Body reads run one at a time in plan order, each under ItemTimeout and
 // [ReadLimit]. Before returning, Read rechecks discovery, the requested target
 // and every planned item under the current policy.
+//
+// Read returns when the whole read ends (cancellation or ReadTimeout) even
+// if a host callback ignores its context. From then on it starts no further
+// callback of any kind, policy or binding; the callback that was running
+// may finish, and what it returns is discarded.
 func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
 		return r.read(ctx, uri)
