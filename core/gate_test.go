@@ -22,11 +22,12 @@ type startLog struct {
 	events  []string
 	starts  int
 	blockAt int
+	blocked chan struct{} // closed when the blocking callback starts
 	release chan struct{}
 }
 
 func newStartLog(blockAt int) *startLog {
-	return &startLog{blockAt: blockAt, release: make(chan struct{})}
+	return &startLog{blockAt: blockAt, blocked: make(chan struct{}), release: make(chan struct{})}
 }
 
 func (l *startLog) start(format string, args ...any) {
@@ -36,6 +37,7 @@ func (l *startLog) start(format string, args ...any) {
 	l.events = append(l.events, fmt.Sprintf(format, args...))
 	l.mu.Unlock()
 	if n == l.blockAt {
+		close(l.blocked)
 		<-l.release // ignores ctx: blocks past the deadline
 	}
 }
@@ -97,45 +99,55 @@ func proveNoStartAfterReturn(t *testing.T, want []string, k int, op func(l *star
 	}
 }
 
-func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
-	items := []string{"test://a", "test://b"}
-	newResources := func(t *testing.T, l *startLog, timeout time.Duration) *Resources {
-		b := ResourceBinding{
-			Definition: ResourceDefinition{URI: bundleURI, Name: "bundle"},
-			Resolver: ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
-				l.start("resolve")
-				req, _ := NewResourceTarget(m.URI(), "bundle", nil)
-				ts := make([]ResourceTarget, len(items))
-				for i, u := range items {
-					ts[i], _ = NewResourceTarget(u, "item", nil)
-				}
-				return NewResourceReadPlan(req, ts...)
-			}),
-			Reader: ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
-				l.start("body %s", tg.URI())
-				return TextPayload("text/plain", textOf(tg.URI())), nil
-			}),
-		}
-		pol := ResourcePolicy{
-			Discover: func(ctx context.Context, d ResourceDescription) error {
-				l.start("discover %s", d.Name)
-				return nil
-			},
-			Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
-				l.start("visibility %s", tg.URI())
-				return Visibility{Visible: true}, nil
-			},
-			Read: func(ctx context.Context, tg ResourceTarget) error {
-				l.start("permission %s", tg.URI())
-				return nil
-			},
-		}
-		r, err := NewResources([]ResourceBinding{b}, pol, WithResourceLimits(ResourceLimits{ReadTimeout: timeout}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+// gateReadItems are the items of the plan that gateResources resolves.
+var gateReadItems = []string{"test://a", "test://b"}
+
+// gateResources builds a Resources value whose every callback records its
+// start in l and answers at once (unless l blocks it).
+func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources {
+	b := ResourceBinding{
+		Definition: ResourceDefinition{URI: bundleURI, Name: "bundle"},
+		Resolver: ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+			l.start("resolve")
+			req, _ := NewResourceTarget(m.URI(), "bundle", nil)
+			ts := make([]ResourceTarget, len(gateReadItems))
+			for i, u := range gateReadItems {
+				ts[i], _ = NewResourceTarget(u, "item", nil)
+			}
+			return NewResourceReadPlan(req, ts...)
+		}),
+		Reader: ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+			l.start("body %s", tg.URI())
+			return TextPayload("text/plain", textOf(tg.URI())), nil
+		}),
 	}
+	pol := ResourcePolicy{
+		Discover: func(ctx context.Context, d ResourceDescription) error {
+			l.start("discover %s", d.Name)
+			return nil
+		},
+		Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
+			l.start("visibility %s", tg.URI())
+			return Visibility{Visible: true}, nil
+		},
+		Read: func(ctx context.Context, tg ResourceTarget) error {
+			l.start("permission %s", tg.URI())
+			return nil
+		},
+	}
+	r, err := NewResources([]ResourceBinding{b}, pol, WithResourceLimits(ResourceLimits{ReadTimeout: timeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// gateReadCallbacks lists every callback of a complete read of
+// gateResources, in order, after checking that a read starts exactly these:
+// discovery, resolve, first decisions (requested target, then every item),
+// each body read, and the final recheck (discovery, requested target, every
+// item).
+func gateReadCallbacks(t *testing.T) []string {
 	decisions := func(uris ...string) []string {
 		var out []string
 		for _, u := range uris {
@@ -143,9 +155,6 @@ func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
 		}
 		return out
 	}
-	// Every callback of a complete read, in order: discovery, resolve, first
-	// decisions (requested target, then every item), each body read, and
-	// the final recheck (discovery, requested target, every item).
 	want := slices.Concat(
 		[]string{"discover bundle", "resolve"},
 		decisions(bundleURI, "test://a", "test://b"),
@@ -154,19 +163,57 @@ func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
 		decisions(bundleURI, "test://a", "test://b"),
 	)
 	l := newStartLog(-1)
-	if _, err := newResources(t, l, time.Minute).Read(context.Background(), bundleURI); err != nil {
+	if _, err := gateResources(t, l, time.Minute).Read(context.Background(), bundleURI); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.snapshot(); !slices.Equal(got, want) {
 		t.Fatalf("a complete read started %q; want %q", got, want)
 	}
+	return want
+}
+
+func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
+	want := gateReadCallbacks(t)
 	for k := range want {
 		t.Run(fmt.Sprintf("%02d %s", k, want[k]), func(t *testing.T) {
 			t.Parallel()
 			proveNoStartAfterReturn(t, want, k, func(l *startLog, timeout time.Duration) error {
-				_, err := newResources(t, l, timeout).Read(context.Background(), bundleURI)
+				_, err := gateResources(t, l, timeout).Read(context.Background(), bundleURI)
 				return err
 			})
+		})
+	}
+}
+
+// The caller canceling the read ends it just as the deadline does: the
+// callback running when the caller canceled is the last one to start.
+func TestNoCallbackStartsAfterCanceledReadReturned(t *testing.T) {
+	want := gateReadCallbacks(t)
+	for k := range want {
+		t.Run(fmt.Sprintf("%02d %s", k, want[k]), func(t *testing.T) {
+			t.Parallel()
+			l := newStartLog(k)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				<-l.blocked
+				cancel()
+			}()
+			_, err := gateResources(t, l, time.Minute).Read(ctx, bundleURI)
+			l.mark(returned)
+			close(l.release)
+			time.Sleep(settleTime)
+			if KindOf(err) != FailureCanceled {
+				t.Fatalf("Read returned %v; want FailureCanceled", err)
+			}
+			events := l.snapshot()
+			ret := slices.Index(events, returned)
+			if before := events[:ret]; !slices.Equal(before, want[:k+1]) {
+				t.Fatalf("callbacks started before the return: %q; want %q", before, want[:k+1])
+			}
+			if after := events[ret+1:]; len(after) > 0 {
+				t.Fatalf("callbacks started after Read returned: %q", after)
+			}
 		})
 	}
 }
