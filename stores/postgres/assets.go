@@ -29,7 +29,8 @@ const (
 	BodyTemplate = "asset://project/{project}/asset/{asset}/body"
 )
 
-// Representations of the reference schema's targets.
+// Representations of the reference schema's targets: the label of each
+// target and the kind recorded in its private authorization data.
 const (
 	ReprIndex   = "index"
 	ReprProject = "project"
@@ -40,11 +41,17 @@ const (
 // Asset is the identity metadata of one asset of the reference schema: what
 // a resolver reads to plan, never the body.
 type Asset struct {
-	Project  string
-	ID       string
-	Version  int64
-	Name     string
-	Title    string
+	// Project is the id of the asset's project.
+	Project string
+	// ID is the asset's id, unique within its project.
+	ID string
+	// Version is bumped by a trigger on every update; reads pin it.
+	Version int64
+	// Name is the asset's programmatic name, such as a file name.
+	Name string
+	// Title is the asset's human-readable title, possibly empty.
+	Title string
+	// MIMEType is the media type of the inline body.
 	MIMEType string
 	// Text says whether the inline body is UTF-8 text or bytes.
 	Text bool
@@ -57,8 +64,8 @@ type Asset struct {
 
 // ObjectRef is an asset's reference to an object in an S3 bucket.
 type ObjectRef struct {
-	Bucket    string
-	Key       string
+	Bucket    string // the bucket name
+	Key       string // the object key
 	ETag      string // "" when unknown
 	VersionID string // "" when unversioned
 	Size      int64  // -1 when unknown
