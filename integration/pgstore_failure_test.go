@@ -181,3 +181,31 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 		t.Fatalf("the next read on the one-connection pool: %v", err)
 	}
 }
+
+// TestPGStoreSingleConnectionRecoversAfterAFailedRead proves a store over a
+// single *pgx.Conn (not a pool) leaves no aborted transaction behind: after
+// a statement timeout the next read on the same connection succeeds.
+func TestPGStoreSingleConnectionRecoversAfterAFailedRead(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	slowNotes(t, d, d.admin)
+	conn := connect(t, d.url)
+	rd, err := postgres.NewQueryReader(conn, `SELECT n.version, n.body FROM notes n
+		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' THEN 30 ELSE 0 END)) s
+		WHERE n.key = $1`, &postgres.Options{StatementTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := as(t.Context(), "alice")
+	slow, _ := core.NewResourceTarget("note://item/slow", "body", []byte(`{"k":"q","key":"slow","v":"1","m":"text/plain","t":true}`))
+	if _, err := rd.Read(ctx, slow); !errors.Is(err, postgres.ErrStatementTimeout) {
+		t.Fatalf("slow read: %v, want ErrStatementTimeout", err)
+	}
+	if status := conn.PgConn().TxStatus(); status != 'I' {
+		t.Fatalf("the connection was left in transaction status %q", status)
+	}
+	fast, _ := core.NewResourceTarget("note://item/a", "body", []byte(`{"k":"q","key":"a","v":"1","m":"text/plain","t":true}`))
+	if p, err := rd.Read(ctx, fast); err != nil || p.Text() != "note a" {
+		t.Fatalf("the next read on the same connection: %v", err)
+	}
+}

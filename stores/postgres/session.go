@@ -18,7 +18,8 @@ import (
 // DB is what a store needs of PostgreSQL: sending one [pgx.Batch], which pgx
 // writes as one round trip once the connection has prepared its statements.
 // A *pgxpool.Pool satisfies it and is what hosts pass; a *pgx.Conn does too
-// but allows no concurrent reads. Do not pass a pgx.Tx: every store call
+// but allows no concurrent reads (after a failed batch the store rolls the
+// connection's transaction back; a pool simply discards the connection). Do not pass a pgx.Tx: every store call
 // begins and commits a transaction of its own.
 //
 // The pool must use an extended-protocol query mode (pgx's default): the
@@ -236,8 +237,26 @@ func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchR
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	if err != nil {
+		s.abandon(ctx)
+	}
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("postgres: %w: %w", ctx.Err(), err)
 	}
 	return classify(err)
+}
+
+// abandon rolls back a transaction that a failed batch left open on a
+// single *pgx.Conn (a pool discards such a connection by itself), so that
+// the next call does not run inside an aborted transaction.
+func (s *session) abandon(ctx context.Context) {
+	c, ok := s.db.(*pgx.Conn)
+	if !ok || c.IsClosed() || c.PgConn().TxStatus() == 'I' {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.Exec(rctx, "ROLLBACK"); err != nil {
+		_ = c.Close(rctx)
+	}
 }
