@@ -21,6 +21,11 @@
 // Ids of projects and assets are 1-128 unreserved URI characters
 // (A-Z a-z 0-9 . _ ~ -) that do not start with a dot.
 //
+// Versions are files named NNNNN_what.sql under sql/; a change to the schema
+// is a new file, never an edit of an applied one. The change notifications
+// planned for assets (a NOTIFY trigger that sends ids, not rows) will be such
+// a version.
+//
 // Applying is safe to repeat and to run concurrently: goose takes a
 // session-level advisory lock in the database for the whole run, and records
 // applied versions in the table [VersionTable]. The reader role is created
