@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -336,5 +337,29 @@ func TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments(t *testing.T) {
 	}
 	if notes != len(keys) || assets != 1 {
 		t.Fatalf("after the reads: %d notes, %d assets; want %d and 1", notes, assets, len(keys))
+	}
+}
+
+// TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection proves the
+// principal, role and statement timeout a read sets are transaction-local:
+// the next use of the same pooled connection sees none of them.
+func TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "alice's")
+	d.grant(t, "alice", "p", "")
+	c := countedPool(t, d.url, 1) // one connection: the next query reuses it
+	st := newStore(t, c.pool, &postgres.Options{StatementTimeout: 1234 * time.Millisecond})
+	if _, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	var principal, role, timeout string
+	if err := c.pool.QueryRow(t.Context(), `SELECT coalesce(current_setting('mcp.principal', true), ''), current_user::text, current_setting('statement_timeout')`).
+		Scan(&principal, &role, &timeout); err != nil {
+		t.Fatal(err)
+	}
+	if principal != "" || role == postgres.ReaderRole || timeout == "1234ms" {
+		t.Fatalf("after a read the pooled connection has principal %q, role %q, statement_timeout %q", principal, role, timeout)
 	}
 }
