@@ -196,3 +196,32 @@ func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testi
 		t.Fatalf("fresh read: %v", err)
 	}
 }
+
+// TestPGStoreChangedBodyIsNotTransferred proves the version pin is in the
+// statement, not only in Go: reading a 1 MiB body whose asset changed after
+// planning returns ErrChanged while the connection receives under 64 KiB.
+func TestPGStoreChangedBodyIsNotTransferred(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, mime_type, body)
+		VALUES ('p', 'a', 'a.bin', 'application/octet-stream', decode(repeat(md5('x'), 65536), 'hex'))`)
+	d.grant(t, "alice", "p", "")
+	c := countedPool(t, d.url, 1)
+	st := newStore(t, c.pool, nil)
+	ctx := as(t.Context(), "alice")
+	a, err := st.LookupAsset(ctx, "p", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := postgres.BodyTarget(a)
+	if p, err := st.Reader().Read(ctx, target); err != nil || len(p.Blob()) != 1<<20 {
+		t.Fatalf("read before the change: %v", err) // also prepares the statement
+	}
+	d.exec(t, `UPDATE mcpres.assets SET name = 'renamed.bin' WHERE project_id = 'p' AND id = 'a'`)
+	before := c.wire.received.Load()
+	_, err = st.Reader().Read(ctx, target)
+	if received := c.wire.received.Load() - before; !errors.Is(err, postgres.ErrChanged) || received >= 64<<10 {
+		t.Fatalf("read after the change: %v with %d bytes received; want ErrChanged under 64 KiB", err, received)
+	}
+}
