@@ -15,9 +15,13 @@ import (
 // '/', '\' or NUL or that are "." or "..", so a capture can never leave the
 // prefix or name a bucket; the key is checked by [CheckKey] all the same.
 //
-// Each read plans one item, the requested URI itself, pinned by a HEAD
-// under the requesting principal's access ([Bucket.Head]) and read by
-// [Bucket.Read]. prefix is "" or ends with '/'. Errors are
+// Each read plans one item, the requested URI itself, from a HEAD under the
+// requesting principal's access ([Bucket.Head]), read by [Bucket.Read].
+// The binding serves the current version: it pins the planned ETag and
+// size but not the version id, so an object overwritten or deleted after
+// planning is refused (read_failed or unavailable) rather than served from
+// the bucket's history. A host that wants a named version plans it with
+// [NewObjectTarget]. prefix is "" or ends with '/'. Errors are
 // *core.ConfigError values.
 func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.ResourceBinding, error) {
 	if def.URITemplate == "" {
@@ -50,6 +54,7 @@ func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.Resou
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
+		obj.VersionID = "" // the current version, pinned by ETag
 		t, err := NewObjectTarget(m.URI(), obj)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
