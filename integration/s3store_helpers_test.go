@@ -29,6 +29,9 @@ import (
 type wire struct {
 	gets, heads, others atomic.Int64
 	received            atomic.Int64
+	// afterResponse, when set, runs after each response's headers arrive
+	// and before the client sees them.
+	afterResponse atomic.Pointer[func(*http.Request)]
 }
 
 // httpClient returns an HTTP client whose traffic w counts.
@@ -51,7 +54,11 @@ func (w *wire) httpClient() *http.Client {
 		default:
 			w.others.Add(1)
 		}
-		return tr.RoundTrip(r)
+		resp, err := tr.RoundTrip(r)
+		if f := w.afterResponse.Load(); f != nil && err == nil {
+			(*f)(r)
+		}
+		return resp, err
 	})}
 }
 
