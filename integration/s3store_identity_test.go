@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -204,5 +205,62 @@ func TestS3StoreEmptyObjectsAreEmptyTextOrBlobInOneRequest(t *testing.T) {
 	}
 	if g := w.gets.Load(); g != 4 {
 		t.Fatalf("%d GETs for four items, want 4", g)
+	}
+}
+
+// TestS3StoreListPlansABoundedPrefixFromIdentityOnly proves Bucket.List
+// returns at most MaxListKeys objects under the prefix, in key order, with
+// ETag and size and no GET; that objects it returns read back exactly when
+// pinned by its ETag; and that an object overwritten after the listing is
+// refused (412) rather than served new.
+func TestS3StoreListPlansABoundedPrefixFromIdentityOnly(t *testing.T) {
+	t.Parallel()
+	env := harness.S3(t)
+	w := &wire{}
+	c := s3Client(t, env, w)
+	store, err := s3store.OpenBucket(t.Context(), c, env.Bucket, &s3store.Options{MaxListKeys: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"l/a", "l/b", "l/c", "l/d", "other/x", "lx"} {
+		putObject(t, c, env.Bucket, k, "text/plain", []byte("body of "+k))
+	}
+	ctx := asHost(t.Context())
+	w.reset()
+	objs, truncated, err := store.List(ctx, "l/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.gets.Load() != 1 || w.heads.Load() != 0 {
+		// The listing itself is one GET of the bucket, never of an object.
+		t.Fatalf("listing sent %d GETs and %d HEADs, want the one listing request", w.gets.Load(), w.heads.Load())
+	}
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+		if o.ETag == "" || o.Size != int64(len("body of "+o.Key)) {
+			t.Errorf("%s: identity %+v", o.Key, o)
+		}
+	}
+	if strings.Join(keys, ",") != "l/a,l/b,l/c" || !truncated {
+		t.Fatalf("listed %q (truncated=%v), want l/a,l/b,l/c and truncated", keys, truncated)
+	}
+	if _, _, err := store.List(ctx, "l"); !errors.As(err, new(*s3store.KeyError)) {
+		t.Fatalf("a prefix without a trailing slash: %v, want a *s3store.KeyError", err)
+	}
+
+	listed := objs[1]
+	listed.ContentType = "text/plain"
+	target, err := s3store.NewObjectTarget("s3item://l/b", listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := store.Read(ctx, target)
+	if err != nil || p.Text() != "body of l/b" {
+		t.Fatalf("read of a listed object: %q, %v", p.Text(), err)
+	}
+	putObject(t, c, env.Bucket, "l/b", "text/plain", []byte("BODY OF L/B"))
+	if p, err := store.Read(ctx, target); !errors.Is(err, s3store.ErrChanged) {
+		t.Fatalf("read of a listed object overwritten since: %q, %v; want ErrChanged", p.Text(), err)
 	}
 }
