@@ -52,6 +52,7 @@ func TestS3StoreObjectOverwrittenBetweenPlanAndReadIsNeverServed(t *testing.T) {
 	res := gateway(t, policy, core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
 	w.reset()
 	got, err := res.Read(asHost(t.Context()), "s3bundle://test/ab")
+	gets, heads := w.gets.Load(), w.heads.Load()
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -70,9 +71,24 @@ func TestS3StoreObjectOverwrittenBetweenPlanAndReadIsNeverServed(t *testing.T) {
 			t.Fatal("the new version was served")
 		}
 	}
+	// Neither the planned identity (bucket, key, ETag) nor S3's error
+	// reaches the client: not in items, metadata or the report.
+	head, err := store.Head(asHost(t.Context()), "docs/b.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := string(got.Meta()) + string(got.Report())
+	for _, it := range got.Items() {
+		public += it.URI() + it.Text() + string(it.Meta())
+	}
+	for _, secret := range []string{env.Bucket, "docs/a.txt", strings.Trim(head.ETag, `"`), "PreconditionFailed", "pre-conditions"} {
+		if strings.Contains(public, secret) {
+			t.Fatalf("the result shows %q to the client: %s", secret, public)
+		}
+	}
 	// The overwrite's own PUT is in "others"; the read itself is 2 HEADs
 	// (planning) and one GET per item.
-	if g, h := w.gets.Load(), w.heads.Load(); g != 2 || h != 2 {
+	if g, h := gets, heads; g != 2 || h != 2 {
 		t.Fatalf("%d GETs and %d HEADs for a two-item bundle, want 2 and 2", g, h)
 	}
 }
