@@ -120,6 +120,20 @@ func TestS3StorePlanThatNamesAVersionReturnsThatVersion(t *testing.T) {
 	res := gateway(t, allowAll(), core.ResourceLimits{}, binding)
 	putObject(t, root, env.Bucket, "docs/report.json", "application/json", []byte(`{"v":2}`))
 
+	// A version that does not exist, or that S3 cannot even parse, is
+	// unavailable on that read.
+	for _, version := range []string{"01M8PC4JE8F4HG7CZX4TC23E4Z", "not-a-version"} {
+		missing := v1
+		missing.VersionID = version
+		tg, err := s3store.NewObjectTarget("asset://project/1/missing", missing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Read(asHost(t.Context()), tg); core.KindOf(err) != core.FailureUnavailable {
+			t.Errorf("version %q: %v, want unavailable", version, err)
+		}
+	}
+
 	for _, step := range []string{"after an overwrite", "after a delete"} {
 		w.reset()
 		got, err := res.Read(asHost(t.Context()), "asset://project/1/report")

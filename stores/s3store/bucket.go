@@ -194,7 +194,8 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //     empty blob (a 416 answer to the range is an empty object);
 //   - core.TooLarge(total) when the object is over the limit, without
 //     reading the rest of the body;
-//   - core.Unavailable for 403, 404, a missing version or a denial by
+//   - core.Unavailable for 403, 404, a missing version (or one S3 cannot
+//     parse), a delete marker, or a denial by
 //     Options.Check or Options.Client;
 //   - an error wrapping ErrChanged when S3 answers 412 or reports another
 //     identity;
@@ -236,7 +237,11 @@ func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.Resource
 	}
 	out, err := c.GetObject(ctx, in)
 	if err != nil {
-		err = classify(err)
+		if obj.VersionID != "" {
+			err = classifyVersioned(err)
+		} else {
+			err = classify(err)
+		}
 		if errors.Is(err, errEmptyRange) {
 			if obj.Size > 0 {
 				return core.ResourcePayload{}, fmt.Errorf("%w: the planned object was not empty", ErrChanged)

@@ -71,3 +71,16 @@ func classify(err error) error {
 	}
 	return fmt.Errorf("%w: %w", errServer, err)
 }
+
+// classifyVersioned is classify for a request that names a version id: S3
+// answers a version id it cannot parse with 400 InvalidArgument, and such a
+// version can never be read, so it is a missing version (unavailable), not
+// a retryable failure. The store's own requests carry no other argument
+// that S3 could call invalid.
+func classifyVersioned(err error) error {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidArgument" {
+		return core.Unavailable(err)
+	}
+	return classify(err)
+}

@@ -128,3 +128,18 @@ func TestClassifiedErrorsShowOnlyFixedTextPublicly(t *testing.T) {
 		t.Fatalf("public text %q, want the fixed unavailable message", err.Error())
 	}
 }
+
+// TestClassifyVersionedTreatsAnUnparsableVersionAsMissing proves that a
+// version id S3 cannot parse (400 InvalidArgument, as versitygw and AWS
+// answer) is unavailable when the request named a version, and that every
+// other answer is classified as without one.
+func TestClassifyVersionedTreatsAnUnparsableVersionAsMissing(t *testing.T) {
+	if got := classifyVersioned(apiError(400, "InvalidArgument")); outcomeOf(t, got) != unavailable {
+		t.Errorf("400 InvalidArgument with a version: %v, want unavailable", got)
+	}
+	for _, err := range []error{apiError(404, "NoSuchVersion"), apiError(412, "PreconditionFailed"), apiError(503, "SlowDown"), apiError(416, "InvalidRange")} {
+		if a, b := outcomeOf(t, classifyVersioned(err)), outcomeOf(t, classify(err)); a != b {
+			t.Errorf("%v: %v with a version, %v without", err, a, b)
+		}
+	}
+}
