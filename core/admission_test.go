@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestIndividuallyOversizedItemIsAnIssueAndLaterItemsMayFit(t *testing.T) {
 	g.opts = []Option{WithResourceLimits(ResourceLimits{MaxItemBytes: 100})}
 	sized(g, map[string]int{"test://a": 100, "test://big": 101, "test://c": 50})
 	res := mustRead(t, g)
-	if !equalStrings(itemURIs(res), []string{"test://a", "test://c"}) || fmt.Sprint(issueCodes(res)) != "[budget_exceeded]" {
+	if !slices.Equal(itemURIs(res), []string{"test://a", "test://c"}) || fmt.Sprint(issueCodes(res)) != "[budget_exceeded]" {
 		t.Fatalf("items=%v issues=%v", itemURIs(res), issueCodes(res))
 	}
 }
@@ -53,7 +54,7 @@ func TestItemLargerThanWholeAggregateIsOversizedNotAStop(t *testing.T) {
 	g.opts = []Option{WithResourceLimits(appBudget(1000))}
 	sized(g, map[string]int{"test://big": 1001, "test://c": 10})
 	res := mustRead(t, g)
-	if !equalStrings(itemURIs(res), []string{"test://c"}) {
+	if !slices.Equal(itemURIs(res), []string{"test://c"}) {
 		t.Fatalf("items=%v issues=%v", itemURIs(res), issueCodes(res))
 	}
 }
@@ -63,13 +64,13 @@ func TestAggregateExhaustionStopsAdmissionAndKeepsCompletePrefix(t *testing.T) {
 	g.opts = []Option{WithResourceLimits(appBudget(1000))}
 	sized(g, map[string]int{"test://1": 400, "test://2": 400, "test://3": 300, "test://4": 10, "test://5": 10})
 	res := mustRead(t, g)
-	if !equalStrings(itemURIs(res), []string{"test://1", "test://2"}) {
+	if !slices.Equal(itemURIs(res), []string{"test://1", "test://2"}) {
 		t.Fatalf("items = %v", itemURIs(res))
 	}
 	if fmt.Sprint(issueCodes(res)) != "[budget_exceeded budget_exceeded budget_exceeded]" {
 		t.Fatalf("issues = %v", issueCodes(res))
 	}
-	if !equalStrings(readsOf(g), []string{"test://1", "test://2", "test://3"}) {
+	if !slices.Equal(readsOf(g), []string{"test://1", "test://2", "test://3"}) {
 		t.Fatalf("bodies read after admission stopped: %v", readsOf(g))
 	}
 }
@@ -96,7 +97,7 @@ func TestEncodedBudgetStopsAdmissionForEscapingText(t *testing.T) {
 		}
 	}
 	res := mustRead(t, g)
-	if !equalStrings(itemURIs(res), []string{"test://1"}) || !equalStrings(readsOf(g), []string{"test://1", "test://2"}) {
+	if !slices.Equal(itemURIs(res), []string{"test://1"}) || !slices.Equal(readsOf(g), []string{"test://1", "test://2"}) {
 		t.Fatalf("items=%v reads=%v", itemURIs(res), readsOf(g))
 	}
 }
@@ -105,7 +106,7 @@ func TestItemCountLimitStopsBeforeAnotherBodyRead(t *testing.T) {
 	g := newRig(t, "test://1", "test://2", "test://3", "test://4")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{MaxItems: 2})}
 	res := mustRead(t, g)
-	if !equalStrings(readsOf(g), []string{"test://1", "test://2"}) {
+	if !slices.Equal(readsOf(g), []string{"test://1", "test://2"}) {
 		t.Fatalf("reads = %v", readsOf(g))
 	}
 	if fmt.Sprint(issueCodes(res)) != "[budget_exceeded budget_exceeded]" {
@@ -130,13 +131,13 @@ func TestFinalRemovalDoesNotFreeSpaceForRefill(t *testing.T) {
 	sized(g, map[string]int{"test://a": 100, "test://b": 800, "test://c": 200, "test://d": 10})
 	g.deny("test://b", 1)
 	res := mustRead(t, g)
-	if !equalStrings(itemURIs(res), []string{"test://a"}) {
+	if !slices.Equal(itemURIs(res), []string{"test://a"}) {
 		t.Fatalf("items = %v", itemURIs(res))
 	}
 	if fmt.Sprint(issueCodes(res)) != "[unavailable budget_exceeded budget_exceeded]" {
 		t.Fatalf("issues = %v", issueCodes(res))
 	}
-	if !equalStrings(readsOf(g), []string{"test://a", "test://b", "test://c"}) {
+	if !slices.Equal(readsOf(g), []string{"test://a", "test://b", "test://c"}) {
 		t.Fatalf("refill read: %v", readsOf(g))
 	}
 }
@@ -152,7 +153,7 @@ func TestReaderTooLargeIsOversizedOrStopsBySize(t *testing.T) {
 		g.opts = []Option{WithResourceLimits(ResourceLimits{MaxItemBytes: 100})}
 		g.item("test://big").read = tooLarge(5000)
 		res := mustRead(t, g)
-		if !equalStrings(itemURIs(res), []string{"test://a", "test://c"}) {
+		if !slices.Equal(itemURIs(res), []string{"test://a", "test://c"}) {
 			t.Fatalf("items = %v", itemURIs(res))
 		}
 	})
@@ -162,7 +163,7 @@ func TestReaderTooLargeIsOversizedOrStopsBySize(t *testing.T) {
 		sized(g, map[string]int{"test://a": 900})
 		g.item("test://b").read = tooLarge(500)
 		res := mustRead(t, g)
-		if !equalStrings(itemURIs(res), []string{"test://a"}) || !equalStrings(readsOf(g), []string{"test://a", "test://b"}) {
+		if !slices.Equal(itemURIs(res), []string{"test://a"}) || !slices.Equal(readsOf(g), []string{"test://a", "test://b"}) {
 			t.Fatalf("items=%v reads=%v", itemURIs(res), readsOf(g))
 		}
 	})
@@ -172,7 +173,7 @@ func TestReaderTooLargeIsOversizedOrStopsBySize(t *testing.T) {
 		sized(g, map[string]int{"test://a": 900})
 		g.item("test://b").read = tooLarge(-1)
 		res := mustRead(t, g)
-		if !equalStrings(readsOf(g), []string{"test://a", "test://b"}) || len(res.Issues()) != 2 {
+		if !slices.Equal(readsOf(g), []string{"test://a", "test://b"}) || len(res.Issues()) != 2 {
 			t.Fatalf("reads=%v issues=%v", readsOf(g), issueCodes(res))
 		}
 	})
@@ -240,7 +241,7 @@ func TestAdapterSizerBoundsEachItemsContribution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalStrings(itemURIs(res), []string{"test://1", "test://2"}) {
+	if !slices.Equal(itemURIs(res), []string{"test://1", "test://2"}) {
 		t.Fatalf("items = %v", itemURIs(res))
 	}
 }
@@ -252,7 +253,7 @@ func TestCompleteReadsKeepTheDiagnosticReserveUnused(t *testing.T) {
 	g.opts = []Option{WithResourceLimits(appBudget(1000))}
 	sized(g, map[string]int{"test://a": 900, "test://b": 200})
 	res := mustRead(t, g)
-	if !equalStrings(itemURIs(res), []string{"test://a"}) {
+	if !slices.Equal(itemURIs(res), []string{"test://a"}) {
 		t.Fatalf("items = %v", itemURIs(res))
 	}
 }
@@ -418,7 +419,7 @@ func TestAdmissionProperties(t *testing.T) {
 		if err != nil {
 			t.Fatalf("iteration %d: %v (limits %+v)", iter, err, l)
 		}
-		if got := itemURIs(res); !equalStrings(got, want) {
+		if got := itemURIs(res); !slices.Equal(got, want) {
 			t.Fatalf("iteration %d: admitted %v, model %v (limits %+v)", iter, got, want, l)
 		}
 		if len(res.Issues())+res.IssuesOmitted() != visibleFailures || res.Partial() != (visibleFailures > 0) {

@@ -22,7 +22,8 @@ type ResourceDefinition struct {
 	// MIMEType is the optional MIME type of the bundle as listed; each read
 	// item declares its own.
 	MIMEType string
-	// Meta is optional metadata: a JSON object listed as _meta.
+	// Meta is optional metadata: a JSON object listed as _meta. It must be
+	// valid UTF-8 and hold no unpaired surrogate escape such as \ud800.
 	Meta json.RawMessage
 }
 
@@ -37,7 +38,7 @@ type Resolver interface {
 	Resolve(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error)
 }
 
-// ResolverFunc adapts a function to Resolver.
+// ResolverFunc adapts a function to [Resolver].
 type ResolverFunc func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error)
 
 // Resolve calls f.
@@ -48,12 +49,12 @@ func (f ResolverFunc) Resolve(ctx context.Context, m ResourceMatch) (ResourceRea
 // Reader reads the body of one planned target. It must enforce current
 // access and the planned identity in the storage request itself, bound its
 // read by ReadLimit(ctx), honor ctx and allow concurrent calls. Return
-// Unavailable to deny and TooLarge when the item exceeds the limit.
+// [Unavailable] to deny and [TooLarge] when the item exceeds the limit.
 type Reader interface {
 	Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
 }
 
-// ReaderFunc adapts a function to Reader.
+// ReaderFunc adapts a function to [Reader].
 type ReaderFunc func(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
 
 // Read calls f.
@@ -79,7 +80,7 @@ type Visibility struct {
 
 // ResourcePolicy decides access. All three callbacks are required, must
 // honor ctx (which carries whatever principal the host put there) and must
-// allow concurrent calls. Discover and Read deny by returning Unavailable;
+// allow concurrent calls. Discover and Read deny by returning [Unavailable];
 // any other error, and any Visibility error, fails the whole operation.
 type ResourcePolicy struct {
 	// Discover decides whether the caller may know of a definition.

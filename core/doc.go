@@ -4,17 +4,17 @@
 // after the body reads, admits what fits the configured response space, and
 // reports what is missing in a version-one report.
 //
-// A host registers ResourceBinding values (a ResourceDefinition with a
-// Resolver and a Reader) and a ResourcePolicy with NewResources, then calls
+// A host registers [ResourceBinding] values (a [ResourceDefinition] with a
+// [Resolver] and a [Reader]) and a [ResourcePolicy] with [NewResources], then calls
 // Read, List and ListTemplates; an adapter (such as this module's go-sdk
 // adapter) serves them over MCP. Store readers (Postgres, S3) implement
-// Reader: they bound their storage read by ReadLimit, enforce current access
+// Reader: they bound their storage read by [ReadLimit], enforce current access
 // and the planned identity in the storage request itself, and return
-// Unavailable or TooLarge.
+// [Unavailable] or [TooLarge].
 //
-// Errors of whole operations are *Failure values whose Error text is a fixed,
+// Errors of whole operations are *[Failure] values whose Error text is a fixed,
 // client-safe message; private causes stay behind Unwrap. Configuration
-// errors are *ConfigError values meant for the host developer.
+// errors are *[ConfigError] values meant for the host developer.
 //
 // The package depends on the standard library only.
 package core

@@ -6,7 +6,7 @@ import (
 )
 
 // FailureKind says why a whole operation (a read, a list page) produced no
-// result. Callers branch on it; the public message of a Failure depends on
+// result. Callers branch on it; the public message of a [Failure] depends on
 // the kind alone.
 type FailureKind uint8
 
@@ -14,7 +14,7 @@ type FailureKind uint8
 const (
 	// FailureUnavailable covers no match, discovery denied, and the requested
 	// target hidden or read-denied: the caller cannot tell these apart.
-	// Policies and readers return it (see Unavailable) to deny.
+	// Policies and readers return it (see [Unavailable]) to deny.
 	FailureUnavailable FailureKind = iota + 1
 	// FailureInvalidRequest is a malformed request URI or capture.
 	FailureInvalidRequest
@@ -23,7 +23,7 @@ const (
 	// FailureInvalidPlan is a Resolve error or a plan that breaks the rules.
 	FailureInvalidPlan
 	// FailurePolicy is an operational policy failure (an error other than
-	// FailureUnavailable, any visibility error, or a panic).
+	// [FailureUnavailable], any visibility error, or a panic).
 	FailurePolicy
 	// FailureCanceled means the caller canceled the operation.
 	FailureCanceled
@@ -82,12 +82,12 @@ type Failure struct {
 	cause error
 }
 
-// NewFailure returns a Failure of kind with a private cause (which may be nil).
+// NewFailure returns a [Failure] of kind with a private cause (which may be nil).
 func NewFailure(kind FailureKind, cause error) *Failure {
 	return &Failure{Kind: kind, cause: cause}
 }
 
-// Unavailable returns the typed FailureUnavailable that a policy callback or a
+// Unavailable returns the typed [FailureUnavailable] that a policy callback or a
 // reader returns to deny access. cause stays private.
 func Unavailable(cause error) error {
 	return &Failure{Kind: FailureUnavailable, cause: cause}
@@ -104,14 +104,14 @@ func (f *Failure) Error() string {
 // Unwrap returns the private cause.
 func (f *Failure) Unwrap() error { return f.cause }
 
-// Is reports whether target is a *Failure of the same kind, so that
+// Is reports whether target is a *[Failure] of the same kind, so that
 // errors.Is(err, &core.Failure{Kind: core.FailureTimeout}) works.
 func (f *Failure) Is(target error) bool {
 	t, ok := target.(*Failure)
 	return ok && t.Kind == f.Kind
 }
 
-// KindOf returns the kind of the first *Failure in err's chain, or 0.
+// KindOf returns the kind of the first *[Failure] in err's chain, or 0.
 func KindOf(err error) FailureKind {
 	var f *Failure
 	if errors.As(err, &f) {
@@ -122,8 +122,8 @@ func KindOf(err error) FailureKind {
 
 func isUnavailable(err error) bool { return KindOf(err) == FailureUnavailable }
 
-// ConfigError reports a rejected argument of NewResources, a constructor, or
-// WithResourceLimits. It is meant for the host developer, never for a client:
+// ConfigError reports a rejected argument of [NewResources], a constructor, or
+// [WithResourceLimits]. It is meant for the host developer, never for a client:
 // it names the definition and the rule that was broken.
 type ConfigError struct {
 	// Definition is the index of the offending binding, or -1.
@@ -134,7 +134,7 @@ type ConfigError struct {
 	Field string
 	// Reason says which rule was broken.
 	Reason string
-	// Err is the underlying error, such as a *URIError, or nil.
+	// Err is the underlying error, such as a *[URIError], or nil.
 	Err error
 }
 
@@ -145,13 +145,13 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 func (e *ConfigError) Error() string {
 	switch {
 	case e.Definition >= 0 && e.Name != "":
-		return fmt.Sprintf("resources: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
+		return fmt.Sprintf("core: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
 	case e.Definition >= 0:
-		return fmt.Sprintf("resources: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
+		return fmt.Sprintf("core: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
 	case e.Field != "":
-		return fmt.Sprintf("resources: %s: %s", e.Field, e.Reason)
+		return fmt.Sprintf("core: %s: %s", e.Field, e.Reason)
 	}
-	return "resources: " + e.Reason
+	return "core: " + e.Reason
 }
 
 func configErr(field, reason string) *ConfigError {
@@ -159,11 +159,11 @@ func configErr(field, reason string) *ConfigError {
 }
 
 // TooLargeError is what a reader returns when the stored item is larger than
-// ReadLimit allowed it to fetch. Size is the stored size in bytes, or -1 when
+// [ReadLimit] allowed it to fetch. Size is the stored size in bytes, or -1 when
 // the reader does not know it.
 type TooLargeError struct{ Size int64 }
 
-// TooLarge returns a *TooLargeError for an item of size bytes (-1: unknown).
+// TooLarge returns a *[TooLargeError] for an item of size bytes (-1: unknown).
 func TooLarge(size int64) error { return &TooLargeError{Size: size} }
 
 // Error describes the oversized item.

@@ -27,11 +27,17 @@ const (
 	minReportPayloadBytes = 256
 	minReportEncodedBytes = 1 << 10
 	minListEnvelopeBytes  = 256
+	// minListDescriptionBytes is the page room, beyond the wire reserve and
+	// the envelope, that the ListPageBytes floor guarantees: one description
+	// of up to 255 encoded bytes plus its separating comma always fits.
+	minListDescriptionBytes = 256
+	// minListPageBytes is the floor of ListPageBytes (8 KiB + 512 = 8704).
+	minListPageBytes = WireReserveBytes + minListEnvelopeBytes + minListDescriptionBytes
 )
 
 const warningURIPrefix = "mcp-warning://read/"
 
-// ResourceLimits are the configurable limits of a Resources value. A zero
+// ResourceLimits are the configurable limits of a [Resources] value. A zero
 // field selects its default; a negative field is rejected. Raising one limit
 // never raises another.
 type ResourceLimits struct {
@@ -67,8 +73,13 @@ type ResourceLimits struct {
 	ListPageSize int
 	// MaxListPageSize is the largest page size a caller may ask for. Default 1000.
 	MaxListPageSize int
-	// ListPageBytes bounds the encoded page. Default 1 MiB, at least 256
-	// bytes of envelope space beyond the wire reserve.
+	// ListPageBytes bounds the encoded page, wire reserve included.
+	// Default 1 MiB, at least 8704 bytes: the 8 KiB wire reserve, 256 bytes
+	// of envelope (the largest page envelope, next cursor included, fits
+	// it) and 256 bytes of description room, so that at the floor a page
+	// always holds one description whose encoded JSON plus separating comma
+	// is at most 256 bytes. A larger description fails its page with
+	// [FailureSize].
 	ListPageBytes int64
 }
 
@@ -154,9 +165,9 @@ func (l ResourceLimits) resolve() (ResourceLimits, error) {
 	case r.MaxResponseEncodedBytes < r.ReportEncodedBytes+WireReserveBytes+ConfigOverheadBytes:
 		return ResourceLimits{}, configErr("MaxResponseEncodedBytes", fmt.Sprintf("must fit ReportEncodedBytes (%d) + %d wire reserve + %d overhead, got %d",
 			r.ReportEncodedBytes, WireReserveBytes, ConfigOverheadBytes, r.MaxResponseEncodedBytes))
-	case r.ListPageBytes < WireReserveBytes+minListEnvelopeBytes:
-		return ResourceLimits{}, configErr("ListPageBytes", fmt.Sprintf("must leave %d bytes of envelope beyond the %d wire reserve, got %d",
-			minListEnvelopeBytes, WireReserveBytes, r.ListPageBytes))
+	case r.ListPageBytes < minListPageBytes:
+		return ResourceLimits{}, configErr("ListPageBytes", fmt.Sprintf("must be at least %d (the %d wire reserve, %d of envelope and %d for one description), got %d",
+			minListPageBytes, WireReserveBytes, minListEnvelopeBytes, minListDescriptionBytes, r.ListPageBytes))
 	case r.ListPageSize > r.MaxListPageSize:
 		return ResourceLimits{}, configErr("ListPageSize", fmt.Sprintf("default %d exceeds MaxListPageSize %d", r.ListPageSize, r.MaxListPageSize))
 	}

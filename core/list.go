@@ -22,7 +22,7 @@ type ListRequest struct {
 	// page of the same method.
 	Cursor string
 	// PageSize is the most descriptions the page may hold. Zero selects
-	// ResourceLimits.ListPageSize; above MaxListPageSize it is clamped;
+	// [ResourceLimits.ListPageSize]; above MaxListPageSize it is clamped;
 	// negative is an invalid request.
 	PageSize int
 }
@@ -37,12 +37,12 @@ type ListPage struct {
 	NextCursor string
 }
 
-// ErrMissingScopeKey is the private cause of the FailureInvalidRequest
-// returned for a ListRequest without a ScopeKey.
-var ErrMissingScopeKey = errors.New("resources: ListRequest.ScopeKey is required")
+// ErrMissingScopeKey is the private cause of the [FailureInvalidRequest]
+// returned for a [ListRequest] without a ScopeKey.
+var ErrMissingScopeKey = errors.New("core: ListRequest.ScopeKey is required")
 
 // errNegativePageSize is the private cause for a negative PageSize.
-var errNegativePageSize = errors.New("resources: ListRequest.PageSize must not be negative")
+var errNegativePageSize = errors.New("core: ListRequest.PageSize must not be negative")
 
 // listMethod names a list operation; it is bound into cursors.
 type listMethod uint8
@@ -117,7 +117,7 @@ func listEntries(defs []*definition) []listEntry {
 }
 
 // Revision returns the registry revision in hex: a deterministic hash of
-// every listed field of every definition. Two Resources values with the same
+// every listed field of every definition. Two [Resources] values with the same
 // definitions have the same revision; it is meant for logs and operations.
 func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revision[:]) }
 
@@ -125,22 +125,24 @@ func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revisio
 // then name in byte order. It neither resolves plans nor reads bodies nor
 // enumerates dynamic assets; templates are listed by ListTemplates.
 //
-// Every page rechecks ResourcePolicy.Discover for each description it
-// examines: an Unavailable error hides the description; any other error or a
-// panic fails the page with FailurePolicy. A page holds at most PageSize
-// visible descriptions and fits ResourceLimits.ListPageBytes with the wire
+// Every page rechecks [ResourcePolicy.Discover] for each description it
+// examines: an [Unavailable] error hides the description; any other error or a
+// panic fails the page with [FailurePolicy]. A page holds at most PageSize
+// visible descriptions and fits [ResourceLimits.ListPageBytes] with the wire
 // reserve and the envelope set aside; a visible description too large for an
-// empty page fails it with FailureSize rather than disappearing.
+// empty page fails it with [FailureSize] rather than disappearing.
 //
-// A cursor is valid for ListCursorLifetime and only for the same method,
+// A cursor is valid for [ListCursorLifetime] and only for the same method,
 // registry revision and ScopeKey; any other cursor, and any cursor over
-// MaxCursorBytes, fails with FailureInvalidCursor and never restarts the
+// [MaxCursorBytes], fails with [FailureInvalidCursor] and never restarts the
 // listing. A cursor does not make the listing a snapshot: descriptions are
 // rechecked under the policy in force when each page is produced.
 //
 // Unless ctx already carries a request scope, List runs under its own
-// ReadTimeout; cancellation and the deadline fail with FailureCanceled and
-// FailureTimeout. Errors are *Failure; the private cause is behind Unwrap.
+// ReadTimeout; cancellation and the deadline fail with [FailureCanceled] and
+// [FailureTimeout]. Errors are *[Failure]; the private cause is behind Unwrap.
+// As with [Resources.Read], once List has returned it starts no further
+// Discover call, even when one that ignored its context is still running.
 func (r *Resources) List(ctx context.Context, req ListRequest) (ListPage, error) {
 	return r.listPage(ctx, listMethodResources, req)
 }
@@ -194,10 +196,10 @@ func (r *Resources) fillPage(ctx context.Context, m listMethod, entries []listEn
 			return ListPage{}, err
 		}
 		e := entries[i]
-		err := guard(func() error { return r.policy.Discover(ctx, e.def.description()) })
+		err := guard(ctx, func() error { return r.policy.Discover(ctx, e.def.description()) })
 		switch {
 		case err == nil:
-		case ctx.Err() != nil:
+		case ctx.Err() != nil, errors.Is(err, errScopeEnded):
 			return ListPage{}, err
 		case isUnavailable(err):
 			continue

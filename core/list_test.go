@@ -442,10 +442,12 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 	if err != nil || len(p3.Descriptions) != 0 || p3.NextCursor != "" {
 		t.Fatalf("page 3 with big hidden = %+v, %v", p3, err)
 	}
-	// At the floor the budget has no room for any description.
-	r = listNew(t, &calls, []ResourceDefinition{small}, listAllowAll, WithResourceLimits(ResourceLimits{ListPageBytes: WireReserveBytes + minListEnvelopeBytes}))
-	if _, err := r.List(context.Background(), ListRequest{ScopeKey: listScope}); KindOf(err) != FailureSize {
-		t.Fatalf("floor budget: %v, want FailureSize", err)
+	// A budget with no room for any description, which used to be the floor
+	// and failed every non-empty listing, is now refused at construction.
+	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: WireReserveBytes + minListEnvelopeBytes}))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "ListPageBytes" {
+		t.Fatalf("a page budget with no description room: %v, want a *ConfigError on ListPageBytes", err)
 	}
 	calls.check(t)
 }
@@ -672,5 +674,70 @@ func BenchmarkList(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// listDefinitionCosting returns a definition whose cost in a page (encoded
+// size plus its separating comma) is exactly cost bytes.
+func listDefinitionCosting(t *testing.T, d ResourceDefinition, cost int) ResourceDefinition {
+	t.Helper()
+	d.Description = strings.Repeat("x", cost-1-definitionSize(d)-len(`,"description":""`))
+	if n := definitionSize(d) + 1; n != cost {
+		t.Fatalf("definition costs %d, want %d", n, cost)
+	}
+	return d
+}
+
+// At the floor of ListPageBytes a page has room, beyond the wire reserve and
+// the largest envelope (cursor included), for one description of up to 256
+// bytes with its comma: a listing at the floor works, and only a larger
+// description fails the page.
+func TestListPageBytesFloorHoldsOneSmallDescription(t *testing.T) {
+	const floor = 8<<10 + 256 + 256
+	lim := WithResourceLimits(ResourceLimits{ListPageBytes: floor})
+	small := ResourceDefinition{URI: "a://1", Name: "small", MIMEType: "text/plain"}
+	largest := listDefinitionCosting(t, ResourceDefinition{URI: "a://2", Name: "largest"}, 256)
+	over := listDefinitionCosting(t, ResourceDefinition{URI: "a://3", Name: "over"}, 257)
+	template := ResourceDefinition{URITemplate: "a://t/{x}", Name: "template"}
+	var calls listCalls
+
+	r := listNew(t, &calls, []ResourceDefinition{small, template}, listAllowAll, lim)
+	p, err := r.List(context.Background(), ListRequest{ScopeKey: listScope})
+	if err != nil || len(p.Descriptions) != 1 || p.Descriptions[0].Name != "small" || p.NextCursor != "" {
+		t.Fatalf("List at the floor = %+v, %v; want the one small description", p, err)
+	}
+	p, err = r.ListTemplates(context.Background(), ListRequest{ScopeKey: listScope})
+	if err != nil || len(p.Descriptions) != 1 || p.Descriptions[0].Name != "template" {
+		t.Fatalf("ListTemplates at the floor = %+v, %v; want the one template", p, err)
+	}
+
+	// Two pages, the first with a cursor: each fits the page without the
+	// wire reserve.
+	r = listNew(t, &calls, []ResourceDefinition{small, largest}, listAllowAll, lim)
+	p1, err := r.List(context.Background(), ListRequest{ScopeKey: listScope})
+	if err != nil || len(p1.Descriptions) != 1 || p1.Descriptions[0].Name != "small" || p1.NextCursor == "" {
+		t.Fatalf("page 1 = %+v, %v", p1, err)
+	}
+	p2, err := r.List(context.Background(), ListRequest{ScopeKey: listScope, Cursor: p1.NextCursor})
+	if err != nil || len(p2.Descriptions) != 1 || p2.Descriptions[0].Name != "largest" || p2.NextCursor != "" {
+		t.Fatalf("page 2 = %+v, %v", p2, err)
+	}
+	for i, p := range []ListPage{p1, p2} {
+		if n := len(listEncodePage(t, "resources", p)); n > floor-WireReserveBytes {
+			t.Fatalf("page %d encodes to %d bytes, more than %d", i+1, n, floor-WireReserveBytes)
+		}
+	}
+
+	r = listNew(t, &calls, []ResourceDefinition{over}, listAllowAll, lim)
+	if _, err := r.List(context.Background(), ListRequest{ScopeKey: listScope}); KindOf(err) != FailureSize {
+		t.Fatalf("a 257-byte description at the floor: %v, want FailureSize", err)
+	}
+	calls.check(t)
+
+	// One byte below the floor is a configuration error.
+	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: floor - 1}))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "ListPageBytes" {
+		t.Fatalf("ListPageBytes one below the floor: %v, want a *ConfigError on ListPageBytes", err)
 	}
 }

@@ -16,13 +16,13 @@ const (
 
 // TemplateOverlap names two registered templates that both match at least
 // one valid request URI that no exact registration takes first. Such a
-// request fails with FailureAmbiguous; fix it before a client hits it by
+// request fails with [FailureAmbiguous]; fix it before a client hits it by
 // making the templates disjoint (a distinct literal segment, or a different
 // number of segments) or by registering the contested URI exactly.
 type TemplateOverlap struct {
 	// First is the template of the earlier binding.
 	First string
-	// FirstBinding is the index of First's binding in NewResources' slice.
+	// FirstBinding is the index of First's binding in [NewResources]' slice.
 	FirstBinding int
 	// Second is the template of the later binding.
 	Second string
@@ -35,7 +35,7 @@ type TemplateOverlap struct {
 
 // TemplateOverlaps reports the pairs of templates that some request can
 // match at once, ordered by binding indices. Hosts can call it after
-// NewResources (in a test or at start-up) to catch ambiguity before a
+// [NewResources] (in a test or at start-up) to catch ambiguity before a
 // request does. The first call computes the report, with bounded work: when
 // complete is false, the bound was reached and further overlaps may exist.
 // A pair whose only shared URI is longer than MaxURIBytes, or is an exact
@@ -202,7 +202,7 @@ func (w *overlapWalk) example(suffix string) (string, bool) {
 	free := slices.ContainsFunc(w.path, func(s overlapSeg) bool { return s.free })
 	ex := build("x")
 	for i := 0; ; i++ {
-		if len(ex) > w.s.max {
+		if len(ex) > w.s.maxURI {
 			return "", false
 		}
 		if _, shadowed := w.s.exact[ex]; !shadowed {

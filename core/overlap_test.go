@@ -27,10 +27,10 @@ func overlapPairs(t *testing.T, s *selector) map[pair]string {
 
 func TestTemplateOverlaps(t *testing.T) {
 	tests := []struct {
-		rule    string
-		entries []string
-		max     int
-		want    map[pair]string
+		rule     string
+		entries  []string
+		maxBytes int
+		want     map[pair]string
 	}{
 		{"same shape with different names overlap", []string{"a://x/{id}/y", "a://x/{name}/y"}, 0, map[pair]string{{0, 1}: "a://x/x/y"}},
 		{"literal and variable that cross overlap", []string{"a://x/{id}/y", "a://x/z/{k}"}, 0, map[pair]string{{0, 1}: "a://x/z/y"}},
@@ -51,11 +51,11 @@ func TestTemplateOverlaps(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.rule, func(t *testing.T) {
-			max := tc.max
-			if max == 0 {
-				max = 2048
+			maxBytes := tc.maxBytes
+			if maxBytes == 0 {
+				maxBytes = 2048
 			}
-			s, err := newSelector(selDefs(tc.entries...), max)
+			s, err := newSelector(selDefs(tc.entries...), maxBytes)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// ResourcePayload is the body a Reader returns for one target: text or a
+// ResourcePayload is the body a [Reader] returns for one target: text or a
 // blob, with its own MIME type. Explicit empty text and empty blobs are
 // valid; the zero value is not. The gateway binds the payload to its
 // authorized target, so a payload carries no URI.
@@ -48,7 +48,7 @@ func (p ResourcePayload) MIMEType() string { return p.mimeType }
 // IsBlob reports whether the payload is binary.
 func (p ResourcePayload) IsBlob() bool { return p.kind == payloadBlob }
 
-// IsZero reports whether p was not built by TextPayload or BlobPayload.
+// IsZero reports whether p was not built by [TextPayload] or [BlobPayload].
 func (p ResourcePayload) IsZero() bool { return p.kind == payloadNone }
 
 // Text returns the text of a text payload.

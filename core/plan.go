@@ -5,10 +5,10 @@ import (
 	"fmt"
 )
 
-// ResourceReadPlan is what a Resolver returns: the canonical requested target
+// ResourceReadPlan is what a [Resolver] returns: the canonical requested target
 // (whose URI is the request URI) and the ordered item targets to read. A plan
 // may have zero items (a legitimately empty bundle). The zero value is
-// invalid; build one with NewResourceReadPlan.
+// invalid; build one with [NewResourceReadPlan].
 type ResourceReadPlan struct {
 	requested ResourceTarget
 	items     []ResourceTarget
@@ -16,19 +16,19 @@ type ResourceReadPlan struct {
 }
 
 // NewResourceReadPlan builds a plan. Every target must have been built by
-// NewResourceTarget, and no two items may share a URI, whatever their
+// [NewResourceTarget], and no two items may share a URI, whatever their
 // representations.
 func NewResourceReadPlan(requested ResourceTarget, items ...ResourceTarget) (ResourceReadPlan, error) {
 	if requested.IsZero() {
-		return ResourceReadPlan{}, errors.New("resources: plan requested target is zero")
+		return ResourceReadPlan{}, errors.New("core: plan requested target is zero")
 	}
 	seen := make(map[string]struct{}, len(items))
 	for i, it := range items {
 		if it.IsZero() {
-			return ResourceReadPlan{}, fmt.Errorf("resources: plan item %d is zero", i)
+			return ResourceReadPlan{}, fmt.Errorf("core: plan item %d is zero", i)
 		}
 		if _, dup := seen[it.uri]; dup {
-			return ResourceReadPlan{}, fmt.Errorf("resources: plan item %d repeats an earlier item URI", i)
+			return ResourceReadPlan{}, fmt.Errorf("core: plan item %d repeats an earlier item URI", i)
 		}
 		seen[it.uri] = struct{}{}
 	}
@@ -44,5 +44,5 @@ func (p ResourceReadPlan) Len() int { return len(p.items) }
 // Item returns item target i, in plan order.
 func (p ResourceReadPlan) Item(i int) ResourceTarget { return p.items[i] }
 
-// IsZero reports whether p was not built by NewResourceReadPlan.
+// IsZero reports whether p was not built by [NewResourceReadPlan].
 func (p ResourceReadPlan) IsZero() bool { return !p.valid }

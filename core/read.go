@@ -15,14 +15,19 @@ import (
 //
 // A nil error comes with a result that is complete or, when visible items are
 // missing, partial (Partial true, a warning item first). A non-nil error is a
-// *Failure and comes with no result: root denial or no match
-// (FailureUnavailable), a bad request, an ambiguous match, an invalid plan,
+// *[Failure] and comes with no result: root denial or no match
+// ([FailureUnavailable]), a bad request, an ambiguous match, an invalid plan,
 // an operational policy failure, cancellation, the whole-read timeout, a
 // report that cannot fit, or visible items none of which survived.
 //
 // Body reads run one at a time in plan order, each under ItemTimeout and
-// ReadLimit. Before returning, Read rechecks discovery, the requested target
+// [ReadLimit]. Before returning, Read rechecks discovery, the requested target
 // and every planned item under the current policy.
+//
+// Read returns when the whole read ends (cancellation or ReadTimeout) even
+// if a host callback ignores its context. From then on it starts no further
+// callback of any kind, policy or binding; the callback that was running
+// may finish, and what it returns is discarded.
 func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
 		return r.read(ctx, uri)
@@ -122,7 +127,7 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 
 // discover checks that the caller may know of the definition.
 func (r *Resources) discover(ctx context.Context, def *definition) error {
-	err := guard(func() error { return r.policy.Discover(ctx, def.description()) })
+	err := guard(ctx, func() error { return r.policy.Discover(ctx, def.description()) })
 	switch {
 	case err == nil:
 		return nil
@@ -135,7 +140,7 @@ func (r *Resources) discover(ctx context.Context, def *definition) error {
 // resolve asks the binding for a plan and validates it.
 func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatch) (ResourceReadPlan, error) {
 	var plan ResourceReadPlan
-	err := guard(func() (err error) {
+	err := guard(ctx, func() (err error) {
 		plan, err = def.resolver.Resolve(ctx, m)
 		return err
 	})
@@ -177,7 +182,7 @@ func (r *Resources) requested(ctx context.Context, t ResourceTarget) error {
 // read permission.
 func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, error) {
 	var vis Visibility
-	err := guard(func() (err error) {
+	err := guard(ctx, func() (err error) {
 		vis, err = r.policy.Visibility(ctx, t)
 		return err
 	})
@@ -187,7 +192,7 @@ func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, err
 	if !vis.Visible {
 		return decision{}, nil
 	}
-	err = guard(func() error { return r.policy.Read(ctx, t) })
+	err = guard(ctx, func() error { return r.policy.Read(ctx, t) })
 	switch {
 	case err == nil:
 		return decision{vis: vis, allowed: true}, nil
@@ -204,12 +209,15 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
 	defer cancel()
 	var p ResourcePayload
-	err := guard(func() (err error) {
+	err := guard(ctx, func() (err error) {
 		p, err = def.reader.Read(&limitContext{Context: itemCtx, limit: limit}, s.target)
 		return err
 	})
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(err, errScopeEnded) {
+		return err
 	}
 	var tooLarge *TooLargeError
 	switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func TestPlanNamesCanonicalRequestedTarget(t *testing.T) {
 func TestPlanItemsAreReadInPlanOrder(t *testing.T) {
 	g := newRig(t, "test://c", "test://a", "test://b")
 	res := mustRead(t, g)
-	if got := itemURIs(res); !equalStrings(got, []string{"test://c", "test://a", "test://b"}) {
+	if got := itemURIs(res); !slices.Equal(got, []string{"test://c", "test://a", "test://b"}) {
 		t.Fatalf("items = %v", got)
 	}
 }
@@ -136,7 +137,7 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 	}
 	id := ` test://a thumbnail {"tenant":"t1","row":7}`
 	want := []string{"vis" + id, "perm" + id, "read" + id, "vis" + id, "perm" + id}
-	if !equalStrings(seen, want) {
+	if !slices.Equal(seen, want) {
 		t.Fatalf("identities seen:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }
@@ -214,7 +215,7 @@ func TestEachItemDeclaresItsOwnMIMEType(t *testing.T) {
 	}
 	res := mustRead(t, g) // the definition says text/plain
 	got := []string{res.Items()[0].MIMEType(), res.Items()[1].MIMEType()}
-	if !equalStrings(got, []string{"image/png", "application/json"}) {
+	if !slices.Equal(got, []string{"image/png", "application/json"}) {
 		t.Fatalf("MIME types = %v", got)
 	}
 }
@@ -311,7 +312,7 @@ func TestVisibilityAndReadPermissionDecidedForWholePlanBeforeAnyBody(t *testing.
 	}
 	want := []string{"discover", "resolve", "vis test://bundle", "perm test://bundle",
 		"vis test://a", "perm test://a", "vis test://b", "perm test://b", "vis test://c", "perm test://c"}
-	if firstRead < 0 || !equalStrings(ev[:firstRead], want) {
+	if firstRead < 0 || !slices.Equal(ev[:firstRead], want) {
 		t.Fatalf("events before first body read:\n%v\nwant\n%v", ev, want)
 	}
 }
@@ -339,7 +340,7 @@ func TestVisibleItemDeniedReadAccessRemainsAnOmission(t *testing.T) {
 	g := newRig(t, "test://a", "test://b")
 	g.deny("test://b", 0, 1)
 	res := mustRead(t, g)
-	if !res.Partial() || !equalStrings(itemURIs(res), []string{"test://a"}) {
+	if !res.Partial() || !slices.Equal(itemURIs(res), []string{"test://a"}) {
 		t.Fatalf("partial=%v items=%v", res.Partial(), itemURIs(res))
 	}
 	if got := issueCodes(res); len(got) != 1 || got[0] != IssueUnavailable {
@@ -442,7 +443,7 @@ func TestBodyReadsAreSequentialInPlanOrder(t *testing.T) {
 		}
 	}
 	mustRead(t, g)
-	if maxRunning.Load() != 1 || !equalStrings(order, uris) {
+	if maxRunning.Load() != 1 || !slices.Equal(order, uris) {
 		t.Fatalf("max concurrent reads %d, order %v", maxRunning.Load(), order)
 	}
 }
@@ -459,7 +460,7 @@ func TestFinalRecheckCoversDiscoveryRequestedTargetAndEveryItem(t *testing.T) {
 		}
 	}
 	want := []string{"discover", "vis test://bundle", "perm test://bundle", "vis test://a", "perm test://a", "vis test://b", "perm test://b"}
-	if !equalStrings(last, want) {
+	if !slices.Equal(last, want) {
 		t.Fatalf("final recheck = %v, want %v", last, want)
 	}
 }
@@ -496,7 +497,7 @@ func TestNowHiddenItemIsRemovedWithoutWarningOrCount(t *testing.T) {
 	g.hide("test://b", 1)
 	g.disclose[1]["test://b"] = true
 	res := mustRead(t, g)
-	if res.Partial() || res.IssuesOmitted() != 0 || len(res.Issues()) != 0 || !equalStrings(itemURIs(res), []string{"test://a"}) {
+	if res.Partial() || res.IssuesOmitted() != 0 || len(res.Issues()) != 0 || !slices.Equal(itemURIs(res), []string{"test://a"}) {
 		t.Fatalf("partial=%v omitted=%d issues=%v items=%v", res.Partial(), res.IssuesOmitted(), res.Issues(), itemURIs(res))
 	}
 	if strings.Contains(string(encodeResult(t, res)), "test://b") {
@@ -521,7 +522,7 @@ func TestStillVisibleRevokedItemIsRemovedWithSafeIssue(t *testing.T) {
 	g.deny("test://b", 1)
 	g.disclose[1]["test://b"] = true
 	res := mustRead(t, g)
-	if !res.Partial() || !equalStrings(itemURIs(res), []string{"test://a"}) {
+	if !res.Partial() || !slices.Equal(itemURIs(res), []string{"test://a"}) {
 		t.Fatalf("partial=%v items=%v", res.Partial(), itemURIs(res))
 	}
 	is := res.Issues()
@@ -663,7 +664,7 @@ func TestItemFailuresProducePartialResultsWhenSiblingsSurvive(t *testing.T) {
 		return ResourcePayload{}, ctx.Err()
 	}
 	res := mustRead(t, g)
-	if !res.Partial() || !equalStrings(itemURIs(res), []string{"test://ok"}) {
+	if !res.Partial() || !slices.Equal(itemURIs(res), []string{"test://ok"}) {
 		t.Fatalf("partial=%v items=%v", res.Partial(), itemURIs(res))
 	}
 	got := issueCodes(res)
@@ -702,7 +703,7 @@ func TestItemsFailingInEveryWayAtOnce(t *testing.T) {
 	}
 	g.item("test://panic").read = func(context.Context, ResourceTarget) (ResourcePayload, error) { panic("CANARY-panic") }
 	res := mustRead(t, g)
-	if got := itemURIs(res); !equalStrings(got, []string{"test://ok", "test://ok2"}) {
+	if got := itemURIs(res); !slices.Equal(got, []string{"test://ok", "test://ok2"}) {
 		t.Fatalf("items = %v", got)
 	}
 	var got []string
@@ -712,7 +713,7 @@ func TestItemsFailingInEveryWayAtOnce(t *testing.T) {
 	want := []string{"unavailable test://denied", "read_failed test://err", "unavailable test://unavail",
 		"invalid_content test://bad", "timeout test://slow", "budget_exceeded test://huge", "read_failed test://panic",
 		"unavailable test://revoked", "unavailable test://new"}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("issues:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if out := string(encodeResult(t, res)); strings.Contains(out, "CANARY") || strings.Contains(out, "test://hidden") || strings.Contains(out, "test://gone") {
@@ -755,7 +756,7 @@ func TestPayloadReturnedAfterItemDeadlineIsTimeoutNotAdmitted(t *testing.T) {
 	if got := issueCodes(res); len(got) != 1 || got[0] != IssueTimeout {
 		t.Fatalf("issues = %v", got)
 	}
-	if equalStrings(itemURIs(res), []string{"test://a", "test://late"}) {
+	if slices.Equal(itemURIs(res), []string{"test://a", "test://late"}) {
 		t.Fatal("late payload admitted")
 	}
 }
@@ -990,7 +991,7 @@ func TestIssueURIOnlyUnderFinalDiscloseAndAtMost256Bytes(t *testing.T) {
 	for _, is := range mustRead(t, g).Issues() {
 		got = append(got, is.ResourceURI())
 	}
-	if !equalStrings(got, []string{"", "test://final-only", "", exact}) {
+	if !slices.Equal(got, []string{"", "test://final-only", "", exact}) {
 		t.Fatalf("disclosed = %q", got)
 	}
 }
@@ -1116,7 +1117,7 @@ func TestConcurrentReadsThroughOneResources(t *testing.T) {
 				if who == "odd" {
 					want = want[:2]
 				}
-				if !equalStrings(itemURIs(res), want) || len(res.Issues()) != 1 || res.Issues()[0].Code() != IssueReadFailed {
+				if !slices.Equal(itemURIs(res), want) || len(res.Issues()) != 1 || res.Issues()[0].Code() != IssueReadFailed {
 					errs <- fmt.Errorf("%s: items %v issues %v", who, itemURIs(res), res.Issues())
 					return
 				}
@@ -1228,7 +1229,7 @@ func TestAuthorizationProperties(t *testing.T) {
 			wantIssues = append(wantIssues, code+" "+uri)
 		}
 		res, err := g.read()
-		if !equalStrings(readsOf(g), wantReads) {
+		if !slices.Equal(readsOf(g), wantReads) {
 			t.Fatalf("iteration %d: bodies read %v, want %v", iter, readsOf(g), wantReads)
 		}
 		if len(wantIssues) > 0 && len(wantItems) == 0 {
@@ -1242,7 +1243,7 @@ func TestAuthorizationProperties(t *testing.T) {
 		for _, is := range res.Issues() {
 			gotIssues = append(gotIssues, string(is.Code())+" "+is.ResourceURI())
 		}
-		if !equalStrings(itemURIs(res), wantItems) || !equalStrings(gotIssues, wantIssues) || res.Partial() != (len(wantIssues) > 0) {
+		if !slices.Equal(itemURIs(res), wantItems) || !slices.Equal(gotIssues, wantIssues) || res.Partial() != (len(wantIssues) > 0) {
 			t.Fatalf("iteration %d:\nitems %v\nwant  %v\nissues %q\nwant   %q", iter, itemURIs(res), wantItems, gotIssues, wantIssues)
 		}
 		out := string(encodeResult(t, res))

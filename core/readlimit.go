@@ -7,9 +7,9 @@ type readLimitKey struct{}
 // ReadLimit returns how many payload bytes the reader of the current item may
 // fetch: the smaller of MaxItemBytes and what is left of the aggregate
 // payload budget. Stores bound the storage read itself with it (SQL
-// octet_length checks, S3 Range) and return TooLarge when the stored item is
+// octet_length checks, S3 Range) and return [TooLarge] when the stored item is
 // bigger. Outside a gateway read it returns the default MaxItemBytes unless
-// WithReadLimit set one.
+// [WithReadLimit] set one.
 func ReadLimit(ctx context.Context) int64 {
 	if c, ok := ctx.(*limitContext); ok {
 		return c.limit
@@ -21,7 +21,7 @@ func ReadLimit(ctx context.Context) int64 {
 }
 
 // WithReadLimit returns ctx carrying a read limit of n bytes, for hosts that
-// call a Reader directly; the gateway sets it for every item it reads.
+// call a [Reader] directly; the gateway sets it for every item it reads.
 func WithReadLimit(ctx context.Context, n int64) context.Context {
 	return context.WithValue(ctx, readLimitKey{}, n)
 }

@@ -33,7 +33,7 @@ func (d *definition) description() ResourceDescription {
 	return c
 }
 
-// Option configures NewResources.
+// Option configures [NewResources].
 type Option func(*options)
 
 type options struct {
@@ -44,14 +44,17 @@ type options struct {
 }
 
 // WithResourceLimits overrides limits; zero fields keep their defaults and
-// negative fields make NewResources fail.
+// negative fields make [NewResources] fail.
 func WithResourceLimits(l ResourceLimits) Option {
 	return func(o *options) { o.limits = l }
 }
 
 // NewResources validates and copies bindings and policy. Every policy
-// callback and both callbacks of every binding are required; definitions
-// must be valid and distinct. Errors are *ConfigError.
+// callback and both callbacks of every binding are required: a nil
+// interface, and an interface holding a nil func or nil pointer (such as
+// ResolverFunc(nil)), are rejected with a *[ConfigError] naming the binding
+// and the field. Definitions must be valid and distinct. Errors are
+// *ConfigError.
 func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Option) (*Resources, error) {
 	o := options{now: time.Now}
 	for _, opt := range opts {
@@ -109,10 +112,10 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		return &ConfigError{Definition: i, Name: name, Field: field, Reason: reason}
 	}
 	switch {
-	case b.Resolver == nil:
-		return nil, fail("Resolver", "callback is required")
-	case b.Reader == nil:
-		return nil, fail("Reader", "callback is required")
+	case isNilCallback(b.Resolver):
+		return nil, fail("Resolver", nilCallbackReason(b.Resolver))
+	case isNilCallback(b.Reader):
+		return nil, fail("Reader", nilCallbackReason(b.Reader))
 	case (d.URI == "") == (d.URITemplate == ""):
 		return nil, fail("URI", "exactly one of URI and URITemplate must be set")
 	case d.Name == "":
@@ -133,6 +136,9 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(d.Meta, &obj); err != nil || obj == nil {
 			return nil, fail("Meta", "must be a JSON object")
+		}
+		if err := checkMetaText(d.Meta); err != nil {
+			return nil, fail("Meta", err.Error())
 		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, d.Meta); err != nil {

@@ -20,7 +20,7 @@ const warningMeta = `{"` + ReportMetaKey + `":{"diagnostic":true,"inlineOnly":tr
 // IssueCode classifies why a visible item is missing from a result.
 type IssueCode string
 
-// The fixed issue codes. Only IssueReadFailed is retryable; nothing is
+// The fixed issue codes. Only [IssueReadFailed] is retryable; nothing is
 // retried automatically.
 const (
 	IssueUnavailable    IssueCode = "unavailable"
@@ -118,7 +118,7 @@ func (r *ResourceResult) IssuesOmitted() int { return r.omitted }
 func (r *ResourceResult) Report() json.RawMessage { return bytes.Clone(r.report) }
 
 // Meta returns a fresh copy of the result metadata: the report under
-// ReportMetaKey.
+// [ReportMetaKey].
 func (r *ResourceResult) Meta() json.RawMessage { return resultMeta(r.report) }
 
 func resultMeta(report []byte) []byte {

@@ -247,18 +247,6 @@ func mustRead(t testing.TB, g *rig) *ResourceResult {
 	return res
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // content is one content entry in the shape the adapter writes.
 type content struct {
 	URI      string          `json:"uri"`

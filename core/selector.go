@@ -8,7 +8,8 @@ import (
 )
 
 // selector picks the definition of a request URI: an exact registration
-// first, else the only matching template (DESIGN 3.5). Templates live in a
+// first, else the only matching template; a request that two or more
+// templates match is ambiguous, never an arbitrary pick. Templates live in a
 // segment trie per origin (scheme and authority), so a match costs one map
 // lookup per path segment and at most two branches (literal, variable) per
 // segment, whatever the number of templates.
@@ -16,7 +17,7 @@ type selector struct {
 	exact     map[string]*definition
 	origins   map[string]*node
 	templates []*template // binding order
-	max       int
+	maxURI    int
 
 	overlapOnce sync.Once
 	overlaps    []TemplateOverlap
@@ -38,7 +39,7 @@ type node struct {
 var errNoMatch = errors.New("no registered URI or template matches the request")
 
 // AmbiguousMatchError is the private cause (reachable with errors.As from
-// the FailureAmbiguous failure) of a request that two or more templates
+// the [FailureAmbiguous] failure) of a request that two or more templates
 // match. The public message of the failure names no template.
 type AmbiguousMatchError struct {
 	// Templates holds two of the matching templates.
@@ -51,7 +52,7 @@ func (e *AmbiguousMatchError) Error() string {
 }
 
 func newSelector(defs []*definition, maxURI int) (*selector, error) {
-	s := &selector{exact: map[string]*definition{}, origins: map[string]*node{}, max: maxURI}
+	s := &selector{exact: map[string]*definition{}, origins: map[string]*node{}, maxURI: maxURI}
 	seen := map[string]struct{}{}
 	for _, d := range defs {
 		if d.desc.URI != "" {
@@ -133,7 +134,7 @@ func (n *node) freeze() {
 }
 
 func (s *selector) match(uri string) (ResourceMatch, error) {
-	if err := checkURI(uri, s.max); err != nil {
+	if err := checkURI(uri, s.maxURI); err != nil {
 		return ResourceMatch{}, NewFailure(FailureInvalidRequest, err)
 	}
 	if d, ok := s.exact[uri]; ok {

@@ -14,7 +14,7 @@ const maxRepresentationBytes = 256
 // to policy and storage: the canonical wire URI, the representation (part of
 // the host's policy and storage identity) and optional private authorization
 // JSON that never reaches a client. The zero value is invalid; build one with
-// NewResourceTarget.
+// [NewResourceTarget].
 type ResourceTarget struct {
 	uri   string
 	repr  string
@@ -28,18 +28,18 @@ type ResourceTarget struct {
 // checked by the gateway when the plan is used.
 func NewResourceTarget(uri, representation string, authorizationData json.RawMessage) (ResourceTarget, error) {
 	if err := checkURI(uri, maxURIHardLimit); err != nil {
-		return ResourceTarget{}, fmt.Errorf("resources: target URI: %w", err)
+		return ResourceTarget{}, fmt.Errorf("core: target URI: %w", err)
 	}
 	if representation == "" || len(representation) > maxRepresentationBytes || !utf8.ValidString(representation) {
-		return ResourceTarget{}, fmt.Errorf("resources: target representation must be 1-%d bytes of UTF-8", maxRepresentationBytes)
+		return ResourceTarget{}, fmt.Errorf("core: target representation must be 1-%d bytes of UTF-8", maxRepresentationBytes)
 	}
 	t := ResourceTarget{uri: uri, repr: representation}
 	if authorizationData != nil {
 		if len(authorizationData) > MaxAuthorizationBytes {
-			return ResourceTarget{}, fmt.Errorf("resources: authorization data exceeds %d bytes", MaxAuthorizationBytes)
+			return ResourceTarget{}, fmt.Errorf("core: authorization data exceeds %d bytes", MaxAuthorizationBytes)
 		}
 		if !json.Valid(authorizationData) {
-			return ResourceTarget{}, fmt.Errorf("resources: authorization data is not valid JSON")
+			return ResourceTarget{}, fmt.Errorf("core: authorization data is not valid JSON")
 		}
 		t.authz = bytes.Clone(authorizationData)
 	}
@@ -60,5 +60,5 @@ func (t ResourceTarget) AuthorizationData() json.RawMessage {
 	return bytes.Clone(t.authz)
 }
 
-// IsZero reports whether t was not built by NewResourceTarget.
+// IsZero reports whether t was not built by [NewResourceTarget].
 func (t ResourceTarget) IsZero() bool { return t.uri == "" }

@@ -53,11 +53,15 @@ type templateError struct {
 func (e *templateError) Error() string { return e.reason }
 func (e *templateError) Unwrap() error { return e.uri }
 
-// parseTemplate parses and validates a URI template (DESIGN 3.3). Its
-// literal parts must also form a valid URI of at most max bytes.
-func parseTemplate(raw string, max int) (*template, error) {
+// parseTemplate parses and validates a URI template: an absolute URI whose
+// path segments are each literal or exactly one {name}, with names matching
+// [A-Za-z_][A-Za-z0-9_]* and not repeated; variables in the scheme,
+// authority, query or fragment, operators, explode and prefix modifiers,
+// lists and partial segments are rejected. Its literal parts must also form
+// a valid URI of at most maxBytes bytes.
+func parseTemplate(raw string, maxBytes int) (*template, error) {
 	fail := func(reason string) (*template, error) { return nil, &templateError{reason: reason} }
-	if len(raw) > max {
+	if len(raw) > maxBytes {
 		err := uriErr(URIReasonTooLong, -1)
 		return nil, &templateError{reason: err.Error(), uri: err}
 	}
@@ -98,7 +102,7 @@ func parseTemplate(raw string, max int) (*template, error) {
 	if n == 0 {
 		// No scheme even with the variables masked: the raw template has
 		// none either.
-		err := checkURI(raw, max)
+		err := checkURI(raw, maxBytes)
 		if err == nil {
 			err = uriErr(URIReasonNotAbsolute, -1)
 		}
@@ -135,7 +139,7 @@ func parseTemplate(raw string, max int) (*template, error) {
 			return fail(tmplPartialSegment)
 		}
 	}
-	if err := checkURI(raw, max); err != nil {
+	if err := checkURI(raw, maxBytes); err != nil {
 		return nil, &templateError{reason: err.Error(), uri: err}
 	}
 
@@ -186,10 +190,13 @@ func checkVarName(v string) string {
 	return ""
 }
 
-// CaptureReason says which capture rule a *CaptureError broke.
+// CaptureReason says which capture rule a *[CaptureError] broke.
 type CaptureReason uint8
 
-// The capture rules (DESIGN 3.4). The zero value is not a valid reason.
+// The capture rules: a template variable matches one non-empty path segment,
+// which is percent-decoded once; the result must be valid UTF-8, must not
+// contain '/', '\' or NUL, and must not be "." or "..". The zero value is
+// not a valid reason.
 const (
 	// CaptureInvalidUTF8: the decoded capture is not valid UTF-8 (this
 	// includes overlong encodings such as %C0%AE).
@@ -220,7 +227,7 @@ func (r CaptureReason) String() string {
 	return fmt.Sprintf("CaptureReason(%d)", uint8(r))
 }
 
-// CaptureError is the private cause of a FailureInvalidRequest whose request
+// CaptureError is the private cause of a [FailureInvalidRequest] whose request
 // matched a template but whose capture breaks the capture rules. It names
 // the template variable, never the captured value.
 type CaptureError struct {

@@ -97,9 +97,9 @@ func TestParseTemplateRejectsUnsupportedForms(t *testing.T) {
 
 func TestParseTemplateAppliesURIRulesToLiterals(t *testing.T) {
 	tests := []struct {
-		raw  string
-		max  int
-		want URIReason
+		raw      string
+		maxBytes int
+		want     URIReason
 	}{
 		{"", 2048, URIReasonEmpty},
 		{"a://h/" + strings.Repeat("x", 60) + "/{id}", 64, URIReasonTooLong},
@@ -112,7 +112,7 @@ func TestParseTemplateAppliesURIRulesToLiterals(t *testing.T) {
 		{"mcp-WARNING://read/{id}", 2048, URIReasonReservedScheme},
 	}
 	for _, tc := range tests {
-		_, err := parseTemplate(tc.raw, tc.max)
+		_, err := parseTemplate(tc.raw, tc.maxBytes)
 		var ue *URIError
 		if !errors.As(err, &ue) || ue.Reason != tc.want {
 			t.Errorf("parseTemplate(%q) = %v, want URI reason %v", tc.raw, err, tc.want)

@@ -14,7 +14,7 @@ const maxURIHardLimit = 64 << 10
 // or target may use it, in any letter case.
 const reservedScheme = "mcp-warning"
 
-// URIReason says which URI rule a *URIError broke.
+// URIReason says which URI rule a *[URIError] broke.
 type URIReason uint8
 
 // The URI rules. The zero value is not a valid reason.
@@ -79,15 +79,17 @@ func (e *URIError) Error() string {
 
 func uriErr(r URIReason, off int) error { return &URIError{Reason: r, Offset: off} }
 
-// checkURI applies the URI rules (DESIGN 3.2) and returns a *URIError or
-// nil. It never normalises: a URI is either accepted byte for byte or
-// rejected. Byte-level rules are reported at the first offending byte, before
-// the structural rules.
-func checkURI(s string, max int) error {
+// checkURI applies the URI rules (non-empty, at most maxBytes bytes, absolute,
+// no userinfo, valid UTF-8, every '%' followed by two hex digits, no ASCII
+// control character or space, not the mcp-warning scheme; see URIReason)
+// and returns a *URIError or nil. It never normalises: a URI is either
+// accepted byte for byte or rejected. Byte-level rules are reported at the
+// first offending byte, before the structural rules.
+func checkURI(s string, maxBytes int) error {
 	if s == "" {
 		return uriErr(URIReasonEmpty, -1)
 	}
-	if len(s) > max {
+	if len(s) > maxBytes {
 		return uriErr(URIReasonTooLong, -1)
 	}
 	for i := 0; i < len(s); {

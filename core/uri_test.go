@@ -11,10 +11,10 @@ import (
 func TestCheckURIRules(t *testing.T) {
 	long := "a://h/" + strings.Repeat("x", 58) // 64 bytes
 	tests := []struct {
-		rule string
-		uri  string
-		max  int
-		want URIReason // 0: accepted
+		rule     string
+		uri      string
+		maxBytes int
+		want     URIReason // 0: accepted
 	}{
 		{"accepts an absolute URI with an authority", "asset://project/1/thumbnail", 0, 0},
 		{"accepts an opaque URI", "urn:x:y", 0, 0},
@@ -73,11 +73,11 @@ func TestCheckURIRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.rule, func(t *testing.T) {
-			max := tc.max
-			if max == 0 {
-				max = 2048
+			maxBytes := tc.maxBytes
+			if maxBytes == 0 {
+				maxBytes = 2048
 			}
-			err := checkURI(tc.uri, max)
+			err := checkURI(tc.uri, maxBytes)
 			if tc.want == 0 {
 				if err != nil {
 					t.Fatalf("checkURI(%q) = %v, want nil", tc.uri, err)
@@ -147,8 +147,8 @@ var (
 	oracleControl = regexp.MustCompile(`[\x00-\x20\x7f]`)
 )
 
-func oracleURIOK(s string, max int) bool {
-	if s == "" || len(s) > max || !utf8.ValidString(s) || oracleControl.MatchString(s) || !oracleEscapes.MatchString(s) {
+func oracleURIOK(s string, maxBytes int) bool {
+	if s == "" || len(s) > maxBytes || !utf8.ValidString(s) || oracleControl.MatchString(s) || !oracleEscapes.MatchString(s) {
 		return false
 	}
 	m := oracleScheme.FindStringSubmatch(s)
@@ -170,11 +170,11 @@ func FuzzCheckURI(f *testing.F) {
 		f.Add(s, uint16(2048))
 	}
 	f.Fuzz(func(t *testing.T, s string, m uint16) {
-		max := int(m)%4096 + 1
-		err := checkURI(s, max)
-		want := oracleURIOK(s, max)
+		maxBytes := int(m)%4096 + 1
+		err := checkURI(s, maxBytes)
+		want := oracleURIOK(s, maxBytes)
 		if (err == nil) != want {
-			t.Fatalf("checkURI(%q, %d) = %v, oracle accepts = %v", s, max, err, want)
+			t.Fatalf("checkURI(%q, %d) = %v, oracle accepts = %v", s, maxBytes, err, want)
 		}
 		if err != nil {
 			var ue *URIError

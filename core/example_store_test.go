@@ -1,0 +1,83 @@
+package core_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// A store author's Reader bounds the storage read itself by ReadLimit: it
+// learns the stored size first (as SQL octet_length or an S3 Range request
+// would) and returns TooLarge instead of fetching an item over the limit.
+// Called directly, a host sets the limit with WithReadLimit; through the
+// gateway the limit is MaxItemBytes or what is left of the aggregate
+// budget, and a TooLarge item becomes a budget_exceeded issue while its
+// siblings survive.
+func ExampleReadLimit() {
+	blobs := map[string][]byte{
+		"store://blobs/small": []byte("tiny"),
+		"store://blobs/large": bytes.Repeat([]byte("x"), 64),
+	}
+	fetched := 0
+	reader := core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		stored, ok := blobs[t.URI()]
+		if !ok {
+			return core.ResourcePayload{}, core.Unavailable(errors.New("no such blob"))
+		}
+		if size := int64(len(stored)); size > core.ReadLimit(ctx) {
+			return core.ResourcePayload{}, core.TooLarge(size) // nothing fetched
+		}
+		fetched += len(stored) // the body read
+		return core.BlobPayload("application/octet-stream", stored), nil
+	})
+
+	// A host calling the reader directly.
+	large, _ := core.NewResourceTarget("store://blobs/large", "blob", nil)
+	_, err := reader.Read(core.WithReadLimit(context.Background(), 16), large)
+	var tooLarge *core.TooLargeError
+	fmt.Println("direct:", errors.As(err, &tooLarge), tooLarge.Size)
+
+	// The gateway, with items of at most 16 bytes.
+	binding := core.ResourceBinding{
+		Definition: core.ResourceDefinition{URI: "store://bundle", Name: "bundle"},
+		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+			bundle, _ := core.NewResourceTarget(m.URI(), "bundle", nil)
+			small, _ := core.NewResourceTarget("store://blobs/small", "blob", nil)
+			return core.NewResourceReadPlan(bundle, small, large)
+		}),
+		Reader: reader,
+	}
+	policy := core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
+	}
+	res, err := core.NewResources([]core.ResourceBinding{binding}, policy,
+		core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 16}))
+	if err != nil {
+		panic(err)
+	}
+	result, err := res.Read(context.Background(), "store://bundle")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("partial:", result.Partial())
+	for _, it := range result.Items()[1:] { // Items()[0] is the warning
+		fmt.Println("item:", it.URI(), string(it.Blob()))
+	}
+	for _, is := range result.Issues() {
+		fmt.Println("issue:", is.ResourceURI(), is.Code())
+	}
+	fmt.Println("bytes fetched:", fetched)
+	// Output:
+	// direct: true 64
+	// partial: true
+	// item: store://blobs/small tiny
+	// issue: store://blobs/large budget_exceeded
+	// bytes fetched: 4
+}
