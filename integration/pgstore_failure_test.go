@@ -50,11 +50,11 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 	if received >= 64<<10 {
 		t.Fatalf("the oversize read received %d bytes, want under 64 KiB", received)
 	}
-	t.Logf("a refused 64 MiB body cost %d bytes on the wire", received)
+	t.Logf("a refused 64 MiB body cost %d bytes on the pgWire", received)
 
 	// Through the gateway with a 1 MiB item limit: budget_exceeded, and the
 	// sibling still fits.
-	r := gateway(t, st.Bindings(), allowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
 	before = c.wire.received.Load()
 	_, err = r.Read(ctx, "asset://project/p/asset/big/body")
 	if core.KindOf(err) != core.FailureNoItems {
@@ -98,7 +98,7 @@ func TestPGStoreTerminatedBackendFailsOnlyThatItem(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
 	pool := newPool(t, d.url, nil)
-	r := gateway(t, []core.ResourceBinding{slowNotes(t, d, pool)}, allowAll(nil))
+	r := pgGateway(t, []core.ResourceBinding{slowNotes(t, d, pool)}, pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 
 	killed := make(chan error, 1)
@@ -148,7 +148,7 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 	d := newPGDB(t)
 	pool := newPool(t, d.url, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
 	binding := slowNotes(t, d, pool)
-	r := gateway(t, []core.ResourceBinding{binding}, allowAll(nil),
+	r := pgGateway(t, []core.ResourceBinding{binding}, pgAllowAll(nil),
 		core.WithResourceLimits(core.ResourceLimits{ItemTimeout: 400 * time.Millisecond}))
 	ctx := as(t.Context(), "alice")
 	start := time.Now()

@@ -24,7 +24,7 @@ func TestPGStoreGrantsPolicyDecidesVisibilityAndReadFromTheGrantsTable(t *testin
 		('alice', 'p', 'peek-quiet', true, false, false),
 		('alice', 'p', 'read', false, true, false)`)
 	st := newStore(t, newPool(t, d.url, nil), nil)
-	r := gateway(t, st.Bindings(), st.Policy())
+	r := pgGateway(t, st.Bindings(), st.Policy())
 	ctx := as(t.Context(), "alice")
 
 	res, err := r.Read(ctx, "asset://project/p")

@@ -25,7 +25,7 @@ func TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs(t *testing.T) {
 		VALUES ('p1', 'b', 'b.bin', 'application/octet-stream', '\x00ff'::bytea, 'bkt', 'k/b', '"e1"', 2)`)
 	d.grant(t, "alice", "p1", "")
 	st := newStore(t, newPool(t, d.url, nil), nil)
-	r := gateway(t, st.Bindings(), allowAll(nil))
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 
 	body, err := r.Read(ctx, "asset://project/p1/asset/a/body")
@@ -105,7 +105,7 @@ func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
 	st := newStore(t, newPool(t, d.url, nil), nil)
 
 	var once atomic.Bool
-	r := gateway(t, []core.ResourceBinding{st.ProjectBinding()}, allowAll(func(ctx context.Context, _ core.ResourceTarget) {
+	r := pgGateway(t, []core.ResourceBinding{st.ProjectBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
 		if once.CompareAndSwap(false, true) { // planned, not yet read
 			d.revoke(t, "alice", "p", "revoked")
 		}
@@ -159,7 +159,7 @@ func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testi
 	st := newStore(t, newPool(t, d.url, nil), nil)
 
 	var once atomic.Bool
-	r := gateway(t, []core.ResourceBinding{st.ProjectBinding(), st.BodyBinding()}, allowAll(func(ctx context.Context, _ core.ResourceTarget) {
+	r := pgGateway(t, []core.ResourceBinding{st.ProjectBinding(), st.BodyBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
 		if once.CompareAndSwap(false, true) {
 			d.exec(t, `UPDATE mcpres.assets SET title = 'NEW-VERSION-CANARY', body = 'version two' WHERE project_id = 'p' AND id = 'a'`)
 		}

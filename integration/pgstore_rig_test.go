@@ -14,21 +14,21 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
-// wire counts, at the connections of one pool, the bytes received and the
+// pgWire counts, at the connections of one pool, the bytes received and the
 // round trips: each write that follows a read starts a new one.
-type wire struct {
+type pgWire struct {
 	received   atomic.Int64
 	roundTrips atomic.Int64
 }
 
-type countingConn struct {
+type pgCountingConn struct {
 	net.Conn
-	w         *wire
+	w         *pgWire
 	mu        sync.Mutex
 	afterRead bool
 }
 
-func (c *countingConn) Read(p []byte) (int, error) {
+func (c *pgCountingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.w.received.Add(int64(n))
 	c.mu.Lock()
@@ -37,7 +37,7 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *countingConn) Write(p []byte) (int, error) {
+func (c *pgCountingConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	if c.afterRead {
 		c.w.roundTrips.Add(1)
@@ -75,13 +75,13 @@ func (tr *tracer) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEn
 // traced. It never pings on acquire, so every round trip is the caller's.
 type counted struct {
 	pool   *pgxpool.Pool
-	wire   *wire
+	wire   *pgWire
 	tracer *tracer
 }
 
 func countedPool(t testing.TB, dbURL string, maxConns int32) *counted {
 	t.Helper()
-	c := &counted{wire: &wire{}, tracer: &tracer{}}
+	c := &counted{wire: &pgWire{}, tracer: &tracer{}}
 	c.pool = newPool(t, dbURL, func(cfg *pgxpool.Config) {
 		if maxConns > 0 {
 			cfg.MaxConns = maxConns
@@ -94,7 +94,7 @@ func countedPool(t testing.TB, dbURL string, maxConns int32) *counted {
 			if err != nil {
 				return nil, err
 			}
-			return &countingConn{Conn: conn, w: c.wire}, nil
+			return &pgCountingConn{Conn: conn, w: c.wire}, nil
 		}
 	})
 	return c
@@ -113,7 +113,7 @@ func newStore(t testing.TB, pool postgres.DB, opts *postgres.Options) *postgres.
 // allowAll is a gateway policy that allows everything; beforeRead, when not
 // nil, runs on every Read check (after planning, before any body read, and
 // again after the reads).
-func allowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) core.ResourcePolicy {
+func pgAllowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) core.ResourcePolicy {
 	return core.ResourcePolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
@@ -129,7 +129,7 @@ func allowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) core.
 }
 
 // gateway registers bindings under policy.
-func gateway(t testing.TB, bindings []core.ResourceBinding, policy core.ResourcePolicy, opts ...core.Option) *core.Resources {
+func pgGateway(t testing.TB, bindings []core.ResourceBinding, policy core.ResourcePolicy, opts ...core.Option) *core.Resources {
 	t.Helper()
 	r, err := core.NewResources(bindings, policy, opts...)
 	if err != nil {

@@ -33,7 +33,7 @@ func TestPGStoreReadsOneRoundTripPerItem(t *testing.T) {
 	d := bundleDB(t, n)
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
-	r := gateway(t, st.Bindings(), allowAll(nil))
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 	read := func(uri string, items int) {
 		t.Helper()
@@ -67,7 +67,7 @@ func benchStore(b *testing.B, n int) (*pgxpool.Pool, *postgres.Store, *core.Reso
 	d := bundleDB(b, n)
 	pool := newPool(b, d.url, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
 	st := newStore(b, pool, nil)
-	r := gateway(b, st.Bindings(), allowAll(nil))
+	r := pgGateway(b, st.Bindings(), pgAllowAll(nil))
 	return pool, st, r, as(context.Background(), "alice")
 }
 

@@ -48,8 +48,8 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 	}
 	d := newPGDB(t)
 	pool := newPool(t, d.url, nil)
-	r := gateway(t, []core.ResourceBinding{probeBinding(t, pool,
-		`SELECT 1, current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`, nil)}, allowAll(nil))
+	r := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool,
+		`SELECT 1, current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`, nil)}, pgAllowAll(nil))
 	res, err := r.Read(as(t.Context(), "alice"), "probe://x/who")
 	if err != nil {
 		t.Fatal(err)
@@ -201,8 +201,8 @@ func TestPGStoreHostilePrincipalIsOnlyABindArgument(t *testing.T) {
 	d.grant(t, hostile[0], "p", "b")
 	pool := newPool(t, d.url, nil)
 	st := newStore(t, pool, nil)
-	echo := gateway(t, []core.ResourceBinding{probeBinding(t, pool, `SELECT 1, current_setting('mcp.principal')`, nil)}, allowAll(nil))
-	r := gateway(t, st.Bindings(), allowAll(nil))
+	echo := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool, `SELECT 1, current_setting('mcp.principal')`, nil)}, pgAllowAll(nil))
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
 
 	for _, p := range hostile[:len(hostile)-1] {
 		ctx := as(t.Context(), p)
@@ -252,7 +252,7 @@ func TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	if _, err := st.Reader().Read(ctx, target); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
 		t.Fatalf("read with a NUL principal: %v, want Unavailable(ErrInvalidPrincipal)", err)
 	}
-	r := gateway(t, st.Bindings(), st.Policy())
+	r := pgGateway(t, st.Bindings(), st.Policy())
 	if _, err := r.Read(ctx, "asset://project/p/asset/a/body"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("gateway read with a NUL principal: %v, want unavailable", err)
 	}
@@ -302,10 +302,10 @@ func TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments(t *testing.T) {
 	d.textAsset(t, "p", "x", "reference x")
 	d.grant(t, "alice", "p", "")
 	st := newStore(t, pool, nil)
-	r := gateway(t, append(st.Bindings(), core.ResourceBinding{
+	r := pgGateway(t, append(st.Bindings(), core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
 		Resolver:   res, Reader: rd,
-	}), allowAll(nil))
+	}), pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 
 	for i, k := range keys {

@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/testcontainers/testcontainers-go/modules/minio"
+
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // S3Env says how to reach an S3-compatible server and which bucket a test
@@ -37,14 +38,16 @@ type S3Env struct {
 	AdminEndpoint string
 }
 
-// NewS3Client returns a client for env's endpoint and credentials, set up as
-// the project's S3 stores set theirs up: path-style addressing, the given
-// endpoint, checksums calculated and validated only when an operation
-// requires them (S3-compatible servers reject the SDK's newer defaults), and
-// the "response has no supported checksum" log silenced. No shared AWS
-// configuration (files, profiles, AWS_* variables) is consulted, so a
-// developer's AWS setup cannot change what the tests talk to. optFns adjust
-// the options last, as in [s3.New].
+// NewS3Client returns a client for env's endpoint and credentials, built by
+// the S3 store's own constructor (s3store.NewClient), so the tests talk to
+// the server exactly as the store and the command do: path-style
+// addressing, the given endpoint, checksums calculated and validated only
+// when an operation requires them (S3-compatible servers reject the SDK's
+// newer defaults), and the "response has no supported checksum" log
+// silenced. Static credentials mean no shared AWS configuration (files,
+// profiles, AWS_* variables) is consulted, so a developer's AWS setup cannot
+// change what the tests talk to. optFns adjust the options last, as in
+// [s3.New].
 //
 // For a per-principal client, copy env, set AccessKey and SecretKey, and
 // call NewS3Client with the copy.
@@ -53,15 +56,19 @@ func NewS3Client(env S3Env, optFns ...func(*s3.Options)) *s3.Client {
 	if region == "" {
 		region = DefaultRegion
 	}
-	return s3.New(s3.Options{
-		Region:                     region,
-		BaseEndpoint:               aws.String(env.Endpoint),
-		UsePathStyle:               true,
-		Credentials:                credentials.NewStaticCredentialsProvider(env.AccessKey, env.SecretKey, ""),
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		DisableLogOutputChecksumValidationSkipped: true,
+	c, err := s3store.NewClient(context.Background(), s3store.ClientConfig{
+		Endpoint:        env.Endpoint,
+		Region:          region,
+		UsePathStyle:    true,
+		AccessKeyID:     env.AccessKey,
+		SecretAccessKey: env.SecretKey,
 	}, optFns...)
+	if err != nil {
+		// Only a malformed endpoint or missing credentials get here, which
+		// s3ServerEnv and the container setup already rule out.
+		panic(fmt.Sprintf("harness: S3 client: %v", err))
+	}
+	return c
 }
 
 // Client is shorthand for NewS3Client(e, optFns...).

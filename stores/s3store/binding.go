@@ -1,0 +1,83 @@
+package s3store
+
+import (
+	"context"
+	"strings"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// Binding returns a binding that serves the objects under prefix through
+// def, whose URITemplate must have at least one variable: the template's
+// captures, in template order and joined by '/', appended to prefix form the
+// key (asset://docs/{project}/{file} with prefix "public/" reads
+// public/PROJECT/FILE). The gateway has already refused captures that hold
+// '/', '\' or NUL or that are "." or "..", so a capture can never leave the
+// prefix or name a bucket; the key is checked by [CheckKey] all the same.
+//
+// Each read plans one item, the requested URI itself, from a HEAD under the
+// requesting principal's access ([Bucket.Head]), read by [Bucket.Read].
+// The binding serves the current version: it pins the planned ETag and
+// size but not the version id, so an object overwritten or deleted after
+// planning is refused (read_failed or unavailable) rather than served from
+// the bucket's history. A host that wants a named version plans it with
+// [NewObjectTarget]. prefix is "" or ends with '/'. Errors are
+// *core.ConfigError values.
+func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.ResourceBinding, error) {
+	if def.URITemplate == "" {
+		return core.ResourceBinding{}, &core.ConfigError{Definition: -1, Name: def.Name, Field: "URITemplate",
+			Reason: "an s3store binding needs a URI template"}
+	}
+	names := templateVars(def.URITemplate)
+	if len(names) == 0 {
+		return core.ResourceBinding{}, &core.ConfigError{Definition: -1, Name: def.Name, Field: "URITemplate",
+			Reason: "an s3store template needs at least one {variable} to form the key"}
+	}
+	if err := checkPrefix(prefix); err != nil {
+		return core.ResourceBinding{}, &core.ConfigError{Definition: -1, Name: def.Name, Field: "prefix",
+			Reason: "must be empty or a key prefix that ends with '/'", Err: err}
+	}
+	resolve := func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		var key strings.Builder
+		key.WriteString(prefix)
+		for i, name := range names {
+			v, ok := m.Var(name)
+			if !ok || v == "" {
+				return core.ResourceReadPlan{}, &KeyError{KeyEmptySegment}
+			}
+			if i > 0 {
+				key.WriteByte('/')
+			}
+			key.WriteString(v)
+		}
+		obj, err := b.Head(ctx, key.String())
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		obj.VersionID = "" // the current version, pinned by ETag
+		t, err := NewObjectTarget(m.URI(), obj)
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		return core.NewResourceReadPlan(t, t)
+	}
+	return core.ResourceBinding{Definition: def, Resolver: core.ResolverFunc(resolve), Reader: b}, nil
+}
+
+// templateVars returns the names of a template's {name} variables in order.
+// The gateway validates the template itself when the binding is registered.
+func templateVars(tmpl string) []string {
+	var names []string
+	for {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			return names
+		}
+		end := strings.IndexByte(tmpl[open:], '}')
+		if end < 0 {
+			return names
+		}
+		names = append(names, tmpl[open+1:open+end])
+		tmpl = tmpl[open+end+1:]
+	}
+}

@@ -1,0 +1,86 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/aws/smithy-go"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// ErrChanged is the cause of a read whose object no longer has the planned
+// identity: S3 answered 412 to If-Match, or the ETag, version id or size it
+// reported differs from the plan. The gateway reports it as read_failed
+// (retryable: a fresh read plans the new version).
+var ErrChanged = errors.New("s3store: object changed since it was planned")
+
+// errEmptyRange is classify's answer to 416 on the ranged GET: S3 and
+// versitygw answer a range starting at 0 with 416 only when the object is
+// empty (and after If-Match passed: 412 comes first), so the read is an
+// empty body.
+var errEmptyRange = errors.New("s3store: range not satisfiable (empty object)")
+
+// errServer wraps throttling, 5xx and other answers that a later read may
+// not get.
+var errServer = errors.New("s3store: S3 request failed")
+
+// classify maps an error of an S3 operation to what the gateway branches on:
+// core.Unavailable for 403, 404, a missing version or key, a missing bucket
+// and 405 (a version that is a delete marker); ErrChanged for 412;
+// errEmptyRange for 416; the error itself for cancellation and deadlines
+// (the gateway reports the item's deadline as timeout); and a plain error
+// wrapping errServer for everything else (throttling and 5xx after the
+// SDK's bounded retries, connection failures, other 4xx), which the gateway
+// reports as read_failed. The cause stays behind Unwrap for logs; the
+// gateway never shows an item's cause to a client.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	code := ""
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+	}
+	status := 0
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch code {
+	case "NoSuchKey", "NoSuchVersion", "NoSuchBucket", "AccessDenied", "NotFound":
+		return core.Unavailable(err)
+	case "PreconditionFailed":
+		return fmt.Errorf("%w: %w", ErrChanged, err)
+	case "InvalidRange":
+		return fmt.Errorf("%w: %w", errEmptyRange, err)
+	}
+	switch status {
+	case http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return core.Unavailable(err)
+	case http.StatusPreconditionFailed:
+		return fmt.Errorf("%w: %w", ErrChanged, err)
+	case http.StatusRequestedRangeNotSatisfiable:
+		return fmt.Errorf("%w: %w", errEmptyRange, err)
+	}
+	return fmt.Errorf("%w: %w", errServer, err)
+}
+
+// classifyVersioned is classify for a request that names a version id: S3
+// answers a version id it cannot parse with 400 InvalidArgument, and such a
+// version can never be read, so it is a missing version (unavailable), not
+// a retryable failure. The store's own requests carry no other argument
+// that S3 could call invalid.
+func classifyVersioned(err error) error {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidArgument" {
+		return core.Unavailable(err)
+	}
+	return classify(err)
+}

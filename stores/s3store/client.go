@@ -1,0 +1,123 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// DefaultRegion is the signing region [NewClient] uses for a custom endpoint
+// when [ClientConfig.Region] is empty.
+const DefaultRegion = "us-east-1"
+
+// ClientConfig says how [NewClient] reaches an S3 server.
+type ClientConfig struct {
+	// Endpoint is the base URL of an S3-compatible server, with scheme,
+	// such as http://127.0.0.1:7070. Empty means AWS S3 itself.
+	Endpoint string
+	// Region is the signing region. Empty means DefaultRegion for a custom
+	// endpoint, and the default chain's region (AWS_REGION, the shared
+	// configuration files) for AWS S3.
+	Region string
+	// UsePathStyle addresses buckets as http://host/bucket/key instead of
+	// http://bucket.host/key. MinIO, versitygw and most S3-compatible
+	// servers need it.
+	UsePathStyle bool
+	// AccessKeyID and SecretAccessKey are static credentials; set both or
+	// neither. Without them the SDK's default credential chain (environment,
+	// shared files, web identity, container and instance roles) is used.
+	AccessKeyID string
+	// SecretAccessKey is the secret that belongs to AccessKeyID.
+	SecretAccessKey string
+	// SessionToken is the optional session token of temporary static
+	// credentials.
+	SessionToken string
+	// HTTPClient sends the requests; nil means the SDK's default client.
+	HTTPClient s3.HTTPClient
+	// RetryMaxAttempts bounds the attempts of one operation (throttling,
+	// 5xx and connection errors are retried with backoff, always inside the
+	// caller's context deadline). Zero means the SDK default of 3.
+	RetryMaxAttempts int
+}
+
+// NewClient returns an [*s3.Client] for cfg, set up the way the S3 store
+// needs it against AWS S3 and S3-compatible servers alike: the configured
+// endpoint and addressing style, checksums calculated and validated only
+// when an operation requires them (S3-compatible servers reject the SDK's
+// newer defaults, and a ranged GET has no whole-object checksum to
+// validate), and the SDK's "response has no supported checksum" log
+// silenced. With static credentials no shared AWS configuration is read, so
+// nothing outside cfg changes what the client talks to; without them the
+// SDK's default chain is loaded, which may block on ctx. optFns adjust the
+// options last, as in [s3.New].
+//
+// Errors are *core.ConfigError values naming the offending field, or the
+// default chain's loading error.
+func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options)) (*s3.Client, error) {
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.Endpoint",
+				Reason: "must be an http or https URL with a host and no credentials", Err: err}
+		}
+	}
+	if (cfg.AccessKeyID == "") != (cfg.SecretAccessKey == "") {
+		return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.AccessKeyID",
+			Reason: "set both AccessKeyID and SecretAccessKey, or neither for the default chain"}
+	}
+	if cfg.RetryMaxAttempts < 0 {
+		return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.RetryMaxAttempts", Reason: "must not be negative"}
+	}
+	region := cfg.Region
+	if region == "" && cfg.Endpoint != "" {
+		region = DefaultRegion
+	}
+	settings := func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		if region != "" {
+			o.Region = region
+		}
+		o.UsePathStyle = cfg.UsePathStyle
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
+		if cfg.RetryMaxAttempts > 0 {
+			o.RetryMaxAttempts = cfg.RetryMaxAttempts
+		}
+	}
+	fns := append([]func(*s3.Options){settings}, optFns...)
+	if cfg.AccessKeyID != "" {
+		if region == "" {
+			return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.Region",
+				Reason: "required with static credentials and no endpoint"}
+		}
+		var o s3.Options
+		o.Credentials = credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)
+		return s3.New(o, fns...), nil
+	}
+	var loadOpts []func(*config.LoadOptions) error
+	if region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: load the default AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.Region",
+			Reason: "no region configured and the default chain has none"}
+	}
+	return s3.NewFromConfig(awsCfg, fns...), nil
+}

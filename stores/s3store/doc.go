@@ -1,0 +1,32 @@
+// Package s3store serves S3 objects as MCP resources for the gateway in
+// package core.
+//
+// The package is named s3store, not s3, because every caller also imports
+// the SDK's s3 package to build the [*s3.Client] that [OpenBucket] takes.
+//
+// A [Bucket] is one configured bucket. Its resolver helpers ([Bucket.Head],
+// [Bucket.List]) plan objects from identity metadata only (ETag, version id,
+// size, content type), never bodies; [NewObjectTarget] pins an object that a
+// caller already knows (for example from a database row) as a
+// [core.ResourceTarget] whose private authorization data carries that
+// identity. [Bucket.Read] is the [core.Reader]: one GET per item, conditional
+// on the planned ETag (If-Match) and version id, ranged by [core.ReadLimit],
+// so that S3 itself refuses a changed or revoked object and the bytes fetched
+// never exceed the limit. [Bucket.Binding] is a template binding over a
+// configured key prefix.
+//
+// Buckets and key prefixes are the host's configuration: a template capture
+// only ever becomes part of a key under the configured prefix, never a bucket
+// name, and a key with an empty, "." or ".." segment, a backslash or a
+// control character is refused at planning ([KeyError]), so no request can
+// reach a key other than the one planned.
+//
+// Access is S3's: with [Options.Client] every HEAD and GET is signed with the
+// credentials of the principal that [Options.Principal] returns for the
+// request; [Options.Check] is an optional host check made immediately before
+// each GET.
+//
+// [NewClient] builds an [*s3.Client] that works against AWS S3, MinIO,
+// versitygw and other S3-compatible servers; the reference command and the
+// integration tests use it.
+package s3store
