@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+)
+
+// TestPGStoreOversizeBodyIsNotTransferred proves a 64 MiB body under a
+// 1 MiB item limit is refused by the statement itself: the reader returns
+// TooLarge with the stored size while the connection receives less than
+// 64 KiB for the item.
+func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
+	t.Parallel()
+	const big = 64 << 20
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, mime_type, body)
+		VALUES ('p', 'big', 'big.bin', 'application/octet-stream', convert_to(repeat('x', $1), 'UTF8'))`, big)
+	d.textAsset(t, "p", "small", "small")
+	d.grant(t, "alice", "p", "")
+	c := countedPool(t, d.url, 1)
+	st := newStore(t, c.pool, nil)
+	ctx := as(t.Context(), "alice")
+	a, err := st.LookupAsset(ctx, "p", "big")
+	if err != nil || a.BodySize != big {
+		t.Fatalf("lookup: %+v, %v", a, err)
+	}
+	target, _ := postgres.BodyTarget(a)
+	// Prepare the statement on the pool's connection first.
+	if _, err := st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target); err == nil {
+		t.Fatal("warm-up read of the big body succeeded")
+	}
+
+	before := c.wire.received.Load()
+	_, err = st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target)
+	received := c.wire.received.Load() - before
+	var tooLarge *core.TooLargeError
+	if !errors.As(err, &tooLarge) || tooLarge.Size != big {
+		t.Fatalf("read: %v, want TooLarge(%d)", err, big)
+	}
+	if received >= 64<<10 {
+		t.Fatalf("the oversize read received %d bytes, want under 64 KiB", received)
+	}
+	t.Logf("a refused 64 MiB body cost %d bytes on the pgWire", received)
+
+	// Through the gateway with a 1 MiB item limit: budget_exceeded, and the
+	// sibling still fits.
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
+	before = c.wire.received.Load()
+	_, err = r.Read(ctx, "asset://project/p/asset/big/body")
+	if core.KindOf(err) != core.FailureNoItems {
+		t.Fatalf("gateway read of the big body: %v, want no items (budget_exceeded)", err)
+	}
+	if received := c.wire.received.Load() - before; received >= 64<<10 {
+		t.Fatalf("the gateway read received %d bytes, want under 64 KiB", received)
+	}
+}
+
+// slowNotes makes a host table of notes a, slow, z whose body SQL sleeps on
+// "slow" while the flag says so, and a bundle binding of all notes.
+func slowNotes(t *testing.T, d *pgDB, db postgres.DB) core.ResourceBinding {
+	t.Helper()
+	d.exec(t, `CREATE TABLE notes (key text PRIMARY KEY, version int NOT NULL DEFAULT 1, body text NOT NULL)`)
+	d.exec(t, `CREATE TABLE sleepy (on_ boolean NOT NULL)`)
+	d.exec(t, `INSERT INTO notes (key, body) VALUES ('a', 'note a'), ('slow', 'note slow'), ('z', 'note z')`)
+	d.exec(t, `INSERT INTO sleepy VALUES (true)`)
+	d.exec(t, `GRANT SELECT ON notes, sleepy TO mcpres_reader`)
+	res, err := postgres.NewQueryResolver(db, postgres.QueryPlan{
+		SQL:     `SELECT key, version, 'text/plain', true FROM notes ORDER BY key`,
+		ItemURI: func(key string) string { return "note://item/" + url.PathEscape(key) },
+		Bundle:  true,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := postgres.NewQueryReader(db, `SELECT n.version, n.body FROM notes n
+		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' AND (SELECT on_ FROM sleepy) THEN 30 ELSE 0 END)) s
+		WHERE n.key = $1`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return core.ResourceBinding{Definition: core.ResourceDefinition{URI: "note://all", Name: "notes"}, Resolver: res, Reader: rd}
+}
+
+// TestPGStoreTerminatedBackendFailsOnlyThatItem proves a backend killed by
+// pg_terminate_backend mid-read makes that item read_failed, its siblings
+// are served, and the next read succeeds on the same pool.
+func TestPGStoreTerminatedBackendFailsOnlyThatItem(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	pool := newPool(t, d.url, nil)
+	r := pgGateway(t, []core.ResourceBinding{slowNotes(t, d, pool)}, pgAllowAll(nil))
+	ctx := as(t.Context(), "alice")
+
+	killed := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			var n int
+			err := d.admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event = 'PgSleep' AND pid <> pg_backend_pid()`).Scan(&n)
+			if err != nil || n > 0 {
+				killed <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		killed <- errors.New("no sleeping backend seen")
+	}()
+	res, err := r.Read(ctx, "note://all")
+	if kerr := <-killed; kerr != nil {
+		t.Fatalf("terminate: %v", kerr)
+	}
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	items, issues := itemTexts(res), issueCodes(res)
+	if items["note://item/a"] != "note a" || items["note://item/z"] != "note z" {
+		t.Fatalf("siblings: %v", items)
+	}
+	if issues["note://item/slow"] != core.IssueReadFailed {
+		t.Fatalf("issues %v, want the terminated item read_failed", issues)
+	}
+
+	d.exec(t, `UPDATE sleepy SET on_ = false`)
+	res, err = r.Read(ctx, "note://all")
+	if err != nil || res.Partial() || len(itemTexts(res)) != 3 {
+		t.Fatalf("the next read on the same pool: %v, partial %v", err, res != nil && res.Partial())
+	}
+}
+
+// TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout proves the statement
+// timeout taken from the item deadline cancels a slow statement in the
+// server: that item is the gateway's timeout, siblings are served, and the
+// reader alone reports ErrStatementTimeout (matching DeadlineExceeded) and
+// leaves the pool usable.
+func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	pool := newPool(t, d.url, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
+	binding := slowNotes(t, d, pool)
+	r := pgGateway(t, []core.ResourceBinding{binding}, pgAllowAll(nil),
+		core.WithResourceLimits(core.ResourceLimits{ItemTimeout: 400 * time.Millisecond}))
+	ctx := as(t.Context(), "alice")
+	start := time.Now()
+	res, err := r.Read(ctx, "note://all")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if issues := issueCodes(res); issues["note://item/slow"] != core.IssueTimeout || len(itemTexts(res)) != 3 {
+		t.Fatalf("issues %v, items %v; want slow timed out and a, z served", issues, itemTexts(res))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the read took %v; the statement was not cut at its timeout", took)
+	}
+
+	// The reader alone, without a context deadline: the store's own
+	// statement timeout applies and the server cancels the statement.
+	rd, err := postgres.NewQueryReader(pool, `SELECT n.version, n.body FROM notes n
+		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' THEN 30 ELSE 0 END)) s
+		WHERE n.key = $1`, &postgres.Options{StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, _ := core.NewResourceTarget("note://item/slow", "body", []byte(`{"k":"q","key":"slow","v":"1","m":"text/plain","t":true}`))
+	_, err = rd.Read(ctx, slow)
+	if !errors.Is(err, postgres.ErrStatementTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow statement: %v, want ErrStatementTimeout", err)
+	}
+	fast, _ := core.NewResourceTarget("note://item/a", "body", []byte(`{"k":"q","key":"a","v":"1","m":"text/plain","t":true}`))
+	if p, err := rd.Read(ctx, fast); err != nil || !strings.HasPrefix(p.Text(), "note a") {
+		t.Fatalf("the next read on the one-connection pool: %v", err)
+	}
+}
+
+// TestPGStoreSingleConnectionRecoversAfterAFailedRead proves a store over a
+// single *pgx.Conn (not a pool) leaves no aborted transaction behind: after
+// a statement timeout the next read on the same connection succeeds.
+func TestPGStoreSingleConnectionRecoversAfterAFailedRead(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	slowNotes(t, d, d.admin)
+	conn := connect(t, d.url)
+	rd, err := postgres.NewQueryReader(conn, `SELECT n.version, n.body FROM notes n
+		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' THEN 30 ELSE 0 END)) s
+		WHERE n.key = $1`, &postgres.Options{StatementTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := as(t.Context(), "alice")
+	slow, _ := core.NewResourceTarget("note://item/slow", "body", []byte(`{"k":"q","key":"slow","v":"1","m":"text/plain","t":true}`))
+	if _, err := rd.Read(ctx, slow); !errors.Is(err, postgres.ErrStatementTimeout) {
+		t.Fatalf("slow read: %v, want ErrStatementTimeout", err)
+	}
+	if status := conn.PgConn().TxStatus(); status != 'I' {
+		t.Fatalf("the connection was left in transaction status %q", status)
+	}
+	fast, _ := core.NewResourceTarget("note://item/a", "body", []byte(`{"k":"q","key":"a","v":"1","m":"text/plain","t":true}`))
+	if p, err := rd.Read(ctx, fast); err != nil || p.Text() != "note a" {
+		t.Fatalf("the next read on the same connection: %v", err)
+	}
+}

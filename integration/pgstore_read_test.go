@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+)
+
+// TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs proves the ready
+// bindings: the body with the row's MIME type, the fields as JSON under
+// another URI, the project bundle and the index, all as the principal.
+func TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p1")
+	d.project(t, "p2")
+	d.textAsset(t, "p1", "a", "alpha body")
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, mime_type, body, object_bucket, object_key, object_etag, object_size)
+		VALUES ('p1', 'b', 'b.bin', 'application/octet-stream', '\x00ff'::bytea, 'bkt', 'k/b', '"e1"', 2)`)
+	d.grant(t, "alice", "p1", "")
+	st := newStore(t, newPool(t, d.url, nil), nil)
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
+	ctx := as(t.Context(), "alice")
+
+	body, err := r.Read(ctx, "asset://project/p1/asset/a/body")
+	if err != nil || body.Partial() {
+		t.Fatalf("read body: %v", err)
+	}
+	it := body.Items()[0]
+	if it.URI() != "asset://project/p1/asset/a/body" || it.Text() != "alpha body" || it.MIMEType() != "text/plain" {
+		t.Fatalf("body item %s %q %s", it.URI(), it.Text(), it.MIMEType())
+	}
+	blob, err := r.Read(ctx, "asset://project/p1/asset/b/body")
+	if err != nil || !blob.Items()[0].IsBlob() || string(blob.Items()[0].Blob()) != "\x00\xff" {
+		t.Fatalf("read blob body: %v", err)
+	}
+
+	fields, err := r.Read(ctx, "asset://project/p1/asset/b")
+	if err != nil {
+		t.Fatalf("read fields: %v", err)
+	}
+	fi := fields.Items()[0]
+	if fi.URI() == blob.Items()[0].URI() || fi.MIMEType() != "application/json" {
+		t.Fatalf("fields item %s %s: want its own URI and application/json", fi.URI(), fi.MIMEType())
+	}
+	var f struct {
+		Project, ID, Name, MimeType string
+		Version, BodySize           int64
+		Body                        string
+		Object                      struct {
+			Bucket, Key, Etag string
+			Size              int64
+		}
+	}
+	if err := json.Unmarshal([]byte(fi.Text()), &f); err != nil {
+		t.Fatalf("fields JSON %s: %v", fi.Text(), err)
+	}
+	if f.Project != "p1" || f.ID != "b" || f.Version != 1 || f.BodySize != 2 || f.Body != "asset://project/p1/asset/b/body" ||
+		f.Object.Bucket != "bkt" || f.Object.Key != "k/b" || f.Object.Etag != `"e1"` || f.Object.Size != 2 {
+		t.Fatalf("fields %+v from %s", f, fi.Text())
+	}
+
+	bundle, err := r.Read(ctx, "asset://project/p1")
+	if err != nil || bundle.Partial() || len(bundle.Items()) != 2 {
+		t.Fatalf("project bundle: %v, %d items", err, len(bundle.Items()))
+	}
+	if bundle.Items()[0].URI() != "asset://project/p1/asset/a" || bundle.Items()[1].URI() != "asset://project/p1/asset/b" {
+		t.Fatalf("bundle items %s, %s: want the fields of a then b", bundle.Items()[0].URI(), bundle.Items()[1].URI())
+	}
+
+	index, err := r.Read(ctx, postgres.IndexURI)
+	if err != nil {
+		t.Fatalf("index: %v", err)
+	}
+	if got, want := index.Items()[0].Text(), `{"projects" : [{"id" : "p1", "title" : "Project p1", "uri" : "asset://project/p1"}]}`; got != want {
+		t.Fatalf("index = %s\nwant %s (p2 has no grant of alice)", got, want)
+	}
+
+	if _, err := r.Read(ctx, "asset://project/p2"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("ungranted project: %v, want unavailable", err)
+	}
+	if _, err := r.Read(as(t.Context(), "bob"), "asset://project/p1/asset/a/body"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("bob, without grants: %v, want unavailable", err)
+	}
+}
+
+// TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable proves Postgres
+// enforces access: under a gateway policy that allows everything, a grant
+// deleted after planning leaves that item unavailable without its body,
+// while its sibling is served.
+func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "kept", "kept body")
+	d.textAsset(t, "p", "revoked", "REVOKED-CANARY")
+	d.grant(t, "alice", "p", "kept")
+	d.grant(t, "alice", "p", "revoked")
+	st := newStore(t, newPool(t, d.url, nil), nil)
+
+	var once atomic.Bool
+	r := pgGateway(t, []core.ResourceBinding{st.ProjectBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
+		if once.CompareAndSwap(false, true) { // planned, not yet read
+			d.revoke(t, "alice", "p", "revoked")
+		}
+	}))
+	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	items, issues := itemTexts(res), issueCodes(res)
+	if _, ok := items["asset://project/p/asset/kept"]; !ok {
+		t.Fatalf("sibling not served: %v", items)
+	}
+	if _, ok := items["asset://project/p/asset/revoked"]; ok {
+		t.Fatal("the revoked item was served")
+	}
+	if issues["asset://project/p/asset/revoked"] != core.IssueUnavailable {
+		t.Fatalf("issues %v, want the revoked item unavailable", issues)
+	}
+	for _, text := range items {
+		if strings.Contains(text, "REVOKED-CANARY") {
+			t.Fatal("the revoked item's body reached the result")
+		}
+	}
+
+	// The same through the reader alone: the target planned before the
+	// revocation is refused by the storage request itself.
+	d.grant(t, "alice", "p", "revoked")
+	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "revoked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := postgres.BodyTarget(a)
+	d.revoke(t, "alice", "p", "revoked")
+	p, err := st.Reader().Read(as(t.Context(), "alice"), target)
+	if core.KindOf(err) != core.FailureUnavailable || !p.IsZero() {
+		t.Fatalf("reader after revocation: %v, payload %v; want Unavailable and no body", err, p.Text())
+	}
+}
+
+// TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan proves
+// Postgres enforces identity: an update between plan and read makes that
+// item read_failed (retryable) and its new content never appears, and a
+// fresh read serves the new version.
+func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "version one")
+	d.textAsset(t, "p", "b", "sibling")
+	d.grant(t, "alice", "p", "")
+	st := newStore(t, newPool(t, d.url, nil), nil)
+
+	var once atomic.Bool
+	r := pgGateway(t, []core.ResourceBinding{st.ProjectBinding(), st.BodyBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
+		if once.CompareAndSwap(false, true) {
+			d.exec(t, `UPDATE mcpres.assets SET title = 'NEW-VERSION-CANARY', body = 'version two' WHERE project_id = 'p' AND id = 'a'`)
+		}
+	}))
+	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if code := issueCodes(res)["asset://project/p/asset/a"]; code != core.IssueReadFailed {
+		t.Fatalf("changed item: issue %q, want read_failed", code)
+	}
+	for uri, text := range itemTexts(res) {
+		if strings.Contains(text, "NEW-VERSION-CANARY") {
+			t.Fatalf("%s served the new version under the old plan", uri)
+		}
+	}
+	if !res.Issues()[0].Retryable() {
+		t.Fatal("a changed item should be retryable")
+	}
+
+	// The reader alone, with a plan made before the update.
+	d.exec(t, `UPDATE mcpres.assets SET body = 'version three' WHERE project_id = 'p' AND id = 'b'`)
+	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := postgres.BodyTarget(a)
+	d.exec(t, `UPDATE mcpres.assets SET body = 'version four' WHERE project_id = 'p' AND id = 'b'`)
+	if _, err := st.Reader().Read(as(t.Context(), "alice"), target); !errors.Is(err, postgres.ErrChanged) {
+		t.Fatalf("reader after update: %v, want ErrChanged", err)
+	}
+	fresh, err := r.Read(as(t.Context(), "alice"), "asset://project/p/asset/b/body")
+	if err != nil || fresh.Items()[0].Text() != "version four" {
+		t.Fatalf("fresh read: %v", err)
+	}
+}
+
+// TestPGStoreChangedBodyIsNotTransferred proves the version pin is in the
+// statement, not only in Go: reading a 1 MiB body whose asset changed after
+// planning returns ErrChanged while the connection receives under 64 KiB.
+func TestPGStoreChangedBodyIsNotTransferred(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, mime_type, body)
+		VALUES ('p', 'a', 'a.bin', 'application/octet-stream', decode(repeat(md5('x'), 65536), 'hex'))`)
+	d.grant(t, "alice", "p", "")
+	c := countedPool(t, d.url, 1)
+	st := newStore(t, c.pool, nil)
+	ctx := as(t.Context(), "alice")
+	a, err := st.LookupAsset(ctx, "p", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := postgres.BodyTarget(a)
+	if p, err := st.Reader().Read(ctx, target); err != nil || len(p.Blob()) != 1<<20 {
+		t.Fatalf("read before the change: %v", err) // also prepares the statement
+	}
+	d.exec(t, `UPDATE mcpres.assets SET name = 'renamed.bin' WHERE project_id = 'p' AND id = 'a'`)
+	before := c.wire.received.Load()
+	_, err = st.Reader().Read(ctx, target)
+	if received := c.wire.received.Load() - before; !errors.Is(err, postgres.ErrChanged) || received >= 64<<10 {
+		t.Fatalf("read after the change: %v with %d bytes received; want ErrChanged under 64 KiB", err, received)
+	}
+}

@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+)
+
+// bundleDB makes project p with n text assets a000.. and a grant for alice.
+func bundleDB(t testing.TB, n int) *pgDB {
+	t.Helper()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, mime_type, body, body_is_text)
+		SELECT 'p', 'a' || lpad(i::text, 3, '0'), 'n' || i, 'text/plain', convert_to(repeat('b', 100), 'UTF8'), true
+		FROM generate_series(0, $1 - 1) i`, n)
+	d.grant(t, "alice", "p", "")
+	return d
+}
+
+// TestPGStoreReadsOneRoundTripPerItem proves, with a pgx tracer and at the
+// connection, that planning costs one batch and every item read exactly one
+// batch in one round trip, and that nothing else is sent: no plain query,
+// no separate prepare, no extra round trip for BEGIN or COMMIT.
+func TestPGStoreReadsOneRoundTripPerItem(t *testing.T) {
+	t.Parallel()
+	const n = 64
+	d := bundleDB(t, n)
+	c := countedPool(t, d.url, 1)
+	st := newStore(t, c.pool, nil)
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
+	ctx := as(t.Context(), "alice")
+	read := func(uri string, items int) {
+		t.Helper()
+		res, err := r.Read(ctx, uri)
+		if err != nil || res.Partial() || len(res.Items()) != items {
+			t.Fatalf("read %s: %v", uri, err)
+		}
+	}
+	// The first read on the connection also prepares the statements.
+	read("asset://project/p", n)
+	read("asset://project/p/asset/a000/body", 1)
+
+	for _, tc := range []struct {
+		uri   string
+		items int
+	}{{"asset://project/p", n}, {"asset://project/p/asset/a007/body", 1}, {"asset://project/p/asset/a007", 1}} {
+		b0, q0, p0, rt0 := c.tracer.batches.Load(), c.tracer.queries.Load(), c.tracer.prepares.Load(), c.wire.roundTrips.Load()
+		read(tc.uri, tc.items)
+		batches, queries, prepares, trips := c.tracer.batches.Load()-b0, c.tracer.queries.Load()-q0, c.tracer.prepares.Load()-p0, c.wire.roundTrips.Load()-rt0
+		want := int64(1 + tc.items) // one to plan, one per item
+		if batches != want || trips != want || queries != 0 || prepares != 0 {
+			t.Errorf("%s: %d batches, %d round trips, %d queries, %d prepares; want %d, %d, 0, 0",
+				tc.uri, batches, trips, queries, prepares, want, want)
+		}
+	}
+}
+
+// benchStore prepares project p with n assets, a pool, a store and a gateway.
+func benchStore(b *testing.B, n int) (*pgxpool.Pool, *postgres.Store, *core.Resources, context.Context) {
+	b.Helper()
+	d := bundleDB(b, n)
+	pool := newPool(b, d.url, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
+	st := newStore(b, pool, nil)
+	r := pgGateway(b, st.Bindings(), pgAllowAll(nil))
+	return pool, st, r, as(context.Background(), "alice")
+}
+
+const sqlRawRow = `SELECT version, name, title, mime_type, body FROM mcpres.assets WHERE project_id = $1 AND id = $2`
+
+type rawRow struct {
+	version               int64
+	name, title, mimeType string
+	body                  []byte
+}
+
+func queryRaw(ctx context.Context, pool *pgxpool.Pool, id string) (rawRow, error) {
+	var r rawRow
+	err := pool.QueryRow(ctx, sqlRawRow, "p", id).Scan(&r.version, &r.name, &r.title, &r.mimeType, &r.body)
+	return r, err
+}
+
+// BenchmarkPGStoreOneRow compares, on one pool of one connection, a gateway
+// read of one asset body (plan + read: two one-round-trip transactions),
+// the store's reader alone (one transaction) and a raw pgx QueryRow of the
+// same row.
+func BenchmarkPGStoreOneRow(b *testing.B) {
+	pool, st, r, ctx := benchStore(b, 1)
+	b.Run("gateway", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := r.Read(ctx, "asset://project/p/asset/a000/body")
+			if err != nil || len(res.Items()) != 1 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reader", func(b *testing.B) {
+		a, err := st.LookupAsset(ctx, "p", "a000")
+		if err != nil {
+			b.Fatal(err)
+		}
+		target, _ := postgres.BodyTarget(a)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.Reader().Read(ctx, target); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := queryRaw(ctx, pool, "a000"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkPGStoreBundle64 compares a gateway read of a 64-item bundle
+// (one plan, 64 pinned reads) with 64 raw pgx QueryRows of the same rows.
+func BenchmarkPGStoreBundle64(b *testing.B) {
+	const n = 64
+	pool, _, r, ctx := benchStore(b, n)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("a%03d", i)
+	}
+	b.Run("gateway", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := r.Read(ctx, "asset://project/p")
+			if err != nil || len(res.Items()) != n {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, id := range ids {
+				if _, err := queryRaw(ctx, pool, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}

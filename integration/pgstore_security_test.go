@@ -1,0 +1,365 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/migrations"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+)
+
+// probeBindings returns a query-driven binding over template probe://x/{key}
+// whose body is whatever bodySQL computes inside the store's transaction.
+func probeBinding(t testing.TB, db postgres.DB, bodySQL string, opts *postgres.Options) core.ResourceBinding {
+	t.Helper()
+	res, err := postgres.NewQueryResolver(db, postgres.QueryPlan{
+		SQL:     `SELECT $1::text, 1, 'text/plain', true`,
+		Params:  []string{"key"},
+		ItemURI: func(key string) string { return "probe://x/" + url.PathEscape(key) },
+	}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := postgres.NewQueryReader(db, bodySQL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return core.ResourceBinding{
+		Definition: core.ResourceDefinition{URITemplate: "probe://x/{key}", Name: "probe"},
+		Resolver:   res, Reader: rd,
+	}
+}
+
+// TestPGStoreReadsRunAsTheReaderRole proves the statement of a read runs as
+// mcpres_reader even when the pool logs in as a superuser, and that this
+// switch is what makes row-level security bind such a pool.
+func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
+	t.Parallel()
+	if postgres.ReaderRole != migrations.ReaderRole {
+		t.Fatalf("store role %q, migrations role %q", postgres.ReaderRole, migrations.ReaderRole)
+	}
+	d := newPGDB(t)
+	pool := newPool(t, d.url, nil)
+	r := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool,
+		`SELECT 1, current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`, nil)}, pgAllowAll(nil))
+	res, err := r.Read(as(t.Context(), "alice"), "probe://x/who")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session string
+	if err := pool.QueryRow(t.Context(), `SELECT session_user::text`).Scan(&session); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Items()[0].Text(), "mcpres_reader as "+session+" ro=on"; got != want {
+		t.Fatalf("the read ran as %q, want %q", got, want)
+	}
+
+	// Without the switch the superuser login would see an ungranted asset.
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "secret")
+	ctx := as(t.Context(), "alice")
+	if _, err := newStore(t, pool, nil).LookupAsset(ctx, "p", "a"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("as mcpres_reader: %v, want unavailable (no grant)", err)
+	}
+	if _, err := newStore(t, pool, &postgres.Options{LoginRole: true}).LookupAsset(ctx, "p", "a"); err != nil {
+		t.Fatalf("as the superuser login: %v; this test expects the login to bypass RLS", err)
+	}
+}
+
+// loginAsReader creates a login role of t's own that is a member of
+// mcpres_reader (GRANT mcpres_reader TO login: the deployment the store
+// recommends) and nothing else, and
+// returns the URL of d's database for it.
+func loginAsReader(t *testing.T, d *pgDB) string {
+	t.Helper()
+	var random [6]byte
+	_, _ = rand.Read(random[:])
+	name := "mcpres_app_" + hex.EncodeToString(random[:])
+	d.exec(t, `CREATE ROLE `+name+` LOGIN IN ROLE mcpres_reader`)
+	t.Cleanup(func() { _, _ = d.admin.Exec(context.Background(), `DROP ROLE IF EXISTS `+name) })
+	u, err := url.Parse(d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(name)
+	return u.String()
+}
+
+// TestPGStoreReaderRoleCannotBypassRowLevelSecurity proves mcpres_reader
+// is no superuser, has no BYPASSRLS and owns no table, and that a session
+// of a login that is only a reader cannot turn row security off, disable
+// it, become another role or write itself a grant, while the store serves
+// it exactly its grants.
+func TestPGStoreReaderRoleCannotBypassRowLevelSecurity(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "one")
+	d.textAsset(t, "p", "b", "two")
+	d.grant(t, "alice", "p", "a")
+	ctx := t.Context()
+
+	var super, bypass bool
+	var owned int
+	if err := d.admin.QueryRow(ctx, `SELECT rolsuper, rolbypassrls,
+		(SELECT count(*) FROM pg_tables WHERE schemaname = 'mcpres' AND tableowner = 'mcpres_reader')
+		FROM pg_roles WHERE rolname = 'mcpres_reader'`).Scan(&super, &bypass, &owned); err != nil {
+		t.Fatal(err)
+	}
+	if super || bypass || owned != 0 {
+		t.Fatalf("mcpres_reader: superuser %v, bypassrls %v, owns %d tables; want none", super, bypass, owned)
+	}
+
+	pool := newPool(t, loginAsReader(t, d), nil)
+	st := newStore(t, pool, nil)
+	if _, err := st.LookupAsset(as(ctx, "alice"), "p", "a"); err != nil {
+		t.Fatalf("the reader login reads alice's grant: %v (%v)", err, errors.Unwrap(err))
+	}
+	if _, err := st.LookupAsset(as(ctx, "alice"), "p", "b"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("the reader login reads beyond alice's grant: %v", err)
+	}
+
+	// asReader runs stmts in one transaction as mcpres_reader with principal
+	// p and returns the count the last one selects.
+	asReader := func(p string, stmts ...string) (int, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background())
+		if _, err := tx.Exec(ctx, `SELECT set_config('role', 'mcpres_reader', true), set_config('mcp.principal', $1, true)`, p); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stmts[:len(stmts)-1] {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return 0, err
+			}
+		}
+		var n int
+		err = tx.QueryRow(ctx, stmts[len(stmts)-1]).Scan(&n)
+		return n, err
+	}
+	if n, err := asReader("", `SELECT count(*) FROM mcpres.assets`); err != nil || n != 0 {
+		t.Fatalf("without a principal the reader sees %d assets (%v), want 0", n, err)
+	}
+	if n, err := asReader("alice", `SELECT count(*) FROM mcpres.assets`); err != nil || n != 1 {
+		t.Fatalf("alice sees %d assets (%v), want her 1", n, err)
+	}
+	if n, err := asReader("alice", `RESET ROLE`, `SELECT count(*) FROM mcpres.assets`); err != nil || n != 1 {
+		t.Fatalf("back as the bare login alice sees %d assets (%v), want her 1", n, err)
+	}
+	denied := map[string][]string{
+		"turn row security off": {`SET LOCAL row_security = off`, `SELECT count(*) FROM mcpres.assets`},
+		"disable row security":  {`ALTER TABLE mcpres.assets DISABLE ROW LEVEL SECURITY`, `SELECT 1`},
+		"drop the policy":       {`DROP POLICY assets_granted ON mcpres.assets`, `SELECT 1`},
+		"become a superuser":    {`SELECT set_config('role', 'postgres', true)`, `SELECT count(*) FROM mcpres.assets`},
+		"grant itself access":   {`INSERT INTO mcpres.grants (principal, project_id) VALUES ('alice', 'p')`, `SELECT 1`},
+	}
+	for what, stmts := range denied {
+		_, err := asReader("alice", stmts...)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("the reader could %s: %v, want insufficient_privilege (42501)", what, err)
+		}
+	}
+}
+
+// hostile principals and captures: quotes, wildcards, statement breaks,
+// comments, placeholders and unicode.
+var hostile = []string{
+	`alice' OR '1'='1`,
+	`%`,
+	`alice%`,
+	`_lice`,
+	`'; SET ROLE postgres; --`,
+	`-- `,
+	`$1`,
+	`$2::text`,
+	`"); DELETE FROM mcpres.grants; --`,
+	`ålice ☃ 𝄞 \u0000`,
+	`alice`, // not hostile: the control, who holds the grants
+}
+
+// TestPGStoreHostilePrincipalIsOnlyABindArgument proves a principal full of
+// SQL syntax reaches Postgres byte for byte as a bind argument and sees only
+// what it was granted: nothing of alice's, and its own single asset.
+func TestPGStoreHostilePrincipalIsOnlyABindArgument(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "alice's")
+	d.textAsset(t, "p", "b", "granted to the quote")
+	d.grant(t, "alice", "p", "")
+	d.grant(t, hostile[0], "p", "b")
+	pool := newPool(t, d.url, nil)
+	st := newStore(t, pool, nil)
+	echo := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool, `SELECT 1, current_setting('mcp.principal')`, nil)}, pgAllowAll(nil))
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
+
+	for _, p := range hostile[:len(hostile)-1] {
+		ctx := as(t.Context(), p)
+		got, err := echo.Read(ctx, "probe://x/echo")
+		if err != nil || got.Items()[0].Text() != p {
+			t.Fatalf("principal %q reached Postgres as %q (%v)", p, got.Items()[0].Text(), err)
+		}
+		if _, err := r.Read(ctx, "asset://project/p/asset/a/body"); core.KindOf(err) != core.FailureUnavailable {
+			t.Errorf("principal %q read alice's asset: %v", p, err)
+		}
+		index, err := r.Read(ctx, postgres.IndexURI)
+		wantIndex := `{"projects" : []}`
+		if p == hostile[0] {
+			wantIndex = `{"projects" : [{"id" : "p", "title" : "Project p", "uri" : "asset://project/p"}]}`
+		}
+		if err != nil || index.Items()[0].Text() != wantIndex {
+			t.Errorf("principal %q: index %v %v, want %s", p, index, err, wantIndex)
+		}
+	}
+	res, err := r.Read(as(t.Context(), hostile[0]), "asset://project/p/asset/b/body")
+	if err != nil || res.Items()[0].Text() != "granted to the quote" {
+		t.Fatalf("the quoted principal's own grant: %v", err)
+	}
+	var grants int
+	if err := d.admin.QueryRow(t.Context(), `SELECT count(*) FROM mcpres.grants`).Scan(&grants); err != nil || grants != 2 {
+		t.Fatalf("grants after the hostile reads: %d (%v), want 2", grants, err)
+	}
+}
+
+// TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase proves a principal
+// with a NUL byte is an Unavailable error and nothing is sent for it.
+func TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "alice's")
+	d.grant(t, "alice", "p", "")
+	c := countedPool(t, d.url, 1)
+	st := newStore(t, c.pool, nil)
+	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := postgres.BodyTarget(a)
+	batches, trips := c.tracer.batches.Load(), c.wire.roundTrips.Load()
+	ctx := as(t.Context(), "alice\x00' OR true --")
+	if _, err := st.Reader().Read(ctx, target); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
+		t.Fatalf("read with a NUL principal: %v, want Unavailable(ErrInvalidPrincipal)", err)
+	}
+	r := pgGateway(t, st.Bindings(), st.Policy())
+	if _, err := r.Read(ctx, "asset://project/p/asset/a/body"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("gateway read with a NUL principal: %v, want unavailable", err)
+	}
+	if b, rt := c.tracer.batches.Load()-batches, c.wire.roundTrips.Load()-trips; b != 0 || rt != 0 {
+		t.Fatalf("a NUL principal cost %d batches and %d round trips, want none", b, rt)
+	}
+}
+
+// TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments proves captures full
+// of SQL syntax select exactly the row whose key they are, byte for byte,
+// in a host schema (query-driven) and in the reference schema, and change
+// nothing.
+func TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.exec(t, `CREATE TABLE notes (key text PRIMARY KEY, version int NOT NULL DEFAULT 1, body text NOT NULL)`)
+	d.exec(t, `GRANT SELECT ON notes TO mcpres_reader`)
+	keys := []string{
+		`x' OR '1'='1`,
+		`a; DROP TABLE notes; --`,
+		`$1`,
+		`$2::text`,
+		`'); DELETE FROM notes; --`,
+		`" OR ""="`,
+		`%27`,
+		`ünï ☃ 𝄞`,
+		`*`,
+		`x`,
+	}
+	for i, k := range keys {
+		d.exec(t, `INSERT INTO notes (key, body) VALUES ($1, $2)`, k, "body of "+k+" #"+string(rune('0'+i)))
+	}
+	pool := newPool(t, d.url, nil)
+	res, err := postgres.NewQueryResolver(pool, postgres.QueryPlan{
+		SQL:     `SELECT key, version, 'text/plain', true FROM notes WHERE key = $1`,
+		Params:  []string{"key"},
+		ItemURI: func(key string) string { return "note://all/" + url.PathEscape(key) },
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := postgres.NewQueryReader(pool, `SELECT version, body FROM notes WHERE key = $1`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.project(t, "p")
+	d.textAsset(t, "p", "x", "reference x")
+	d.grant(t, "alice", "p", "")
+	st := newStore(t, pool, nil)
+	r := pgGateway(t, append(st.Bindings(), core.ResourceBinding{
+		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
+		Resolver:   res, Reader: rd,
+	}), pgAllowAll(nil))
+	ctx := as(t.Context(), "alice")
+
+	for i, k := range keys {
+		t.Run(k, func(t *testing.T) {
+			uri := "note://all/" + url.PathEscape(k)
+			got, err := r.Read(ctx, uri)
+			if err != nil {
+				t.Fatalf("read %s: %v", uri, err)
+			}
+			if want := "body of " + k + " #" + string(rune('0'+i)); got.Items()[0].Text() != want {
+				t.Fatalf("capture %q read %q, want %q", k, got.Items()[0].Text(), want)
+			}
+			if k == "x" {
+				return
+			}
+			for _, ref := range []string{"asset://project/" + url.PathEscape(k) + "/asset/x", "asset://project/p/asset/" + url.PathEscape(k) + "/body"} {
+				if _, err := r.Read(ctx, ref); core.KindOf(err) != core.FailureUnavailable {
+					t.Fatalf("reference capture %q: %v, want unavailable", ref, err)
+				}
+			}
+			if _, err := r.Read(ctx, "note://all/"+url.PathEscape(k+"' OR 'a'='a")); core.KindOf(err) != core.FailureUnavailable {
+				t.Fatalf("a key that is not stored selected something: %v", err)
+			}
+		})
+	}
+	var notes, assets int
+	if err := d.admin.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM mcpres.assets)`).Scan(&notes, &assets); err != nil {
+		t.Fatal(err)
+	}
+	if notes != len(keys) || assets != 1 {
+		t.Fatalf("after the reads: %d notes, %d assets; want %d and 1", notes, assets, len(keys))
+	}
+}
+
+// TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection proves the
+// principal, role and statement timeout a read sets are transaction-local:
+// the next use of the same pooled connection sees none of them.
+func TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.textAsset(t, "p", "a", "alice's")
+	d.grant(t, "alice", "p", "")
+	c := countedPool(t, d.url, 1) // one connection: the next query reuses it
+	st := newStore(t, c.pool, &postgres.Options{StatementTimeout: 1234 * time.Millisecond})
+	if _, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	var principal, role, timeout string
+	if err := c.pool.QueryRow(t.Context(), `SELECT coalesce(current_setting('mcp.principal', true), ''), current_user::text, current_setting('statement_timeout')`).
+		Scan(&principal, &role, &timeout); err != nil {
+		t.Fatal(err)
+	}
+	if principal != "" || role == postgres.ReaderRole || timeout == "1234ms" {
+		t.Fatalf("after a read the pooled connection has principal %q, role %q, statement_timeout %q", principal, role, timeout)
+	}
+}

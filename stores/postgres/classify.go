@@ -1,0 +1,59 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// classify maps an error of pgx or the server to what the gateway branches
+// on:
+//
+//   - context cancellation and deadlines keep their context error;
+//   - query_canceled (57014), which a statement_timeout raises, matches
+//     ErrStatementTimeout and context.DeadlineExceeded: the item's timeout;
+//   - insufficient_privilege (42501) is core.Unavailable: the principal's
+//     role may not see the item;
+//   - admin_shutdown (57P01, pg_terminate_backend), crash_shutdown (57P02),
+//     cannot_connect_now (57P03), connection exceptions (class 08) and a
+//     lost connection match ErrConnection: a plain error, read_failed;
+//   - anything else stays a plain error: read_failed.
+//
+// The server's message stays in the chain as the private cause.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "57014":
+			return fmt.Errorf("%w (%w): %w", ErrStatementTimeout, context.DeadlineExceeded, err)
+		case pgErr.Code == "42501":
+			return core.Unavailable(fmt.Errorf("postgres: insufficient privilege: %w", err))
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", strings.HasPrefix(pgErr.Code, "08"):
+			return fmt.Errorf("%w: %w", ErrConnection, err)
+		}
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if pgconn.Timeout(err) {
+		return fmt.Errorf("postgres: %w: %w", context.DeadlineExceeded, err)
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) {
+		return fmt.Errorf("%w: %w", ErrConnection, err)
+	}
+	return fmt.Errorf("postgres: %w", err)
+}

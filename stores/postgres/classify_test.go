@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// outcome is how the gateway would report an item whose reader returned err.
+func outcome(err error) core.IssueCode {
+	var tooLarge *core.TooLargeError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &tooLarge):
+		return core.IssueBudgetExceeded
+	case core.KindOf(err) == core.FailureUnavailable:
+		return core.IssueUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return core.IssueTimeout
+	}
+	return core.IssueReadFailed
+}
+
+// TestClassifyMapsServerAndDriverErrorsToGatewayOutcomes proves each class
+// of pgx and server error becomes the item outcome the store documents,
+// with the original error kept as the private cause.
+func TestClassifyMapsServerAndDriverErrorsToGatewayOutcomes(t *testing.T) {
+	pg := func(code string) error { return &pgconn.PgError{Code: code, Message: "secret detail " + code} }
+	cases := []struct {
+		name string
+		err  error
+		want core.IssueCode
+		is   error
+	}{
+		{"canceled context stays canceled", context.Canceled, core.IssueReadFailed, context.Canceled},
+		{"deadline is the item's timeout", context.DeadlineExceeded, core.IssueTimeout, context.DeadlineExceeded},
+		{"wrapped deadline is the item's timeout", fmt.Errorf("read: %w", context.DeadlineExceeded), core.IssueTimeout, context.DeadlineExceeded},
+		{"statement_timeout (57014) is the item's timeout", pg("57014"), core.IssueTimeout, ErrStatementTimeout},
+		{"pg_terminate_backend (57P01) is read_failed", pg("57P01"), core.IssueReadFailed, ErrConnection},
+		{"crash shutdown (57P02) is read_failed", pg("57P02"), core.IssueReadFailed, ErrConnection},
+		{"cannot connect now (57P03) is read_failed", pg("57P03"), core.IssueReadFailed, ErrConnection},
+		{"connection failure (08006) is read_failed", pg("08006"), core.IssueReadFailed, ErrConnection},
+		{"insufficient_privilege (42501) is unavailable", pg("42501"), core.IssueUnavailable, nil},
+		{"another server error is read_failed", pg("22P02"), core.IssueReadFailed, nil},
+		{"unexpected EOF is a lost connection", io.ErrUnexpectedEOF, core.IssueReadFailed, ErrConnection},
+		{"EOF is a lost connection", fmt.Errorf("receive message failed: %w", io.EOF), core.IssueReadFailed, ErrConnection},
+		{"closed network connection is a lost connection", &net.OpError{Op: "read", Err: net.ErrClosed}, core.IssueReadFailed, ErrConnection},
+		{"closed pgx connection is a lost connection", pgconn.ErrConnClosed, core.IssueReadFailed, ErrConnection},
+		{"connect failure is a lost connection", &pgconn.ConnectError{}, core.IssueReadFailed, ErrConnection},
+		{"any other error is read_failed", errors.New("boom"), core.IssueReadFailed, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := classify(c.err)
+			if got == nil {
+				t.Fatal("classify returned nil for an error")
+			}
+			if o := outcome(got); o != c.want {
+				t.Errorf("outcome = %s, want %s (error %v)", o, c.want, got)
+			}
+			if c.is != nil && !errors.Is(got, c.is) {
+				t.Errorf("classify(%v) = %v, does not match %v", c.err, got, c.is)
+			}
+			if !errors.Is(got, c.err) {
+				var pgErr *pgconn.PgError
+				if !errors.As(got, &pgErr) || !errors.As(c.err, new(*pgconn.PgError)) {
+					t.Errorf("classify dropped the cause %v", c.err)
+				}
+			}
+		})
+	}
+	if classify(nil) != nil {
+		t.Error("classify(nil) != nil")
+	}
+}
+
+// TestDecideTurnsThePinnedRowIntoAnOutcome proves the order of the checks on
+// a pinned statement's row: not visible before changed, changed before too
+// large, and content only for the planned version within the limit.
+func TestDecideTurnsThePinnedRowIntoAnOutcome(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name             string
+		visible, samePln bool
+		size             *int64
+		body             []byte
+		want             core.IssueCode
+		wantChanged      bool
+	}{
+		{"no row is unavailable even when the version differs", false, false, n(3), nil, core.IssueUnavailable, false},
+		{"another version is changed", true, false, n(3), nil, core.IssueReadFailed, true},
+		{"no content is unavailable", true, true, nil, nil, core.IssueUnavailable, false},
+		{"over the limit is too large", true, true, n(11), nil, core.IssueBudgetExceeded, false},
+		{"within the limit is content", true, true, n(3), []byte("abc"), "", false},
+		{"an empty body is content", true, true, n(0), []byte{}, "", false},
+		{"a size without content is an error", true, true, n(3), nil, core.IssueReadFailed, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := decide(c.visible, c.samePln, c.size, c.body, 10, "text/plain", true)
+			if o := outcome(err); o != c.want {
+				t.Fatalf("outcome %q, want %q (err %v)", o, c.want, err)
+			}
+			if errors.Is(err, ErrChanged) != c.wantChanged {
+				t.Fatalf("ErrChanged = %v, want %v", errors.Is(err, ErrChanged), c.wantChanged)
+			}
+			if err == nil && (p.IsZero() || p.Text() != string(c.body)) {
+				t.Fatalf("payload %q, want %q", p.Text(), c.body)
+			}
+		})
+	}
+}

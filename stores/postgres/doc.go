@@ -1,0 +1,66 @@
+// Package postgres exposes PostgreSQL rows as MCP resources for the gateway
+// in package core, enforcing current access and stable identity in the
+// storage request itself.
+//
+// # Transactions
+//
+// Every resolve, read and policy check is one read-only transaction sent as
+// one [pgx.Batch], which is one round trip once the pooled connection has
+// prepared the statements:
+//
+//	BEGIN READ ONLY
+//	SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true),
+//	       set_config('statement_timeout', $3, true)
+//	<one parameterised statement>
+//	COMMIT
+//
+// The role is [ReaderRole] unless [Options] say otherwise; the principal is
+// what [Options].Principal returns for the request context (by default
+// [core.ContextPrincipal]), never anything from a URI, a capture or a plan;
+// the statement timeout is the time left until the context's deadline.
+// Captures, principals, ids and versions are always bind arguments: no SQL is
+// built from request data, and a pool configured for the simple protocol is
+// refused. A principal that is empty, over [MaxPrincipalBytes], not UTF-8 or
+// holds NUL is refused before the database.
+//
+// # Reads
+//
+// A read's statement is pinned to the planned identity, which travels in the
+// target's private authorization data: it returns the row while the
+// principal can see it (row-level security) with its current version and
+// content size, and the content only when the version is the planned one, the
+// principal may read it and it fits [core.ReadLimit]. So:
+//
+//   - not visible (revoked, deleted, never granted): [core.Unavailable];
+//   - visible with another version: [ErrChanged], which the gateway reports as
+//     the retryable read_failed;
+//   - larger than the limit: [core.TooLarge] with the stored size, and the
+//     content is never transferred;
+//   - a statement past its timeout: [ErrStatementTimeout], which matches
+//     [context.DeadlineExceeded] (the item's timeout);
+//   - a terminated backend or lost connection: [ErrConnection]
+//     (read_failed); pgxpool discards that connection.
+//
+// # The reference schema
+//
+// [Store] serves the schema of package migrations (projects, assets, grants
+// under row-level security) with ready-made bindings:
+//
+//	asset://projects                               the caller's projects (JSON)
+//	asset://project/{project}                      the fields of its assets, one item each
+//	asset://project/{project}/asset/{asset}        one asset's fields (application/json)
+//	asset://project/{project}/asset/{asset}/body   one asset's inline body (its own MIME type)
+//
+// An asset's fields and body are two representations with distinct
+// canonical URIs. [Store.LookupAsset] and [Store.ProjectAssets] are the
+// resolver helpers (identity metadata only, including the object reference,
+// never a body), for bindings of one's own such as one that joins a row with
+// its S3 object. [Store.Policy] is a [core.ResourcePolicy] backed by the
+// grants table.
+//
+// # Hosts with their own schema
+//
+// [NewQueryResolver] and [NewQueryReader] give a host's own SQL the same
+// machinery: the host writes the identity query and the body query, the
+// store binds the arguments, pins the version and bounds the size.
+package postgres

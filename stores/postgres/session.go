@@ -1,0 +1,262 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// DB is what a store needs of PostgreSQL: sending one [pgx.Batch], which pgx
+// writes as one round trip once the connection has prepared its statements.
+// A *pgxpool.Pool satisfies it and is what hosts pass; a *pgx.Conn does too
+// but allows no concurrent reads (after a failed batch the store rolls the
+// connection's transaction back; a pool simply discards the connection). Do not pass a pgx.Tx: every store call
+// begins and commits a transaction of its own.
+//
+// The pool must use an extended-protocol query mode (pgx's default): the
+// constructors refuse a pool or connection configured for the simple
+// protocol when they can see its configuration.
+type DB interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Options configures a store. A nil *Options selects every default.
+type Options struct {
+	// Principal returns the principal of the request in ctx; it is called
+	// on every resolve, read and policy check. Nil means
+	// [core.ContextPrincipal].
+	Principal core.PrincipalFunc
+	// Role is the role every transaction switches to, with
+	// set_config('role', $1, true), before its statement runs. Empty means
+	// [ReaderRole]. The login role of the pool must be a member of it that
+	// inherits its privileges (GRANT mcpres_reader TO app, the default
+	// INHERIT) or a superuser: pgx prepares each statement as the login
+	// role, before the batch switches roles, so the login needs USAGE on the
+	// schema; row-level security still binds a non-superuser login that
+	// owns no table.
+	Role string
+	// LoginRole keeps the pool's login role instead of switching to Role.
+	// Use it only when the login role itself cannot bypass row-level
+	// security (neither superuser, nor BYPASSRLS, nor owner of the tables).
+	LoginRole bool
+	// StatementTimeout bounds each statement when the context has no
+	// deadline. Zero means [DefaultStatementTimeout]. With a deadline, the
+	// statement timeout is the time left until it.
+	StatementTimeout time.Duration
+	// MaxPlanItems bounds the items a resolver plans; a request that would
+	// plan more fails. Zero means [DefaultMaxPlanItems].
+	MaxPlanItems int
+}
+
+const (
+	// ReaderRole is the role of the reference schema that reads run as
+	// (the migrations package creates it).
+	ReaderRole = "mcpres_reader"
+	// DefaultStatementTimeout bounds a statement whose context has no
+	// deadline.
+	DefaultStatementTimeout = 10 * time.Second
+	// DefaultMaxPlanItems bounds the items a resolver plans by default
+	// (the gateway's default MaxPlanItems).
+	DefaultMaxPlanItems = 1024
+	// MaxPrincipalBytes bounds a principal.
+	MaxPrincipalBytes = 1024
+)
+
+// Errors of the store. Reads that fail with them are reported by the gateway
+// as the item's read_failed, unless they also match [core.Unavailable] or
+// [context.DeadlineExceeded].
+var (
+	// ErrInvalidPrincipal is the private cause of the Unavailable error for a
+	// principal that is empty, longer than MaxPrincipalBytes, not UTF-8 or
+	// holds a NUL byte. Such a principal never reaches the database.
+	ErrInvalidPrincipal = errors.New("postgres: invalid principal")
+	// ErrChanged means the item is still visible but no longer has the
+	// planned version: the plan is stale and a fresh read may succeed.
+	ErrChanged = errors.New("postgres: the item changed since it was planned")
+	// ErrNotVisible is the private cause of the Unavailable error for an
+	// item the principal cannot see (or read) now, or that does not exist.
+	ErrNotVisible = errors.New("postgres: the item is not visible to the principal")
+	// ErrConnection means the connection was lost or the server is shutting
+	// down or terminated the backend; a fresh read may succeed.
+	ErrConnection = errors.New("postgres: connection lost")
+	// ErrStatementTimeout means the statement ran past its timeout. Errors
+	// that match it also match context.DeadlineExceeded, so the gateway
+	// reports the item's timeout.
+	ErrStatementTimeout = errors.New("postgres: statement timeout")
+	// ErrBadTarget means a target was not planned by this store.
+	ErrBadTarget = errors.New("postgres: target was not planned by this store")
+)
+
+// session holds what every transaction of a store needs.
+type session struct {
+	db        DB
+	principal core.PrincipalFunc
+	role      string // "" keeps the login role
+	timeout   time.Duration
+	maxItems  int
+}
+
+func newSession(db DB, opts *Options) (*session, error) {
+	if db == nil {
+		return nil, &core.ConfigError{Definition: -1, Field: "db", Reason: "is nil"}
+	}
+	if err := checkQueryMode(db); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := &session{db: db, principal: o.Principal, role: o.Role, timeout: o.StatementTimeout, maxItems: o.MaxPlanItems}
+	if s.principal == nil {
+		s.principal = core.ContextPrincipal
+	}
+	if s.role == "" {
+		s.role = ReaderRole
+	}
+	if o.LoginRole {
+		s.role = ""
+	} else if !utf8.ValidString(s.role) || strings.IndexByte(s.role, 0) >= 0 || len(s.role) > 63 {
+		return nil, &core.ConfigError{Definition: -1, Field: "Options.Role", Reason: "must be a role name of at most 63 bytes of UTF-8 without NUL"}
+	}
+	switch {
+	case s.timeout < 0:
+		return nil, &core.ConfigError{Definition: -1, Field: "Options.StatementTimeout", Reason: "is negative"}
+	case s.timeout == 0:
+		s.timeout = DefaultStatementTimeout
+	}
+	switch {
+	case s.maxItems < 0:
+		return nil, &core.ConfigError{Definition: -1, Field: "Options.MaxPlanItems", Reason: "is negative"}
+	case s.maxItems == 0:
+		s.maxItems = DefaultMaxPlanItems
+	}
+	return s, nil
+}
+
+// checkQueryMode refuses a pool or connection that would send batches with
+// the simple protocol, where pgx interpolates arguments into the SQL text.
+func checkQueryMode(db DB) error {
+	var mode pgx.QueryExecMode
+	switch c := db.(type) {
+	case interface{ Config() *pgxpool.Config }:
+		mode = c.Config().ConnConfig.DefaultQueryExecMode
+	case interface{ Config() *pgx.ConnConfig }:
+		mode = c.Config().DefaultQueryExecMode
+	default:
+		return nil
+	}
+	if mode == pgx.QueryExecModeSimpleProtocol {
+		return &core.ConfigError{Definition: -1, Field: "db", Reason: "uses the simple protocol; stores bind arguments with the extended protocol only"}
+	}
+	return nil
+}
+
+// CheckPrincipal reports whether p can be a principal: 1 to
+// MaxPrincipalBytes bytes of UTF-8 without NUL. The store refuses any other
+// principal before it reaches the database, with an Unavailable error whose
+// cause matches ErrInvalidPrincipal.
+func CheckPrincipal(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty", ErrInvalidPrincipal)
+	case len(p) > MaxPrincipalBytes:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidPrincipal, MaxPrincipalBytes)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("%w: not UTF-8", ErrInvalidPrincipal)
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%w: holds a NUL byte", ErrInvalidPrincipal)
+	}
+	return nil
+}
+
+// The fixed statements of every transaction. Arguments are always bound.
+const (
+	sqlBegin     = "BEGIN READ ONLY"
+	sqlSetupRole = "SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('statement_timeout', $3, true)"
+	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('statement_timeout', $2, true)"
+	sqlCommit    = "COMMIT"
+)
+
+// begin returns a batch that opens a read-only transaction as the store's
+// role with the request's principal set transaction-locally and a statement
+// timeout taken from ctx's deadline. The caller queues one statement and
+// sends the batch with run.
+func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
+	p, err := s.principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPrincipal(p); err != nil {
+		return nil, core.Unavailable(err)
+	}
+	timeout := s.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, fmt.Errorf("postgres: %w", context.DeadlineExceeded)
+		}
+	}
+	ms := strconv.FormatInt(max(1, int64((timeout+time.Millisecond-1)/time.Millisecond)), 10)
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 4)}
+	b.Queue(sqlBegin)
+	if s.role != "" {
+		b.Queue(sqlSetupRole, s.role, p, ms)
+	} else {
+		b.Queue(sqlSetup, p, ms)
+	}
+	return b, nil
+}
+
+// run queues COMMIT, sends b as one round trip and lets scan read the result
+// of the one statement the caller queued. It returns classified errors.
+func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchResults) error) error {
+	b.Queue(sqlCommit)
+	br := s.db.SendBatch(ctx, b)
+	err := func() error {
+		for range 2 { // BEGIN, set_config
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := scan(br); err != nil {
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.abandon(ctx)
+	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("postgres: %w: %w", ctx.Err(), err)
+	}
+	return classify(err)
+}
+
+// abandon rolls back a transaction that a failed batch left open on a
+// single *pgx.Conn (a pool discards such a connection by itself), so that
+// the next call does not run inside an aborted transaction.
+func (s *session) abandon(ctx context.Context) {
+	c, ok := s.db.(*pgx.Conn)
+	if !ok || c.IsClosed() || c.PgConn().TxStatus() == 'I' {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.Exec(rctx, "ROLLBACK"); err != nil {
+		_ = c.Close(rctx)
+	}
+}

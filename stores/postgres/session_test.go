@@ -1,0 +1,149 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// countingDB fails every batch and counts how many were sent.
+type countingDB struct{ sent atomic.Int64 }
+
+func (d *countingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	d.sent.Add(1)
+	return pgx.FailedBatchResults(b, errors.New("countingDB sends nothing"))
+}
+
+// TestHostilePrincipalsAreRefusedBeforeTheDatabase proves a principal that
+// is empty, too long, not UTF-8 or holds NUL is an Unavailable error whose
+// cause is ErrInvalidPrincipal, and no batch is sent for it.
+func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
+	bad := map[string]string{
+		"NUL":      "alice\x00admin",
+		"empty":    "",
+		"too long": strings.Repeat("a", MaxPrincipalBytes+1),
+		"not UTF8": "al\xffice",
+	}
+	for name, p := range bad {
+		t.Run(name, func(t *testing.T) {
+			db := &countingDB{}
+			st, err := NewStore(db, &Options{Principal: func(context.Context) (string, error) { return p, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.LookupAsset(t.Context(), "p", "a")
+			if core.KindOf(err) != core.FailureUnavailable || (p != "" && !errors.Is(err, ErrInvalidPrincipal)) {
+				t.Fatalf("LookupAsset with a %s principal: %v, want Unavailable(ErrInvalidPrincipal)", name, err)
+			}
+			if n := db.sent.Load(); n != 0 {
+				t.Fatalf("%d batches reached the database", n)
+			}
+		})
+	}
+}
+
+// TestAMissingPrincipalIsUnavailable proves the default principal function
+// denies a context without core.WithPrincipal, before the database.
+func TestAMissingPrincipalIsUnavailable(t *testing.T) {
+	db := &countingDB{}
+	st, err := NewStore(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.LookupAsset(t.Context(), "p", "a")
+	if !errors.Is(err, core.ErrNoPrincipal) || db.sent.Load() != 0 {
+		t.Fatalf("LookupAsset without principal: %v after %d batches; want ErrNoPrincipal before any", err, db.sent.Load())
+	}
+}
+
+// TestAnExpiredDeadlineIsATimeoutBeforeTheDatabase proves a read whose
+// deadline has passed sends nothing and reports a deadline.
+func TestAnExpiredDeadlineIsATimeoutBeforeTheDatabase(t *testing.T) {
+	db := &countingDB{}
+	st, _ := NewStore(db, nil)
+	ctx, cancel := context.WithDeadline(core.WithPrincipal(t.Context(), "alice"), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err := st.LookupAsset(ctx, "p", "a")
+	if !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
+		t.Fatalf("expired deadline: %v after %d batches", err, db.sent.Load())
+	}
+}
+
+// TestConstructorsRefuseBadConfiguration proves that a nil db, a pool in
+// simple-protocol mode, bad options and bad host SQL are *core.ConfigError.
+func TestConstructorsRefuseBadConfiguration(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://u@127.0.0.1:1/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	simple, err := pgxpool.NewWithConfig(t.Context(), cfg) // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer simple.Close()
+	db := &countingDB{}
+	uri := func(k string) string { return "x://y/" + k }
+	cases := map[string]func() error{
+		"nil db":             func() error { _, err := NewStore(nil, nil); return err },
+		"simple protocol":    func() error { _, err := NewStore(simple, nil); return err },
+		"negative timeout":   func() error { _, err := NewStore(db, &Options{StatementTimeout: -1}); return err },
+		"negative max items": func() error { _, err := NewStore(db, &Options{MaxPlanItems: -1}); return err },
+		"NUL in role":        func() error { _, err := NewStore(db, &Options{Role: "a\x00b"}); return err },
+		"empty plan SQL": func() error {
+			_, err := NewQueryResolver(db, QueryPlan{SQL: " ", ItemURI: uri}, nil)
+			return err
+		},
+		"two statements": func() error {
+			_, err := NewQueryResolver(db, QueryPlan{SQL: "SELECT 1;", ItemURI: uri}, nil)
+			return err
+		},
+		"nil ItemURI": func() error { _, err := NewQueryResolver(db, QueryPlan{SQL: "SELECT 1"}, nil); return err },
+		"body SQL with semicolon": func() error {
+			_, err := NewQueryReader(db, "SELECT 1, 2 ;", nil)
+			return err
+		},
+	}
+	for name, f := range cases {
+		var ce *core.ConfigError
+		if err := f(); !errors.As(err, &ce) {
+			t.Errorf("%s: %v, want *core.ConfigError", name, err)
+		}
+	}
+}
+
+// TestReaderRefusesTargetsItDidNotPlan proves a target with foreign or
+// malformed authorization data is an error, not a read of something else.
+func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
+	db := &countingDB{}
+	st, _ := NewStore(db, nil)
+	qr, _ := NewQueryReader(db, "SELECT 1, 2", nil)
+	ctx := core.WithPrincipal(t.Context(), "alice")
+	for _, authz := range []string{``, `null`, `{"k":"fields"}`, `{"k":"q"}`, `[1]`} {
+		var raw []byte
+		if authz != "" {
+			raw = []byte(authz)
+		}
+		target, err := core.NewResourceTarget("asset://project/p/asset/a/body", ReprBody, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Reader().Read(ctx, target); !errors.Is(err, ErrBadTarget) {
+			t.Errorf("store reader with authz %q: %v, want ErrBadTarget", authz, err)
+		}
+		if _, err := qr.Read(ctx, target); authz != `{"k":"q"}` && !errors.Is(err, ErrBadTarget) {
+			t.Errorf("query reader with authz %q: %v, want ErrBadTarget", authz, err)
+		}
+	}
+	if db.sent.Load() > 1 {
+		t.Fatalf("%d batches sent for foreign targets", db.sent.Load())
+	}
+}
