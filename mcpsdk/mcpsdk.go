@@ -340,7 +340,7 @@ func (a *adapter) scopeKey(ctx context.Context, req mcp.Request) []byte {
 	}
 	principal, _ := core.ContextPrincipal(ctx)
 	var session string
-	if s := req.GetSession(); s != nil {
+	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
 		session = s.ID()
 	}
 	k := make([]byte, 0, len(scopeVersion)+12+len(principal)+len(session)+len(a.hostKey))
