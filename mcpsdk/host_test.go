@@ -214,6 +214,13 @@ func (w *tap) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+// reset forgets what was written so far.
+func (w *tap) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Reset()
+}
+
 func (w *tap) bytes() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
