@@ -2,10 +2,13 @@ package mcpsdk
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -327,5 +330,51 @@ func TestAnEmptyCustomScopeKeyIsAnInternalError(t *testing.T) {
 	_, err := c.cs.ListResources(context.Background(), nil)
 	if je := rpcError(t, err); je.Code != jsonrpc.CodeInternalError {
 		t.Fatalf("%d %q", je.Code, je.Message)
+	}
+}
+
+func TestHostileURIBytesOverStatelessHTTPGetValidErrors(t *testing.T) {
+	r, _ := newResources(t, core.ResourceLimits{})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer(r, nil) },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(id int, uri string) map[string]json.RawMessage {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s}}`, id, rawJSONString(uri))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if !json.Valid(b) {
+			t.Fatalf("URI %d: status %d, invalid JSON %q", id, resp.StatusCode, b)
+		}
+		var m map[string]json.RawMessage
+		json.Unmarshal(b, &m)
+		return m
+	}
+	for i, uri := range hostileURIs() {
+		m := post(i, uri)
+		if m["error"] == nil && utf8.ValidString(uri) {
+			t.Errorf("hostile URI %d (%.40q) got %s", i, uri, m["result"])
+		}
+		var e struct {
+			Code int64 `json:"code"`
+		}
+		if json.Unmarshal(m["error"], &e); m["error"] != nil && e.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("hostile URI %d: %s", i, m["error"])
+		}
+		if bytes.Contains(m["error"], []byte("items")) {
+			t.Errorf("hostile URI %d echoed: %s", i, m["error"])
+		}
+	}
+	if m := post(1000, "notes://items/after"); m["result"] == nil {
+		t.Fatalf("normal read: %s", m["error"])
 	}
 }

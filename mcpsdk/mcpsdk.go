@@ -16,7 +16,9 @@
 // partial result starts with core's warning item; the result _meta carries
 // core's report under [core.ReportMetaKey], in a map built fresh for every
 // result. Results are marked cacheScope "private" with ttlMs 0, because what
-// a caller sees depends on who asks. List results carry nextCursor only when
+// a caller sees depends on who asks; [mcp.ServerOptions.SetCacheable] is not
+// consulted for these three methods, and a 2026-07-28 SDK client never
+// serves them from its cache. List results carry nextCursor only when
 // there is a next page, and descriptions carry annotations, size and icons.
 //
 // Failures are [jsonrpc.Error] values whose message is core's fixed public
