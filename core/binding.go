@@ -25,10 +25,19 @@ type ResourceDefinition struct {
 	// Meta is optional metadata: a JSON object listed as _meta. It must be
 	// valid UTF-8 and hold no unpaired surrogate escape such as \ud800.
 	Meta json.RawMessage
+	// Annotations are optional client hints (audience, priority, last
+	// modification time); nil lists none.
+	Annotations *Annotations
+	// Size is the raw size in bytes of a concrete resource, when known.
+	// Templates have no size: setting it on one is a [ConfigError].
+	Size *int64
+	// Icons are optional icons for clients to display.
+	Icons []Icon
 }
 
 // ResourceDescription is a registered definition as Resources returns it.
-// It owns its Meta: changing it changes nothing inside Resources.
+// It owns its Meta, Annotations, Size and Icons: changing them changes
+// nothing inside Resources.
 type ResourceDescription = ResourceDefinition
 
 // Resolver turns a selected request into a read plan. It may inspect bounded

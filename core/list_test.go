@@ -76,13 +76,41 @@ var listScope = []byte("principal:alice/session:1")
 
 // listWireDescription is the wire shape of a listed description.
 type listWireDescription struct {
-	URI         string          `json:"uri,omitempty"`
-	URITemplate string          `json:"uriTemplate,omitempty"`
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description,omitempty"`
-	MIMEType    string          `json:"mimeType,omitempty"`
-	Meta        json.RawMessage `json:"_meta,omitempty"`
+	URI         string               `json:"uri,omitempty"`
+	URITemplate string               `json:"uriTemplate,omitempty"`
+	Name        string               `json:"name"`
+	Title       string               `json:"title,omitempty"`
+	Description string               `json:"description,omitempty"`
+	MIMEType    string               `json:"mimeType,omitempty"`
+	Annotations *listWireAnnotations `json:"annotations,omitempty"`
+	Size        *int64               `json:"size,omitempty"`
+	Icons       []listWireIcon       `json:"icons,omitempty"`
+	Meta        json.RawMessage      `json:"_meta,omitempty"`
+}
+
+type listWireAnnotations struct {
+	Audience     []string `json:"audience,omitempty"`
+	Priority     *float64 `json:"priority,omitempty"`
+	LastModified string   `json:"lastModified,omitempty"`
+}
+
+type listWireIcon struct {
+	Src      string   `json:"src"`
+	MIMEType string   `json:"mimeType,omitempty"`
+	Sizes    []string `json:"sizes,omitempty"`
+	Theme    string   `json:"theme,omitempty"`
+}
+
+func listWire(d ResourceDescription) listWireDescription {
+	w := listWireDescription{URI: d.URI, URITemplate: d.URITemplate, Name: d.Name, Title: d.Title,
+		Description: d.Description, MIMEType: d.MIMEType, Size: d.Size, Meta: d.Meta}
+	if a := d.Annotations; a != nil {
+		w.Annotations = &listWireAnnotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
+	}
+	for _, ic := range d.Icons {
+		w.Icons = append(w.Icons, listWireIcon(ic))
+	}
+	return w
 }
 
 // listEncodePage encodes a page as the go-sdk would: compact, HTML escaping off.
@@ -90,7 +118,7 @@ func listEncodePage(t *testing.T, key string, p ListPage) []byte {
 	t.Helper()
 	ds := make([]listWireDescription, len(p.Descriptions))
 	for i, d := range p.Descriptions {
-		ds[i] = listWireDescription(d)
+		ds[i] = listWire(d)
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"` + key + `":`)
@@ -125,6 +153,13 @@ func listCorpus(nRes, nTmpl int, seed uint64) []ResourceDefinition {
 		if i%5 == 0 {
 			d.Meta = json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))
 		}
+		if i%3 == 0 {
+			p := float64(rng.IntN(1000)) / 999
+			size := rng.Int64N(1 << 40)
+			d.Annotations = &Annotations{Audience: []string{"user"}, Priority: &p, LastModified: "2025-01-12T15:00:58.123+01:00"}
+			d.Size = &size
+			d.Icons = []Icon{{Src: "https://example.com/i<&>.png", MIMEType: "image/png", Sizes: []string{"48x48", "any"}, Theme: "dark"}}
+		}
 		if i%7 == 0 {
 			d.Name = "hidden-" + d.Name
 		}
@@ -141,6 +176,10 @@ func listCorpus(nRes, nTmpl int, seed uint64) []ResourceDefinition {
 		}
 		if i%2 == 0 {
 			d.Title = strings.Repeat("t", rng.IntN(200))
+		}
+		if i%4 == 1 {
+			d.Annotations = &Annotations{}
+			d.Icons = []Icon{{Src: "data:image/png;base64,AAAA"}, {Src: "https://e.example/\u2028", Theme: "light"}}
 		}
 		defs = append(defs, d)
 	}

@@ -22,6 +22,7 @@ type Resources struct {
 type definition struct {
 	index    int
 	desc     ResourceDefinition // owned copy
+	extras   []byte             // encodeExtras(desc)
 	resolver Resolver
 	reader   Reader
 }
@@ -30,6 +31,7 @@ type definition struct {
 func (d *definition) description() ResourceDescription {
 	c := d.desc
 	c.Meta = bytes.Clone(d.desc.Meta)
+	cloneDefinitionExtras(&c)
 	return c
 }
 
@@ -146,6 +148,10 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		}
 		d.Meta = buf.Bytes()
 	}
+	if field, reason := checkDefinitionExtras(&d); field != "" {
+		return nil, fail(field, reason)
+	}
+	cloneDefinitionExtras(&d)
 	if d.URI != "" {
 		if err := checkURI(d.URI, limits.MaxURIBytes); err != nil {
 			return nil, &ConfigError{Definition: i, Name: name, Field: "URI", Reason: err.Error(), Err: err}
@@ -154,7 +160,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	if n := definitionSize(d); n > MaxDefinitionBytes {
 		return nil, fail("Definition", "encoded definition exceeds 64 KiB")
 	}
-	return &definition{index: i, desc: d, resolver: b.Resolver, reader: b.Reader}, nil
+	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader}, nil
 }
 
 // definitionSize is the encoded JSON size of a definition as listed.
@@ -181,6 +187,7 @@ func definitionSize(d ResourceDefinition) int {
 		s.lit(`,"mimeType":`)
 		s.str(d.MIMEType)
 	}
+	sizeExtras(&s, d)
 	if d.Meta != nil {
 		s.lit(`,"_meta":`)
 		s.n += len(d.Meta)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"slices"
 	"strings"
 )
 
@@ -25,6 +26,13 @@ const revisionDomain = "go.phpboyscout.uk/mcp/resources registry revision v1\x00
 // MIMEType, each as length then bytes, then a Meta presence byte (0 or 1)
 // and, when present, Meta as length then bytes. Every variable-length field
 // is length-prefixed, so no two distinct registries share an encoding.
+//
+// Only when some definition lists annotations, a size or icons does a third
+// section follow: for every definition of both sections, in the same order,
+// its extras as encodeExtras writes them. A registry without extras keeps
+// the revision it had before extras existed, so replicas of an older build
+// keep accepting its cursors; the encoding stays unambiguous because the
+// first two sections delimit themselves and the third is never empty.
 func registryRevision(resources, templates []*definition) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write([]byte(revisionDomain))
@@ -42,6 +50,13 @@ func registryRevision(resources, templates []*definition) [sha256.Size]byte {
 				h.Write([]byte{1})
 				revisionUint(h, uint64(len(d.desc.Meta)))
 				h.Write(d.desc.Meta)
+			}
+		}
+	}
+	if slices.ContainsFunc(resources, hasExtras) || slices.ContainsFunc(templates, hasExtras) {
+		for _, section := range [...][]*definition{resources, templates} {
+			for _, d := range section {
+				h.Write(d.extras)
 			}
 		}
 	}
@@ -96,5 +111,8 @@ func listCompare(a, b *definition) int {
 	case a.desc.Meta != nil && b.desc.Meta == nil:
 		return 1
 	}
-	return bytes.Compare(a.desc.Meta, b.desc.Meta)
+	if c := bytes.Compare(a.desc.Meta, b.desc.Meta); c != 0 {
+		return c
+	}
+	return compareExtras(a, b)
 }

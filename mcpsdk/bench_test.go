@@ -1,0 +1,129 @@
+package mcpsdk
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// The benchmarks compare a read through the adapter with the same content
+// served by the SDK's own registry, in one run, over the in-memory
+// transport with the SDK client at its default protocol. Compare the
+// adapter and sdk sub-benchmarks of each pair.
+
+var benchText = strings.Repeat("benchmark text ", 64) // ~1 KiB
+
+func allowAll() core.ResourcePolicy {
+	return core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
+	}
+}
+
+// selfBinding plans the request URI as its one item and reads benchText.
+func selfBinding(def core.ResourceDefinition) core.ResourceBinding {
+	return core.ResourceBinding{
+		Definition: def,
+		Resolver: core.ResolverFunc(func(_ context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+			t, err := core.NewResourceTarget(m.URI(), "text", nil)
+			if err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+			return core.NewResourceReadPlan(t, t)
+		}),
+		Reader: core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+			return core.TextPayload("text/plain", benchText), nil
+		}),
+	}
+}
+
+func sdkHandler(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: benchText}}}, nil
+}
+
+func benchClient(b *testing.B, s *mcp.Server) *mcp.ClientSession {
+	b.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func benchRead(b *testing.B, cs *mcp.ClientSession, uri string) {
+	b.Helper()
+	ctx := context.Background()
+	params := &mcp.ReadResourceParams{URI: uri}
+	if res, err := cs.ReadResource(ctx, params); err != nil || res.Contents[0].Text != benchText {
+		b.Fatalf("%v", err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := cs.ReadResource(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadExact(b *testing.B) {
+	const uri = "bench://doc"
+	b.Run("sdk", func(b *testing.B) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+		s.AddResource(&mcp.Resource{URI: uri, Name: "doc", MIMEType: "text/plain"}, sdkHandler)
+		benchRead(b, benchClient(b, s), uri)
+	})
+	b.Run("adapter", func(b *testing.B) {
+		r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, allowAll())
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+		Install(s, r, nil)
+		benchRead(b, benchClient(b, s), uri)
+	})
+}
+
+// BenchmarkReadLastOf10kTemplates reads a URI that only the last of 10,000
+// templates matches (the SDK tries its templates in sorted order, parsing
+// each one per request; core walks a segment trie).
+func BenchmarkReadLastOf10kTemplates(b *testing.B) {
+	const n = 10000
+	tmpl := func(i int) string { return fmt.Sprintf("bench://t/%05d/{id}", i) }
+	uri := fmt.Sprintf("bench://t/%05d/x", n-1)
+	b.Run("sdk", func(b *testing.B) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+		for i := range n {
+			s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tmpl(i), Name: fmt.Sprint(i), MIMEType: "text/plain"}, sdkHandler)
+		}
+		benchRead(b, benchClient(b, s), uri)
+	})
+	b.Run("adapter", func(b *testing.B) {
+		bs := make([]core.ResourceBinding, n)
+		for i := range n {
+			bs[i] = selfBinding(core.ResourceDefinition{URITemplate: tmpl(i), Name: fmt.Sprint(i), MIMEType: "text/plain"})
+		}
+		r, err := core.NewResources(bs, allowAll())
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+		Install(s, r, nil)
+		benchRead(b, benchClient(b, s), uri)
+	})
+}

@@ -1,0 +1,380 @@
+// Package mcpsdk serves a [core.Resources] gateway through the official MCP
+// Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// [Install] takes over three methods of an [mcp.Server] with receiving
+// middleware: resources/list, resources/templates/list and resources/read.
+// Every other method stays with the SDK, so tools, prompts and completions
+// a host registers keep working beside the gateway. Do not also register
+// resources with the SDK's own AddResource or AddResourceTemplate: the
+// adapter answers before the SDK's registry is consulted.
+//
+// # What goes on the wire
+//
+// Results have the concrete shape that core sized: every content entry is
+// {"uri","mimeType","text"|"blob","_meta"?} with empty text and empty blobs
+// kept as "text":"" and "blob":"" (blobs are padded standard base64); a
+// partial result starts with core's warning item; the result _meta carries
+// core's report under [core.ReportMetaKey], in a map built fresh for every
+// result. Results are marked cacheScope "private" with ttlMs 0, because what
+// a caller sees depends on who asks; [mcp.ServerOptions.SetCacheable] is not
+// consulted for these three methods, and a 2026-07-28 SDK client never
+// serves them from its cache. List results carry nextCursor only when
+// there is a next page, and descriptions carry annotations, size and icons.
+//
+// Failures are [jsonrpc.Error] values whose message is core's fixed public
+// message ([core.Failure.Error]); private causes, authorization data and the
+// request URI never reach the client. See [ErrorCode] for the codes.
+//
+// # Principals and pagination scope
+//
+// The principal reaches the policy and the stores through the request
+// context: for every request the adapter calls [Options.Principal] (by
+// default [TokenPrincipal], the UserID of the bearer token that the SDK's
+// auth.RequireBearerToken middleware verified) and stores a non-empty
+// result with [core.WithPrincipal]; policies and stores read it back with
+// [core.ContextPrincipal]. A host whose principal is not the token's UserID
+// (a tenant-qualified name, a claim in TokenInfo.Extra, a header) supplies
+// its own function:
+//
+//	opts := &mcpsdk.Options{Principal: func(ctx context.Context, req mcp.Request) string {
+//		ti := req.GetExtra().TokenInfo // nil without auth; GetExtra is never nil on a server request
+//		if ti == nil {
+//			return ""
+//		}
+//		tenant, _ := ti.Extra["tenant"].(string)
+//		return tenant + "/" + ti.UserID
+//	}}
+//
+// List cursors are bound to a scope key ([core.ListRequest.ScopeKey]). By
+// default it is built from that principal, the session id (stateful
+// streamable HTTP) and [Options.ScopeKey]; requests without principal and
+// session share the host key's scope, which is right for a stdio server (one
+// client per process) and for anonymous stateless HTTP. [Options.Scope]
+// replaces the whole rule.
+//
+// # Deadlines and sizing
+//
+// The whole-read deadline ([core.ResourceLimits.ReadTimeout]) starts when
+// the request enters the adapter and covers the conversion to JSON, which
+// the adapter performs before handing the result to the SDK; a read that
+// finishes converting after its deadline answers with the timeout error.
+// Core admits items with a sizer for exactly this representation, so the
+// JSON the server writes for a result exceeds core's admitted size only by
+// the fixed fields the SDK requires (ttlMs, cacheScope, resultType and, at
+// protocol 2026-07-28, the server's own serverInfo in _meta), which core's
+// wire reserve covers.
+package mcpsdk
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
+)
+
+// The methods the adapter answers.
+const (
+	MethodListResources         = "resources/list"
+	MethodListResourceTemplates = "resources/templates/list"
+	MethodReadResource          = "resources/read"
+)
+
+// LegacyResourceNotFoundCode is the JSON-RPC code that SDK releases before
+// 1.7.0 and some older clients use for an unknown resource. Set
+// [Options.LegacyNotFoundCode] to answer with it.
+const LegacyResourceNotFoundCode int64 = -32002
+
+// Options configures [Install]. A nil *Options selects every default.
+type Options struct {
+	// Principal returns the principal that the host authenticated for req,
+	// or "" for none. The default is [TokenPrincipal].
+	Principal func(ctx context.Context, req mcp.Request) string
+
+	// ScopeKey is the host's part of every default pagination scope key:
+	// the whole key for requests without principal and session. It is
+	// copied by Install.
+	ScopeKey []byte
+
+	// Scope, if set, replaces the default scope rule: it returns the
+	// [core.ListRequest.ScopeKey] for req, whose context already carries
+	// the principal. An empty key fails the request as an internal error.
+	Scope func(ctx context.Context, req mcp.Request) []byte
+
+	// ListPageSize is passed to core as [core.ListRequest.PageSize]: zero
+	// selects core's ListPageSize limit, larger values are clamped to
+	// MaxListPageSize, and a negative value makes every list request fail
+	// as invalid params.
+	ListPageSize int
+
+	// LegacyNotFoundCode answers an unavailable resource with
+	// [LegacyResourceNotFoundCode] (-32002) instead of the SDK's
+	// [mcp.CodeResourceNotFound].
+	LegacyNotFoundCode bool
+}
+
+// Install makes s serve r: it adds receiving middleware that answers
+// resources/list, resources/templates/list and resources/read from r and
+// declares the resources capability in the initialize and server/discover
+// results (unless the host already declared one, see [Capabilities]).
+// Every other method passes through to the SDK unchanged.
+//
+// Install panics if s or r is nil. Call it before the server accepts
+// sessions; it may be combined with any other middleware.
+func Install(s *mcp.Server, r *core.Resources, opts *Options) {
+	if s == nil {
+		panic("mcpsdk: Install with a nil *mcp.Server")
+	}
+	if r == nil {
+		panic("mcpsdk: Install with a nil *core.Resources")
+	}
+	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal}
+	if opts != nil {
+		if opts.Principal != nil {
+			a.principal = opts.Principal
+		}
+		a.hostKey = append([]byte(nil), opts.ScopeKey...)
+		a.scope = opts.Scope
+		a.pageSize = opts.ListPageSize
+		a.legacyNotFound = opts.LegacyNotFoundCode
+	}
+	s.AddReceivingMiddleware(a.middleware)
+}
+
+// Capabilities returns base (or, when base is nil, the SDK's default
+// capabilities: logging) with the resources capability the adapter serves:
+// no subscriptions and no list-changed notifications, because a
+// [core.Resources] registry never changes. Pass it as
+// [mcp.ServerOptions.Capabilities] to declare the capability explicitly;
+// [Install] declares it anyway when the host leaves it unset. base is not
+// modified.
+func Capabilities(base *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	var c mcp.ServerCapabilities
+	if base == nil {
+		c.Logging = &mcp.LoggingCapabilities{}
+	} else {
+		c = *base
+	}
+	c.Resources = &mcp.ResourceCapabilities{}
+	return &c
+}
+
+// TokenPrincipal is the default [Options.Principal]: the UserID of the
+// bearer token that auth.RequireBearerToken verified for the request, or ""
+// when there is none (stdio, or HTTP without that middleware).
+func TokenPrincipal(ctx context.Context, req mcp.Request) string {
+	if ti := tokenInfo(req); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+func tokenInfo(req mcp.Request) *auth.TokenInfo {
+	if req == nil {
+		return nil
+	}
+	if extra := req.GetExtra(); extra != nil {
+		return extra.TokenInfo
+	}
+	return nil
+}
+
+// ErrorCode returns the JSON-RPC code the adapter answers a failure of kind
+// with: [mcp.CodeResourceNotFound] (or [LegacyResourceNotFoundCode] when
+// legacy is set) for [core.FailureUnavailable]; invalid params (-32602)
+// for a bad request URI or capture, an ambiguous match and a bad cursor
+// ([core.FailureInvalidRequest], which also covers a negative page size,
+// [core.FailureAmbiguous], [core.FailureInvalidCursor]); internal error
+// (-32603) for every other kind.
+func ErrorCode(kind core.FailureKind, legacy bool) int64 {
+	switch kind {
+	case core.FailureUnavailable:
+		if legacy {
+			return LegacyResourceNotFoundCode
+		}
+		return mcp.CodeResourceNotFound //nolint:staticcheck // the SDK's own constant, as the issue asks; its value follows MCPGODEBUG
+	case core.FailureInvalidRequest, core.FailureAmbiguous, core.FailureInvalidCursor:
+		return jsonrpc.CodeInvalidParams
+	}
+	return jsonrpc.CodeInternalError
+}
+
+// internalMessage is the public message of an error that is not a
+// *core.Failure (a host callback of the adapter that failed).
+const internalMessage = "resource operation failed"
+
+type adapter struct {
+	r              *core.Resources
+	timeout        time.Duration
+	principal      func(context.Context, mcp.Request) string
+	hostKey        []byte
+	scope          func(context.Context, mcp.Request) []byte
+	pageSize       int
+	legacyNotFound bool
+}
+
+func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case MethodReadResource, MethodListResources, MethodListResourceTemplates:
+			return a.serve(ctx, method, req)
+		case "initialize", "server/discover":
+			res, err := next(ctx, method, req)
+			declareResources(res)
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// declareResources adds the resources capability to an initialize or
+// discover result that lacks it.
+func declareResources(res mcp.Result) {
+	var caps **mcp.ServerCapabilities
+	switch r := res.(type) {
+	case *mcp.InitializeResult:
+		caps = &r.Capabilities
+	case *mcp.DiscoverResult:
+		caps = &r.Capabilities
+	default:
+		return
+	}
+	if *caps == nil {
+		*caps = &mcp.ServerCapabilities{}
+	}
+	if (*caps).Resources == nil {
+		(*caps).Resources = &mcp.ResourceCapabilities{}
+	}
+}
+
+// serve answers one of the three methods. The request scope starts here, so
+// the whole-read deadline covers principal mapping, the gateway and the
+// conversion to JSON.
+func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+	ctx, cancel := requestscope.Begin(ctx, a.timeout)
+	defer cancel()
+	defer func() {
+		// Only the adapter's own host callbacks (Principal, Scope) can get
+		// here; core guards the policy and binding callbacks itself.
+		if p := recover(); p != nil {
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+		}
+	}()
+	if p := a.principal(ctx, req); p != "" {
+		ctx = core.WithPrincipal(ctx, p)
+	}
+	switch method {
+	case MethodReadResource:
+		return a.read(ctx, req)
+	case MethodListResources:
+		return a.list(ctx, req, false)
+	default:
+		return a.list(ctx, req, true)
+	}
+}
+
+func (a *adapter) read(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+	params, _ := req.GetParams().(*mcp.ReadResourceParams)
+	if params == nil { // the SDK refuses a read without params first
+		return nil, a.failure(core.NewFailure(core.FailureInvalidRequest, nil))
+	}
+	result, err := a.r.Read(itemsize.With(ctx, itemSize), params.URI)
+	if err != nil {
+		return nil, a.failure(err)
+	}
+	out, err := newReadResult(result, protocolVersion(req))
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+	}
+	if ctx.Err() != nil {
+		return nil, a.failure(core.NewFailure(timeoutKind(ctx), ctx.Err()))
+	}
+	return out, nil
+}
+
+func (a *adapter) list(ctx context.Context, req mcp.Request, templates bool) (mcp.Result, error) {
+	var cursor string
+	switch p := req.GetParams().(type) {
+	case *mcp.ListResourcesParams:
+		if p != nil {
+			cursor = p.Cursor
+		}
+	case *mcp.ListResourceTemplatesParams:
+		if p != nil {
+			cursor = p.Cursor
+		}
+	}
+	key := a.scopeKey(ctx, req)
+	if len(key) == 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+	}
+	lr := core.ListRequest{ScopeKey: key, Cursor: cursor, PageSize: a.pageSize}
+	version := protocolVersion(req)
+	if templates {
+		page, err := a.r.ListTemplates(ctx, lr)
+		if err != nil {
+			return nil, a.failure(err)
+		}
+		return newTemplatesResult(page, version), nil
+	}
+	page, err := a.r.List(ctx, lr)
+	if err != nil {
+		return nil, a.failure(err)
+	}
+	return newResourcesResult(page, version), nil
+}
+
+// scopeVersion starts every default scope key, so that a host's own keys
+// (which never start with it by accident) cannot collide with it.
+const scopeVersion = "mcpsdk scope v1\x00"
+
+// scopeKey returns the pagination scope of req: the host's rule, or the
+// principal, the session id and the host key, each length-prefixed.
+func (a *adapter) scopeKey(ctx context.Context, req mcp.Request) []byte {
+	if a.scope != nil {
+		return a.scope(ctx, req)
+	}
+	principal, _ := core.ContextPrincipal(ctx)
+	var session string
+	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
+		session = s.ID()
+	}
+	k := make([]byte, 0, len(scopeVersion)+12+len(principal)+len(session)+len(a.hostKey))
+	k = append(k, scopeVersion...)
+	for _, part := range [...]string{principal, session} {
+		k = binary.BigEndian.AppendUint32(k, uint32(len(part)))
+		k = append(k, part...)
+	}
+	return append(k, a.hostKey...)
+}
+
+// failure turns a gateway error into the JSON-RPC error a client sees: the
+// fixed public message of its kind, never its private cause.
+func (a *adapter) failure(err error) error {
+	kind := core.KindOf(err)
+	if kind == 0 {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+	}
+	return &jsonrpc.Error{Code: ErrorCode(kind, a.legacyNotFound), Message: core.NewFailure(kind, nil).Error()}
+}
+
+func timeoutKind(ctx context.Context) core.FailureKind {
+	if ctx.Err() == context.DeadlineExceeded {
+		return core.FailureTimeout
+	}
+	return core.FailureCanceled
+}
+
+// protocolVersion returns the protocol version of a server request.
+func protocolVersion(req mcp.Request) string {
+	if v, ok := req.(interface{ ProtocolVersion() string }); ok {
+		return v.ProtocolVersion()
+	}
+	return ""
+}

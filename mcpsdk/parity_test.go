@@ -1,0 +1,189 @@
+package mcpsdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+)
+
+// randomBinding serves rand://r/{n}: a bundle whose items are drawn from a
+// generator seeded by n, so every read of n is the same bundle. Items mix
+// text full of escapes, blobs, both empty variants, invalid content and
+// failing readers (partial results).
+func randomBinding(t testing.TB) core.ResourceBinding {
+	pieces := []string{"a", "é", "\"", "\\", "\n", "\t", "\x01", "\x1f", "<", "&", "\u2028", "\u2029", "😀", "\x7f", " ", "/", "Ω"}
+	item := func(n, i int) (core.ResourcePayload, error) {
+		rng := rand.New(rand.NewPCG(uint64(n), uint64(i)))
+		switch rng.IntN(10) {
+		case 0:
+			return core.TextPayload("text/plain", ""), nil
+		case 1:
+			return core.BlobPayload("application/octet-stream", nil), nil
+		case 2, 3:
+			b := make([]byte, rng.IntN(3000))
+			for j := range b {
+				b[j] = byte(rng.UintN(256))
+			}
+			return core.BlobPayload("image/png", b), nil
+		case 4:
+			if rng.IntN(3) == 0 {
+				return core.ResourcePayload{}, errors.New(canaryCause)
+			}
+			return core.TextPayload("text/plain", "bad \xff utf-8"), nil // invalid_content
+		}
+		var b strings.Builder
+		for range rng.IntN(2000) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return core.TextPayload("text/markdown; charset=utf-8", b.String()), nil
+	}
+	return core.ResourceBinding{
+		Definition: core.ResourceDefinition{URITemplate: "rand://r/{n}", Name: "random"},
+		Resolver: core.ResolverFunc(func(_ context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+			s, _ := m.Var("n")
+			n, _ := strconv.Atoi(s)
+			k := rand.New(rand.NewPCG(uint64(n), 99)).IntN(7)
+			ts := make([]core.ResourceTarget, k)
+			for i := range k {
+				ts[i] = target(t, fmt.Sprintf("rand://item/%d/%d?q=\"é\"/disclosed", n, i))
+			}
+			return core.NewResourceReadPlan(target(t, m.URI()), ts...)
+		}),
+		Reader: core.ReaderFunc(func(_ context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+			var n, i int
+			fmt.Sscanf(tg.URI(), "rand://item/%d/%d", &n, &i)
+			return item(n, i)
+		}),
+	}
+}
+
+// admittedSize is what core counts for a result under the adapter's sizer:
+// the envelope {"_meta":META,"contents":[...]} and every item with its
+// separator.
+func admittedSize(res *core.ResourceResult) int64 {
+	n := int64(len(`{"_meta":,"contents":[]}`) + len(res.Meta()))
+	for _, it := range res.Items() {
+		n += itemSize(itemOf(it))
+	}
+	return n
+}
+
+func itemOf(it core.ResourceItem) itemsize.Item {
+	return itemsize.Item{URI: it.URI(), MIMEType: it.MIMEType(), Text: it.Text(), Blob: it.Blob(), IsBlob: it.IsBlob(), Meta: it.Meta()}
+}
+
+// TestWireBytesStayWithinWhatCoreAdmitted reads 1,000 random results per
+// protocol through the SDK client and compares the bytes the server wrote
+// for each result with what core admitted: never more than that plus the
+// wire reserve, and in fact only the fixed fields the SDK adds. Each
+// content entry on the wire is exactly the sizer's estimate minus its
+// separator.
+func TestWireBytesStayWithinWhatCoreAdmitted(t *testing.T) {
+	const reads = 1000
+	r, _ := newResources(t, core.ResourceLimits{}, randomBinding(t))
+	for _, v := range protocols {
+		t.Run(fmt.Sprintf("protocol %q", v), func(t *testing.T) {
+			c := connect(t, newServer(r, nil), pipes, v, "")
+			ctx := context.Background()
+			minM, maxM, minMsg, maxMsg, partial, blobs := int64(1<<62), int64(-1), int64(1<<62), int64(-1), 0, 0
+			for n := range reads {
+				uri := fmt.Sprintf("rand://r/%d", n)
+				want, werr := r.Read(itemsize.With(ctx, itemSize), uri)
+				noCanary(t, c) // before the reset: every byte is checked once
+				c.tap.reset()
+				_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+				if (err == nil) != (werr == nil) {
+					t.Fatalf("%s: adapter %v, core %v", uri, err, werr)
+				}
+				if err != nil {
+					continue // no item survived: nothing was admitted
+				}
+				msg := c.tap.last(t)
+				admitted := admittedSize(want)
+				got := int64(len(msg.Result))
+				if got > admitted+core.WireReserveBytes {
+					t.Fatalf("%s: %d bytes on the wire, core admitted %d", uri, got, admitted)
+				}
+				margin, msgMargin := got-admitted, int64(len(msg.Raw))-admitted
+				minM, maxM = min(minM, margin), max(maxM, margin)
+				minMsg, maxMsg = min(minMsg, msgMargin), max(maxMsg, msgMargin)
+				items := want.Items()
+				wire := rawContents(t, msg.Result)
+				if len(wire) != len(items) {
+					t.Fatalf("%s: %d items on the wire, core %d", uri, len(wire), len(items))
+				}
+				for i, it := range items {
+					raw := rawItem(t, msg.Result, i)
+					if est := itemSize(itemOf(it)); int64(len(raw))+1 != est {
+						t.Fatalf("%s item %d: %d bytes on the wire, sizer %d: %s", uri, i, len(raw), est, raw)
+					}
+					if it.IsBlob() {
+						blobs++
+					}
+				}
+				if want.Partial() {
+					partial++
+				}
+			}
+			t.Logf("protocol %q: result margin over core's admitted size %d..%d bytes, whole JSON-RPC message %d..%d bytes; %d partial, %d blobs",
+				v, minM, maxM, minMsg, maxMsg, partial, blobs)
+			if maxM > core.ConfigOverheadBytes || minM < 0 {
+				t.Errorf("margin %d..%d is not the small fixed one", minM, maxM)
+			}
+			if partial == 0 || blobs == 0 {
+				t.Error("the corpus lacks partial results or blobs")
+			}
+			noCanary(t, c)
+		})
+	}
+}
+
+// rawItem returns content entry i of a result exactly as written.
+func rawItem(t testing.TB, result json.RawMessage, i int) json.RawMessage {
+	t.Helper()
+	var r struct {
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Contents[i]
+}
+
+func TestItemSizeIsExactForEveryShape(t *testing.T) {
+	meta := []byte(`{"k":{"diagnostic":true}}`)
+	for _, it := range []itemsize.Item{
+		{URI: "a://x", MIMEType: "text/plain", Text: ""},
+		{URI: "a://x", MIMEType: "text/plain", Text: "\x00\x1f\"\\\n\u2028<>&é😀\x7f"},
+		{URI: "a://x", MIMEType: "text/plain", Text: "bad \xff\xc0"},
+		{URI: "a://\"q\"", MIMEType: "application/octet-stream", IsBlob: true, Blob: []byte{}},
+		{URI: "a://x", MIMEType: "a/b", IsBlob: true, Blob: []byte{1}},
+		{URI: "a://x", MIMEType: "a/b", IsBlob: true, Blob: []byte{1, 2}},
+		{URI: "a://x", MIMEType: "a/b", IsBlob: true, Blob: []byte{1, 2, 3}},
+		{URI: "a://x", MIMEType: "a/b", Text: "t", Meta: meta},
+	} {
+		c := content{URI: it.URI, MIMEType: it.MIMEType, Meta: it.Meta}
+		if it.IsBlob {
+			c.Blob = &it.Blob
+		} else {
+			c.Text = &it.Text
+		}
+		enc, err := marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := itemSize(it); got != int64(len(enc))+1 {
+			t.Errorf("itemSize %d, encoded %d+1: %s", got, len(enc), enc)
+		}
+	}
+}

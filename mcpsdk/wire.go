@@ -1,0 +1,196 @@
+package mcpsdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+)
+
+// newProtocolVersion is the first protocol version whose results carry
+// "resultType"; the SDK sets it on its own results from that version on.
+const newProtocolVersion = "2026-07-28"
+
+func resultType(version string) string {
+	if version >= newProtocolVersion {
+		return "complete"
+	}
+	return ""
+}
+
+// privateCache marks every result: what a caller sees depends on who asks.
+var privateCache = mcp.Cacheable{CacheScope: "private"}
+
+// readResult is the resources/read result on the wire. Contents are encoded
+// before the result leaves the adapter (inside the request scope), in the
+// item shape core sized.
+type readResult struct {
+	mcp.ResultBase
+	mcp.Cacheable
+	Contents   json.RawMessage `json:"contents"`
+	ResultType string          `json:"resultType,omitempty"`
+}
+
+// content is one entry of contents: exactly one of Text and Blob is set,
+// and an empty one stays on the wire.
+type content struct {
+	URI      string          `json:"uri"`
+	MIMEType string          `json:"mimeType"`
+	Text     *string         `json:"text,omitempty"`
+	Blob     *[]byte         `json:"blob,omitempty"`
+	Meta     json.RawMessage `json:"_meta,omitempty"`
+}
+
+func newReadResult(r *core.ResourceResult, version string) (*readResult, error) {
+	items := r.Items()
+	cs := make([]content, len(items))
+	for i, it := range items {
+		c := content{URI: it.URI(), MIMEType: it.MIMEType(), Meta: it.Meta()}
+		if it.IsBlob() {
+			b := it.Blob() // never nil: an empty blob encodes as ""
+			c.Blob = &b
+		} else {
+			t := it.Text()
+			c.Text = &t
+		}
+		cs[i] = c
+	}
+	enc, err := marshal(cs)
+	if err != nil {
+		return nil, err
+	}
+	out := &readResult{Cacheable: privateCache, Contents: enc, ResultType: resultType(version)}
+	// A fresh map for every result: the SDK writes into it (serverInfo).
+	out.Meta = mcp.Meta{core.ReportMetaKey: json.RawMessage(r.Report())}
+	return out, nil
+}
+
+// marshal encodes v as the SDK does: compact, HTML escaping off.
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// itemSize is the sizer core admits items with: the exact encoded size of
+// the content entry newReadResult writes, plus one separating comma.
+// encoding/json writes a json.RawMessage _meta compacted; core's item
+// metadata is already compact, so its length is exact.
+func itemSize(it itemsize.Item) int64 {
+	n := int64(len(`{"uri":,"mimeType":,"text":}`)+1) + jsonStringLen(it.URI) + jsonStringLen(it.MIMEType)
+	if it.IsBlob {
+		n += 2 + int64((len(it.Blob)+2)/3*4) // "base64", padded
+	} else {
+		n += jsonStringLen(it.Text)
+	}
+	if it.Meta != nil {
+		n += int64(len(`,"_meta":`) + len(it.Meta))
+	}
+	return n
+}
+
+// jsonStringLen is the length of s as encoding/json writes it with HTML
+// escaping off, quotes included: invalid UTF-8 becomes \ufffd, U+2028 and
+// U+2029 are escaped, and so are '"', '\\' and control characters.
+func jsonStringLen(s string) int64 {
+	n := int64(2)
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			case b < 0x20:
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += int64(size)
+		}
+		i += size
+	}
+	return n
+}
+
+// description is a listed resource or template in the shape core's page
+// sizing counts.
+type description struct {
+	URI         string          `json:"uri,omitempty"`
+	URITemplate string          `json:"uriTemplate,omitempty"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Annotations *annotations    `json:"annotations,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Icons       []mcp.Icon      `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// annotations differs from mcp.Annotations in one respect: a priority of 0
+// that the host set is listed, not dropped.
+type annotations struct {
+	Audience     []string `json:"audience,omitempty"`
+	Priority     *float64 `json:"priority,omitempty"`
+	LastModified string   `json:"lastModified,omitempty"`
+}
+
+func newDescriptions(ds []core.ResourceDescription) []description {
+	out := make([]description, len(ds))
+	for i, d := range ds {
+		w := description{
+			URI: d.URI, URITemplate: d.URITemplate, Name: d.Name, Title: d.Title,
+			Description: d.Description, MIMEType: d.MIMEType, Size: d.Size, Meta: d.Meta,
+		}
+		if a := d.Annotations; a != nil {
+			w.Annotations = &annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
+		}
+		for _, ic := range d.Icons {
+			w.Icons = append(w.Icons, mcp.Icon{Source: ic.Src, MIMEType: ic.MIMEType, Sizes: ic.Sizes, Theme: mcp.IconTheme(ic.Theme)})
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// resourcesResult is the resources/list result on the wire.
+type resourcesResult struct {
+	mcp.ResultBase
+	mcp.Cacheable
+	NextCursor string        `json:"nextCursor,omitempty"`
+	Resources  []description `json:"resources"`
+	ResultType string        `json:"resultType,omitempty"`
+}
+
+// templatesResult is the resources/templates/list result on the wire.
+type templatesResult struct {
+	mcp.ResultBase
+	mcp.Cacheable
+	NextCursor        string        `json:"nextCursor,omitempty"`
+	ResourceTemplates []description `json:"resourceTemplates"`
+	ResultType        string        `json:"resultType,omitempty"`
+}
+
+func newResourcesResult(p core.ListPage, version string) *resourcesResult {
+	return &resourcesResult{Cacheable: privateCache, NextCursor: p.NextCursor, Resources: newDescriptions(p.Descriptions), ResultType: resultType(version)}
+}
+
+func newTemplatesResult(p core.ListPage, version string) *templatesResult {
+	return &templatesResult{Cacheable: privateCache, NextCursor: p.NextCursor, ResourceTemplates: newDescriptions(p.Descriptions), ResultType: resultType(version)}
+}
