@@ -68,6 +68,7 @@ package mcpsdk
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -117,6 +118,26 @@ type Options struct {
 	// [LegacyResourceNotFoundCode] (-32002) instead of the SDK's
 	// [mcp.CodeResourceNotFound].
 	LegacyNotFoundCode bool
+
+	// Observe, if set, is called once for every request the adapter
+	// answers, after the answer is ready, for metrics and logs. It runs on
+	// the request's goroutine: keep it fast and do not block.
+	Observe func(ctx context.Context, o Observation)
+}
+
+// Observation describes one request the adapter answered. It is for the
+// host's metrics and logs: Err's private cause (behind Unwrap) may name
+// storage details and must not reach a client.
+type Observation struct {
+	// Method is one of the three methods the adapter answers.
+	Method string
+	// Duration is the time from adapter entry to the ready answer.
+	Duration time.Duration
+	// Result is the gateway's result of a successful resources/read.
+	Result *core.ResourceResult
+	// Err is nil on success: a *core.Failure from the gateway, or another
+	// error when a host function of the adapter (Principal, Scope) failed.
+	Err error
 }
 
 // Install makes s serve r: it adds receiving middleware that answers
@@ -143,6 +164,7 @@ func Install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.scope = opts.Scope
 		a.pageSize = opts.ListPageSize
 		a.legacyNotFound = opts.LegacyNotFoundCode
+		a.observe = opts.Observe
 	}
 	s.AddReceivingMiddleware(a.middleware)
 }
@@ -217,6 +239,7 @@ type adapter struct {
 	scope          func(context.Context, mcp.Request) []byte
 	pageSize       int
 	legacyNotFound bool
+	observe        func(context.Context, Observation)
 }
 
 func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -257,13 +280,23 @@ func declareResources(res mcp.Result) {
 // the whole-read deadline covers principal mapping, the gateway and the
 // conversion to JSON.
 func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+	start := time.Now()
 	ctx, cancel := requestscope.Begin(ctx, a.timeout)
 	defer cancel()
+	o := Observation{Method: method}
 	defer func() {
 		// Only the adapter's own host callbacks (Principal, Scope) can get
 		// here; core guards the policy and binding callbacks itself.
 		if p := recover(); p != nil {
 			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+			o.Result, o.Err = nil, fmt.Errorf("mcpsdk: host function panicked: %v", p)
+		}
+		if a.observe != nil {
+			if err != nil && o.Err == nil {
+				o.Err = err
+			}
+			o.Duration = time.Since(start)
+			a.observe(ctx, o)
 		}
 	}()
 	if p := a.principal(ctx, req); p != "" {
@@ -271,20 +304,22 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 	}
 	switch method {
 	case MethodReadResource:
-		return a.read(ctx, req)
+		return a.read(ctx, req, &o)
 	case MethodListResources:
-		return a.list(ctx, req, false)
+		return a.list(ctx, req, false, &o)
 	default:
-		return a.list(ctx, req, true)
+		return a.list(ctx, req, true, &o)
 	}
 }
 
-func (a *adapter) read(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+func (a *adapter) read(ctx context.Context, req mcp.Request, o *Observation) (mcp.Result, error) {
 	params, _ := req.GetParams().(*mcp.ReadResourceParams)
 	if params == nil { // the SDK refuses a read without params first
-		return nil, a.failure(core.NewFailure(core.FailureInvalidRequest, nil))
+		o.Err = core.NewFailure(core.FailureInvalidRequest, nil)
+		return nil, a.failure(o.Err)
 	}
 	result, err := a.r.Read(itemsize.With(ctx, itemSize), params.URI)
+	o.Result, o.Err = result, err
 	if err != nil {
 		return nil, a.failure(err)
 	}
@@ -293,12 +328,13 @@ func (a *adapter) read(ctx context.Context, req mcp.Request) (mcp.Result, error)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 	}
 	if ctx.Err() != nil {
-		return nil, a.failure(core.NewFailure(timeoutKind(ctx), ctx.Err()))
+		o.Result, o.Err = nil, core.NewFailure(timeoutKind(ctx), ctx.Err())
+		return nil, a.failure(o.Err)
 	}
 	return out, nil
 }
 
-func (a *adapter) list(ctx context.Context, req mcp.Request, templates bool) (mcp.Result, error) {
+func (a *adapter) list(ctx context.Context, req mcp.Request, templates bool, o *Observation) (mcp.Result, error) {
 	var cursor string
 	switch p := req.GetParams().(type) {
 	case *mcp.ListResourcesParams:
@@ -318,12 +354,14 @@ func (a *adapter) list(ctx context.Context, req mcp.Request, templates bool) (mc
 	version := protocolVersion(req)
 	if templates {
 		page, err := a.r.ListTemplates(ctx, lr)
+		o.Err = err
 		if err != nil {
 			return nil, a.failure(err)
 		}
 		return newTemplatesResult(page, version), nil
 	}
 	page, err := a.r.List(ctx, lr)
+	o.Err = err
 	if err != nil {
 		return nil, a.failure(err)
 	}
