@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runArgs runs the command in-process with empty stdin.
+func runArgs(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(ctx, args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestConfigurationErrorsEndWithOneClearLine(t *testing.T) {
+	dir := t.TempDir()
+	unreadable := filepath.Join(dir, "tokens-dir")
+	if err := os.Mkdir(unreadable, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	badTokens := filepath.Join(dir, "bad-tokens")
+	os.WriteFile(badTokens, []byte("alice plaintext-token\n"), 0o600)
+	shortKey := filepath.Join(dir, "short-key")
+	os.WriteFile(shortKey, []byte("too short\n"), 0o600)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+
+	cases := []struct {
+		name string
+		args []string
+		want string // a word the line must contain
+		code int
+	}{
+		{"unknown flag", []string{"serve", "--no-such-flag"}, "unknown flag", 2},
+		{"negative limit", []string{"serve", "--max-items=-1"}, "MaxItems", 1},
+		{"limit below its floor", []string{"serve", "--max-uri-bytes=10"}, "MaxURIBytes", 1},
+		{"not a byte size", []string{"serve", "--max-item-bytes=lots"}, "byte size", 2},
+		{"default page over max", []string{"serve", "--list-page-size=50", "--max-list-page-size=10"}, "ListPageSize", 1},
+		{"missing tokens file", []string{"serve", "--http=127.0.0.1:0", "--tokens=" + filepath.Join(dir, "nope")}, "tokens file", 1},
+		{"tokens file is a directory", []string{"serve", "--http=127.0.0.1:0", "--tokens=" + unreadable}, "tokens file", 1},
+		{"tokens file with a plain token", []string{"serve", "--http=127.0.0.1:0", "--tokens=" + badTokens}, "line 1", 1},
+		{"tokens over stdio", []string{"serve", "--tokens=" + badTokens}, "--http", 1},
+		{"short cursor key", []string{"serve", "--cursor-key-file=" + shortKey}, "32 bytes", 1},
+		{"stateless without a shared key", []string{"serve", "--http=127.0.0.1:0", "--stateless"}, "cursor-key", 1},
+		{"port in use", []string{"serve", "--http=" + busy.Addr().String()}, "address already in use", 1},
+		{"bad address", []string{"serve", "--http=not an address"}, "listen", 1},
+		{"bad log format", []string{"--log-format=xml", "serve"}, "log-format", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			code, _, stderr := runArgs(t, ctx, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, c.code, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "mcp-resources: ") || !strings.Contains(last, c.want) {
+				t.Errorf("last stderr line %q does not say %q", last, c.want)
+			}
+			for _, bad := range []string{"goroutine ", "panic", ".go:"} {
+				if strings.Contains(stderr, bad) {
+					t.Errorf("stderr looks like a stack trace (%q):\n%s", bad, stderr)
+				}
+			}
+			if strings.Contains(stderr, "plaintext-token") {
+				t.Errorf("stderr repeats a secret from the tokens file")
+			}
+		})
+	}
+}
+
+func TestVersionAndHelpExitZero(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"--help"}, {"serve", "--help"}} {
+		code, stdout, stderr := runArgs(t, t.Context(), args...)
+		if code != 0 || stdout == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+func TestHashTokenPrintsATokensFileLine(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"hash-token", "alice"}, strings.NewReader("s3cret\n"), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	tt, err := parseTokens(&out)
+	if err != nil {
+		t.Fatalf("hash-token's line does not parse as a tokens file: %v (%q)", err, out.String())
+	}
+	if p, ok := tt.principal("s3cret"); !ok || p != "alice" {
+		t.Fatalf("the printed line maps s3cret to %q %v", p, ok)
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Fatalf("hash-token printed the token")
+	}
+}
+
+func TestByteSizesParseWithBinarySuffixes(t *testing.T) {
+	for in, want := range map[string]byteSize{"0": 0, "512": 512, "64KiB": 64 << 10, "4MiB": 4 << 20, "1 GiB": 1 << 30, "10B": 10, "-1": -1} {
+		got, err := parseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("%q: got %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "1.5MiB", "4 mb", "99999999999GiB", "0x10"} {
+		if _, err := parseByteSize(in); err == nil {
+			t.Errorf("%q parsed", in)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+)
+
+// metrics are the operator's view of the server. Labels carry only fixed
+// vocabularies (methods, outcomes, failure kinds, issue codes, store and
+// binding kinds): never a URI, a capture or a principal.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec   // method, outcome, kind
+	duration     *prometheus.HistogramVec // method, outcome
+	issues       *prometheus.CounterVec   // code
+	storeCalls   *prometheus.CounterVec   // store, op, outcome
+	storeLatency *prometheus.HistogramVec // store, op
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpres_requests_total",
+			Help: "Resource requests answered, by method (resources/read, resources/list, resources/templates/list), outcome (complete, partial, failed) and failure kind.",
+		}, []string{"method", "outcome", "kind"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpres_request_duration_seconds",
+			Help:    "Time to answer a resource request, by method and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms to 16 s
+		}, []string{"method", "outcome"}),
+		issues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpres_read_issues_total",
+			Help: "Items missing from partial reads, by issue code (detailed issues only).",
+		}, []string{"code"}),
+		storeCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpres_store_calls_total",
+			Help: "Store round trips (resolve: identity metadata, read: one body), by store, operation and outcome (ok, unavailable, too_large, canceled, error).",
+		}, []string{"store", "op", "outcome"}),
+		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpres_store_call_duration_seconds",
+			Help:    "Time of one store round trip, by store and operation.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		}, []string{"store", "op"}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.issues, m.storeCalls, m.storeLatency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// observe records one request the adapter answered.
+func (m *metrics) observe(_ context.Context, o mcpsdk.Observation) {
+	outcome, kind := "complete", ""
+	switch {
+	case o.Err != nil:
+		outcome, kind = "failed", core.KindOf(o.Err).String()
+	case o.Result != nil && o.Result.Partial():
+		outcome = "partial"
+		for _, is := range o.Result.Issues() {
+			m.issues.WithLabelValues(string(is.Code())).Inc()
+		}
+	}
+	m.requests.WithLabelValues(o.Method, outcome, kind).Inc()
+	m.duration.WithLabelValues(o.Method, outcome).Observe(o.Duration.Seconds())
+}
+
+// watchSessions exports the number of open MCP sessions.
+func (m *metrics) watchSessions(s *mcp.Server) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcpres_sessions_active",
+		Help: "MCP sessions open now.",
+	}, func() float64 {
+		n := 0
+		for range s.Sessions() {
+			n++
+		}
+		return float64(n)
+	}))
+}
+
+// instrument wraps every binding's resolver and reader so that each store
+// round trip is counted and timed under store.
+func (m *metrics) instrument(store string, bs []core.ResourceBinding) []core.ResourceBinding {
+	out := make([]core.ResourceBinding, len(bs))
+	for i, b := range bs {
+		resolver, reader := b.Resolver, b.Reader
+		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
+			start := time.Now()
+			p, err := resolver.Resolve(ctx, match)
+			m.storeCall(store, "resolve", start, err)
+			return p, err
+		})
+		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+			start := time.Now()
+			p, err := reader.Read(ctx, t)
+			m.storeCall(store, "read", start, err)
+			return p, err
+		})
+		out[i] = b
+	}
+	return out
+}
+
+func (m *metrics) storeCall(store, op string, start time.Time, err error) {
+	m.storeLatency.WithLabelValues(store, op).Observe(time.Since(start).Seconds())
+	var tooLarge *core.TooLargeError
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case core.KindOf(err) == core.FailureUnavailable:
+		outcome = "unavailable"
+	case errors.As(err, &tooLarge):
+		outcome = "too_large"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		outcome = "canceled"
+	default:
+		outcome = "error"
+	}
+	m.storeCalls.WithLabelValues(store, op, outcome).Inc()
+}

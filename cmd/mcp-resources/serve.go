@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+)
+
+// serveCmd serves MCP resources over stdio or streamable HTTP.
+type serveCmd struct {
+	HTTP          string        `name:"http" placeholder:"ADDR" env:"MCPRES_HTTP" help:"Serve streamable HTTP on ADDR (host:port) instead of stdio."`
+	Stateless     bool          `env:"MCPRES_STATELESS" help:"Serve HTTP without sessions, for several replicas behind a load balancer (share --cursor-key-file)."`
+	CursorKeyFile string        `name:"cursor-key-file" type:"path" env:"MCPRES_CURSOR_KEY_FILE" help:"File holding the key (at least 32 bytes) that signs list cursors; replicas must share it."`
+	CursorKey     string        `name:"cursor-key" env:"MCPRES_CURSOR_KEY" help:"The cursor key itself (at least 32 bytes); prefer --cursor-key-file."`
+	Tokens        string        `name:"tokens" type:"path" env:"MCPRES_TOKENS_FILE" help:"HTTP bearer tokens file: lines of PRINCIPAL sha256:HEX (see hash-token)."`
+	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given."`
+	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
+
+	Limits limitFlags `embed:"" group:"Limits (0 keeps the default)"`
+}
+
+// backend is what the resources are served from: bindings, their policy,
+// and readiness checks for /readyz.
+type backend struct {
+	name     string
+	bindings []core.ResourceBinding
+	policy   core.ResourcePolicy
+	ready    []readyCheck
+	close    func()
+}
+
+// readyCheck reports whether one dependency answers now.
+type readyCheck struct {
+	name  string
+	check func(context.Context) error
+}
+
+// Run serves until ctx ends (SIGINT or SIGTERM), then drains within Grace.
+func (s *serveCmd) Run(ctx context.Context, e *env) error {
+	if !validPrincipal(s.Principal) {
+		return errors.New("--principal must be UTF-8 without control characters")
+	}
+	be, err := s.backend(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+
+	opts := []core.Option{core.WithResourceLimits(s.Limits.limits())}
+	key, err := s.cursorKey()
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		opts = append(opts, core.WithCursorKey(key))
+	}
+	m := newMetrics()
+	res, err := core.NewResources(m.instrument(be.name, be.bindings), be.policy, opts...)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+
+	var tokens *tokenTable
+	if s.Tokens != "" {
+		if s.HTTP == "" {
+			return errors.New("--tokens needs --http: stdio has no bearer tokens")
+		}
+		f, err := os.Open(s.Tokens)
+		if err != nil {
+			return fmt.Errorf("tokens file: %w", err)
+		}
+		tokens, err = parseTokens(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("tokens file %s: %w", s.Tokens, err)
+		}
+	}
+
+	principal := func(ctx context.Context, req mcp.Request) string { return s.Principal }
+	if tokens != nil {
+		principal = mcpsdk.TokenPrincipal
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, &mcp.ServerOptions{
+		Capabilities: mcpsdk.Capabilities(&mcp.ServerCapabilities{}),
+		Logger:       e.log.With("component", "mcp"),
+	})
+	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe})
+	m.watchSessions(server)
+
+	if s.HTTP == "" {
+		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
+		return serveStdio(ctx, server, e.stdin, e.stdout)
+	}
+	return s.serveHTTP(ctx, e, server, tokens, be, m)
+}
+
+// backend chooses the storage the flags describe.
+func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
+	st, bindings, err := newDemo(s.Principal)
+	if err != nil {
+		return nil, err
+	}
+	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), close: func() {}}, nil
+}
+
+// cursorKey returns the shared cursor key, or nil for a random one.
+func (s *serveCmd) cursorKey() ([]byte, error) {
+	var key []byte
+	switch {
+	case s.CursorKeyFile != "" && s.CursorKey != "":
+		return nil, errors.New("give --cursor-key-file or --cursor-key, not both")
+	case s.CursorKeyFile != "":
+		b, err := os.ReadFile(s.CursorKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cursor key file: %w", err)
+		}
+		key = []byte(strings.TrimRight(string(b), "\r\n"))
+	case s.CursorKey != "":
+		key = []byte(s.CursorKey)
+	default:
+		if s.Stateless {
+			return nil, errors.New("--stateless needs --cursor-key-file (or MCPRES_CURSOR_KEY): replicas must sign cursors with one key")
+		}
+		return nil, nil
+	}
+	if len(key) < 32 {
+		return nil, fmt.Errorf("the cursor key must be at least 32 bytes, got %d", len(key))
+	}
+	return key, nil
+}
+
+// serveStdio serves one session on the given streams until the client
+// closes them or ctx ends.
+func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer) error {
+	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	err := server.Run(ctx, t)
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveHTTP serves streamable HTTP at /mcp (and /), with /healthz, /readyz
+// and /metrics outside authentication, until ctx ends; then it stops
+// accepting and gives in-flight requests Grace to finish.
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics) error {
+	ln, err := net.Listen("tcp", s.HTTP)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
+	}
+	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: e.log.With("component", "http")})
+	if tokens != nil {
+		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	mux.Handle("/", handler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		for _, c := range be.ready {
+			if err := c.check(ctx); err != nil {
+				e.log.Warn("not ready", "dependency", c.name, "err", err)
+				http.Error(w, c.name+" is not answering", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", m.handler())
+
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	auth := "bearer tokens from " + s.Tokens
+	if tokens == nil {
+		auth = "none: every request is served as principal " + s.Principal
+	}
+	e.log.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "stateless", s.Stateless,
+		"backend", be.name, "authentication", auth)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	e.log.Info("shutting down", "grace", s.Grace)
+	sctx, cancel := context.WithTimeout(context.Background(), s.Grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+		e.log.Warn("grace period over: closed the remaining connections", "err", err)
+	}
+	return nil
+}
+
+// verify is the bearer-token verifier: a token in the file becomes its
+// principal, as TokenInfo.UserID.
+func (t *tokenTable) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	p, ok := t.principal(token)
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: p}, nil
+}
