@@ -1,0 +1,48 @@
+package postgres
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// FuzzReaderRefusesMalformedTargets: whatever representation and
+// authorization data a target carries, neither reader panics or returns a
+// payload without the database, and a target the store did not plan never
+// reaches the database.
+func FuzzReaderRefusesMalformedTargets(f *testing.F) {
+	f.Add(ReprBody, `{"k":"body","p":"p","a":"a","v":1}`)
+	f.Add(ReprFields, `{"k":"body","p":"p","a":"a","v":1}`)
+	f.Add(ReprIndex, `{"k":"index"}`)
+	f.Add("q", `{"k":"q","args":["x"]}`)
+	f.Add(ReprBody, `null`)
+	f.Add(ReprBody, `{"k":"body","p":"' OR 1=1 --","a":"\u0000","v":-9}`)
+	f.Fuzz(func(t *testing.T, repr, authz string) {
+		db := &countingDB{}
+		st, err := NewStore(db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr, err := NewQueryReader(db, "SELECT $1::text, 1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target, err := core.NewResourceTarget("asset://project/p/asset/a/body", repr, json.RawMessage(authz))
+		if err != nil {
+			return
+		}
+		ctx := core.WithPrincipal(t.Context(), "alice")
+		for _, r := range []core.Reader{st.Reader(), qr} {
+			before := db.sent.Load()
+			p, err := r.Read(ctx, target)
+			if err == nil || !p.IsZero() {
+				t.Fatalf("a read without a database returned a payload (err %v)", err)
+			}
+			if errors.Is(err, ErrBadTarget) && db.sent.Load() != before {
+				t.Fatalf("a target the store did not plan reached the database")
+			}
+		}
+	})
+}
