@@ -28,7 +28,8 @@ type serveCmd struct {
 	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
 
-	Limits limitFlags `embed:"" group:"Limits (0 keeps the default)"`
+	Storage storageFlags `embed:""`
+	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
 }
 
 // backend is what the resources are served from: bindings, their policy,
@@ -39,6 +40,10 @@ type backend struct {
 	policy   core.ResourcePolicy
 	ready    []readyCheck
 	close    func()
+	// resolveStore and storeOf name the store (a metric label) that
+	// resolves plans and that reads a target.
+	resolveStore string
+	storeOf      func(core.ResourceTarget) string
 }
 
 // readyCheck reports whether one dependency answers now.
@@ -67,7 +72,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		opts = append(opts, core.WithCursorKey(key))
 	}
 	m := newMetrics()
-	res, err := core.NewResources(m.instrument(be.name, be.bindings), be.policy, opts...)
+	res, err := core.NewResources(m.instrument(be.bindings, be.resolveStore, be.storeOf), be.policy, opts...)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -106,13 +111,22 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	return s.serveHTTP(ctx, e, server, tokens, be, m)
 }
 
-// backend chooses the storage the flags describe.
+// backend chooses the storage the flags describe: the reference schema in
+// PostgreSQL (joined with a bucket's objects) with --postgres, else the
+// embedded demo.
 func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
+	if err := s.Storage.checkCombination(); err != nil {
+		return nil, err
+	}
+	if s.Storage.Postgres != "" {
+		return s.Storage.storageBackend(ctx, e)
+	}
 	st, bindings, err := newDemo(s.Principal)
 	if err != nil {
 		return nil, err
 	}
-	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), close: func() {}}, nil
+	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), close: func() {},
+		resolveStore: "memory", storeOf: func(core.ResourceTarget) string { return "memory" }}, nil
 }
 
 // cursorKey returns the shared cursor key, or nil for a random one.
