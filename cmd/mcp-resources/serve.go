@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -183,6 +184,8 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
+	drain := &drainer{}
+	handler = drain.track(handler)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	mux.Handle("/", handler)
@@ -219,11 +222,70 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	e.log.Info("shutting down", "grace", s.Grace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.Grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
+	// Stop accepting, let in-flight requests finish, then end the sessions,
+	// whose standalone SSE streams would otherwise hold their connections
+	// open until the grace period is over.
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	drained := drain.wait(sctx)
+	for ss := range server.Sessions() {
+		ss.Close()
+	}
+	if err := <-shut; err != nil || !drained {
 		hs.Close()
 		e.log.Warn("grace period over: closed the remaining connections", "err", err)
+		return nil
 	}
+	e.log.Info("in-flight requests finished")
 	return nil
+}
+
+// drainer counts the requests in flight, except the standalone SSE streams
+// (GET), which last as long as their session.
+type drainer struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (d *drainer) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		d.mu.Lock()
+		if d.n == 0 {
+			d.idle = make(chan struct{})
+		}
+		d.n++
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			if d.n--; d.n == 0 {
+				close(d.idle)
+				d.idle = nil
+			}
+			d.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// wait reports whether the requests in flight finished before ctx ended.
+func (d *drainer) wait(ctx context.Context) bool {
+	d.mu.Lock()
+	idle := d.idle
+	d.mu.Unlock()
+	if idle == nil {
+		return true
+	}
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // verify is the bearer-token verifier: a token in the file becomes its

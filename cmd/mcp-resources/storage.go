@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -66,7 +68,7 @@ func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %w", hostPort(cfg), unwrapAll(err))
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s", hostPort(cfg), pgCause(err))
 	}
 	return pool, nil
 }
@@ -77,7 +79,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var schema, role, super bool
-	err := pool.QueryRow(ctx, `SELECT to_regclass('mcpres.assets') IS NOT NULL,
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = 'mcpres' AND tablename = 'assets'),
 		EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
 		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)`, migrations.ReaderRole).Scan(&schema, &role, &super)
 	if err != nil {
@@ -210,6 +212,23 @@ func objectTarget(bucket string) func(uri string, a postgres.Asset) (core.Resour
 		}
 		return t, nil
 	}
+}
+
+// pgCause says in a few words why a connection failed: the server's own
+// message (a wrong password, a missing database), the network error, or a
+// timeout. pgx's own text repeats the address for every attempt.
+func pgCause(err error) string {
+	var pe *pgconn.PgError
+	var ne *net.OpError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Message + " (SQLSTATE " + pe.Code + ")"
+	case errors.As(err, &ne):
+		return ne.Err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + connectTimeout.String()
+	}
+	return unwrapAll(err).Error()
 }
 
 // hostPort names the server of cfg without credentials.
