@@ -103,13 +103,26 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		Logger:       e.log.With("component", "mcp"),
 	})
 	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe})
+	// Outermost: every request's context ends when the grace period does,
+	// so a read still running then fails as canceled instead of holding
+	// the process.
+	hardStop, stopAll := context.WithCancel(context.Background())
+	defer stopAll()
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer context.AfterFunc(hardStop, cancel)()
+			defer cancel()
+			return next(ctx, method, req)
+		}
+	})
 	m.watchSessions(server)
 
 	if s.HTTP == "" {
 		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		return serveStdio(ctx, server, e.stdin, e.stdout)
 	}
-	return s.serveHTTP(ctx, e, server, tokens, be, m)
+	return s.serveHTTP(ctx, e, server, tokens, be, m, stopAll)
 }
 
 // backend chooses the storage the flags describe: the reference schema in
@@ -174,7 +187,7 @@ func (nopWriteCloser) Close() error { return nil }
 // serveHTTP serves streamable HTTP at /mcp (and /), with /healthz, /readyz
 // and /metrics outside authentication, until ctx ends; then it stops
 // accepting and gives in-flight requests Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics) error {
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
@@ -222,23 +235,43 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	e.log.Info("shutting down", "grace", s.Grace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.Grace)
 	defer cancel()
-	// Stop accepting, let in-flight requests finish, then end the sessions,
-	// whose standalone SSE streams would otherwise hold their connections
-	// open until the grace period is over.
+	// Stop accepting and let in-flight requests finish. Past the grace
+	// period, cancel those still running: they answer with an error. Then
+	// end the sessions, whose standalone SSE streams would otherwise hold
+	// their connections open, and close what remains.
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(sctx) }()
 	drained := drain.wait(sctx)
-	for ss := range server.Sessions() {
-		ss.Close()
+	if drained {
+		e.log.Info("in-flight requests finished")
+	} else {
+		e.log.Warn("grace period over: canceling the requests still in flight")
+		stopAll()
+		cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
+		drain.wait(cctx)
+		ccancel()
 	}
-	if err := <-shut; err != nil || !drained {
-		hs.Close()
-		e.log.Warn("grace period over: closed the remaining connections", "err", err)
-		return nil
+	closed := make(chan struct{})
+	go func() {
+		for ss := range server.Sessions() {
+			ss.Close()
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(cancelWait):
 	}
-	e.log.Info("in-flight requests finished")
+	select {
+	case <-shut:
+	case <-time.After(cancelWait):
+	}
+	hs.Close()
 	return nil
 }
+
+// cancelWait bounds each step of the shutdown after the grace period.
+const cancelWait = time.Second
 
 // drainer counts the requests in flight, except the standalone SSE streams
 // (GET), which last as long as their session.
