@@ -5,6 +5,9 @@
 //
 //	mcp-resources serve                       # stdio, embedded demo
 //	mcp-resources serve --http 127.0.0.1:8080 # streamable HTTP
+//	mcp-resources migrate --postgres URL      # the reference schema
+//	mcp-resources seed --postgres URL --bucket NAME ...  # the demo dataset
+//	mcp-resources serve --postgres URL --bucket NAME ... # rows and objects
 //	mcp-resources --help                      # every flag and MCPRES_* variable
 package main
 

@@ -26,7 +26,7 @@ type serveCmd struct {
 	CursorKeyFile string        `name:"cursor-key-file" type:"path" env:"MCPRES_CURSOR_KEY_FILE" help:"File holding the key (at least 32 bytes) that signs list cursors; replicas must share it."`
 	CursorKey     string        `name:"cursor-key" env:"MCPRES_CURSOR_KEY" help:"The cursor key itself (at least 32 bytes); prefer --cursor-key-file."`
 	Tokens        string        `name:"tokens" type:"path" env:"MCPRES_TOKENS_FILE" help:"HTTP bearer tokens file: lines of PRINCIPAL sha256:HEX (see hash-token)."`
-	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given."`
+	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given (with --postgres, a principal of the grants table, such as the seed's alice)."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
 
 	Storage storageFlags `embed:""`
