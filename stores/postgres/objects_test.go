@@ -14,7 +14,9 @@ func TestObjectsNeedBothTheTargetFunctionAndTheReader(t *testing.T) {
 	reader := core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
 		return core.TextPayload("text/plain", "x"), nil
 	})
-	target := func(uri string, a Asset) (core.ResourceTarget, error) { return core.NewResourceTarget(uri, "inner", nil) }
+	target := func(uri string, a Asset) (core.ResourceTarget, error) {
+		return core.NewResourceTarget(uri, "inner", nil)
+	}
 	for name, o := range map[string]*Objects{"no target": {Reader: reader}, "no reader": {Target: target}} {
 		var ce *core.ConfigError
 		if _, err := NewStore(&countingDB{}, &Options{Objects: o}); !errors.As(err, &ce) {
