@@ -22,7 +22,8 @@ const (
 	// that the caller may discover, in id order.
 	ProjectTemplate = "asset://project/{project}"
 	// FieldsTemplate is one asset's fields as application/json
-	// (representation "fields").
+	// (representation "fields"); with [Options].Objects, followed by the
+	// object its row references, if any (the joined bundle).
 	FieldsTemplate = "asset://project/{project}/asset/{asset}"
 	// BodyTemplate is one asset's inline body with its own MIME type
 	// (representation "body").
@@ -327,7 +328,9 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 	}
 }
 
-// FieldsBinding returns the binding of [FieldsTemplate].
+// FieldsBinding returns the binding of [FieldsTemplate]: the asset's fields
+// and, when the store joins objects and the row references one that
+// [Objects].Target serves, the object as a second item.
 func (s *Store) FieldsBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: FieldsTemplate, Name: "asset",
