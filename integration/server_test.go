@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -199,6 +201,34 @@ func TestServerAfterMigrateAndSeedServesEachTokenItsOwnGrants(t *testing.T) {
 		if strings.Contains(metrics, private) {
 			t.Errorf("/metrics names %q", private)
 		}
+	}
+}
+
+// TestServerReadyzAnswers503OnceItsBucketIsGone proves that /readyz asks
+// S3 now: a server whose bucket is deleted under it turns from 200 to 503,
+// naming the dependency only.
+func TestServerReadyzAnswers503OnceItsBucketIsGone(t *testing.T) {
+	t.Parallel()
+	dbURL, env := harness.Postgres(t), harness.S3(t)
+	mustRun(t, "", "migrate", "--postgres="+dbURL)
+	own := env
+	own.Bucket = fmt.Sprintf("mcpres-ready-%d", time.Now().UnixNano())
+	client := env.Client()
+	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(own.Bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(own.Bucket)})
+	})
+	srv := startServer(t, append(storageFlags(dbURL, own), "--principal=alice")...)
+	if code, body := srv.get(t, "/readyz"); code != 200 {
+		t.Fatalf("/readyz before the delete: %d %s", code, body)
+	}
+	if _, err := client.DeleteBucket(t.Context(), &s3.DeleteBucketInput{Bucket: aws.String(own.Bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := srv.get(t, "/readyz"); code != 503 || strings.TrimSpace(body) != "s3 is not answering" {
+		t.Fatalf("/readyz after the delete: %d %q, want 503 naming s3", code, body)
 	}
 }
 
