@@ -49,6 +49,13 @@ func serverBinary(t *testing.T) string {
 	return serverBin
 }
 
+// removeServerBinary deletes the binary serverBinary built, if any.
+func removeServerBinary() {
+	if serverBuildErr == nil && serverBin != "" {
+		_ = os.RemoveAll(filepath.Dir(serverBin))
+	}
+}
+
 // serverEnv is the environment the command runs with: the test's own,
 // without any MCPRES_* variable, so that only the flags configure it.
 func serverEnv() []string {
