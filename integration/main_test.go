@@ -10,4 +10,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
 )
 
-func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
+func TestMain(m *testing.M) {
+	code := harness.Main(m)
+	removeServerBinary()
+	os.Exit(code)
+}

@@ -5,6 +5,9 @@
 //
 //	mcp-resources serve                       # stdio, embedded demo
 //	mcp-resources serve --http 127.0.0.1:8080 # streamable HTTP
+//	mcp-resources migrate --postgres URL      # the reference schema
+//	mcp-resources seed --postgres URL --bucket NAME ...  # the demo dataset
+//	mcp-resources serve --postgres URL --bucket NAME ... # rows and objects
 //	mcp-resources --help                      # every flag and MCPRES_* variable
 package main
 
@@ -91,6 +94,8 @@ type cli struct {
 	LogLevel  string           `enum:"debug,info,warn,error" default:"info" env:"MCPRES_LOG_LEVEL" help:"Least severe level logged: debug, info, warn or error."`
 
 	Serve     serveCmd     `cmd:"" default:"withargs" help:"Serve MCP resources over stdio (the default) or streamable HTTP."`
+	Migrate   migrateCmd   `cmd:"" help:"Apply the reference schema's migrations to --postgres and print what was applied."`
+	Seed      seedCmd      `cmd:"" help:"Load the demo dataset (projects, assets, objects, grants for alice and bob) into --postgres and --bucket; running it again changes nothing."`
 	HashToken hashTokenCmd `cmd:"" name:"hash-token" help:"Read a bearer token on stdin and print its tokens-file hash."`
 }
 

@@ -34,6 +34,14 @@ func TestConfigurationErrorsEndWithOneClearLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().String() // nothing listens there once closed
+	closed.Close()
+	s3Flags := []string{"--bucket=mcpres", "--bucket-endpoint=http://" + refused, "--bucket-path-style",
+		"--bucket-access-key=k", "--bucket-secret-key=secret-in-flags"}
 
 	cases := []struct {
 		name string
@@ -55,6 +63,15 @@ func TestConfigurationErrorsEndWithOneClearLine(t *testing.T) {
 		{"port in use", []string{"serve", "--http=" + busy.Addr().String()}, "address already in use", 1},
 		{"bad address", []string{"serve", "--http=not an address"}, "listen", 1},
 		{"bad log format", []string{"--log-format=xml", "serve"}, "log-format", 2},
+		{"bad postgres URL", []string{"serve", "--postgres=postgres://[::1"}, "not a valid PostgreSQL URL", 1},
+		{"unreachable database", []string{"serve", "--postgres=postgres://app:pw-in-url@" + refused + "/db?connect_timeout=3"}, "cannot reach PostgreSQL", 1},
+		{"S3 settings without a bucket", []string{"serve", "--postgres=postgres://" + refused + "/db", "--bucket-endpoint=http://" + refused}, "need --bucket", 1},
+		{"bucket without postgres", []string{"serve", "--bucket=mcpres"}, "needs --postgres", 1},
+		{"access key without secret", []string{"serve", "--postgres=postgres://" + refused + "/db", "--bucket=mcpres", "--bucket-access-key=k"}, "both", 1},
+		{"migrate without postgres", []string{"migrate"}, "--postgres", 2},
+		{"migrate on an unreachable database", []string{"migrate", "--postgres=postgres://" + refused + "/db?connect_timeout=3"}, "cannot reach PostgreSQL", 1},
+		{"seed without a bucket", []string{"seed", "--postgres=postgres://" + refused + "/db"}, "needs --postgres and --bucket", 1},
+		{"seed on an unreachable database", append([]string{"seed", "--postgres=postgres://" + refused + "/db?connect_timeout=3"}, s3Flags...), "cannot reach PostgreSQL", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,8 +91,10 @@ func TestConfigurationErrorsEndWithOneClearLine(t *testing.T) {
 					t.Errorf("stderr looks like a stack trace (%q):\n%s", bad, stderr)
 				}
 			}
-			if strings.Contains(stderr, "plaintext-token") {
-				t.Errorf("stderr repeats a secret from the tokens file")
+			for _, secret := range []string{"plaintext-token", "pw-in-url", "secret-in-flags"} {
+				if strings.Contains(stderr, secret) {
+					t.Errorf("stderr repeats the secret %q", secret)
+				}
 			}
 		})
 	}

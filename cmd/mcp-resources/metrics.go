@@ -93,21 +93,23 @@ func (m *metrics) watchSessions(s *mcp.Server) {
 }
 
 // instrument wraps every binding's resolver and reader so that each store
-// round trip is counted and timed under store.
-func (m *metrics) instrument(store string, bs []core.ResourceBinding) []core.ResourceBinding {
+// round trip is counted and timed: a resolve under resolveStore, a read
+// under the store that storeOf names for its target (a binding that joins
+// rows and objects reads from two stores).
+func (m *metrics) instrument(bs []core.ResourceBinding, resolveStore string, storeOf func(core.ResourceTarget) string) []core.ResourceBinding {
 	out := make([]core.ResourceBinding, len(bs))
 	for i, b := range bs {
 		resolver, reader := b.Resolver, b.Reader
 		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
 			start := time.Now()
 			p, err := resolver.Resolve(ctx, match)
-			m.storeCall(store, "resolve", start, err)
+			m.storeCall(resolveStore, "resolve", start, err)
 			return p, err
 		})
 		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
 			start := time.Now()
 			p, err := reader.Read(ctx, t)
-			m.storeCall(store, "read", start, err)
+			m.storeCall(storeOf(t), "read", start, err)
 			return p, err
 		})
 		out[i] = b

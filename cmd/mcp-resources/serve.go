@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -25,10 +26,11 @@ type serveCmd struct {
 	CursorKeyFile string        `name:"cursor-key-file" type:"path" env:"MCPRES_CURSOR_KEY_FILE" help:"File holding the key (at least 32 bytes) that signs list cursors; replicas must share it."`
 	CursorKey     string        `name:"cursor-key" env:"MCPRES_CURSOR_KEY" help:"The cursor key itself (at least 32 bytes); prefer --cursor-key-file."`
 	Tokens        string        `name:"tokens" type:"path" env:"MCPRES_TOKENS_FILE" help:"HTTP bearer tokens file: lines of PRINCIPAL sha256:HEX (see hash-token)."`
-	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given."`
+	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given (with --postgres, a principal of the grants table, such as the seed's alice)."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
 
-	Limits limitFlags `embed:"" group:"Limits (0 keeps the default)"`
+	Storage storageFlags `embed:""`
+	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
 }
 
 // backend is what the resources are served from: bindings, their policy,
@@ -39,6 +41,10 @@ type backend struct {
 	policy   core.ResourcePolicy
 	ready    []readyCheck
 	close    func()
+	// resolveStore and storeOf name the store (a metric label) that
+	// resolves plans and that reads a target.
+	resolveStore string
+	storeOf      func(core.ResourceTarget) string
 }
 
 // readyCheck reports whether one dependency answers now.
@@ -67,7 +73,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		opts = append(opts, core.WithCursorKey(key))
 	}
 	m := newMetrics()
-	res, err := core.NewResources(m.instrument(be.name, be.bindings), be.policy, opts...)
+	res, err := core.NewResources(m.instrument(be.bindings, be.resolveStore, be.storeOf), be.policy, opts...)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -97,22 +103,44 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		Logger:       e.log.With("component", "mcp"),
 	})
 	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe})
+	// Outermost: every request's context ends when the grace period does,
+	// so a read still running then fails as canceled instead of holding
+	// the process.
+	hardStop, stopAll := context.WithCancel(context.Background())
+	defer stopAll()
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer context.AfterFunc(hardStop, cancel)()
+			defer cancel()
+			return next(ctx, method, req)
+		}
+	})
 	m.watchSessions(server)
 
 	if s.HTTP == "" {
 		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		return serveStdio(ctx, server, e.stdin, e.stdout)
 	}
-	return s.serveHTTP(ctx, e, server, tokens, be, m)
+	return s.serveHTTP(ctx, e, server, tokens, be, m, stopAll)
 }
 
-// backend chooses the storage the flags describe.
+// backend chooses the storage the flags describe: the reference schema in
+// PostgreSQL (joined with a bucket's objects) with --postgres, else the
+// embedded demo.
 func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
+	if err := s.Storage.checkCombination(); err != nil {
+		return nil, err
+	}
+	if s.Storage.Postgres != "" {
+		return s.Storage.storageBackend(ctx, e)
+	}
 	st, bindings, err := newDemo(s.Principal)
 	if err != nil {
 		return nil, err
 	}
-	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), close: func() {}}, nil
+	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), close: func() {},
+		resolveStore: "memory", storeOf: func(core.ResourceTarget) string { return "memory" }}, nil
 }
 
 // cursorKey returns the shared cursor key, or nil for a random one.
@@ -159,7 +187,7 @@ func (nopWriteCloser) Close() error { return nil }
 // serveHTTP serves streamable HTTP at /mcp (and /), with /healthz, /readyz
 // and /metrics outside authentication, until ctx ends; then it stops
 // accepting and gives in-flight requests Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics) error {
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
@@ -169,6 +197,8 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
+	drain := &drainer{}
+	handler = drain.track(handler)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	mux.Handle("/", handler)
@@ -205,11 +235,90 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	e.log.Info("shutting down", "grace", s.Grace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.Grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-		e.log.Warn("grace period over: closed the remaining connections", "err", err)
+	// Stop accepting and let in-flight requests finish. Past the grace
+	// period, cancel those still running: they answer with an error. Then
+	// end the sessions, whose standalone SSE streams would otherwise hold
+	// their connections open, and close what remains.
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	drained := drain.wait(sctx)
+	if drained {
+		e.log.Info("in-flight requests finished")
+	} else {
+		e.log.Warn("grace period over: canceling the requests still in flight")
+		stopAll()
+		cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
+		drain.wait(cctx)
+		ccancel()
 	}
+	closed := make(chan struct{})
+	go func() {
+		for ss := range server.Sessions() {
+			ss.Close()
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(cancelWait):
+	}
+	select {
+	case <-shut:
+	case <-time.After(cancelWait):
+	}
+	hs.Close()
 	return nil
+}
+
+// cancelWait bounds each step of the shutdown after the grace period.
+const cancelWait = time.Second
+
+// drainer counts the requests in flight, except the standalone SSE streams
+// (GET), which last as long as their session.
+type drainer struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (d *drainer) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		d.mu.Lock()
+		if d.n == 0 {
+			d.idle = make(chan struct{})
+		}
+		d.n++
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			if d.n--; d.n == 0 {
+				close(d.idle)
+				d.idle = nil
+			}
+			d.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// wait reports whether the requests in flight finished before ctx ended.
+func (d *drainer) wait(ctx context.Context) bool {
+	d.mu.Lock()
+	idle := d.idle
+	d.mu.Unlock()
+	if idle == nil {
+		return true
+	}
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // verify is the bearer-token verifier: a token in the file becomes its

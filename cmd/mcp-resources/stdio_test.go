@@ -68,6 +68,13 @@ func (w *wireTap) String() string {
 func TestStdioServesEveryDemoResource(t *testing.T) {
 	ctx := t.Context()
 	cmd := exec.Command(binary(t), "serve")
+	// No MCPRES_* from the caller's shell (a storage URL, say): the
+	// binary runs exactly as on a fresh clone.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCPRES_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	stderr := &wireTap{}
 	cmd.Stderr = stderr
 	tap := &wireTap{}

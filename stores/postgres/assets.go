@@ -22,7 +22,8 @@ const (
 	// that the caller may discover, in id order.
 	ProjectTemplate = "asset://project/{project}"
 	// FieldsTemplate is one asset's fields as application/json
-	// (representation "fields").
+	// (representation "fields"); with [Options].Objects, followed by the
+	// object its row references, if any (the joined bundle).
 	FieldsTemplate = "asset://project/{project}/asset/{asset}"
 	// BodyTemplate is one asset's inline body with its own MIME type
 	// (representation "body").
@@ -89,6 +90,8 @@ type ref struct {
 	Project string `json:"p,omitempty"`
 	Asset   string `json:"a,omitempty"`
 	Version int64  `json:"v,omitempty"`
+	// Object is the joined object's own target (representation "object").
+	Object *objectRef `json:"o,omitempty"`
 }
 
 func parseRef(t core.ResourceTarget) (ref, error) {
@@ -121,7 +124,8 @@ func BodyTarget(a Asset) (core.ResourceTarget, error) {
 // resolver helpers, a reader, ready-made bindings and a grants-backed
 // policy. It is safe for concurrent use.
 type Store struct {
-	s *session
+	s       *session
+	objects *Objects // nil: rows only
 }
 
 // NewStore returns a store of the reference schema over db, usually a
@@ -131,7 +135,15 @@ func NewStore(db DB, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{s: s}, nil
+	st := &Store{s: s}
+	if opts != nil && opts.Objects != nil {
+		if err := opts.Objects.check(); err != nil {
+			return nil, err
+		}
+		o := *opts.Objects
+		st.objects = &o
+	}
+	return st, nil
 }
 
 const assetColumns = `a.project_id, a.id, a.version, a.name, a.title, a.mime_type, a.body_is_text, octet_length(a.body),
@@ -261,8 +273,16 @@ func (s *Store) ProjectAssets(ctx context.Context, project string) ([]Asset, err
 //   - [FieldsTemplate]: one asset's fields as JSON;
 //   - [BodyTemplate]: one asset's inline body (an asset without one is
 //     unavailable).
+//
+// With [Options].Objects, [FieldsTemplate] plans the joined bundle of an
+// asset that references an object (its fields and its object) and the
+// bindings include [Store.ObjectBinding].
 func (s *Store) Bindings() []core.ResourceBinding {
-	return []core.ResourceBinding{s.IndexBinding(), s.ProjectBinding(), s.FieldsBinding(), s.BodyBinding()}
+	bs := []core.ResourceBinding{s.IndexBinding(), s.ProjectBinding(), s.FieldsBinding(), s.BodyBinding()}
+	if s.objects != nil {
+		bs = append(bs, s.ObjectBinding())
+	}
+	return bs
 }
 
 // IndexBinding returns the binding of [IndexURI].
@@ -308,7 +328,9 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 	}
 }
 
-// FieldsBinding returns the binding of [FieldsTemplate].
+// FieldsBinding returns the binding of [FieldsTemplate]: the asset's fields
+// and, when the store joins objects and the row references one that
+// [Objects].Target serves, the object as a second item.
 func (s *Store) FieldsBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: FieldsTemplate, Name: "asset",
@@ -340,20 +362,35 @@ func (s *Store) assetResolver(repr string) core.Resolver {
 		if repr == ReprBody && a.BodySize < 0 {
 			return core.ResourceReadPlan{}, core.Unavailable(errors.New("postgres: the asset has no inline body"))
 		}
-		r := ref{Kind: repr, Project: a.Project, Asset: a.ID, Version: a.Version}
-		item, err := newTarget(a.FieldsURI(), r)
-		if repr == ReprBody {
-			item, err = newTarget(a.BodyURI(), r)
+		var item core.ResourceTarget
+		switch repr {
+		case ReprBody:
+			item, err = BodyTarget(a)
+		case ReprObject:
+			item, err = s.ObjectTarget(a)
+		default:
+			item, err = FieldsTarget(a)
 		}
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
+		items := []core.ResourceTarget{item}
+		if repr == ReprFields {
+			// The joined bundle: the fields, then the object they reference.
+			switch obj, err := s.ObjectTarget(a); {
+			case err == nil:
+				items = append(items, obj)
+			case !errors.Is(err, errNoObject) && core.KindOf(err) != core.FailureUnavailable:
+				return core.ResourceReadPlan{}, err
+			}
+		}
 		requested := item
 		if m.URI() != item.URI() {
+			r := ref{Kind: repr, Project: a.Project, Asset: a.ID, Version: a.Version}
 			if requested, err = newTarget(m.URI(), r); err != nil {
 				return core.ResourceReadPlan{}, err
 			}
 		}
-		return core.NewResourceReadPlan(requested, item)
+		return core.NewResourceReadPlan(requested, items...)
 	})
 }

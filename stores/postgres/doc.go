@@ -52,7 +52,15 @@
 //	asset://project/{project}/asset/{asset}/body   one asset's inline body (its own MIME type)
 //
 // An asset's fields and body are two representations with distinct
-// canonical URIs. [Store.LookupAsset] and [Store.ProjectAssets] are the
+// canonical URIs. With [Options].Objects the store also joins each row with
+// the object it references (see [Objects]):
+//
+//	asset://project/{project}/asset/{asset}          the joined bundle: the fields, then the object
+//	asset://project/{project}/asset/{asset}/object   the object alone, pinned by the row's ETag and version id
+//
+// This package never imports an object store's SDK: the host passes a
+// function that turns the row's reference into a target and the reader of
+// such targets (package s3store has both). [Store.LookupAsset] and [Store.ProjectAssets] are the
 // resolver helpers (identity metadata only, including the object reference,
 // never a body), for bindings of one's own such as one that joins a row with
 // its S3 object. [Store.Policy] is a [core.ResourcePolicy] backed by the

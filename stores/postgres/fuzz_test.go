@@ -16,6 +16,7 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 	f.Add(ReprBody, `{"k":"body","p":"p","a":"a","v":1}`)
 	f.Add(ReprFields, `{"k":"body","p":"p","a":"a","v":1}`)
 	f.Add(ReprIndex, `{"k":"index"}`)
+	f.Add(ReprObject, `{"k":"object","p":"p","a":"a","v":1,"o":{"r":"s3-object","d":{"bucket":"b","key":"k"}}}`)
 	f.Add("q", `{"k":"q","args":["x"]}`)
 	f.Add(ReprBody, `null`)
 	f.Add(ReprBody, `{"k":"body","p":"' OR 1=1 --","a":"\u0000","v":-9}`)

@@ -43,11 +43,14 @@ func (s *Store) grantFlags(ctx context.Context, project string, asset *string) (
 //     project lets it discover or read, and issues disclose the URI when
 //     such a grant sets disclose_issue_uri.
 //   - Read: the index and a visible project bundle may be read; an asset's
-//     representations need a grant with can_read.
+//     representations (fields, body, joined object) need a grant with
+//     can_read.
 //
 // Targets this store did not plan are hidden. The readers enforce the same
 // grants again in their own statements, so a grant revoked after these
-// checks still withholds the content.
+// checks still withholds the content. A joined object is read by the object
+// store, which enforces its pinned identity and its own access; its grant is
+// checked here, before and again after the reads.
 func (s *Store) Policy() core.ResourcePolicy {
 	check := func(ctx context.Context, t core.ResourceTarget) (grantFlags, error) {
 		r, err := parseRef(t)

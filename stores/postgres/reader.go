@@ -74,6 +74,8 @@ func (s *Store) read(ctx context.Context, t core.ResourceTarget) (core.ResourceP
 		return s.readPinned(ctx, sqlReadFields, r, limit)
 	case ReprBody:
 		return s.readPinned(ctx, sqlReadBody, r, limit)
+	case ReprObject:
+		return s.readObject(ctx, t, r)
 	}
 	return core.ResourcePayload{}, ErrBadTarget
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// MaxPlanItems bounds the items a resolver plans; a request that would
 	// plan more fails. Zero means [DefaultMaxPlanItems].
 	MaxPlanItems int
+	// Objects, when not nil, joins assets with the objects their rows
+	// reference (see [Objects]); nil serves rows only.
+	Objects *Objects
 }
 
 const (

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/migrations"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
+)
+
+// storageFlags say where the reference schema's rows and the objects they
+// reference live. The environment variables are the command's own: the
+// integration suite's MCPRES_POSTGRES_URL and MCPRES_S3_* describe test
+// servers, and a shell that exports them must not switch the command away
+// from its embedded demo.
+type storageFlags struct {
+	Postgres string `name:"postgres" placeholder:"URL" env:"MCPRES_DATABASE_URL" group:"Storage" help:"PostgreSQL URL of the reference schema (postgres://user:pass@host:5432/db). Without it, the embedded demo. For serve the URL's role must be a superuser or an inheriting member of mcpres_reader (GRANT mcpres_reader TO it); for migrate it must be able to create schemas and, once per cluster, roles; for seed, write the mcpres tables."`
+	Bucket   string `name:"bucket" env:"MCPRES_BUCKET" group:"Storage" help:"S3 bucket of the objects that asset rows reference. Needs --postgres."`
+	Endpoint string `name:"bucket-endpoint" placeholder:"URL" env:"MCPRES_BUCKET_ENDPOINT" group:"Storage" help:"Base URL of an S3-compatible server (http://minio:9000); empty means AWS S3."`
+	Region   string `name:"bucket-region" env:"MCPRES_BUCKET_REGION" group:"Storage" help:"Signing region (default us-east-1 with --bucket-endpoint, else the AWS default chain's)."`
+	Access   string `name:"bucket-access-key" env:"MCPRES_BUCKET_ACCESS_KEY" group:"Storage" help:"Static access key id; without it the AWS default credential chain."`
+	Secret   string `name:"bucket-secret-key" env:"MCPRES_BUCKET_SECRET_KEY" group:"Storage" help:"Secret of --bucket-access-key (prefer the environment variable)."`
+	Path     bool   `name:"bucket-path-style" env:"MCPRES_BUCKET_PATH_STYLE" group:"Storage" help:"Address the bucket as ENDPOINT/BUCKET/KEY (MinIO, versitygw and most S3-compatible servers need it)."`
+}
+
+// connectTimeout bounds each start-up check of a dependency.
+const connectTimeout = 10 * time.Second
+
+// checkCombination refuses settings that cannot mean anything.
+func (f *storageFlags) checkCombination() error {
+	s3Set := f.Endpoint != "" || f.Region != "" || f.Access != "" || f.Secret != "" || f.Path
+	switch {
+	case s3Set && f.Bucket == "":
+		return errors.New("the --bucket-* settings need --bucket (MCPRES_BUCKET): which bucket do the asset rows reference?")
+	case f.Bucket != "" && f.Postgres == "":
+		return errors.New("--bucket needs --postgres (MCPRES_DATABASE_URL): objects are served through the asset rows that reference them")
+	case (f.Access == "") != (f.Secret == ""):
+		return errors.New("give both --bucket-access-key and --bucket-secret-key, or neither (the AWS default chain)")
+	}
+	return nil
+}
+
+// openPool opens a pool on the --postgres URL and checks that the server
+// answers and holds the reference schema.
+func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(f.Postgres)
+	if err != nil {
+		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", unwrapAll(err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s", hostPort(cfg), pgCause(err))
+	}
+	return pool, nil
+}
+
+// checkSchema makes sure the reference schema exists and the pool's login
+// may read it as the reader role.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	var schema, role, super bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = 'mcpres' AND tablename = 'assets'),
+		EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
+		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)`, migrations.ReaderRole).Scan(&schema, &role, &super)
+	if err != nil {
+		return fmt.Errorf("checking the reference schema: %w", unwrapAll(err))
+	}
+	if !schema || !role {
+		return errors.New("the database has no reference schema: run `mcp-resources migrate` first")
+	}
+	if !reader || super {
+		return nil
+	}
+	var member bool
+	if err := pool.QueryRow(ctx, `SELECT pg_has_role(current_user, $1, 'USAGE')`, migrations.ReaderRole).Scan(&member); err != nil {
+		return fmt.Errorf("checking the login role: %w", unwrapAll(err))
+	}
+	if !member {
+		return fmt.Errorf("the --postgres role is neither a superuser nor an inheriting member of %s: GRANT %s TO it", migrations.ReaderRole, migrations.ReaderRole)
+	}
+	return nil
+}
+
+// newClient builds the S3 client the flags describe.
+func (f *storageFlags) newClient(ctx context.Context) (*s3.Client, error) {
+	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: f.Endpoint, Region: f.Region,
+		UsePathStyle: f.Path, AccessKeyID: f.Access, SecretAccessKey: f.Secret})
+	if err != nil {
+		return nil, fmt.Errorf("S3 client: %w", err)
+	}
+	return client, nil
+}
+
+// openBucket builds the S3 client and checks that the bucket answers.
+func (f *storageFlags) openBucket(ctx context.Context) (*s3.Client, error) {
+	client, err := f.newClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := headBucket(ctx, client, f.Bucket); err != nil {
+		return nil, err
+	}
+	return client, nil
+}
+
+// errNoBucket says the bucket does not exist.
+var errNoBucket = errors.New("does not exist")
+
+// headBucket asks S3 whether bucket exists and the credentials may use it.
+func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	_, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
+	if err == nil {
+		return nil
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case http.StatusNotFound:
+			return fmt.Errorf("bucket %s %w", bucket, errNoBucket)
+		case http.StatusForbidden:
+			return fmt.Errorf("bucket %s: access denied to these credentials", bucket)
+		case http.StatusMovedPermanently, http.StatusBadRequest:
+			return fmt.Errorf("bucket %s: S3 answered %d (wrong --bucket-region, or --bucket-path-style needed?)", bucket, re.HTTPStatusCode())
+		}
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("bucket %s: S3 answered %s", bucket, ae.ErrorCode())
+	}
+	return fmt.Errorf("cannot reach S3 for bucket %s: %w", bucket, unwrapAll(err))
+}
+
+// storageBackend serves the reference schema from PostgreSQL, joined with
+// the bucket's objects when --bucket is set, under the grants table's
+// policy.
+func (f *storageFlags) storageBackend(ctx context.Context, e *env) (*backend, error) {
+	pool, err := f.openPool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*backend, error) { pool.Close(); return nil, err }
+	if err := checkSchema(ctx, pool, true); err != nil {
+		return fail(err)
+	}
+	be := &backend{name: "postgres", close: pool.Close, ready: []readyCheck{{"postgres", pool.Ping}}}
+	var opts postgres.Options
+	if f.Bucket != "" {
+		client, err := f.openBucket(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		bucket, err := s3store.OpenBucket(ctx, client, f.Bucket, nil)
+		if err != nil {
+			return fail(fmt.Errorf("--bucket: %w", err))
+		}
+		opts.Objects = &postgres.Objects{Target: objectTarget(bucket.Name()), Reader: bucket}
+		be.name = "postgres+s3"
+		be.ready = append(be.ready, readyCheck{"s3", func(ctx context.Context) error { return headBucket(ctx, client, f.Bucket) }})
+	} else {
+		e.log.Info("no --bucket: asset rows are served without the objects they reference")
+	}
+	st, err := postgres.NewStore(pool, &opts)
+	if err != nil {
+		return fail(fmt.Errorf("postgres store: %w", err))
+	}
+	be.bindings = st.Bindings()
+	be.policy = st.Policy()
+	be.storeOf = func(t core.ResourceTarget) string {
+		if t.Representation() == postgres.ReprObject {
+			return "s3"
+		}
+		return "postgres"
+	}
+	be.resolveStore = "postgres"
+	return be, nil
+}
+
+// objectTarget pins the object an asset row references, in bucket only. A
+// reference to another bucket, or one without an ETag or version id to pin,
+// is not served: the joined bundle holds the fields alone.
+func objectTarget(bucket string) func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
+	return func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
+		if a.Object.Bucket != bucket {
+			return core.ResourceTarget{}, core.Unavailable(errors.New("the row references an object of another bucket"))
+		}
+		t, err := s3store.NewObjectTarget(uri, s3store.Object{Bucket: a.Object.Bucket, Key: a.Object.Key,
+			ETag: a.Object.ETag, VersionID: a.Object.VersionID, Size: a.Object.Size, ContentType: a.MIMEType})
+		if err != nil {
+			return core.ResourceTarget{}, core.Unavailable(err)
+		}
+		return t, nil
+	}
+}
+
+// pgCause says in a few words why a connection failed: the server's own
+// message (a wrong password, a missing database), the network error, or a
+// timeout. pgx's own text repeats the address for every attempt.
+func pgCause(err error) string {
+	var pe *pgconn.PgError
+	var ne *net.OpError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Message + " (SQLSTATE " + pe.Code + ")"
+	case errors.As(err, &ne):
+		return ne.Err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + connectTimeout.String()
+	}
+	return unwrapAll(err).Error()
+}
+
+// hostPort names the server of cfg without credentials.
+func hostPort(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
+}
+
+// unwrapAll returns the innermost error of err's chain, which for pgx and
+// the AWS SDK is the one that says what went wrong without repeating the
+// connection string.
+func unwrapAll(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
