@@ -54,16 +54,21 @@ func TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs(t *testing.T) {
 		Version, BodySize           int64
 		Body                        string
 		Object                      struct {
-			Bucket, Key, Etag string
-			Size              int64
+			URI  string
+			Size int64
 		}
 	}
 	if err := json.Unmarshal([]byte(fi.Text()), &f); err != nil {
 		t.Fatalf("fields JSON %s: %v", fi.Text(), err)
 	}
 	if f.Project != "p1" || f.ID != "b" || f.Version != 1 || f.BodySize != 2 || f.Body != "asset://project/p1/asset/b/body" ||
-		f.Object.Bucket != "bkt" || f.Object.Key != "k/b" || f.Object.Etag != `"e1"` || f.Object.Size != 2 {
+		f.Object.URI != "asset://project/p1/asset/b/object" || f.Object.Size != 2 {
 		t.Fatalf("fields %+v from %s", f, fi.Text())
+	}
+	for _, private := range []string{"bkt", "k/b", "e1"} {
+		if strings.Contains(fi.Text(), private) {
+			t.Fatalf("the fields %s reveal the object's storage identity %q", fi.Text(), private)
+		}
 	}
 
 	bundle, err := r.Read(ctx, "asset://project/p1")

@@ -36,8 +36,8 @@ CROSS JOIN LATERAL (SELECT json_build_object(
 	'bodySize', octet_length(a.body),
 	'body', CASE WHEN a.body IS NOT NULL THEN 'asset://project/' || a.project_id || '/asset/' || a.id || '/body' END,
 	'object', CASE WHEN a.object_bucket IS NOT NULL THEN json_build_object(
-		'bucket', a.object_bucket, 'key', a.object_key, 'etag', a.object_etag,
-		'versionId', a.object_version_id, 'size', a.object_size) END,
+		'uri', 'asset://project/' || a.project_id || '/asset/' || a.id || '/object',
+		'size', a.object_size) END,
 	'updatedAt', a.updated_at)::text AS doc) f
 WHERE a.project_id = $1 AND a.id = $2`
 
