@@ -37,10 +37,14 @@ func TestAuthorizeDecidesLikeReadWithoutReadingABody(t *testing.T) {
 
 func TestAuthorizeFailsExactlyWhereReadFailsBeforeReading(t *testing.T) {
 	cases := map[string]func(g *rig){
-		"discovery denied":          func(g *rig) { g.noFind[0] = true },
-		"requested target hidden":   func(g *rig) { g.hide(bundleURI, 0) },
-		"requested target denied":   func(g *rig) { g.deny(bundleURI, 0) },
-		"resolver says unavailable": func(g *rig) { g.resolve = func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return ResourceReadPlan{}, Unavailable(errors.New("gone")) } },
+		"discovery denied":        func(g *rig) { g.noFind[0] = true },
+		"requested target hidden": func(g *rig) { g.hide(bundleURI, 0) },
+		"requested target denied": func(g *rig) { g.deny(bundleURI, 0) },
+		"resolver says unavailable": func(g *rig) {
+			g.resolve = func(context.Context, ResourceMatch) (ResourceReadPlan, error) {
+				return ResourceReadPlan{}, Unavailable(errors.New("gone"))
+			}
+		},
 	}
 	for name, setup := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -98,7 +102,9 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		}
 		return NewResourceReadPlan(tg, tg)
 	})
-	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) { return TextPayload("text/plain", "x"), nil })
+	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		return TextPayload("text/plain", "x"), nil
+	})
 	bs := append([]ResourceBinding{{
 		Definition: ResourceDefinition{URITemplate: "test://p/{project}/a/{asset}", Name: "asset"},
 		Resolver:   completerResolver{ResolverFunc: plan, values: values, total: total, calls: calls},
