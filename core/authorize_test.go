@@ -127,7 +127,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 	return r
 }
 
-func TestCompleteOffersOnlyValidCapturesWithThePrefix(t *testing.T) {
+func TestCompleteOffersOnlyValuesThatCanBeCaptured(t *testing.T) {
 	var calls []CompletionRequest
 	r := completionResources(t, []string{"alpha", "alp/ha", "..", "alpine", "beta", "al\x00x"}, 0, &calls, false)
 	c, err := r.Complete(context.Background(), "test://p/{project}/a/{asset}", "asset", "al", map[string]string{"project": "p1", "nope": "x"})

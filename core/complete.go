@@ -31,8 +31,10 @@ type CompletionRequest struct {
 
 // Completion is the answer to a CompletionRequest.
 type Completion struct {
-	// Values are decoded variable values that start with the prefix, at
-	// most Limit of them, each a value the caller may discover.
+	// Values are decoded variable values that match the prefix (start with
+	// it, or name something that does, such as an asset id whose name
+	// starts with it), at most Limit of them, each a value the caller may
+	// discover.
 	Values []string
 	// Total is how many values match in all, when known; 0 means unknown.
 	Total int
@@ -52,7 +54,7 @@ type Completer interface {
 }
 
 // Complete returns values for variable of the registered template tmpl
-// (its URITemplate, byte for byte) that start with prefix, for the caller
+// (its URITemplate, byte for byte) that match prefix, for the caller
 // that ctx identifies. args holds values already chosen for other
 // variables.
 //
@@ -61,9 +63,8 @@ type Completer interface {
 // valid UTF-8 or is longer than MaxURIBytes all give an empty completion
 // and no error, so completion reveals nothing that listing would not. The
 // gateway caps the answer at [MaxCompletionValues], drops values that could
-// never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") or that do
-// not start with prefix, and, when args complete the URI, values whose URI
-// would select another definition. Errors are *[Failure] values:
+// never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") and, when
+// args complete the URI, values whose URI would select another definition. Errors are *[Failure] values:
 // FailurePolicy for a failing discovery check or completer, FailureCanceled
 // and FailureTimeout for the end of the request.
 func (r *Resources) Complete(ctx context.Context, tmpl, variable, prefix string, args map[string]string) (Completion, error) {
@@ -121,7 +122,7 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	out := Completion{Values: make([]string, 0, min(len(c.Values), MaxCompletionValues)), Total: c.Total, HasMore: c.HasMore}
 	dropped := 0
 	for _, v := range c.Values {
-		if !r.completes(t, def, variable, v, prefix, known) {
+		if !r.completes(t, def, variable, v, known) {
 			dropped++
 			continue
 		}
@@ -141,10 +142,10 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 }
 
 // completes reports whether v may be offered for variable: a valid capture
-// that starts with prefix and, when known fills every other variable, whose
-// URI selects def.
-func (r *Resources) completes(t *template, def *definition, variable, v, prefix string, known map[string]string) bool {
-	if v == "" || !strings.HasPrefix(v, prefix) || checkCapture(v) != 0 {
+// that, when known fills every other variable, makes a URI that selects
+// def.
+func (r *Resources) completes(t *template, def *definition, variable, v string, known map[string]string) bool {
+	if v == "" || checkCapture(v) != 0 {
 		return false
 	}
 	vals := make(map[string]string, len(known)+1)
