@@ -174,8 +174,14 @@ func TestCompleteRevealsNothingForUndiscoverableOrUnknownTemplates(t *testing.T)
 	if len(calls) != 0 {
 		t.Fatalf("the completer was asked %d times for an undiscoverable definition", len(calls))
 	}
-	if c, _ := r.Complete(context.Background(), "test://p/{project}/a/{asset}", "asset", "\xff", nil); len(c.Values) != 0 {
-		t.Fatalf("invalid UTF-8 prefix completed: %v", c.Values)
+	r = completionResources(t, []string{"alpha"}, 0, &calls, false)
+	for _, bad := range []string{"\xff", "a\x00", strings.Repeat("a", 4096)} {
+		if c, err := r.Complete(context.Background(), "test://p/{project}/a/{asset}", "asset", bad, nil); err != nil || len(c.Values) != 0 {
+			t.Fatalf("prefix %q completed: %v %v", bad, c.Values, err)
+		}
+	}
+	if len(calls) != 0 {
+		t.Fatalf("the completer was asked with a prefix no capture can start with: %+v", calls)
 	}
 }
 

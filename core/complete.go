@@ -60,7 +60,8 @@ type Completer interface {
 //
 // An unknown template or variable, a definition the caller may not
 // discover, a binding without a [Completer], and a prefix that is not
-// valid UTF-8 or is longer than MaxURIBytes all give an empty completion
+// valid UTF-8, holds NUL (no capture can) or is longer than MaxURIBytes all
+// give an empty completion
 // and no error, so completion reveals nothing that listing would not. The
 // gateway caps the answer at [MaxCompletionValues], drops values that could
 // never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") and, when
@@ -75,7 +76,7 @@ func (r *Resources) Complete(ctx context.Context, tmpl, variable, prefix string,
 
 func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string, args map[string]string) (Completion, error) {
 	empty := Completion{Values: []string{}}
-	if len(prefix) > r.limits.MaxURIBytes || !utf8.ValidString(prefix) {
+	if len(prefix) > r.limits.MaxURIBytes || !utf8.ValidString(prefix) || strings.IndexByte(prefix, 0) >= 0 {
 		return empty, nil
 	}
 	var def *definition
