@@ -236,6 +236,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	ss.subs[uri] = x
 	h.total++
 	h.reindex(x)
+	h.poke() // tracking sources learn the new keys
 	return nil
 }
 
@@ -250,6 +251,7 @@ func (h *Hub[S]) Unsubscribe(s S, uri string) {
 	}
 	h.remove(ss.subs[uri])
 	h.mu.Unlock()
+	h.poke()
 	ss.deliver.Lock() // wait out a notification already on its way
 	ss.deliver.Unlock()
 }
@@ -267,6 +269,7 @@ func (h *Hub[S]) EndSession(s S) {
 		h.remove(x)
 	}
 	h.mu.Unlock()
+	h.poke()
 	ss.deliver.Lock()
 	ss.deliver.Unlock()
 }
