@@ -63,6 +63,18 @@
 // the fixed fields the SDK requires (ttlMs, cacheScope, resultType and, at
 // protocol 2026-07-28, the server's own serverInfo in _meta), which core's
 // wire reserve covers.
+//
+// # Live resources
+//
+// Two opt-in features go beyond list and read. [Subscriptions] serves
+// resources/subscribe and resources/unsubscribe (and the resource
+// subscriptions of 2026-07-28's subscriptions/listen) from storage change
+// sources, authorizing each subscription like a read and re-authorizing it
+// before every notifications/resources/updated. [Options].Completions
+// answers completion/complete for ref/resource references from
+// [core.Resources.Complete], offering only values the caller may discover;
+// completion of prompt references stays with the host's
+// [mcp.ServerOptions].CompletionHandler.
 package mcpsdk
 
 import (
