@@ -68,7 +68,6 @@ type Subscriptions struct {
 
 	mu        sync.Mutex
 	server    *mcp.Server
-	principal func(context.Context, mcp.Request) string
 	legacy    bool
 	watched   map[*mcp.ServerSession]struct{}
 
@@ -89,7 +88,7 @@ func NewSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	if res == nil {
 		panic("mcpsdk: NewSubscriptions with a nil *core.Resources")
 	}
-	s := &Subscriptions{res: res, principal: TokenPrincipal, watched: map[*mcp.ServerSession]struct{}{}, tickets: map[ticket]struct{}{}}
+	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]struct{}{}, tickets: map[ticket]struct{}{}}
 	s.hub = live.New(res, s.notify, sources, opts)
 	return s
 }
@@ -130,7 +129,7 @@ func (s *Subscriptions) install(server *mcp.Server, a *adapter) {
 	if s.server != nil && s.server != server {
 		panic("mcpsdk: one Subscriptions serves one mcp.Server")
 	}
-	s.server, s.principal, s.legacy = server, a.principal, a.legacyNotFound
+	s.server, s.legacy = server, a.legacyNotFound
 	server.AddSendingMiddleware(s.filter)
 }
 
@@ -140,13 +139,11 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
 	}
 	s.mu.Lock()
-	principal, legacy := s.principal, s.legacy
+	legacy := s.legacy
 	s.mu.Unlock()
-	if _, err := core.ContextPrincipal(ctx); err != nil {
-		if p := principal(ctx, req); p != "" {
-			ctx = core.WithPrincipal(ctx, p)
-		}
-	}
+	// The principal is already in ctx: Install's middleware put it there for
+	// resources/subscribe and subscriptions/listen alike (the SDK calls this
+	// handler from inside either, with a request that may lack Extra).
 	err := s.hub.Subscribe(ctx, req.Session, req.Params.URI)
 	switch {
 	case errors.Is(err, live.ErrSessionLimit), errors.Is(err, live.ErrHubLimit):
@@ -278,4 +275,15 @@ func (a *adapter) declareLive(res mcp.Result) {
 		c.Completions = &mcp.CompletionCapabilities{}
 	}
 	*caps = &c
+}
+
+// safePrincipal calls the host's Principal function, turning a panic into
+// ok == false.
+func (a *adapter) safePrincipal(ctx context.Context, req mcp.Request) (p string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			p, ok = "", false
+		}
+	}()
+	return a.principal(ctx, req), true
 }

@@ -259,3 +259,31 @@ func TestCompletionOffersOnlyDiscoverableValuesAndLeavesPromptsToTheHost(t *test
 		t.Fatalf("host completion handler called %d times, want 2", prompts)
 	}
 }
+
+func TestSubscribeFollowsTheLegacyNotFoundCodeAndSurvivesAPanickingPrincipal(t *testing.T) {
+	st, res := liveStore(t)
+	subs := NewSubscriptions(res, []core.ChangeSource{st}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
+	calls := 0
+	Install(s, res, &Options{LegacyNotFoundCode: true, Subscriptions: subs, Principal: func(context.Context, mcp.Request) string {
+		calls++
+		if calls > 2 {
+			panic("host bug")
+		}
+		return "alice"
+	}})
+	lc := connectLive(t, s, "2025-11-25")
+	_, rerr := lc.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: liveDoc("s")})
+	serr := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("s")})
+	var re, se *jsonrpc.Error
+	if !errors.As(rerr, &re) || !errors.As(serr, &se) || re.Code != LegacyResourceNotFoundCode || se.Code != re.Code || se.Message != re.Message {
+		t.Fatalf("read %v, subscribe %v: want the same legacy not-found error", rerr, serr)
+	}
+	serr = lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")})
+	if !errors.As(serr, &se) || se.Code != jsonrpc.CodeInternalError || se.Message != internalMessage {
+		t.Fatalf("subscribe with a panicking principal function: %v", serr)
+	}
+	if err := lc.cs.Ping(context.Background(), nil); err != nil {
+		t.Fatalf("the session did not survive the panic: %v", err)
+	}
+}

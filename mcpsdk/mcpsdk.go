@@ -284,7 +284,11 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case MethodSubscribe, MethodUnsubscribe, MethodSubscriptionsListen:
 			if a.subs != nil {
-				if p := a.principal(ctx, req); p != "" {
+				p, ok := a.safePrincipal(ctx, req)
+				if !ok {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+				}
+				if p != "" {
 					ctx = core.WithPrincipal(ctx, p)
 				}
 			}
