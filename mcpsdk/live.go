@@ -66,10 +66,10 @@ type Subscriptions struct {
 	res *core.Resources
 	hub *live.Hub[*mcp.ServerSession]
 
-	mu        sync.Mutex
-	server    *mcp.Server
-	legacy    bool
-	watched   map[*mcp.ServerSession]struct{}
+	mu      sync.Mutex
+	server  *mcp.Server
+	legacy  bool
+	watched map[*mcp.ServerSession]struct{}
 
 	deliver sync.Mutex // one ResourceUpdated at a time, so tickets are unambiguous
 	tmu     sync.Mutex
