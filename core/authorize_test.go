@@ -201,3 +201,34 @@ func TestCompleteDropsValuesWhoseURIAnotherRegistrationTakes(t *testing.T) {
 		t.Fatalf("values = %q; want alpha (taken by an exact registration) dropped and a b kept (escaped)", c.Values)
 	}
 }
+
+func TestCompletingResolverKeepsCompletionThroughAWrapper(t *testing.T) {
+	var calls []CompletionRequest
+	inner := completerResolver{values: []string{"alpha"}, calls: &calls, ResolverFunc: func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+		tg, _ := NewResourceTarget(m.URI(), "item", nil)
+		return NewResourceReadPlan(tg, tg)
+	}}
+	wrapped := ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) { return inner.Resolve(ctx, m) })
+	pol := ResourcePolicy{
+		Discover:   func(context.Context, ResourceDescription) error { return nil },
+		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
+		Read:       func(context.Context, ResourceTarget) error { return nil },
+	}
+	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) { return TextPayload("text/plain", "x"), nil })
+	for name, c := range map[string]struct {
+		r    Resolver
+		want int
+	}{"plain wrapper": {wrapped, 0}, "CompletingResolver": {CompletingResolver{Resolver: wrapped, Completer: inner}, 1}} {
+		r, err := NewResources([]ResourceBinding{{Definition: ResourceDefinition{URITemplate: "test://x/{id}", Name: "x"}, Resolver: c.r, Reader: read}}, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Complete(context.Background(), "test://x/{id}", "id", "a", nil)
+		if err != nil || len(got.Values) != c.want {
+			t.Fatalf("%s: %v %v, want %d values", name, got.Values, err, c.want)
+		}
+		if _, err := r.Read(context.Background(), "test://x/alpha"); err != nil {
+			t.Fatalf("%s: read: %v", name, err)
+		}
+	}
+}

@@ -223,3 +223,19 @@ func escapeSegment(v string) string {
 	}
 	return b.String()
 }
+
+// CompletingResolver joins a Resolver and a Completer into one value that
+// has both capabilities. Hosts that wrap a binding's Resolver (to time or
+// count it, say) keep its completion this way:
+//
+//	wrapped := core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) { ... })
+//	b.Resolver = wrapped
+//	if c, ok := inner.(core.Completer); ok {
+//		b.Resolver = core.CompletingResolver{Resolver: wrapped, Completer: c}
+//	}
+//
+// Both fields are required.
+type CompletingResolver struct {
+	Resolver
+	Completer
+}
