@@ -214,7 +214,9 @@ func TestCompletingResolverKeepsCompletionThroughAWrapper(t *testing.T) {
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
 	}
-	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) { return TextPayload("text/plain", "x"), nil })
+	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		return TextPayload("text/plain", "x"), nil
+	})
 	for name, c := range map[string]struct {
 		r    Resolver
 		want int
