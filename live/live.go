@@ -126,7 +126,8 @@ type Hub[S comparable] struct {
 	total    int
 	inflight int
 	closed   bool
-	tracked  bool // tracker key sets need recomputing
+	tracked  bool   // tracker key sets need recomputing
+	seq      uint64 // counts Changed calls
 	stats    Stats
 	wake     chan struct{}
 }
@@ -203,6 +204,9 @@ func (h *Hub[S]) Options() Options { return h.o }
 // replaces the earlier subscription and counts once.
 func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	principal, _ := core.ContextPrincipal(ctx)
+	h.mu.Lock()
+	seq := h.seq
+	h.mu.Unlock()
 	a, err := h.auth.Authorize(ctx, uri)
 	if err != nil {
 		return err
@@ -219,6 +223,9 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 			h.unindex(old)
 			old.principal, old.keys, old.fp = principal, keys, fp
 			h.reindex(old)
+			if h.seq != seq {
+				h.dirty[old] = struct{}{}
+			}
 			return nil
 		}
 		if len(ss.subs) >= h.o.MaxPerSession {
@@ -236,6 +243,11 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	ss.subs[uri] = x
 	h.total++
 	h.reindex(x)
+	if h.seq != seq {
+		// A change arrived while Authorize ran, before x was indexed: check
+		// x once, so that it is not missed.
+		h.dirty[x] = struct{}{}
+	}
 	h.poke() // tracking sources learn the new keys
 	return nil
 }
@@ -296,6 +308,7 @@ func (h *Hub[S]) Stats() Stats {
 // themselves. It never blocks on I/O.
 func (h *Hub[S]) Changed(c core.Change) {
 	h.mu.Lock()
+	h.seq++
 	if c.All {
 		for _, ss := range h.sessions {
 			for _, x := range ss.subs {

@@ -291,3 +291,46 @@ func TestEndSessionStopsNotifications(t *testing.T) {
 	g.put("a", "y")
 	g.quiet(300 * time.Millisecond)
 }
+
+// racingAuthorizer changes the item right after the first authorization,
+// before the hub has indexed the new subscription.
+type racingAuthorizer struct {
+	res  *core.Resources
+	once sync.Once
+	put  func()
+}
+
+func (r *racingAuthorizer) Authorize(ctx context.Context, uri string) (core.Authorization, error) {
+	a, err := r.res.Authorize(ctx, uri)
+	r.once.Do(r.put)
+	return a, err
+}
+
+func TestAChangeWhileSubscribingIsNotMissed(t *testing.T) {
+	st := memory.New(nil)
+	st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v1")})
+	st.Grant("a", "alice", memory.Access{Read: true})
+	b := st.KeyBinding(core.ResourceDefinition{URITemplate: tmpl, Name: "doc"}, "id", "")
+	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := &racingAuthorizer{res: res, put: func() {
+		st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v2")})
+	}}
+	got := make(chan string, 10)
+	h := New[string](auth, func(s, uri string) { got <- uri }, []core.ChangeSource{st}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(10 * time.Millisecond)
+	if err := h.Subscribe(core.WithPrincipal(context.Background(), "alice"), "s1", doc("a")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the change made while subscribing was never notified")
+	}
+}
