@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -285,5 +287,35 @@ func TestSubscribeFollowsTheLegacyNotFoundCodeAndSurvivesAPanickingPrincipal(t *
 	}
 	if err := lc.cs.Ping(context.Background(), nil); err != nil {
 		t.Fatalf("the session did not survive the panic: %v", err)
+	}
+}
+
+func TestSubscriptionsNotifyOverStatefulStreamableHTTP(t *testing.T) {
+	for _, v := range liveProtocols {
+		t.Run(v, func(t *testing.T) {
+			st, res := liveStore(t)
+			s, subs := liveServer(t, st, res, "alice", mcp.ServerOptions{})
+			srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+			t.Cleanup(srv.Close)
+			lc := &liveClient{ch: make(chan string, 100)}
+			c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, &mcp.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { lc.ch <- r.Params.URI },
+			})
+			cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			lc.cs = cs
+			if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")}); err != nil {
+				t.Fatal(err)
+			}
+			waitSubscribed(t, subs, 1)
+			time.Sleep(100 * time.Millisecond) // the standalone stream opens in the background
+			st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v2")})
+			lc.await(t, liveDoc("a"), 2*time.Second)
+			cs.Close()
+			waitSubscribed(t, subs, 0)
+		})
 	}
 }
