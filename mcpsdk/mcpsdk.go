@@ -63,6 +63,18 @@
 // the fixed fields the SDK requires (ttlMs, cacheScope, resultType and, at
 // protocol 2026-07-28, the server's own serverInfo in _meta), which core's
 // wire reserve covers.
+//
+// # Live resources
+//
+// Two opt-in features go beyond list and read. [Subscriptions] serves
+// resources/subscribe and resources/unsubscribe (and the resource
+// subscriptions of 2026-07-28's subscriptions/listen) from storage change
+// sources, authorizing each subscription like a read and re-authorizing it
+// before every notifications/resources/updated. [Options].Completions
+// answers completion/complete for ref/resource references from
+// [core.Resources.Complete], offering only values the caller may discover;
+// completion of prompt references stays with the host's
+// [mcp.ServerOptions].CompletionHandler.
 package mcpsdk
 
 import (
@@ -123,13 +135,24 @@ type Options struct {
 	// answers, after the answer is ready, for metrics and logs. It runs on
 	// the request's goroutine: keep it fast and do not block.
 	Observe func(ctx context.Context, o Observation)
+
+	// Subscriptions, if set, serves resource subscriptions (see
+	// [Subscriptions]); build the server with its ServerOptions.
+	Subscriptions *Subscriptions
+
+	// Completions makes the adapter answer completion/complete for
+	// ref/resource references from [core.Resources.Complete] and declare
+	// the completions capability. Prompt references still go to whatever
+	// CompletionHandler the host gave the server.
+	Completions bool
 }
 
 // Observation describes one request the adapter answered. It is for the
 // host's metrics and logs: Err's private cause (behind Unwrap) may name
 // storage details and must not reach a client.
 type Observation struct {
-	// Method is one of the three methods the adapter answers.
+	// Method is one of the methods the adapter answers: the three resource
+	// methods, and completion/complete when Options.Completions is set.
 	Method string
 	// Duration is the time from adapter entry to the ready answer.
 	Duration time.Duration
@@ -165,8 +188,13 @@ func Install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.pageSize = opts.ListPageSize
 		a.legacyNotFound = opts.LegacyNotFoundCode
 		a.observe = opts.Observe
+		a.complete = opts.Completions
+		a.subs = opts.Subscriptions
 	}
 	s.AddReceivingMiddleware(a.middleware)
+	if a.subs != nil {
+		a.subs.install(s, a)
+	}
 }
 
 // Capabilities returns base (or, when base is nil, the SDK's default
@@ -240,6 +268,8 @@ type adapter struct {
 	pageSize       int
 	legacyNotFound bool
 	observe        func(context.Context, Observation)
+	complete       bool
+	subs           *Subscriptions
 }
 
 func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -250,7 +280,22 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "initialize", "server/discover":
 			res, err := next(ctx, method, req)
 			declareResources(res)
+			a.declareLive(res)
 			return res, err
+		case MethodSubscribe, MethodUnsubscribe, MethodSubscriptionsListen:
+			if a.subs != nil {
+				p, ok := a.safePrincipal(ctx, req)
+				if !ok {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+				}
+				if p != "" {
+					ctx = core.WithPrincipal(ctx, p)
+				}
+			}
+		case MethodComplete:
+			if p, _ := req.GetParams().(*mcp.CompleteParams); a.complete && p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" {
+				return a.serve(ctx, method, req)
+			}
 		}
 		return next(ctx, method, req)
 	}
@@ -307,6 +352,10 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 		return a.read(ctx, req, &o)
 	case MethodListResources:
 		return a.list(ctx, req, false, &o)
+	case MethodComplete:
+		res, err := a.completeResource(ctx, req.GetParams().(*mcp.CompleteParams))
+		o.Err = err
+		return res, err
 	default:
 		return a.list(ctx, req, true, &o)
 	}

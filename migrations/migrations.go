@@ -22,9 +22,12 @@
 // (A-Z a-z 0-9 . _ ~ -) that do not start with a dot.
 //
 // Versions are files named NNNNN_what.sql under sql/; a change to the schema
-// is a new file, never an edit of an applied one. The change notifications
-// planned for assets (a NOTIFY trigger that sends ids, not rows) will be such
-// a version.
+// is a new file, never an edit of an applied one. Version 2 adds change
+// notifications: triggers on projects, assets and grants issue NOTIFY on the
+// channel [ChangeChannel] with the changed ids as JSON, never rows or bodies
+// ({"t":"a","p":PROJECT,"a":ASSET}, "t" being p, a or g for a project, an
+// asset or a grant, and "a" absent for a project-wide grant), delivered when
+// the writing transaction commits.
 //
 // Applying is safe to repeat and to run concurrently: goose takes a
 // session-level advisory lock in the database for the whole run, and records
@@ -60,6 +63,9 @@ const (
 	// VersionTable is the table, in the connection's current schema, where
 	// goose records the applied versions.
 	VersionTable = "mcpres_migrations"
+	// ChangeChannel is the channel on which the schema's triggers NOTIFY
+	// changed ids (version 2).
+	ChangeChannel = "mcpres_changes"
 	// LockID is the key of the advisory lock held while migrating.
 	LockID int64 = 0x6d63707265730001 // "mcpres" 0001
 )

@@ -83,6 +83,8 @@ type Store struct {
 	version uint64 // last version handed out, across all keys
 
 	bodyReads atomic.Int64
+
+	watchers watchers // change listeners (live.go)
 }
 
 // entry is one stored item. Its content fields never change after Put; a
@@ -124,6 +126,7 @@ func (s *Store) Put(key string, it Item) (uint64, error) {
 		e.grants = old.grants
 	}
 	s.items[key] = e
+	s.watchers.changed(key) // under s.mu: listeners only queue work
 	return e.version, nil
 }
 
@@ -134,6 +137,9 @@ func (s *Store) Delete(key string) bool {
 	defer s.mu.Unlock()
 	_, ok := s.items[key]
 	delete(s.items, key)
+	if ok {
+		defer s.watchers.changed(key)
+	}
 	return ok
 }
 
@@ -145,6 +151,7 @@ func (s *Store) Grant(key, principal string, a Access) bool {
 	e, ok := s.items[key]
 	if ok {
 		e.grants[principal] = a
+		defer s.watchers.changed(key)
 	}
 	return ok
 }
@@ -161,6 +168,9 @@ func (s *Store) Revoke(key, principal string) bool {
 	}
 	_, had := e.grants[principal]
 	delete(e.grants, principal)
+	if had {
+		defer s.watchers.changed(key)
+	}
 	return had
 }
 

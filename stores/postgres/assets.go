@@ -306,7 +306,7 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: ProjectTemplate, Name: "project",
 			Title: "Project assets", Description: "The fields of every asset of a project", MIMEType: "application/json"},
-		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		Resolver: completing{s: s, Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 			project, _ := m.Var("project")
 			assets, err := s.ProjectAssets(ctx, project)
 			if err != nil {
@@ -323,7 +323,7 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 				}
 			}
 			return core.NewResourceReadPlan(requested, items...)
-		}),
+		})},
 		Reader: s.Reader(),
 	}
 }
@@ -335,7 +335,7 @@ func (s *Store) FieldsBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: FieldsTemplate, Name: "asset",
 			Title: "Asset", Description: "An asset's fields", MIMEType: "application/json"},
-		Resolver: s.assetResolver(ReprFields),
+		Resolver: completing{Resolver: s.assetResolver(ReprFields), s: s},
 		Reader:   s.Reader(),
 	}
 }
@@ -345,7 +345,7 @@ func (s *Store) BodyBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: BodyTemplate, Name: "asset-body",
 			Title: "Asset body", Description: "An asset's inline body"},
-		Resolver: s.assetResolver(ReprBody),
+		Resolver: completing{Resolver: s.assetResolver(ReprBody), s: s, bodyOnly: true},
 		Reader:   s.Reader(),
 	}
 }

@@ -1,0 +1,186 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/live"
+	"go.phpboyscout.uk/mcp/resources/migrations"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+)
+
+func TestLiveChannelNamesAgree(t *testing.T) {
+	if postgres.ChangeChannel != migrations.ChangeChannel {
+		t.Fatalf("the listener listens on %q, the triggers notify %q", postgres.ChangeChannel, migrations.ChangeChannel)
+	}
+}
+
+func TestLiveUpdateCommittedByAnotherConnectionIsNotifiedWithinOneSecond(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	in := newLiveInstance(t, d, "alice", nil)
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		lc := in.connect(t, v)
+		lc.subscribe(t, liveA1)
+		waitLive(t, in, 1)
+		committed := commitUpdate(t, writer(t, d), "p", "a1", "changed at "+v)
+		u := lc.await(t, liveA1, time.Second)
+		t.Logf("protocol %s: resources/updated %v after the commit", v, u.at.Sub(committed))
+		if err := lc.cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: liveA1}); err != nil {
+			t.Fatal(err)
+		}
+		waitLive(t, in, 0)
+		time.Sleep(live.DefaultMinInterval)
+	}
+}
+
+// waitLive waits until the instance holds n subscriptions.
+func waitLive(t *testing.T, in *liveInstance, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if in.subs.Hub().Stats().Subscriptions == n {
+			return
+		}
+	}
+	t.Fatalf("%d subscriptions, want %d", in.subs.Hub().Stats().Subscriptions, n)
+}
+
+func TestLiveSubscriberWhoseGrantIsRevokedBeforeTheChangeGetsNothing(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	alice, bob := newLiveInstance(t, d, "alice", nil), newLiveInstance(t, d, "bob", nil)
+	ca, cb := alice.connect(t, "2025-11-25"), bob.connect(t, "2025-11-25")
+	ca.subscribe(t, liveA1)
+	cb.subscribe(t, liveA1)
+	d.revoke(t, "alice", "p", "")
+	time.Sleep(live.DefaultMinInterval) // the revocation itself is checked first
+	commitUpdate(t, writer(t, d), "p", "a1", "after the revocation")
+	cb.await(t, liveA1, time.Second)
+	ca.none(t, 1500*time.Millisecond)
+	if n := alice.subs.Hub().Stats().Subscriptions; n != 0 {
+		t.Fatalf("the revoked subscription was kept (%d)", n)
+	}
+}
+
+func TestLiveListenerReconnectsAfterItsBackendIsTerminated(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	in := newLiveInstance(t, d, "alice", nil)
+	lc := in.connect(t, "2025-11-25")
+	lc.subscribe(t, liveA1)
+	old := in.listener.PID()
+	var killed bool
+	if err := d.admin.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(old)).Scan(&killed); err != nil || !killed {
+		t.Fatalf("pg_terminate_backend(%d): %v %v", old, killed, err)
+	}
+	start := time.Now()
+	for in.listener.Connects() < 2 || in.listener.PID() == 0 || in.listener.PID() == old {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the listener did not reconnect within 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("reconnected in %v (backend %d -> %d)", time.Since(start), old, in.listener.PID())
+	// Notifications may have been lost while disconnected: the subscriber
+	// is told its resource possibly changed.
+	lc.await(t, liveA1, 2*time.Second)
+	time.Sleep(live.DefaultMinInterval + 100*time.Millisecond)
+	committed := commitUpdate(t, writer(t, d), "p", "a1", "after the reconnect")
+	u := lc.await(t, liveA1, time.Second)
+	t.Logf("a change after the reconnect was notified %v after its commit", u.at.Sub(committed))
+}
+
+func TestLiveTwoServerInstancesOnOneDatabaseBothNotifyTheirOwnSubscribers(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	one, two := newLiveInstance(t, d, "alice", nil), newLiveInstance(t, d, "bob", nil)
+	c1, c2 := one.connect(t, "2025-11-25"), two.connect(t, "2026-07-28")
+	c1.subscribe(t, liveA1)
+	c2.subscribe(t, liveA1)
+	waitLive(t, two, 1)
+	if one.listener.PID() == two.listener.PID() {
+		t.Fatal("the instances share a listening connection")
+	}
+	committed := commitUpdate(t, writer(t, d), "p", "a1", "seen by both")
+	u1, u2 := c1.await(t, liveA1, time.Second), c2.await(t, liveA1, time.Second)
+	t.Logf("instance one notified after %v, instance two after %v", u1.at.Sub(committed), u2.at.Sub(committed))
+	if s1, s2 := one.subs.Hub().Stats().Notified, two.subs.Hub().Stats().Notified; s1 != 1 || s2 != 1 {
+		t.Fatalf("instances notified %d and %d times, want once each", s1, s2)
+	}
+}
+
+func TestLiveSubscribeToHiddenOrMissingURIAnswersExactlyLikeARead(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	d.project(t, "q")
+	d.textAsset(t, "q", "secret", "s")
+	d.grant(t, "bob", "q", "")
+	in := newLiveInstance(t, d, "alice", nil)
+	lc := in.connect(t, "2025-11-25")
+	for _, uri := range []string{
+		"asset://project/q/asset/secret", "asset://project/q", "asset://project/p/asset/nope",
+		"asset://project/p/asset/a1/nope", "nothing://here", "asset://project/p/asset/%2e%2e", "asset://project/p/asset/'; DROP TABLE x; --",
+	} {
+		_, rerr := lc.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+		serr := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri})
+		var re, se *jsonrpc.Error
+		if !errors.As(rerr, &re) || !errors.As(serr, &se) {
+			t.Fatalf("%s: read %v, subscribe %v: want JSON-RPC errors", uri, rerr, serr)
+		}
+		if re.Code != se.Code || re.Message != se.Message || strings.Contains(se.Message, "secret") {
+			t.Fatalf("%s: subscribe answered %d %q, read %d %q", uri, se.Code, se.Message, re.Code, re.Message)
+		}
+	}
+	if n := in.subs.Hub().Stats().Subscriptions; n != 0 {
+		t.Fatalf("%d refused subscriptions kept", n)
+	}
+}
+
+func TestLiveThousandUpdatesInOneSecondGiveABoundedNumberOfNotifications(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	in := newLiveInstance(t, d, "alice", nil)
+	lc := in.connect(t, "2025-11-25")
+	lc.subscribe(t, liveA1)
+	w := writer(t, d)
+	if _, err := w.Exec(context.Background(), `SET synchronous_commit = off`); err != nil {
+		t.Fatal(err)
+	}
+	// Spread over one second (one commit per millisecond), so the storm
+	// spans several coalescing intervals.
+	start := time.Now()
+	for i := range 1000 {
+		commitUpdate(t, w, "p", "a1", fmt.Sprint("storm ", i))
+		if ahead := time.Duration(i+1)*time.Millisecond - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	storm := time.Since(start)
+	time.Sleep(live.DefaultMinInterval + time.Second) // the trailing notification, and then some
+	n := lc.count()
+	bound := 1 + int((storm+live.DefaultMinInterval-1)/live.DefaultMinInterval)
+	t.Logf("1000 committed updates in %v: %d notifications (bound 1+ceil(d/500ms) = %d)", storm, n, bound)
+	if storm > 1500*time.Millisecond {
+		t.Logf("note: the storm took longer than a second on this machine")
+	}
+	if n < 1 || n > bound {
+		t.Fatalf("%d notifications for 1000 updates in %v; want 1..%d", n, storm, bound)
+	}
+	if err := lc.cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: liveA1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		commitUpdate(t, w, "p", "a1", fmt.Sprint("after ", i))
+	}
+	time.Sleep(live.DefaultMinInterval + time.Second)
+	if m := lc.count(); m != n {
+		t.Fatalf("%d notifications after unsubscribe", m-n)
+	}
+}

@@ -1,0 +1,45 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
+)
+
+func TestLiveS3PollerNotifiesAnOverwrittenObjectAndNotAnUnchangedOne(t *testing.T) {
+	t.Parallel()
+	env := harness.S3(t)
+	c := s3Client(t, env, nil)
+	putObject(t, c, env.Bucket, "docs/readme.txt", "text/plain", []byte("v1"))
+	b, err := s3store.OpenBucket(context.Background(), c, env.Bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding, err := b.Binding(core.ResourceDefinition{URITemplate: "obj://docs/{name}", Name: "doc"}, "docs/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gateway(t, allowAll(), core.ResourceLimits{}, binding)
+	poller := s3store.NewPoller(b, &s3store.PollerOptions{Interval: 100 * time.Millisecond, HeadsPerSecond: 20})
+	subs := mcpsdk.NewSubscriptions(res, []core.ChangeSource{poller}, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
+	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { subs.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	lc := (&liveInstance{server: server, subs: subs}).connect(t, "2025-11-25")
+	lc.subscribe(t, "obj://docs/readme.txt")
+	time.Sleep(500 * time.Millisecond) // the poller takes its baseline
+	lc.none(t, 200*time.Millisecond)   // an unchanged object is not a change
+	putObject(t, c, env.Bucket, "docs/readme.txt", "text/plain", []byte("v2"))
+	lc.await(t, "obj://docs/readme.txt", 2*time.Second)
+}

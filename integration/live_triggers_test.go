@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"go.phpboyscout.uk/mcp/resources/migrations"
+)
+
+// TestLiveTriggersNotifyChangedIdsOnCommitOnly proves what migration 2
+// sends: ids (never rows or bodies), after the commit and not before, once
+// per distinct payload per transaction, and both ids when a row moves.
+func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN "+migrations.ChangeChannel); err != nil {
+		t.Fatal(err)
+	}
+	next := func(within time.Duration) (string, bool) {
+		wctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		n, err := listener.WaitForNotification(wctx)
+		if err != nil {
+			return "", false
+		}
+		return n.Payload, true
+	}
+	collect := func() []string {
+		var out []string
+		for {
+			p, ok := next(300 * time.Millisecond)
+			if !ok {
+				return out
+			}
+			out = append(out, p)
+		}
+	}
+
+	d.project(t, "p")
+	d.project(t, "q")
+	big := strings.Repeat("BODY-CANARY ", 100000) // 1.2 MB
+	d.textAsset(t, "p", "a1", big)
+	d.grant(t, "alice", "p", "")
+	d.grant(t, "bob", "p", "a1")
+	got := collect()
+	want := []string{`{"p": "p", "t": "p"}`, `{"p": "q", "t": "p"}`, `{"a": "a1", "p": "p", "t": "a"}`, `{"p": "p", "t": "g"}`, `{"a": "a1", "p": "p", "t": "g"}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("payloads %q, want %q", got, want)
+	}
+
+	// Nothing before the commit; one payload for many identical changes.
+	tx, err := d.admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := tx.Exec(ctx, `UPDATE mcpres.assets SET body = convert_to($1, 'UTF8') WHERE id = 'a1'`, big+"x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, ok := next(300 * time.Millisecond); ok {
+		t.Fatalf("notified before the commit: %s", p)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(); !slices.Equal(got, []string{`{"a": "a1", "p": "p", "t": "a"}`}) {
+		t.Fatalf("after five updates in one transaction: %q", got)
+	}
+
+	// A moved row names where it was and where it is; a rollback sends nothing.
+	d.exec(t, `DELETE FROM mcpres.grants WHERE asset_id = 'a1'`)
+	if got := collect(); !slices.Equal(got, []string{`{"a": "a1", "p": "p", "t": "g"}`}) {
+		t.Fatalf("after deleting bob's grant: %q", got)
+	}
+	d.exec(t, `UPDATE mcpres.assets SET id = 'a2' WHERE id = 'a1'`)
+	got = collect()
+	for _, p := range got {
+		if strings.Contains(p, "CANARY") || len(p) > 200 {
+			t.Fatalf("a payload carries row data: %.80s", p)
+		}
+	}
+	if !slices.Contains(got, `{"a": "a1", "p": "p", "t": "a"}`) || !slices.Contains(got, `{"a": "a2", "p": "p", "t": "a"}`) {
+		t.Fatalf("after moving a1 to a2: %q", got)
+	}
+	if tx, err = d.admin.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM mcpres.grants`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := next(300 * time.Millisecond); ok {
+		t.Fatalf("a rolled-back change was notified: %s", p)
+	}
+}

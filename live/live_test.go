@@ -1,0 +1,336 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/memory"
+)
+
+const tmpl = "mem://docs/{id}"
+
+func doc(id string) string { return "mem://docs/" + id }
+
+// rig is a memory store served through core with a hub whose notifications
+// are recorded.
+type rig struct {
+	t   *testing.T
+	st  *memory.Store
+	res *core.Resources
+	hub *Hub[string]
+
+	mu   sync.Mutex
+	got  []string // "session uri"
+	sent chan string
+}
+
+func newRig(t *testing.T, opts *Options) *rig {
+	t.Helper()
+	g := &rig{t: t, st: memory.New(nil), sent: make(chan string, 10000)}
+	b := g.st.KeyBinding(core.ResourceDefinition{URITemplate: tmpl, Name: "doc"}, "id", "")
+	res, err := core.NewResources([]core.ResourceBinding{b}, g.st.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.res = res
+	g.hub = New(res, func(s, uri string) {
+		g.mu.Lock()
+		g.got = append(g.got, s+" "+uri)
+		g.mu.Unlock()
+		g.sent <- s + " " + uri
+	}, []core.ChangeSource{g.st}, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.hub.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	time.Sleep(10 * time.Millisecond) // let Run register with the store
+	return g
+}
+
+func (g *rig) put(id, body string) {
+	g.t.Helper()
+	if _, err := g.st.Put(id, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte(body)}); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *rig) sub(session, principal, id string) error {
+	return g.hub.Subscribe(core.WithPrincipal(context.Background(), principal), session, doc(id))
+}
+
+func (g *rig) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.got)
+}
+
+// expect waits up to 2 s for the notification want.
+func (g *rig) expect(want string) {
+	g.t.Helper()
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case s := <-g.sent:
+			if s == want {
+				return
+			}
+		case <-deadline:
+			g.t.Fatalf("no notification %q within 2 s; got %v", want, g.snapshot())
+		}
+	}
+}
+
+func (g *rig) snapshot() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.got...)
+}
+
+// quiet asserts that nothing is notified for d.
+func (g *rig) quiet(d time.Duration) {
+	g.t.Helper()
+	select {
+	case s := <-g.sent:
+		g.t.Fatalf("unexpected notification %q", s)
+	case <-time.After(d):
+	}
+}
+
+func TestSubscribeToHiddenOrMissingURIFailsExactlyLikeARead(t *testing.T) {
+	g := newRig(t, nil)
+	g.put("secret", "x")
+	g.st.Grant("secret", "bob", memory.Access{Read: true})
+	ctx := core.WithPrincipal(context.Background(), "alice")
+	for _, id := range []string{"secret", "missing"} {
+		_, rerr := g.res.Read(ctx, doc(id))
+		serr := g.hub.Subscribe(ctx, "s1", doc(id))
+		if rerr == nil || serr == nil || core.KindOf(serr) != core.KindOf(rerr) || serr.Error() != rerr.Error() {
+			t.Fatalf("%s: subscribe error %v, read error %v: want the same", id, serr, rerr)
+		}
+	}
+	if st := g.hub.Stats(); st.Subscriptions != 0 {
+		t.Fatalf("a refused subscribe was kept: %+v", st)
+	}
+}
+
+func TestChangeNotifiesAnAuthorizedSubscriber(t *testing.T) {
+	g := newRig(t, nil)
+	g.put("a", "v1")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	if err := g.sub("s1", "alice", "a"); err != nil {
+		t.Fatal(err)
+	}
+	g.put("a", "v2")
+	g.expect("s1 " + doc("a"))
+}
+
+func TestRevokedSubscriberGetsNothingAndIsDropped(t *testing.T) {
+	g := newRig(t, nil)
+	g.put("a", "v1")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	g.st.Grant("a", "bob", memory.Access{Read: true})
+	for s, p := range map[string]string{"sa": "alice", "sb": "bob"} {
+		if err := g.sub(s, p, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.st.Revoke("a", "alice")
+	g.put("a", "v2")
+	g.expect("sb " + doc("a"))
+	g.quiet(700 * time.Millisecond)
+	for _, n := range g.snapshot() {
+		if n == "sa "+doc("a") {
+			t.Fatalf("the revoked subscriber was notified: %v", g.snapshot())
+		}
+	}
+	if g.hub.Subscribed("sa", doc("a")) {
+		t.Fatal("the revoked subscription was kept")
+	}
+	if st := g.hub.Stats(); st.Dropped != 1 {
+		t.Fatalf("dropped = %d, want 1", st.Dropped)
+	}
+}
+
+func TestAnotherPrincipalsGrantChangeIsNotNotified(t *testing.T) {
+	g := newRig(t, nil)
+	g.put("a", "v1")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	if err := g.sub("sa", "alice", "a"); err != nil {
+		t.Fatal(err)
+	}
+	g.st.Grant("a", "bob", memory.Access{Read: true})
+	g.st.Revoke("a", "bob")
+	g.quiet(300 * time.Millisecond)
+	if st := g.hub.Stats(); st.Checks == 0 {
+		t.Fatal("the grant changes were not even checked")
+	}
+}
+
+func TestWriteStormIsCoalescedToTheStatedBound(t *testing.T) {
+	g := newRig(t, nil) // defaults: MinInterval 500 ms
+	g.put("a", "v0")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	if err := g.sub("s1", "alice", "a"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 1000 {
+		g.put("a", fmt.Sprint("v", i))
+		if i%10 == 9 {
+			time.Sleep(9 * time.Millisecond)
+		}
+	}
+	storm := time.Since(start)
+	time.Sleep(DefaultMinInterval + 300*time.Millisecond) // the trailing notification
+	n := g.count()
+	bound := 2 + int(storm/DefaultMinInterval)
+	t.Logf("1000 writes in %v produced %d notifications (bound %d)", storm, n, bound)
+	if n < 1 || n > bound {
+		t.Fatalf("%d notifications for 1000 writes in %v; want 1..%d", n, storm, bound)
+	}
+	g.hub.Unsubscribe("s1", doc("a"))
+	for i := range 100 {
+		g.put("a", fmt.Sprint("after", i))
+	}
+	time.Sleep(DefaultMinInterval + 200*time.Millisecond)
+	if m := g.count(); m != n {
+		t.Fatalf("%d notifications after unsubscribe", m-n)
+	}
+}
+
+func TestSessionRateLimitBoundsNotificationsAcrossURIs(t *testing.T) {
+	g := newRig(t, &Options{SessionBurst: 3, SessionInterval: time.Second})
+	for i := range 20 {
+		id := fmt.Sprint("d", i)
+		g.put(id, "v1")
+		g.st.Grant(id, "alice", memory.Access{Read: true})
+		if err := g.sub("s1", "alice", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		g.put(fmt.Sprint("d", i), "v2")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := g.count(); n < 1 || n > 3 {
+		t.Fatalf("%d notifications within 0.5 s for a burst of 3; want 1..3", n)
+	}
+}
+
+func TestSubscriptionBoundsPerSessionAndPerHub(t *testing.T) {
+	g := newRig(t, &Options{MaxPerSession: 2, MaxTotal: 3})
+	for _, id := range []string{"a", "b", "c", "d"} {
+		g.put(id, "x")
+		for _, p := range []string{"alice", "bob"} {
+			g.st.Grant(id, p, memory.Access{Read: true})
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(g.sub("s1", "alice", "a"))
+	must(g.sub("s1", "alice", "a")) // again: counts once
+	must(g.sub("s1", "alice", "b"))
+	if err := g.sub("s1", "alice", "c"); !errors.Is(err, ErrSessionLimit) {
+		t.Fatalf("third subscription of a session: %v, want ErrSessionLimit", err)
+	}
+	must(g.sub("s2", "bob", "a"))
+	if err := g.sub("s3", "bob", "b"); !errors.Is(err, ErrHubLimit) {
+		t.Fatalf("fourth subscription of the hub: %v, want ErrHubLimit", err)
+	}
+	// A hidden URI at the limit still answers like a read.
+	if err := g.sub("s3", "carol", "a"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("hidden URI at the limit: %v, want unavailable", err)
+	}
+	g.hub.Unsubscribe("s1", doc("b"))
+	must(g.sub("s3", "bob", "b"))
+	g.hub.EndSession("s1")
+	must(g.sub("s2", "bob", "c"))
+	if st := g.hub.Stats(); st.Subscriptions != 3 || st.Sessions != 2 {
+		t.Fatalf("stats %+v, want 3 subscriptions in 2 sessions", st)
+	}
+}
+
+func TestLostTrackNotifiesEveryStillAuthorizedSubscriber(t *testing.T) {
+	g := newRig(t, nil)
+	g.put("a", "x")
+	g.put("b", "x")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	g.st.Grant("b", "alice", memory.Access{Read: true})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(g.sub("s1", "alice", "a"))
+	must(g.sub("s1", "alice", "b"))
+	g.st.Revoke("b", "alice") // checked right away: dropped
+	time.Sleep(100 * time.Millisecond)
+	g.hub.Changed(core.Change{All: true})
+	g.expect("s1 " + doc("a"))
+	g.quiet(300 * time.Millisecond)
+}
+
+func TestEndSessionStopsNotifications(t *testing.T) {
+	g := newRig(t, nil)
+	g.put("a", "x")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	if err := g.sub("s1", "alice", "a"); err != nil {
+		t.Fatal(err)
+	}
+	g.hub.EndSession("s1")
+	g.put("a", "y")
+	g.quiet(300 * time.Millisecond)
+}
+
+// racingAuthorizer changes the item right after the first authorization,
+// before the hub has indexed the new subscription.
+type racingAuthorizer struct {
+	res  *core.Resources
+	once sync.Once
+	put  func()
+}
+
+func (r *racingAuthorizer) Authorize(ctx context.Context, uri string) (core.Authorization, error) {
+	a, err := r.res.Authorize(ctx, uri)
+	r.once.Do(r.put)
+	return a, err
+}
+
+func TestAChangeWhileSubscribingIsNotMissed(t *testing.T) {
+	st := memory.New(nil)
+	st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v1")})
+	st.Grant("a", "alice", memory.Access{Read: true})
+	b := st.KeyBinding(core.ResourceDefinition{URITemplate: tmpl, Name: "doc"}, "id", "")
+	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := &racingAuthorizer{res: res, put: func() {
+		st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v2")})
+	}}
+	got := make(chan string, 10)
+	h := New[string](auth, func(s, uri string) { got <- uri }, []core.ChangeSource{st}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(10 * time.Millisecond)
+	if err := h.Subscribe(core.WithPrincipal(context.Background(), "alice"), "s1", doc("a")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the change made while subscribing was never notified")
+	}
+}

@@ -1,0 +1,289 @@
+package mcpsdk
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
+)
+
+// Methods and notifications of live resources.
+const (
+	MethodSubscribe             = "resources/subscribe"
+	MethodUnsubscribe           = "resources/unsubscribe"
+	MethodSubscriptionsListen   = "subscriptions/listen"
+	MethodComplete              = "completion/complete"
+	NotificationResourceUpdated = "notifications/resources/updated"
+)
+
+// SubscriptionLimitMessage is the message of the error a subscribe request
+// gets when a session or the server holds as many subscriptions as
+// [live.Options] allow. It is answered with code -32603 (internal error),
+// and only to a URI the caller may read: any other URI gets exactly the
+// error a read of it gets.
+const SubscriptionLimitMessage = "too many resource subscriptions"
+
+// Subscriptions serves resource subscriptions for one [mcp.Server] from a
+// [core.Resources] gateway and change sources: resources/subscribe and
+// resources/unsubscribe (protocol 2025-11-25 and earlier) and the resource
+// subscriptions of subscriptions/listen (2026-07-28).
+//
+// A subscribe request is authorized exactly like a read of its URI
+// ([core.Resources.Authorize]: discovery, the requested target's
+// visibility and read permission, no body read); a URI the caller may not
+// read gets the very error, code and message, that a read of it gets.
+// Subscriptions are bounded per session and per server, released by
+// unsubscribe and when the session ends, re-authorized as their
+// subscriber's principal before every notifications/resources/updated,
+// coalesced per URI and rate-limited per session: see package live.
+//
+// Wiring, in this order:
+//
+//	subs := mcpsdk.NewSubscriptions(res, []core.ChangeSource{store}, nil)
+//	server := mcp.NewServer(impl, subs.ServerOptions(&mcp.ServerOptions{...}))
+//	mcpsdk.Install(server, res, &mcpsdk.Options{Subscriptions: subs})
+//	go subs.Run(ctx) // until the server stops
+//
+// Notifications need a stream to the client: stdio, or streamable HTTP with
+// sessions. A stateless streamable HTTP server has none and must not
+// declare subscriptions (do not use Subscriptions there). Behind a load
+// balancer, every replica runs its own Subscriptions and change sources
+// (each Postgres replica LISTENs for itself), and a session must stay on
+// the replica that holds it (session affinity), which stateful streamable
+// HTTP needs anyway.
+//
+// The adapter sends notifications/resources/updated through the server's
+// own subscription registry ([mcp.Server.ResourceUpdated]) and lets through
+// only those it decided on, session by session; do not call
+// ResourceUpdated yourself on a server that uses Subscriptions, because
+// those notifications are dropped.
+type Subscriptions struct {
+	res *core.Resources
+	hub *live.Hub[*mcp.ServerSession]
+
+	mu      sync.Mutex
+	server  *mcp.Server
+	legacy  bool
+	watched map[*mcp.ServerSession]struct{}
+
+	deliver sync.Mutex // one ResourceUpdated at a time, so tickets are unambiguous
+	tmu     sync.Mutex
+	tickets map[ticket]struct{}
+}
+
+type ticket struct {
+	s   *mcp.ServerSession
+	uri string
+}
+
+// NewSubscriptions returns the subscriptions of one server over res, whose
+// changes come from sources. opts configures the bounds, coalescing and
+// rate limits (nil: live's defaults). Panics if res is nil.
+func NewSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options) *Subscriptions {
+	if res == nil {
+		panic("mcpsdk: NewSubscriptions with a nil *core.Resources")
+	}
+	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]struct{}{}, tickets: map[ticket]struct{}{}}
+	s.hub = live.New(res, s.notify, sources, opts)
+	return s
+}
+
+// ServerOptions returns a copy of base (nil: the SDK's defaults) with the
+// subscribe and unsubscribe handlers set and the resources capability
+// declaring subscribe. The SDK takes these from the options at
+// mcp.NewServer, so pass the result there.
+func (s *Subscriptions) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
+	var o mcp.ServerOptions
+	if base != nil {
+		o = *base
+	}
+	o.SubscribeHandler = s.subscribe
+	o.UnsubscribeHandler = s.unsubscribe
+	caps := Capabilities(o.Capabilities)
+	if o.Capabilities != nil && o.Capabilities.Resources != nil {
+		r := *o.Capabilities.Resources
+		caps.Resources = &r
+	}
+	caps.Resources.Subscribe = true
+	o.Capabilities = caps
+	return &o
+}
+
+// Run runs the change sources and delivers notifications until ctx ends,
+// then returns ctx's error. Call it once, after Install.
+func (s *Subscriptions) Run(ctx context.Context) error { return s.hub.Run(ctx) }
+
+// Hub returns the subscription hub, for its Stats and for hosts that
+// report changes themselves (Hub().Changed).
+func (s *Subscriptions) Hub() *live.Hub[*mcp.ServerSession] { return s.hub }
+
+// install binds s to server; Install calls it.
+func (s *Subscriptions) install(server *mcp.Server, a *adapter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.server != nil && s.server != server {
+		panic("mcpsdk: one Subscriptions serves one mcp.Server")
+	}
+	s.server, s.legacy = server, a.legacyNotFound
+	server.AddSendingMiddleware(s.filter)
+}
+
+// subscribe is the SDK's SubscribeHandler.
+func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
+	}
+	s.mu.Lock()
+	legacy := s.legacy
+	s.mu.Unlock()
+	// The principal is already in ctx: Install's middleware put it there for
+	// resources/subscribe and subscriptions/listen alike (the SDK calls this
+	// handler from inside either, with a request that may lack Extra).
+	err := s.hub.Subscribe(ctx, req.Session, req.Params.URI)
+	switch {
+	case errors.Is(err, live.ErrSessionLimit), errors.Is(err, live.ErrHubLimit):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: SubscriptionLimitMessage}
+	case err != nil:
+		kind := core.KindOf(err)
+		if kind == 0 {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
+		}
+		return &jsonrpc.Error{Code: ErrorCode(kind, legacy), Message: core.NewFailure(kind, nil).Error()}
+	}
+	s.watch(req.Session)
+	return nil
+}
+
+// unsubscribe is the SDK's UnsubscribeHandler.
+func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
+	}
+	s.hub.Unsubscribe(req.Session, req.Params.URI)
+	return nil
+}
+
+// watch releases a session's subscriptions when it ends.
+func (s *Subscriptions) watch(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	_, seen := s.watched[ss]
+	s.watched[ss] = struct{}{}
+	s.mu.Unlock()
+	if seen {
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		s.hub.EndSession(ss)
+		s.mu.Lock()
+		delete(s.watched, ss)
+		s.mu.Unlock()
+	}()
+}
+
+// notify sends one notifications/resources/updated for uri to ss alone.
+func (s *Subscriptions) notify(ss *mcp.ServerSession, uri string) {
+	s.mu.Lock()
+	server := s.server
+	s.mu.Unlock()
+	if server == nil {
+		return
+	}
+	s.deliver.Lock()
+	defer s.deliver.Unlock()
+	t := ticket{ss, uri}
+	s.tmu.Lock()
+	s.tickets[t] = struct{}{}
+	s.tmu.Unlock()
+	_ = server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	s.tmu.Lock()
+	delete(s.tickets, t)
+	s.tmu.Unlock()
+}
+
+// filter is sending middleware: a resource-updated notification leaves only
+// for the session and URI that notify is delivering now.
+func (s *Subscriptions) filter(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != NotificationResourceUpdated {
+			return next(ctx, method, req)
+		}
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		p, _ := req.GetParams().(*mcp.ResourceUpdatedNotificationParams)
+		if ss == nil || p == nil {
+			return nil, nil
+		}
+		s.tmu.Lock()
+		_, ok := s.tickets[ticket{ss, p.URI}]
+		delete(s.tickets, ticket{ss, p.URI})
+		s.tmu.Unlock()
+		if !ok {
+			return nil, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// completeResource answers completion/complete for a ref/resource: the
+// values core.Resources.Complete offers the caller.
+func (a *adapter) completeResource(ctx context.Context, p *mcp.CompleteParams) (mcp.Result, error) {
+	var args map[string]string
+	if p.Context != nil {
+		args = p.Context.Arguments
+	}
+	c, err := a.r.Complete(ctx, p.Ref.URI, p.Argument.Name, p.Argument.Value, args)
+	if err != nil {
+		return nil, a.failure(err)
+	}
+	vals := c.Values
+	if vals == nil {
+		vals = []string{}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vals, Total: c.Total, HasMore: c.HasMore}}, nil
+}
+
+// declareLive adds what Subscriptions and Completions serve to an
+// initialize or discover result: resources.subscribe and completions.
+func (a *adapter) declareLive(res mcp.Result) {
+	if a.subs == nil && !a.complete {
+		return
+	}
+	var caps **mcp.ServerCapabilities
+	switch r := res.(type) {
+	case *mcp.InitializeResult:
+		caps = &r.Capabilities
+	case *mcp.DiscoverResult:
+		caps = &r.Capabilities
+	default:
+		return
+	}
+	if *caps == nil {
+		return
+	}
+	c := **caps // the SDK may share it with the server's options
+	if a.subs != nil && c.Resources != nil && !c.Resources.Subscribe {
+		r := *c.Resources
+		r.Subscribe = true
+		c.Resources = &r
+	}
+	if a.complete && c.Completions == nil {
+		c.Completions = &mcp.CompletionCapabilities{}
+	}
+	*caps = &c
+}
+
+// safePrincipal calls the host's Principal function, turning a panic into
+// ok == false.
+func (a *adapter) safePrincipal(ctx context.Context, req mcp.Request) (p string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			p, ok = "", false
+		}
+	}()
+	return a.principal(ctx, req), true
+}
