@@ -92,12 +92,9 @@ func newDemo(principal string) (*memory.Store, []core.ResourceBinding, error) {
 			Description: "A binary item: a 1x1 PNG, served as a base64 blob.", MIMEType: "image/png"}, one(demoLogo, "logo.png")),
 		st.Binding(core.ResourceDefinition{URI: demoEmpty, Name: "empty", Title: "Empty",
 			Description: "An explicit empty text item.", MIMEType: "text/plain"}, one(demoEmpty, "empty")),
-		st.Binding(core.ResourceDefinition{URITemplate: demoNotes, Name: "note", Title: "Note",
-			Description: "Notes 1 to 3, selected by a template capture.", MIMEType: "text/plain"},
-			func(m core.ResourceMatch) ([]memory.Ref, error) {
-				id, _ := m.Var("id")
-				return []memory.Ref{{URI: m.URI(), Key: "note/" + id}}, nil
-			}),
+		st.KeyBinding(core.ResourceDefinition{URITemplate: demoNotes, Name: "note", Title: "Note",
+			Description: "Notes 1 to 3, selected by a template capture; completion offers their ids.", MIMEType: "text/plain"},
+			"id", "note/"),
 		st.Binding(core.ResourceDefinition{URI: demoBundle, Name: "welcome", Title: "Welcome bundle",
 			Description: "A bundle with one hidden and one revoked item: the result is partial and starts with a warning."},
 			func(core.ResourceMatch) ([]memory.Ref, error) {

@@ -100,12 +100,16 @@ func (m *metrics) instrument(bs []core.ResourceBinding, resolveStore string, sto
 	out := make([]core.ResourceBinding, len(bs))
 	for i, b := range bs {
 		resolver, reader := b.Resolver, b.Reader
-		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
+		wrapped := core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
 			start := time.Now()
 			p, err := resolver.Resolve(ctx, match)
 			m.storeCall(resolveStore, "resolve", start, err)
 			return p, err
 		})
+		b.Resolver = wrapped
+		if c, ok := resolver.(core.Completer); ok { // keep the binding's completion
+			b.Resolver = core.CompletingResolver{Resolver: wrapped, Completer: c}
+		}
 		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
 			start := time.Now()
 			p, err := reader.Read(ctx, t)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 )
 
@@ -28,6 +29,7 @@ type serveCmd struct {
 	Tokens        string        `name:"tokens" type:"path" env:"MCPRES_TOKENS_FILE" help:"HTTP bearer tokens file: lines of PRINCIPAL sha256:HEX (see hash-token)."`
 	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given (with --postgres, a principal of the grants table, such as the seed's alice)."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
+	ListenURL     string        `name:"listen-postgres" placeholder:"URL" env:"MCPRES_LISTEN_DATABASE_URL" help:"A direct PostgreSQL URL for the one connection that LISTENs for changes (subscriptions), when --postgres goes through a transaction-pooling PgBouncer. Default: --postgres."`
 
 	Storage storageFlags `embed:""`
 	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
@@ -40,6 +42,7 @@ type backend struct {
 	bindings []core.ResourceBinding
 	policy   core.ResourcePolicy
 	ready    []readyCheck
+	sources  []core.ChangeSource // what tells subscriptions that storage changed
 	close    func()
 	// resolveStore and storeOf name the store (a metric label) that
 	// resolves plans and that reads a target.
@@ -98,11 +101,23 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	if tokens != nil {
 		principal = mcpsdk.TokenPrincipal
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Capabilities: mcpsdk.Capabilities(&mcp.ServerCapabilities{}),
 		Logger:       e.log.With("component", "mcp"),
-	})
-	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe})
+	}
+	// Subscriptions need a stream to notify on: stdio or stateful HTTP.
+	var subs *mcpsdk.Subscriptions
+	if s.HTTP != "" && s.Stateless {
+		e.log.Info("resource subscriptions are off: stateless HTTP has no stream to send notifications on")
+	} else {
+		subs = mcpsdk.NewSubscriptions(res, be.sources, &live.Options{Logger: e.log.With("component", "live")})
+		sopts = subs.ServerOptions(sopts)
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, sopts)
+	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true})
+	if subs != nil {
+		go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
+	}
 	// Outermost: every request's context ends when the grace period does,
 	// so a read still running then fails as canceled instead of holding
 	// the process.
@@ -133,13 +148,13 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 		return nil, err
 	}
 	if s.Storage.Postgres != "" {
-		return s.Storage.storageBackend(ctx, e)
+		return s.Storage.storageBackend(ctx, e, s.ListenURL)
 	}
 	st, bindings, err := newDemo(s.Principal)
 	if err != nil {
 		return nil, err
 	}
-	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), close: func() {},
+	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), sources: []core.ChangeSource{st}, close: func() {},
 		resolveStore: "memory", storeOf: func(core.ResourceTarget) string { return "memory" }}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -166,7 +167,63 @@ func TestStdioServesEveryDemoResource(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "resource unavailable") {
 		t.Errorf("an unknown URI: %v", err)
 	}
+	if c := cs.InitializeResult().Capabilities; !c.Resources.Subscribe || c.Completions == nil {
+		t.Errorf("capabilities %+v: want resources.subscribe and completions over stdio", c)
+	}
+	comp, err := cs.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: demoNotes},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: ""},
+	})
+	if err != nil || !slices.Equal(comp.Completion.Values, []string{"1", "2", "3"}) {
+		t.Errorf("completing the note id: %v %+v, want 1, 2 and 3", err, comp)
+	}
+	// At the SDK's default protocol, Subscribe is a subscriptions/listen
+	// request that the go-sdk client does not wait on over stdio, so the
+	// server's answer is checked on the wire: a subscribe to a URI the
+	// caller may not read gets exactly the error a read of it gets.
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://hidden"}); err == nil {
+		t.Fatalf("a read of demo://hidden succeeded")
+	}
+	_ = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://hidden"})
+	readAnswer, subAnswer := answerTo(t, tap, "resources/read", "demo://hidden"), answerTo(t, tap, "subscriptions/listen", "demo://hidden")
+	if readAnswer == "" || readAnswer != subAnswer {
+		t.Errorf("subscribe to a URI the caller may not read answered %s; a read of it %s; want the same error", subAnswer, readAnswer)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: demoReadme}); err != nil {
+		t.Errorf("subscribe to the readme: %v", err)
+	}
 	if strings.Contains(stderr.String(), "panic") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
+}
+
+// answerTo waits up to 5 s for the server's answer to the request of method
+// that names uri, and returns its "error" object as JSON ("" if none).
+func answerTo(t *testing.T, tap *wireTap, method, uri string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		id := ""
+		for _, line := range strings.Split(tap.String(), "\n") {
+			msg, ok := strings.CutPrefix(line, "write: ")
+			if ok && strings.Contains(msg, `"method":"`+method+`"`) && strings.Contains(msg, uri) {
+				var req struct{ ID json.RawMessage }
+				if json.Unmarshal([]byte(msg), &req) == nil {
+					id = string(req.ID)
+				}
+			}
+			if msg, ok := strings.CutPrefix(line, "read: "); ok && id != "" {
+				var resp struct {
+					ID    json.RawMessage
+					Error json.RawMessage
+				}
+				if json.Unmarshal([]byte(msg), &resp) == nil && string(resp.ID) == id {
+					return string(resp.Error)
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("no answer to %s of %s within 5 s", method, uri)
+	return ""
 }

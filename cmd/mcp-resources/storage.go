@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -155,7 +156,9 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 // storageBackend serves the reference schema from PostgreSQL, joined with
 // the bucket's objects when --bucket is set, under the grants table's
 // policy.
-func (f *storageFlags) storageBackend(ctx context.Context, e *env) (*backend, error) {
+// Subscriptions learn of changes from one dedicated LISTEN connection to
+// listenURL, or to the --postgres server when it is empty.
+func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string) (*backend, error) {
 	pool, err := f.openPool(ctx)
 	if err != nil {
 		return nil, err
@@ -185,6 +188,17 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env) (*backend, er
 	if err != nil {
 		return fail(fmt.Errorf("postgres store: %w", err))
 	}
+	lcfg := pool.Config().ConnConfig.Copy()
+	if listenURL != "" {
+		if lcfg, err = pgx.ParseConfig(listenURL); err != nil {
+			return fail(errors.New("--listen-postgres is not a valid PostgreSQL URL"))
+		}
+	}
+	listener, err := postgres.NewListener(lcfg, &postgres.ListenerOptions{Logger: e.log.With("component", "listener")})
+	if err != nil {
+		return fail(fmt.Errorf("change listener: %w", err))
+	}
+	be.sources = []core.ChangeSource{listener}
 	be.bindings = st.Bindings()
 	be.policy = st.Policy()
 	be.storeOf = func(t core.ResourceTarget) string {
