@@ -253,16 +253,8 @@ func (a *adapter) declareLive(res mcp.Result) {
 	if a.subs == nil && !a.complete {
 		return
 	}
-	var caps **mcp.ServerCapabilities
-	switch r := res.(type) {
-	case *mcp.InitializeResult:
-		caps = &r.Capabilities
-	case *mcp.DiscoverResult:
-		caps = &r.Capabilities
-	default:
-		return
-	}
-	if *caps == nil {
+	caps := resultCapabilities(res)
+	if caps == nil || *caps == nil {
 		return
 	}
 	c := **caps // the SDK may share it with the server's options

@@ -301,16 +301,23 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// resultCapabilities returns where an initialize or discover result keeps
+// its capabilities, or nil for any other result.
+func resultCapabilities(res mcp.Result) **mcp.ServerCapabilities {
+	switch r := res.(type) {
+	case *mcp.InitializeResult:
+		return &r.Capabilities
+	case *mcp.DiscoverResult:
+		return &r.Capabilities
+	}
+	return nil
+}
+
 // declareResources adds the resources capability to an initialize or
 // discover result that lacks it.
 func declareResources(res mcp.Result) {
-	var caps **mcp.ServerCapabilities
-	switch r := res.(type) {
-	case *mcp.InitializeResult:
-		caps = &r.Capabilities
-	case *mcp.DiscoverResult:
-		caps = &r.Capabilities
-	default:
+	caps := resultCapabilities(res)
+	if caps == nil {
 		return
 	}
 	if *caps == nil {
