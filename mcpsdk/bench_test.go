@@ -9,12 +9,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 )
 
 // The benchmarks compare a read through the adapter with the same content
 // served by the SDK's own registry, in one run, over the in-memory
 // transport with the SDK client at its default protocol. Compare the
-// adapter and sdk sub-benchmarks of each pair.
+// adapter and sdk sub-benchmarks of each pair; core is the same read made
+// on the core directly, without the SDK and the transport. cpu-ns/op is the
+// process's CPU time per read (client, server and runtime), steadier than
+// ns/op on a shared machine.
 
 var benchText = strings.Repeat("benchmark text ", 64) // ~1 KiB
 
@@ -74,11 +78,32 @@ func benchRead(b *testing.B, cs *mcp.ClientSession, uri string) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchutil.CPU(b)
 	for b.Loop() {
 		if _, err := cs.ReadResource(ctx, params); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu()
+}
+
+// benchCore reads uri from r directly, without the SDK or a transport: what
+// the MCP round trip through the adapter adds is adapter minus core.
+func benchCore(b *testing.B, r *core.Resources, uri string) {
+	b.Helper()
+	ctx := context.Background()
+	if res, err := r.Read(ctx, uri); err != nil || res.Items()[0].Text() != benchText {
+		b.Fatalf("%v", err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := benchutil.CPU(b)
+	for b.Loop() {
+		if _, err := r.Read(ctx, uri); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu()
 }
 
 func BenchmarkReadExact(b *testing.B) {
@@ -88,15 +113,16 @@ func BenchmarkReadExact(b *testing.B) {
 		s.AddResource(&mcp.Resource{URI: uri, Name: "doc", MIMEType: "text/plain"}, sdkHandler)
 		benchRead(b, benchClient(b, s), uri)
 	})
+	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, allowAll())
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("adapter", func(b *testing.B) {
-		r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, allowAll())
-		if err != nil {
-			b.Fatal(err)
-		}
 		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
 		Install(s, r, nil)
 		benchRead(b, benchClient(b, s), uri)
 	})
+	b.Run("core", func(b *testing.B) { benchCore(b, r, uri) })
 }
 
 // BenchmarkReadLastOf10kTemplates reads a URI that only the last of 10,000
