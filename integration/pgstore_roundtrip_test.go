@@ -27,7 +27,7 @@ func bundleDB(t testing.TB, n int) *pgDB {
 // TestPGStoreReadsOneRoundTripPerItem proves, with a pgx tracer and at the
 // connection, that planning costs one batch and every item read exactly one
 // batch in one round trip, and that nothing else is sent: no plain query,
-// no separate prepare, no extra round trip for BEGIN or COMMIT.
+// no separate prepare, no extra round trip.
 func TestPGStoreReadsOneRoundTripPerItem(t *testing.T) {
 	t.Parallel()
 	const n = 64
