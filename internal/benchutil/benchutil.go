@@ -36,24 +36,34 @@ func cpuTime() time.Duration {
 // liveHeap is the heap memory of live objects as of the last GC.
 const liveHeap = "/gc/heap/live:bytes"
 
-// Held reports, as held-B, how many heap bytes the value op returns keeps
-// alive: the live heap after a GC while holding it, less the live heap
-// after a GC before op ran. With a read as op this is what its result
-// holds once the read is done; what the read allocated on the way (its
-// peak over what it holds) is bounded by the B/op of ReportAllocs, since a
-// read cannot hold at once more than it allocates. Call it outside the
-// timed loop.
+// Held reports, as held-B, how many heap bytes one value that op returns
+// keeps alive: the live heap after a GC while holding heldSamples of them,
+// less the live heap after a GC before op ran, divided by heldSamples. With
+// a read as op this is what one result holds once the read is done; what
+// the read allocated on the way (its peak over what it holds) is bounded
+// by the B/op of ReportAllocs, since a read cannot hold at once more than
+// it allocates. Call it outside the timed loop.
 func Held(b *testing.B, op func() any) {
-	runtime.GC()
+	const heldSamples = 64
+	vs := make([]any, heldSamples)
+	settle() // sync.Pool victims survive one GC: collect twice
 	base := heapLive()
-	v := op()
-	runtime.GC()
+	for i := range vs {
+		vs[i] = op()
+	}
+	settle()
 	held := heapLive()
-	runtime.KeepAlive(v)
+	runtime.KeepAlive(vs)
+	runtime.KeepAlive(op) // and what op reads from
 	if held < base {
 		held = base
 	}
-	b.ReportMetric(float64(held-base), "held-B")
+	b.ReportMetric(float64(held-base)/heldSamples, "held-B")
+}
+
+func settle() {
+	runtime.GC()
+	runtime.GC()
 }
 
 func heapLive() uint64 {
