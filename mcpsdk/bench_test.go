@@ -1,6 +1,7 @@
 package mcpsdk
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -151,5 +152,51 @@ func BenchmarkReadLastOf10kTemplates(b *testing.B) {
 		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
 		Install(s, r, nil)
 		benchRead(b, benchClient(b, s), uri)
+	})
+}
+
+var benchBlob = bytes.Repeat([]byte{0, 1, 2, 3, 4, 5, 6, 7}, 128<<10) // 1 MiB
+
+// BenchmarkReadBlob reads one 1 MiB blob through the adapter and through
+// the SDK's own AddResource, whose handler returns the same bytes.
+func BenchmarkReadBlob(b *testing.B) {
+	const uri = "bench://blob"
+	read := func(b *testing.B, cs *mcp.ClientSession) {
+		ctx := context.Background()
+		params := &mcp.ReadResourceParams{URI: uri}
+		if res, err := cs.ReadResource(ctx, params); err != nil || !bytes.Equal(res.Contents[0].Blob, benchBlob) {
+			b.Fatalf("%v", err)
+		}
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchBlob)))
+		b.ResetTimer()
+		cpu := benchutil.CPU(b)
+		for b.Loop() {
+			if _, err := cs.ReadResource(ctx, params); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu()
+	}
+	b.Run("sdk", func(b *testing.B) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+		s.AddResource(&mcp.Resource{URI: uri, Name: "blob", MIMEType: "application/octet-stream"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/octet-stream", Blob: benchBlob}}}, nil
+			})
+		read(b, benchClient(b, s))
+	})
+	b.Run("adapter", func(b *testing.B) {
+		bind := selfBinding(core.ResourceDefinition{URI: uri, Name: "blob", MIMEType: "application/octet-stream"})
+		bind.Reader = core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+			return core.BlobPayload("application/octet-stream", benchBlob), nil
+		})
+		r, err := core.NewResources([]core.ResourceBinding{bind}, allowAll())
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+		Install(s, r, nil)
+		read(b, benchClient(b, s))
 	})
 }
