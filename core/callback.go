@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
+	"runtime/pprof"
+	"sync/atomic"
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
@@ -29,19 +30,21 @@ var errScopeEnded = errors.New("core: the operation ended before the callback co
 // operation whose caller has gone. A callback already running is not
 // interrupted (Go cannot stop it); it may finish, and what it returns is
 // discarded.
+//
+// closed is set before scoped returns and read by every enter: a callback
+// whose enter ran after close never starts. (A mutex would order nothing
+// more: an enter that saw the gate open may start its callback after close
+// either way, which is the callback "already running" above.)
 type gate struct {
 	done   <-chan struct{} // the scope's Done channel
-	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool
 }
 
 type gateKey struct{}
 
 // enter reports whether a callback may start now.
 func (g *gate) enter() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
+	if g.closed.Load() {
 		return false
 	}
 	select {
@@ -53,11 +56,20 @@ func (g *gate) enter() bool {
 }
 
 // close refuses every later callback.
-func (g *gate) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
+func (g *gate) close() { g.closed.Store(true) }
+
+// gateOf returns the gate of the operation that ctx belongs to, or nil. The
+// operation's own context answers without a walk up the context chain.
+func gateOf(ctx context.Context) *gate {
+	if s, ok := ctx.(gated); ok {
+		return s.operationGate()
+	}
+	g, _ := ctx.Value(gateKey{}).(*gate)
+	return g
 }
+
+// gated is implemented by the context scoped gives its op.
+type gated interface{ operationGate() *gate }
 
 // guard is the one way a host callback is started: fn calls exactly one
 // callback. guard asks the gate of the operation that ctx belongs to and
@@ -65,7 +77,7 @@ func (g *gate) close() {
 // (or when ctx belongs to no operation); otherwise it calls fn and turns a
 // panic into a *panicError.
 func guard(ctx context.Context, fn func() error) (err error) {
-	if g, _ := ctx.Value(gateKey{}).(*gate); g == nil || !g.enter() {
+	if g := gateOf(ctx); g == nil || !g.enter() {
 		return errScopeEnded
 	}
 	defer func() {
@@ -76,42 +88,123 @@ func guard(ctx context.Context, fn func() error) (err error) {
 	return fn()
 }
 
+// operation is one run of scoped: the context its op sees (the scope's
+// context, answering the gate key and, when scoped began the scope, the
+// request-scope key), its gate, and its outcome. One allocation holds them
+// all. It is never reused: a host callback may keep its context.
+type operation[T any] struct {
+	context.Context
+	gate     gate
+	ownScope bool // scoped began the request scope: answer its key
+	op       func(context.Context) (T, error)
+	v        T
+	err      error
+	done     chan struct{} // closed once v and err are set
+}
+
+func (o *operation[T]) operationGate() *gate { return &o.gate }
+
+// Value answers the gate key and, for a scope scoped began, the request
+// scope's key; everything else comes from the parent.
+func (o *operation[T]) Value(key any) any {
+	switch {
+	case key == (gateKey{}):
+		return &o.gate
+	case o.ownScope && requestscope.IsKey(key):
+		return true
+	}
+	return o.Context.Value(key)
+}
+
+// run executes the op on a worker goroutine. The worker takes the profiler
+// labels of the operation's context for the op's duration, as a goroutine
+// started for it would have inherited its caller's (for labels set with
+// pprof.Do, which puts them in the context too).
+func (o *operation[T]) run() {
+	pprof.SetGoroutineLabels(o)
+	o.v, o.err = o.op(o)
+	pprof.SetGoroutineLabels(context.Background())
+	close(o.done)
+}
+
 // scoped runs one whole operation (a read, a list page). Unless ctx already
 // carries a request scope it begins one with timeout and ends it on return.
-// op runs in a goroutine of its own so that the end of the scope stops the
-// wait even for a host callback that ignores its context. The operation's
-// gate (see guard) refuses every callback once the scope's context is done
-// and is closed before scoped returns, so an abandoned op starts no further
-// callback: its next step fails with errScopeEnded, and what it returns is
-// discarded. Every error comes back as a *Failure: once the scope has ended,
-// FailureTimeout or FailureCanceled wins over what op reported.
+// op runs on a goroutine of its own (a worker, see dispatch) so that the end
+// of the scope stops the wait even for a host callback that ignores its
+// context. The operation's gate (see guard) refuses every callback once the
+// scope's context is done and is closed before scoped returns, so an
+// abandoned op starts no further callback: its next step fails with
+// errScopeEnded, and what it returns is discarded. Every error comes back as
+// a *Failure: once the scope has ended, FailureTimeout or FailureCanceled
+// wins over what op reported.
 func scoped[T any](ctx context.Context, timeout time.Duration, op func(context.Context) (T, error)) (T, error) {
+	o := &operation[T]{op: op, done: make(chan struct{})}
 	if !requestscope.Active(ctx) {
 		var cancel context.CancelFunc
-		ctx, cancel = requestscope.Begin(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+		o.ownScope = true
 	}
-	g := &gate{done: ctx.Done()}
-	defer g.close()
-	ctx = context.WithValue(ctx, gateKey{}, g)
-	type outcome struct {
-		v   T
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		v, err := op(ctx)
-		done <- outcome{v, err}
-	}()
+	o.Context = ctx
+	o.gate.done = ctx.Done()
+	defer o.gate.close()
+	dispatch(o)
 	var zero T
 	select {
-	case o := <-done:
+	case <-o.done:
 		if o.err != nil {
 			return zero, scopeFailure(ctx, o.err)
 		}
 		return o.v, nil
 	case <-ctx.Done():
 		return zero, scopeFailure(ctx, context.Cause(ctx))
+	}
+}
+
+// A job is an operation for a worker.
+type job interface{ run() }
+
+// handoff passes a job to an idle worker. It is unbuffered: a send succeeds
+// only when a worker is waiting for one.
+var handoff = make(chan job)
+
+// workerIdle is how long an idle worker waits for another job before it
+// exits: between one and two periods. Workers only exist while operations
+// arrive; a process that stops reading is back to its own goroutines within
+// 2*workerIdle.
+const workerIdle = 5 * time.Millisecond
+
+// dispatch runs j on an idle worker, or on a new one when none is waiting.
+// Reusing a worker saves the goroutine start and, above all, growing a
+// fresh goroutine's stack to what a read needs (a store's client library
+// is deep) on every operation.
+func dispatch(j job) {
+	select {
+	case handoff <- j:
+	default:
+		go worker(j)
+	}
+}
+
+// worker runs j, then the jobs handed to it until it has been idle for a
+// whole tick. A worker whose job is abandoned (a callback that ignores its
+// context) stays with that job until the callback returns.
+func worker(j job) {
+	t := time.NewTicker(workerIdle)
+	defer t.Stop()
+	for {
+		j.run()
+	wait:
+		for busy := true; ; busy = false {
+			select {
+			case j = <-handoff:
+				break wait
+			case <-t.C:
+				if !busy {
+					return
+				}
+			}
+		}
 	}
 }
 

@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 )
 
 // A host callback that ignores its context can outlive the operation that
@@ -257,5 +259,23 @@ func TestNoCallbackStartsAfterListReturned(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestIdleWorkerKeepsNoResult proves that a worker waiting for its next
+// operation holds nothing of the last one: a result the caller dropped is
+// collectable at once, not when the worker retires.
+func TestIdleWorkerKeepsNoResult(t *testing.T) {
+	r := newRig(t, "test://a").resources()
+	res, err := r.Read(context.Background(), bundleURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := weak.Make(res)
+	res = nil
+	runtime.GC()
+	runtime.GC()
+	if w.Value() != nil {
+		t.Fatal("the result of a finished read is still reachable (an idle worker holds it)")
 	}
 }

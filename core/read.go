@@ -323,7 +323,7 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 	res := &ResourceResult{partial: len(issues) > 0}
 	if !res.partial {
 		res.items = items[1:]
-		res.report = appendReport(nil, false, nil, 0)
+		res.report = completeReport // shared: Report and Meta copy it
 	} else {
 		warning, report, k, err := r.warning(issues, sizeOf)
 		if err != nil {
@@ -343,6 +343,10 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 	}
 	return res, nil
 }
+
+// completeReport is the report of every complete result. Results share it:
+// nothing writes to a result's report, and its accessors return copies.
+var completeReport = appendReport(nil, false, nil, 0)
 
 // metaSize is the encoded size of the result _meta that carries report.
 func metaSize(report []byte) int64 { return int64(len(`{"`+ReportMetaKey+`":}`) + len(report)) }

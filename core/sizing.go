@@ -1,8 +1,9 @@
 package core
 
 import (
-	"math/bits"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
 )
 
 // sizer adds up the exact length of JSON as encoding/json writes it with
@@ -20,85 +21,9 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// asciiWidth is the encoded width of each ASCII byte; 0 marks the start of
-// a multi-byte sequence.
-var asciiWidth = func() (t [256]uint8) {
-	for b := range utf8.RuneSelf {
-		switch {
-		case jsonSafe[b]:
-			t[b] = 1
-		case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
-			t[b] = 2
-		default:
-			t[b] = 6 // \u00XX
-		}
-	}
-	return t
-}()
-
 // jsonStringLen returns the encoded length of s as a JSON string, quotes
 // included, exactly as encoding/json writes it with SetEscapeHTML(false).
-// ASCII is sized eight bytes at a time; a word holding a control character or
-// a byte of a multi-byte sequence is sized byte by byte.
-func jsonStringLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		stop := len(s)
-		if i+8 <= len(s) {
-			if w, ok := asciiWordLen(load64(s, i)); ok {
-				n += w
-				i += 8
-				continue
-			}
-			stop = i + 8
-		}
-		for i < stop {
-			if w := asciiWidth[s[i]]; w != 0 {
-				n += int(w)
-				i++
-				continue
-			}
-			c, size := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case c == utf8.RuneError && size == 1:
-				n += 6 // \ufffd
-			case c == '\u2028' || c == '\u2029':
-				n += 6
-			default:
-				n += size
-			}
-			i += size
-		}
-	}
-	return n
-}
-
-const (
-	lsb  = 0x0101010101010101
-	msb  = 0x8080808080808080
-	low7 = 0x7f7f7f7f7f7f7f7f
-)
-
-func load64(s string, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-}
-
-// zeroBytes sets the high bit of exactly those bytes of x that are zero.
-func zeroBytes(x uint64) uint64 { return ^(((x & low7) + low7) | x | low7) }
-
-// asciiWordLen sizes eight ASCII bytes without control characters: each '"'
-// or '\\' takes two bytes, everything else one. ok is false for a word it
-// cannot size.
-func asciiWordLen(w uint64) (n int, ok bool) {
-	// For ASCII, a byte is below 0x20 exactly when bits 5 and 6 are clear.
-	if w&msb != 0 || zeroBytes(w&(lsb*0x60)) != 0 {
-		return 0, false
-	}
-	escaped := zeroBytes(w^(lsb*'"')) | zeroBytes(w^(lsb*'\\'))
-	return 8 + bits.OnesCount64(escaped), true
-}
+func jsonStringLen(s string) int { return jsonsize.StringLen(s) }
 
 const hexDigits = "0123456789abcdef"
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
@@ -26,7 +27,7 @@ func bundleDB(t testing.TB, n int) *pgDB {
 // TestPGStoreReadsOneRoundTripPerItem proves, with a pgx tracer and at the
 // connection, that planning costs one batch and every item read exactly one
 // batch in one round trip, and that nothing else is sent: no plain query,
-// no separate prepare, no extra round trip for BEGIN or COMMIT.
+// no separate prepare, no extra round trip.
 func TestPGStoreReadsOneRoundTripPerItem(t *testing.T) {
 	t.Parallel()
 	const n = 64
@@ -87,15 +88,36 @@ func queryRaw(ctx context.Context, pool *pgxpool.Pool, id string) (rawRow, error
 
 // BenchmarkPGStoreOneRow compares, on one pool of one connection, a gateway
 // read of one asset body (plan + read: two one-round-trip transactions),
-// the store's reader alone (one transaction) and a raw pgx QueryRow of the
-// same row.
+// the same two store calls made directly (store), the store's reader alone
+// (one transaction) and a raw pgx QueryRow of the same row.
 func BenchmarkPGStoreOneRow(b *testing.B) {
 	pool, st, r, ctx := benchStore(b, 1)
 	b.Run("gateway", func(b *testing.B) {
 		b.ReportAllocs()
+		defer benchutil.CPU(b)()
 		for b.Loop() {
 			res, err := r.Read(ctx, "asset://project/p/asset/a000/body")
 			if err != nil || len(res.Items()) != 1 {
+				b.Fatal(err)
+			}
+		}
+	})
+	// store: what the gateway asks of the store for one read, called
+	// directly: the plan's lookup (one transaction) and the pinned read
+	// (one transaction). gateway minus store is the gateway's own cost.
+	b.Run("store", func(b *testing.B) {
+		b.ReportAllocs()
+		defer benchutil.CPU(b)()
+		for b.Loop() {
+			a, err := st.LookupAsset(ctx, "p", "a000")
+			if err != nil {
+				b.Fatal(err)
+			}
+			target, err := postgres.BodyTarget(a)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.Reader().Read(ctx, target); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -107,6 +129,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 		}
 		target, _ := postgres.BodyTarget(a)
 		b.ReportAllocs()
+		defer benchutil.CPU(b)()
 		for b.Loop() {
 			if _, err := st.Reader().Read(ctx, target); err != nil {
 				b.Fatal(err)
@@ -115,6 +138,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 	})
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
+		defer benchutil.CPU(b)()
 		for b.Loop() {
 			if _, err := queryRaw(ctx, pool, "a000"); err != nil {
 				b.Fatal(err)
@@ -134,6 +158,7 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 	}
 	b.Run("gateway", func(b *testing.B) {
 		b.ReportAllocs()
+		defer benchutil.CPU(b)()
 		for b.Loop() {
 			res, err := r.Read(ctx, "asset://project/p")
 			if err != nil || len(res.Items()) != n {
@@ -143,6 +168,7 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 	})
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
+		defer benchutil.CPU(b)()
 		for b.Loop() {
 			for _, id := range ids {
 				if _, err := queryRaw(ctx, pool, id); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -104,6 +105,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 
 		b.Run("size="+name+"/raw", func(b *testing.B) {
 			b.ReportAllocs()
+			defer benchutil.CPU(b)()
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String(key)})
@@ -119,6 +121,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 		})
 		b.Run("size="+name+"/raw-conditional", func(b *testing.B) {
 			b.ReportAllocs()
+			defer benchutil.CPU(b)()
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String(key),
@@ -135,6 +138,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 		})
 		b.Run("size="+name+"/gateway", func(b *testing.B) {
 			b.ReportAllocs()
+			defer benchutil.CPU(b)()
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				got, err := res.Read(ctx, "s3item://bench/"+name)
@@ -145,6 +149,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 		})
 		b.Run("size="+name+"/reader", func(b *testing.B) {
 			b.ReportAllocs()
+			defer benchutil.CPU(b)()
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				p, err := store.Read(ctx, target)
@@ -155,6 +160,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 		})
 		b.Run("size="+name+"/gateway-head", func(b *testing.B) {
 			b.ReportAllocs()
+			defer benchutil.CPU(b)()
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				got, err := res.Read(ctx, "s3obj://bench/"+name)
@@ -164,4 +170,56 @@ func BenchmarkS3StoreRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkS3StoreOverLimit reads, through the gateway, a bundle of one
+// small object and two 64 MiB objects under a 1 MiB item limit, planned
+// from known identity. The big ones are budget_exceeded issues: the store
+// asks for one byte of each (for access, identity and size), so B/op
+// (everything one read allocates, a bound on its peak heap) and held-B
+// (what its result keeps) stay far below the 128 MiB stored.
+func BenchmarkS3StoreOverLimit(b *testing.B) {
+	const big = 64 << 20
+	env := harness.S3(b)
+	client := s3Client(b, env, nil)
+	store, err := s3store.OpenBucket(b.Context(), client, env.Bucket, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var targets []core.ResourceTarget
+	for i, size := range []int{5, big, big} {
+		key := fmt.Sprintf("overlimit/%d", i)
+		obj := putObject(b, client, env.Bucket, key, "application/octet-stream", bytes.Repeat([]byte{'x'}, size))
+		obj.VersionID = ""
+		t, err := s3store.NewObjectTarget(fmt.Sprintf("s3item://overlimit/%d", i), obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		targets = append(targets, t)
+	}
+	req, _ := core.NewResourceTarget("s3bundle://overlimit", "bundle", nil)
+	bundle := core.ResourceBinding{
+		Definition: core.ResourceDefinition{URI: "s3bundle://overlimit", Name: "overlimit"},
+		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
+			return core.NewResourceReadPlan(req, targets...)
+		}),
+		Reader: store,
+	}
+	res := gateway(b, allowAll(), core.ResourceLimits{MaxItemBytes: 1 << 20}, bundle)
+	ctx := asHost(context.Background())
+	read := func() any {
+		got, err := res.Read(ctx, "s3bundle://overlimit")
+		if err != nil || !got.Partial() || len(got.Items()) != 2 || len(got.Issues()) != 2 {
+			b.Fatalf("read: %v", err)
+		}
+		return got
+	}
+	b.ReportAllocs()
+	stop := benchutil.CPU(b)
+	for b.Loop() {
+		read()
+	}
+	stop()
+	b.ReportMetric(float64(2*big), "stored-over-limit-B")
+	benchutil.Held(b, read)
 }

@@ -3,12 +3,12 @@ package mcpsdk
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
 )
 
 // newProtocolVersion is the first protocol version whose results carry
@@ -100,33 +100,7 @@ func itemSize(it itemsize.Item) int64 {
 // jsonStringLen is the length of s as encoding/json writes it with HTML
 // escaping off, quotes included: invalid UTF-8 becomes \ufffd, U+2028 and
 // U+2029 are escaped, and so are '"', '\\' and control characters.
-func jsonStringLen(s string) int64 {
-	n := int64(2)
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
-				n += 2
-			case b < 0x20:
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
-			n += 6
-		default:
-			n += int64(size)
-		}
-		i += size
-	}
-	return n
-}
+func jsonStringLen(s string) int64 { return int64(jsonsize.StringLen(s)) }
 
 // description is a listed resource or template in the shape core's page
 // sizing counts.

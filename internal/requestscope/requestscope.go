@@ -22,3 +22,12 @@ func Begin(parent context.Context, timeout time.Duration) (context.Context, cont
 func Active(ctx context.Context) bool {
 	return ctx.Value(key{}) != nil
 }
+
+// IsKey reports whether k is the key under which a scope is marked. A
+// context type of the module that starts a scope with a bare
+// [context.WithTimeout] answers this key itself (with a non-nil value)
+// instead of paying for a [context.WithValue] layer.
+func IsKey(k any) bool {
+	_, ok := k.(key)
+	return ok
+}

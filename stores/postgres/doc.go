@@ -8,11 +8,16 @@
 // one [pgx.Batch], which is one round trip once the pooled connection has
 // prepared the statements:
 //
-//	BEGIN READ ONLY
 //	SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true),
-//	       set_config('statement_timeout', $3, true)
+//	       set_config('statement_timeout', $3, true),
+//	       set_config('transaction_read_only', 'on', true)
 //	<one parameterised statement>
-//	COMMIT
+//
+// The batch is one pipeline ending in one Sync, and Postgres runs
+// everything up to a Sync as one implicit transaction: the settings are
+// transaction-local to it and end at the Sync (the next use of the pooled
+// connection sees none of them), and the statement runs read-only. No BEGIN
+// or COMMIT is sent.
 //
 // The role is [ReaderRole] unless [Options] say otherwise; the principal is
 // what [Options].Principal returns for the request context (by default

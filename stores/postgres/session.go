@@ -20,7 +20,7 @@ import (
 // A *pgxpool.Pool satisfies it and is what hosts pass; a *pgx.Conn does too
 // but allows no concurrent reads (after a failed batch the store rolls the
 // connection's transaction back; a pool simply discards the connection). Do not pass a pgx.Tx: every store call
-// begins and commits a transaction of its own.
+// runs in a transaction of its own (the implicit transaction of one batch).
 //
 // The pool must use an extended-protocol query mode (pgx's default): the
 // constructors refuse a pool or connection configured for the simple
@@ -183,17 +183,24 @@ func CheckPrincipal(p string) error {
 }
 
 // The fixed statements of every transaction. Arguments are always bound.
+// There is no BEGIN or COMMIT: pgx sends a batch as one pipeline ending in
+// one Sync, and Postgres runs everything up to a Sync as one implicit
+// transaction, so settings made with set_config(..., true) in the first
+// statement hold for the store's statement and end at the Sync, as after a
+// COMMIT; transaction_read_only set there makes the rest read-only (setting
+// it on is allowed at any point of a transaction). A failed statement ends
+// the implicit transaction too: the connection is idle again after the
+// batch. integration/pgstore_implicit_test.go proves each of these on the
+// real server.
 const (
-	sqlBegin     = "BEGIN READ ONLY"
-	sqlSetupRole = "SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('statement_timeout', $3, true)"
-	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('statement_timeout', $2, true)"
-	sqlCommit    = "COMMIT"
+	sqlSetupRole = "SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('statement_timeout', $3, true), set_config('transaction_read_only', 'on', true)"
+	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('statement_timeout', $2, true), set_config('transaction_read_only', 'on', true)"
 )
 
-// begin returns a batch that opens a read-only transaction as the store's
-// role with the request's principal set transaction-locally and a statement
-// timeout taken from ctx's deadline. The caller queues one statement and
-// sends the batch with run.
+// begin returns a batch whose implicit transaction is read-only, runs as
+// the store's role with the request's principal set transaction-locally
+// and has a statement timeout taken from ctx's deadline. The caller queues
+// one statement and sends the batch with run.
 func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
@@ -210,8 +217,7 @@ func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 		}
 	}
 	ms := strconv.FormatInt(max(1, int64((timeout+time.Millisecond-1)/time.Millisecond)), 10)
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 4)}
-	b.Queue(sqlBegin)
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
 	if s.role != "" {
 		b.Queue(sqlSetupRole, s.role, p, ms)
 	} else {
@@ -220,22 +226,16 @@ func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 	return b, nil
 }
 
-// run queues COMMIT, sends b as one round trip and lets scan read the result
-// of the one statement the caller queued. It returns classified errors.
+// run sends b as one round trip (one implicit transaction) and lets scan
+// read the result of the one statement the caller queued. It returns
+// classified errors.
 func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchResults) error) error {
-	b.Queue(sqlCommit)
 	br := s.db.SendBatch(ctx, b)
 	err := func() error {
-		for range 2 { // BEGIN, set_config
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		if err := scan(br); err != nil {
+		if _, err := br.Exec(); err != nil { // set_config
 			return err
 		}
-		_, err := br.Exec()
-		return err
+		return scan(br)
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -251,7 +251,9 @@ func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchR
 
 // abandon rolls back a transaction that a failed batch left open on a
 // single *pgx.Conn (a pool discards such a connection by itself), so that
-// the next call does not run inside an aborted transaction.
+// the next call does not run inside an aborted transaction. The store's
+// batches end in a Sync, which ends their implicit transaction, so this
+// only acts when a batch was cut off before its Sync was processed.
 func (s *session) abandon(ctx context.Context) {
 	c, ok := s.db.(*pgx.Conn)
 	if !ok || c.IsClosed() || c.PgConn().TxStatus() == 'I' {
