@@ -194,11 +194,13 @@ func (d *driver) run(ctx context.Context) int {
 		d.failed = true
 	}
 	if err := d.srv.stop(); err != nil {
+		// A race-built server exits 66 after reporting a data race.
 		fmt.Fprintf(d.out, "FAIL the server did not exit cleanly on SIGTERM: %v\n", err)
 		d.failed = true
 	}
 	d.srv = nil
 	if d.failed {
+		d.logTail(filepath.Join(d.dir, "server.log"), 40)
 		fmt.Fprintln(d.out, "RESULT: FAIL")
 		return 1
 	}
@@ -293,6 +295,17 @@ func (d *driver) teardown() {
 			os.RemoveAll(d.dir)
 		}
 	}
+}
+
+// logTail prints the last n lines of a log file.
+func (d *driver) logTail(path string, n int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	fmt.Fprintf(d.out, "--- last %d lines of %s\n%s\n---\n", len(lines), path, strings.Join(lines, "\n"))
 }
 
 // fail records a failed check.
