@@ -78,6 +78,20 @@ var publicKinds = map[string]string{
 	"resource operation failed":                          "internal",
 }
 
+// codeOf is the JSON-RPC code the adapter answers a failure kind with
+// (mcpsdk.ErrorCode): the SDK's resource-not-found code for unavailable
+// (-32602 by default; -32002 under MCPGODEBUG=customresnotfounderrcode=1,
+// which the server inherits from the driver's environment).
+func codeOf(kind string) int64 {
+	switch kind {
+	case "unavailable":
+		return mcp.CodeResourceNotFound //nolint:staticcheck // the code the adapter uses
+	case "invalid request", "ambiguous match", "invalid cursor":
+		return -32602
+	}
+	return -32603
+}
+
 // faultKinds are the whole-read failures a fault may cause: a revoked
 // grant (unavailable), a storage round trip that failed or found the item
 // changed (no item survived when it was the only one, invalid plan when
@@ -130,6 +144,9 @@ func (c *checker) failure(r request, err error, sent, recv time.Time) verdict {
 		return verdict{outcome: fmt.Sprintf("error %d", we.Code), unexpected: fmt.Sprintf("code %d %q", we.Code, we.Message)}
 	}
 	v := verdict{outcome: outFailed + kind}
+	if want := codeOf(kind); we.Code != want {
+		v.wrong = append(v.wrong, fmt.Sprintf("%s %s: %s failure with code %d, want %d", r.op, r.uri(), kind, we.Code, want))
+	}
 	switch {
 	case c.strict || r.op == opList || !faultKinds[kind]:
 		v.unexpected = fmt.Sprintf("%s failed: %s (code %d)", r.op, kind, we.Code)

@@ -122,7 +122,7 @@ func TestCheckerFlagsABodyServedWhileTheGrantWasRevoked(t *testing.T) {
 	// The other principal keeps its grant.
 	wantRight(t, c.read(request{op: opObject, principal: "p2", key: kBin}, complete(bodyItem(c, kindObject, kBin, 0)), at(21), at(30)), outComplete)
 	// Unavailable is right for the revoked principal and wrong for the other.
-	notFound := &jsonrpc.Error{Code: -32002, Message: "resource unavailable"}
+	notFound := &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "resource unavailable"}
 	wantRight(t, c.failure(r, notFound, at(21), at(30)), outFailed+"unavailable")
 	wantWrong(t, c.failure(request{op: opObject, principal: "p2", key: kBin}, notFound, at(21), at(30)), "grant stood")
 }
@@ -210,8 +210,10 @@ func TestCheckerClassifiesFailures(t *testing.T) {
 			t.Errorf("%v without faults was allowed", tc.err)
 		}
 	}
+	// A typed failure carries its kind's code.
+	wantWrong(t, c.failure(r, &jsonrpc.Error{Code: -32603, Message: "resource unavailable"}, at(1), at(2)), "want")
 	// Every project stays discoverable: its bundle is never unavailable.
-	wantWrong(t, c.failure(request{op: opProject, principal: "p1", key: kText}, &jsonrpc.Error{Code: -32002, Message: "resource unavailable"}, at(1), at(2)), "discoverable")
+	wantWrong(t, c.failure(request{op: opProject, principal: "p1", key: kText}, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "resource unavailable"}, at(1), at(2)), "discoverable")
 }
 
 func TestCheckerDemandsEveryProjectItemWithoutFaults(t *testing.T) {

@@ -457,6 +457,11 @@ func (d *driver) phase(ctx context.Context, name string, n int, dur time.Duratio
 // first 80% of it), prints progress and the summary, and records failed
 // checks.
 func (d *driver) runPhase(ctx context.Context, name string, clients []*client, dur time.Duration, chk *checker, f *faulter) (summary, error) {
+	before, err := d.srv.take(ctx, d.db)
+	if err != nil {
+		return summary{}, err
+	}
+	peak := before
 	p := &phase{chk: chk, st: newStats(), deadline: time.Now().Add(dur)}
 	p.budget.Store(d.c.maxRequests)
 	start := time.Now()
@@ -491,10 +496,23 @@ func (d *driver) runPhase(ctx context.Context, name string, clients []*client, d
 			}
 			fmt.Fprintln(d.log, line)
 			last, lastN = now, n
+			if now, err := d.srv.take(ctx, d.db); err == nil {
+				peak = peak.peak(now)
+			}
 		}
 	}
 	s := p.st.summarize(name, len(clients), time.Since(start))
 	s.print(d.out)
+	after, err := d.srv.take(ctx, d.db)
+	if err != nil {
+		return s, err
+	}
+	fmt.Fprintf(d.out, "  peak during the phase: %s\n", peak.peak(after))
+	served, by := after.served(before)
+	fmt.Fprintf(d.out, "  the server counted %d requests: %s\n", served, formatCounts(by))
+	if served != s.requests {
+		d.fail("phase %s: the driver saw %d responses and the server counted %d requests", name, s.requests, served)
+	}
 	if faultErr != nil {
 		return s, fmt.Errorf("fault injection: %w", faultErr)
 	}

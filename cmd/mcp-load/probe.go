@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,28 @@ type snapshot struct {
 	pgConns    int // client backends on the driver's database, but the driver's own
 	httpConns  int // established TCP connections to the server's port, server side
 	sessions   int // the server's open MCP sessions (mcpres_sessions_active)
+	// requests counts the resource requests the server answered so far,
+	// by outcome (complete, partial, failed), from mcpres_requests_total.
+	requests map[string]int
+}
+
+// served returns the requests the server answered between before and s,
+// in all and by outcome.
+func (s snapshot) served(before snapshot) (int, map[string]int) {
+	total, by := 0, map[string]int{}
+	for k, v := range s.requests {
+		if n := v - before.requests[k]; n != 0 {
+			by[k] = n
+			total += n
+		}
+	}
+	return total, by
+}
+
+// peak returns the larger of each measure of s and o.
+func (s snapshot) peak(o snapshot) snapshot {
+	return snapshot{goroutines: max(s.goroutines, o.goroutines), pgConns: max(s.pgConns, o.pgConns),
+		httpConns: max(s.httpConns, o.httpConns), sessions: max(s.sessions, o.sessions)}
 }
 
 func (s snapshot) String() string {
@@ -43,12 +66,17 @@ func (srv *server) take(ctx context.Context, db *database) (snapshot, error) {
 	if err != nil {
 		return s, err
 	}
-	m, err := parseMetrics(resp.Body, "go_goroutines", "mcpres_sessions_active")
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	resp.Body.Close()
 	if err != nil {
 		return s, err
 	}
+	m, err := parseMetrics(bytes.NewReader(body), "go_goroutines", "mcpres_sessions_active")
+	if err != nil {
+		return s, err
+	}
 	s.goroutines, s.sessions = int(m["go_goroutines"]), int(m["mcpres_sessions_active"])
+	s.requests = requestsByOutcome(body)
 	if s.pgConns, err = db.clientConns(ctx); err != nil {
 		return s, err
 	}
@@ -87,6 +115,32 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// requestsByOutcome sums the server's mcpres_requests_total samples by
+// their outcome label.
+func requestsByOutcome(metrics []byte) map[string]int {
+	out := map[string]int{}
+	for _, line := range strings.Split(string(metrics), "\n") {
+		rest, ok := strings.CutPrefix(line, "mcpres_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		outcome := ""
+		if _, after, ok := strings.Cut(labels, `outcome="`); ok {
+			outcome, _, _ = strings.Cut(after, `"`)
+		}
+		out[outcome] += int(v)
+	}
+	return out
 }
 
 // establishedTo counts the established TCP sockets whose local port is
