@@ -263,6 +263,9 @@ func TestContentIsDeterministicAndNamesItsWrite(t *testing.T) {
 			if string(b) != string(d.content(kind, k, 3)) || string(b) == string(d.content(kind, k, 4)) {
 				t.Fatalf("%s %s: content is not a function of the generation", kind, k)
 			}
+			if len(b) != len(d.content(kind, k, 0)) || len(b) != len(d.content(kind, k, 12345)) {
+				t.Fatalf("%s %s: the size changes with the generation, so a size check alone could tell them apart", kind, k)
+			}
 			gk, gkey, gen, ok := parseHeader(b)
 			if !ok || gk != kind || gkey != k || gen != 3 {
 				t.Fatalf("%s %s: header parses as %s %s %d %v", kind, k, gk, gkey, gen, ok)

@@ -109,19 +109,21 @@ func parseHeader(b []byte) (kind string, k assetKey, gen int, ok bool) {
 
 // content returns the exact bytes of the asset's body or object at
 // generation gen: the header, then deterministic filler (hex text for a
-// text asset, raw bytes for a binary one) of a size that varies by asset,
-// kind and generation.
+// text asset, raw bytes for a binary one). The total size varies by asset
+// and kind but not by generation, so that only the identity the server
+// pins (the row version, the ETag), never a size check, tells one
+// generation from the next.
 func (d *dataset) content(kind string, k assetKey, gen int) []byte {
 	h := header(kind, k, gen)
-	seed := sha256.Sum256([]byte(h))
-	size := 512 + int(seed[0])<<2 // 512 to 1532 bytes of filler
+	shape := sha256.Sum256([]byte(kind + " " + k.String()))
+	total := 512 + int(shape[0])<<2 // 512 to 1532 bytes
 	if kind == kindObject {
-		size = 2048 + int(seed[1])<<4 // 2 to 6 KiB
+		total = 2048 + int(shape[1])<<4 // 2 to 6 KiB
 	}
-	out := make([]byte, 0, len(h)+size+sha256.Size*2)
+	out := make([]byte, 0, total+sha256.Size*2)
 	out = append(out, h...)
-	block := seed
-	for len(out) < len(h)+size {
+	block := sha256.Sum256([]byte(h))
+	for len(out) < total {
 		if d.textual(k) {
 			out = hex.AppendEncode(out, block[:])
 		} else {
@@ -129,7 +131,7 @@ func (d *dataset) content(kind string, k assetKey, gen int) []byte {
 		}
 		block = sha256.Sum256(block[:])
 	}
-	return out[:len(h)+size]
+	return out[:total]
 }
 
 // title is the asset's title at generation gen.

@@ -66,16 +66,28 @@ func (w *writer) load(ctx context.Context) (*oracle, error) {
 	return w.o, nil
 }
 
-// overwrite writes the asset's next generation: first its object (which
-// turns the row's pinned ETag stale), then the row (title, inline body and
+// overwrite writes the asset's next generation: first its object, which
+// turns the ETag that the row pins stale, then, after a pause that leaves
+// the stale pin in place for a while, the row (title, inline body and
 // object reference in one UPDATE, which bumps the version).
-func (w *writer) overwrite(ctx context.Context, k assetKey) error {
+//
+// The generation's timeline starts only at the UPDATE: the server plans
+// from the row, so until the row names the new object it may serve
+// neither (the old object is gone from the unversioned bucket, the new one
+// fails the pinned If-Match). A server that served the new object under
+// the old row's plan is caught as serving a generation not yet current.
+func (w *writer) overwrite(ctx context.Context, k assetKey, pause time.Duration) error {
 	gen := w.o.gens[k].current() + 1
-	commit := w.o.gens[k].begin(gen, time.Now())
 	etag, size, err := w.putObject(ctx, k, gen)
 	if err != nil {
 		return err
 	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(pause):
+	}
+	commit := w.o.gens[k].begin(gen, time.Now())
 	err = w.db.exec(ctx, `UPDATE mcpres.assets SET title = $3, body = $4, object_etag = $5, object_size = $6
 		WHERE project_id = $1 AND id = $2`, k.project, k.asset, title(gen), w.d.content(kindBody, k, gen), etag, size)
 	if err != nil {
@@ -187,7 +199,7 @@ func (f *faulter) run(ctx context.Context, until time.Time, interval time.Durati
 			err = f.grantFault(ctx)
 		default:
 			all := f.w.d.all()
-			err = f.w.overwrite(ctx, all[f.rng.IntN(len(all))])
+			err = f.w.overwrite(ctx, all[f.rng.IntN(len(all))], time.Duration(100+f.rng.IntN(200))*time.Millisecond)
 			f.count(faultOverwrite, 1)
 		}
 		if err != nil {
