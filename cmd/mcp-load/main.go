@@ -76,6 +76,7 @@ type config struct {
 	assets      int
 	seed        uint64
 	keep        bool
+	stateless   bool
 }
 
 // Limits on the flags, so that every run is bounded.
@@ -105,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.projects, "projects", 4, "projects in the dataset")
 	fs.IntVar(&c.assets, "assets", 8, "assets per project (2 to 10)")
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the clock); the seed is printed")
+	fs.BoolVar(&c.stateless, "stateless", false, "serve without sessions (serve --stateless with a cursor key), as replicas behind a load balancer do")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server and versitygw logs)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -263,15 +265,22 @@ func (d *driver) setup(ctx context.Context) error {
 	if err := os.WriteFile(tokens, []byte(lines.String()), 0o600); err != nil {
 		return err
 	}
-	d.srv, err = startServer(c.serverBin, filepath.Join(d.dir, "server.log"), "--tokens="+tokens,
-		"--postgres="+d.db.url, "--bucket="+bucket, "--bucket-endpoint="+d.s3.endpoint(), "--bucket-region=us-east-1",
-		"--bucket-access-key="+d.s3.access, "--bucket-secret-key="+d.s3.secret, "--bucket-path-style",
-		"--list-page-size=2")
-	if err != nil {
+	args := []string{"--tokens=" + tokens,
+		"--postgres=" + d.db.url, "--bucket=" + bucket, "--bucket-endpoint=" + d.s3.endpoint(), "--bucket-region=us-east-1",
+		"--bucket-access-key=" + d.s3.access, "--bucket-secret-key=" + d.s3.secret, "--bucket-path-style",
+		"--list-page-size=2"}
+	if c.stateless {
+		key := filepath.Join(d.dir, "cursor.key")
+		if err := os.WriteFile(key, []byte(randomHex(32)), 0o600); err != nil {
+			return err
+		}
+		args = append(args, "--stateless", "--cursor-key-file="+key)
+	}
+	if d.srv, err = startServer(c.serverBin, filepath.Join(d.dir, "server.log"), args...); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "mcp-load: server %s (pid %d), %d projects x %d assets, principals %v, seed %d\n",
-		d.srv.addr, d.srv.cmd.Process.Pid, c.projects, c.assets, ds.principals, c.seed)
+	fmt.Fprintf(d.out, "mcp-load: server %s (pid %d, stateless %v), %d projects x %d assets, principals %v, seed %d\n",
+		d.srv.addr, d.srv.cmd.Process.Pid, c.stateless, c.projects, c.assets, ds.principals, c.seed)
 	return nil
 }
 
