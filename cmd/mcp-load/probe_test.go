@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,21 @@ func TestFlagsRefuseNonLoopbackAndUnboundedRuns(t *testing.T) {
 		if err := loopbackOnly("x", h); err != nil {
 			t.Errorf("loopbackOnly(%q): %v", h, err)
 		}
+	}
+}
+
+func TestServedCountsTheServersRequestsBetweenTwoSnapshots(t *testing.T) {
+	metrics := func(complete, failed int) []byte {
+		return []byte("# TYPE mcpres_requests_total counter\n" +
+			"mcpres_requests_total{kind=\"\",method=\"resources/read\",outcome=\"complete\"} " + strconv.Itoa(complete) + "\n" +
+			"mcpres_requests_total{kind=\"\",method=\"resources/list\",outcome=\"complete\"} 1\n" +
+			"mcpres_requests_total{kind=\"unavailable\",method=\"resources/read\",outcome=\"failed\"} " + strconv.Itoa(failed) + "\n" +
+			"mcpres_request_duration_seconds_count{method=\"resources/read\",outcome=\"complete\"} 99\n")
+	}
+	before := snapshot{requests: requestsByOutcome(metrics(10, 0))}
+	after := snapshot{requests: requestsByOutcome(metrics(25, 3))}
+	n, by := after.served(before)
+	if n != 18 || by["complete"] != 15 || by["failed"] != 3 || len(by) != 2 {
+		t.Fatalf("served = %d %v: want 18 (complete 15, failed 3)", n, by)
 	}
 }
