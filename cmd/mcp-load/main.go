@@ -77,6 +77,7 @@ type config struct {
 	seed        uint64
 	keep        bool
 	stateless   bool
+	poolMax     int
 }
 
 // Limits on the flags, so that every run is bounded.
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.assets, "assets", 8, "assets per project (2 to 10)")
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the clock); the seed is printed")
 	fs.BoolVar(&c.stateless, "stateless", false, "serve without sessions (serve --stateless with a cursor key), as replicas behind a load balancer do")
+	fs.IntVar(&c.poolMax, "pool-max-conns", 0, "the server's PostgreSQL pool size (pool_max_conns in its --postgres URL); 0 keeps pgx's default, max(4, cores)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server and versitygw logs)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -136,6 +138,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--fault-every must be at least 10ms")
 	case c.projects < 1 || c.projects > 20 || c.assets < 2 || c.assets > 10:
 		return nil, errors.New("--projects must be 1 to 20 and --assets 2 to 10")
+	case c.poolMax < 0 || c.poolMax > 100:
+		return nil, errors.New("--pool-max-conns must be 0 to 100")
 	case c.maxRequests < 1:
 		return nil, errors.New("--max-requests must be positive")
 	}
@@ -265,8 +269,15 @@ func (d *driver) setup(ctx context.Context) error {
 	if err := os.WriteFile(tokens, []byte(lines.String()), 0o600); err != nil {
 		return err
 	}
+	serverDB := d.db.url
+	if c.poolMax > 0 {
+		serverDB += "&pool_max_conns=" + strconv.Itoa(c.poolMax)
+		if !strings.Contains(d.db.url, "?") {
+			serverDB = d.db.url + "?pool_max_conns=" + strconv.Itoa(c.poolMax)
+		}
+	}
 	args := []string{"--tokens=" + tokens,
-		"--postgres=" + d.db.url, "--bucket=" + bucket, "--bucket-endpoint=" + d.s3.endpoint(), "--bucket-region=us-east-1",
+		"--postgres=" + serverDB, "--bucket=" + bucket, "--bucket-endpoint=" + d.s3.endpoint(), "--bucket-region=us-east-1",
 		"--bucket-access-key=" + d.s3.access, "--bucket-secret-key=" + d.s3.secret, "--bucket-path-style",
 		"--list-page-size=2"}
 	if c.stateless {
