@@ -31,6 +31,7 @@ set xlabel 'concurrent clients (go-sdk, streamable HTTP)'
 set ylabel 'latency per request (ms)'
 set y2label 'throughput (requests/s)'
 set logscale x 2
+set xrange [0.8:80]
 set logscale y 10
 set xtics (1, 2, 4, 8, 16, 32, 64, 128, 256)
 set ytics nomirror

@@ -78,6 +78,7 @@ type config struct {
 	keep        bool
 	stateless   bool
 	poolMax     int
+	repeat      int
 }
 
 // Limits on the flags, so that every run is bounded.
@@ -100,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.faults, "faults", false, "inject faults during the load phase")
 	fs.DurationVar(&c.faultEvery, "fault-every", 150*time.Millisecond, "with --faults: time between two faults")
 	sweep := fs.String("sweep", "", "comma-separated concurrencies: run one fault-free phase of --duration at each (for the plot)")
+	fs.IntVar(&c.repeat, "repeat", 1, "with --sweep: phases per concurrency; the CSV holds the median of each figure")
 	fs.StringVar(&c.csv, "csv", "", "with --sweep: write one line per concurrency to this CSV file")
 	fs.DurationVar(&c.progress, "progress", time.Second, "interval of the progress line on stderr")
 	fs.Int64Var(&c.maxRequests, "max-requests", 10_000_000, "most requests of one phase")
@@ -138,6 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--fault-every must be at least 10ms")
 	case c.projects < 1 || c.projects > 20 || c.assets < 2 || c.assets > 10:
 		return nil, errors.New("--projects must be 1 to 20 and --assets 2 to 10")
+	case c.repeat < 1 || c.repeat > 9:
+		return nil, errors.New("--repeat must be 1 to 9")
 	case c.poolMax < 0 || c.poolMax > 100:
 		return nil, errors.New("--pool-max-conns must be 0 to 100")
 	case c.maxRequests < 1:
@@ -417,11 +421,15 @@ func (d *driver) sweep(ctx context.Context, chk *checker, cold snapshot) error {
 				return err
 			}
 		}
-		s, err := d.phase(ctx, fmt.Sprintf("sweep %d", n), n, d.c.duration, chk, nil)
-		if err != nil {
-			return err
+		var runs []summary
+		for i := range d.c.repeat {
+			s, err := d.phase(ctx, fmt.Sprintf("sweep %d (%d/%d)", n, i+1, d.c.repeat), n, d.c.duration, chk, nil)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, s)
 		}
-		csv.WriteString(s.csvRow())
+		csv.WriteString(medianOf(runs).csvRow())
 	}
 	after, err := d.settle(ctx, cold)
 	if err != nil {

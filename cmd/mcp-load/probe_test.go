@@ -112,3 +112,18 @@ func TestServedCountsTheServersRequestsBetweenTwoSnapshots(t *testing.T) {
 		t.Fatalf("served = %d %v: want 18 (complete 15, failed 3)", n, by)
 	}
 }
+
+func TestMedianOfTakesEachFiguresMedianAndSumsTheCounts(t *testing.T) {
+	runs := []summary{
+		{clients: 8, elapsed: time.Second, requests: 100, throughput: 100, p50: 3, p95: 30, p99: 90, unexpected: map[string]int{}},
+		{clients: 8, elapsed: time.Second, requests: 300, throughput: 300, p50: 1, p95: 10, p99: 70, nWrong: 1, unexpected: map[string]int{"x": 2}},
+		{clients: 8, elapsed: time.Second, requests: 200, throughput: 200, p50: 2, p95: 20, p99: 80, unexpected: map[string]int{}},
+	}
+	m := medianOf(runs)
+	if m.throughput != 200 || m.p50 != 2 || m.p95 != 20 || m.p99 != 80 || m.requests != 600 || m.nWrong != 1 || m.unexpected["x"] != 2 {
+		t.Fatalf("medianOf = %+v", m)
+	}
+	if !strings.HasPrefix(m.csvRow(), "8,3.0,600,200.0,") {
+		t.Fatalf("csv row %q", m.csvRow())
+	}
+}

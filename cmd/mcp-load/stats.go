@@ -170,3 +170,41 @@ func (s summary) csvRow() string {
 	return fmt.Sprintf("%d,%.1f,%d,%.1f,%s,%s,%s,%s,%d,%d\n", s.clients, s.elapsed.Seconds(), s.requests, s.throughput,
 		ms(s.p50), ms(s.p95), ms(s.p99), ms(s.max), n, s.nWrong)
 }
+
+// medianOf returns a summary whose figures (throughput and each latency
+// percentile, taken one by one) are the medians of runs, with their total
+// requests, unexpected outcomes and wrong answers.
+func medianOf(runs []summary) summary {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	med := func(f func(summary) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	out := summary{name: runs[0].name, clients: runs[0].clients, unexpected: map[string]int{}}
+	for _, r := range runs {
+		out.elapsed += r.elapsed
+		out.requests += r.requests
+		out.nWrong += r.nWrong
+		for k, n := range r.unexpected {
+			out.unexpected[k] += n
+		}
+	}
+	out.throughput = med(func(r summary) float64 { return r.throughput })
+	d := func(f func(summary) time.Duration) time.Duration {
+		return time.Duration(med(func(r summary) float64 { return float64(f(r)) }))
+	}
+	out.p50 = d(func(r summary) time.Duration { return r.p50 })
+	out.p95 = d(func(r summary) time.Duration { return r.p95 })
+	out.p99 = d(func(r summary) time.Duration { return r.p99 })
+	out.max = d(func(r summary) time.Duration { return r.max })
+	return out
+}
