@@ -117,7 +117,7 @@ func checkDefinitionExtras(d *ResourceDefinition) (field, reason string) {
 		if err := checkURI(ic.Src, MaxDefinitionBytes); err != nil {
 			return "Icons.Src", err.Error()
 		}
-		if ic.MIMEType != "" && !validMIME(ic.MIMEType) {
+		if ic.MIMEType != "" && !ValidMediaType(ic.MIMEType) {
 			return "Icons.MIMEType", "is not a valid media type"
 		}
 		for _, s := range ic.Sizes {

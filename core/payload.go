@@ -67,13 +67,18 @@ func (p ResourcePayload) Len() int64 {
 
 // valid reports whether the payload keeps the construction rules.
 func (p ResourcePayload) valid() bool {
-	if p.kind == payloadNone || !validMIME(p.mimeType) {
+	if p.kind == payloadNone || !ValidMediaType(p.mimeType) {
 		return false
 	}
 	return p.kind == payloadBlob || utf8.ValidString(p.text)
 }
 
-func validMIME(s string) bool {
+// ValidMediaType reports whether s is a MIME type the gateway accepts for a
+// definition, an icon or a payload: a type/subtype with optional
+// parameters, at most 255 bytes, without control characters. Stores can use
+// it to refuse a bad type when content is stored rather than when it is
+// read (where the gateway reports invalid_content).
+func ValidMediaType(s string) bool {
 	if s == "" || len(s) > 255 {
 		return false
 	}

@@ -1162,8 +1162,8 @@ func TestPayloadMIMETypeValidation(t *testing.T) {
 		"text/pl ain": false, "text/plain;": true, "text/plain; charset": false, "tëxt/plain": false,
 		"text/plain\n": false, "a/b/c": false,
 	} {
-		if got := validMIME(s); got != want {
-			t.Errorf("validMIME(%q) = %v, want %v", s, got, want)
+		if got := ValidMediaType(s); got != want {
+			t.Errorf("ValidMediaType(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

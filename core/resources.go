@@ -128,7 +128,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 			return nil, fail(f.field, "must be valid UTF-8")
 		}
 	}
-	if d.MIMEType != "" && !validMIME(d.MIMEType) {
+	if d.MIMEType != "" && !ValidMediaType(d.MIMEType) {
 		return nil, fail("MIMEType", "is not a valid media type")
 	}
 	if d.Meta != nil {

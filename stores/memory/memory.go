@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
@@ -112,9 +113,9 @@ func New(opts *Options) *Store {
 // are kept. Put fails for text that is not UTF-8 or an invalid MIME type.
 func (s *Store) Put(key string, it Item) (uint64, error) {
 	switch {
-	case it.Text && !validUTF8(it.Body):
+	case it.Text && !utf8.Valid(it.Body):
 		return 0, fmt.Errorf("memory: item %q: text body is not valid UTF-8", key)
-	case !validMediaType(it.MIMEType):
+	case !core.ValidMediaType(it.MIMEType):
 		return 0, fmt.Errorf("memory: item %q: invalid MIME type", key)
 	}
 	body := append([]byte{}, it.Body...)
