@@ -34,14 +34,7 @@ func TestS3StoreSendsOneRequestPerItem(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	req, _ := core.NewResourceTarget("s3bundle://n", "bundle", nil)
-	pinned := core.ResourceBinding{
-		Definition: core.ResourceDefinition{URI: "s3bundle://n", Name: "n"},
-		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-			return core.NewResourceReadPlan(req, targets...)
-		}),
-		Reader: store,
-	}
+	pinned := pinnedBundle("s3bundle://n", "n", store, targets)
 	tmpl, err := store.Binding(core.ResourceDefinition{URITemplate: "s3obj://n/{name}", Name: "one"}, "n/")
 	if err != nil {
 		t.Fatal(err)
@@ -197,14 +190,7 @@ func BenchmarkS3StoreOverLimit(b *testing.B) {
 		}
 		targets = append(targets, t)
 	}
-	req, _ := core.NewResourceTarget("s3bundle://overlimit", "bundle", nil)
-	bundle := core.ResourceBinding{
-		Definition: core.ResourceDefinition{URI: "s3bundle://overlimit", Name: "overlimit"},
-		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-			return core.NewResourceReadPlan(req, targets...)
-		}),
-		Reader: store,
-	}
+	bundle := pinnedBundle("s3bundle://overlimit", "overlimit", store, targets)
 	res := gateway(b, allowAll(), core.ResourceLimits{MaxItemBytes: 1 << 20}, bundle)
 	ctx := asHost(context.Background())
 	read := func() any {

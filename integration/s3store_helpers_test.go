@@ -293,3 +293,20 @@ func uniqueUser(t testing.TB, base string) string {
 	}
 	return fmt.Sprintf("%s%x", base, b)
 }
+
+// pinnedBundle is a binding of the concrete URI uri whose plan is always
+// targets, in order, read by reader: a bundle of objects whose identity the
+// test already pinned.
+func pinnedBundle(uri, name string, reader core.Reader, targets []core.ResourceTarget) core.ResourceBinding {
+	return core.ResourceBinding{
+		Definition: core.ResourceDefinition{URI: uri, Name: name},
+		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
+			requested, err := core.NewResourceTarget(uri, "bundle", nil)
+			if err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+			return core.NewResourceReadPlan(requested, targets...)
+		}),
+		Reader: reader,
+	}
+}

@@ -210,14 +210,7 @@ func TestS3StoreEmptyObjectsAreEmptyTextOrBlobInOneRequest(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	req, _ := core.NewResourceTarget("s3bundle://empty", "bundle", nil)
-	binding := core.ResourceBinding{
-		Definition: core.ResourceDefinition{URI: "s3bundle://empty", Name: "empty"},
-		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-			return core.NewResourceReadPlan(req, targets...)
-		}),
-		Reader: store,
-	}
+	binding := pinnedBundle("s3bundle://empty", "empty", store, targets)
 	w.reset()
 	got, err := gateway(t, allowAll(), core.ResourceLimits{}, binding).Read(asHost(t.Context()), "s3bundle://empty")
 	if err != nil {
