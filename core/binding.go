@@ -98,4 +98,13 @@ type ResourcePolicy struct {
 	Visibility func(ctx context.Context, t ResourceTarget) (Visibility, error)
 	// Read decides whether the caller may read a visible target.
 	Read func(ctx context.Context, t ResourceTarget) error
+	// Decide is optional. When set, the gateway asks it once per pass for
+	// every target of a plan instead of calling Visibility and Read per
+	// target: once before the body reads and once for the final recheck,
+	// where it also stands in for Discover. It returns one decision per
+	// target of the pass, in order. A typed [Unavailable] error denies the
+	// whole read as a denied discovery does; any other error, a panic, or a
+	// wrong number of decisions fails the whole read as a policy failure.
+	// Listing, subscriptions and completion use Discover as before.
+	Decide func(ctx context.Context, pass PolicyPass) ([]TargetDecision, error)
 }

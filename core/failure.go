@@ -38,6 +38,11 @@ const (
 	// FailureInvalidCursor is a list cursor that is malformed, tampered,
 	// expired, or issued for another method, registry or scope.
 	FailureInvalidCursor
+	// FailureOutage means storage that planning or a policy pass needed was
+	// unreachable or failing (a lost connection, a terminated backend, a 5xx
+	// answer, throttling). It is the one retryable whole-read kind: the same
+	// request may succeed in a moment. Stores signal it with [Outage].
+	FailureOutage
 )
 
 var kindNames = [...]string{
@@ -51,6 +56,7 @@ var kindNames = [...]string{
 	FailureSize:           "size",
 	FailureNoItems:        "no item survived",
 	FailureInvalidCursor:  "invalid cursor",
+	FailureOutage:         "storage outage",
 }
 
 var kindMessages = [...]string{
@@ -64,6 +70,7 @@ var kindMessages = [...]string{
 	FailureSize:           "resource response does not fit the configured size",
 	FailureNoItems:        "no resource item could be read",
 	FailureInvalidCursor:  "invalid or expired cursor",
+	FailureOutage:         "resource storage is temporarily unavailable",
 }
 
 // String returns a short lowercase name for the kind.
@@ -91,6 +98,15 @@ func NewFailure(kind FailureKind, cause error) *Failure {
 // reader returns to deny access. cause stays private.
 func Unavailable(cause error) error {
 	return &Failure{Kind: FailureUnavailable, cause: cause}
+}
+
+// Outage returns the typed [FailureOutage] that a resolver, a policy or a
+// store's error mapping returns when storage is unreachable or failing, so
+// that the gateway can tell a retryable outage from a plan that is wrong.
+// cause stays private. A body reader may return it too; for one item it
+// means what any other reader error means, the retryable read_failed.
+func Outage(cause error) error {
+	return &Failure{Kind: FailureOutage, cause: cause}
 }
 
 // Error returns the fixed public message of the failure's kind.
@@ -154,9 +170,15 @@ func (e *ConfigError) Error() string {
 	return "core: " + e.Reason
 }
 
-func configErr(field, reason string) *ConfigError {
-	return &ConfigError{Definition: -1, Field: field, Reason: reason}
+// NewConfigError returns a *[ConfigError] that is about no binding index,
+// as stores and other constructors report them: field names what is wrong
+// (a column, an option, a statement) and reason the rule it breaks; err is
+// the underlying error or nil.
+func NewConfigError(field, reason string, err error) *ConfigError {
+	return &ConfigError{Definition: -1, Field: field, Reason: reason, Err: err}
 }
+
+func configErr(field, reason string) *ConfigError { return NewConfigError(field, reason, nil) }
 
 // TooLargeError is what a reader returns when the stored item is larger than
 // [ReadLimit] allowed it to fetch. Size is the stored size in bytes, or -1 when
