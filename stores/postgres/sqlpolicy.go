@@ -243,9 +243,11 @@ func (p *sqlPolicy) read(ctx context.Context, t core.ResourceTarget) error {
 // only present or absent.
 func DatabaseDecides() core.ResourcePolicy {
 	return core.ResourcePolicy{
-		Discover:   func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{Visible: true}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
 		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			out := make([]core.TargetDecision, len(pass.Targets))
 			for i := range out {

@@ -287,9 +287,11 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 		return nil
 	}
 	allow := core.ResourcePolicy{
-		Discover:   func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{Visible: true}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
 	}
 	r, err := core.NewResources(bs, allow)
 	if err != nil {
