@@ -33,7 +33,9 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 //
 // A key the statement returns no row for is hidden; a key with several rows
 // takes the most restrictive answer. An object item is decided by the key
-// of the row that references it. Targets of other sources are hidden, and
+// of the row that references it. A target that this source did not plan
+// (an object of a key family, a row of another database) is decided by its
+// URI as its key, so one statement can decide a whole plan across stores;
 // the requested target of a bundle is visible and readable (its items are
 // decided one by one). Row-level security applies to the statement as to
 // every other.
@@ -142,12 +144,13 @@ func (p *sqlPolicy) ask(ctx context.Context, keys []string) (map[string]flags, e
 	return out, nil
 }
 
-// keyOf returns the policy key of t: ok is false for a target of another
-// source; bundle is true for the requested target of a bundle.
+// keyOf returns the policy key of t: its row's key for a target of this
+// source, its URI for any other; bundle is true for the requested target of
+// a bundle of this source. ok is always true.
 func (p *sqlPolicy) keyOf(t core.ResourceTarget) (key string, bundle, ok bool) {
 	r, ok := parseSQLRef(t)
 	if !ok || r.Source != p.src.name {
-		return "", false, false
+		return t.URI(), false, true
 	}
 	if r.Kind == refBundle {
 		return "", true, true

@@ -270,9 +270,7 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int) core.Resolver {
 			return core.ResourceReadPlan{}, err
 		}
 		obj.VersionID = "" // the current version, pinned by ETag
-		if obj.ContentType == octetStream {
-			obj.ContentType = ContentTypeOf(obj.Key, "")
-		}
+		obj.ContentType = ContentTypeOf(obj.Key, obj.ContentType)
 		t, err := NewObjectTarget(m.URI(), obj)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
@@ -307,14 +305,13 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 
 // ContentTypeOf returns the MIME type to serve an object as: stored, the
 // Content-Type a request already returned for it, when that is a usable
-// type other than application/octet-stream; else the type key's extension
+// type other than application/octet-stream or binary/octet-stream (what S3
+// reports for an object stored without a type); else the type key's extension
 // names (.txt, .md, .json, .pdf, ...); else application/octet-stream. It
 // makes no request.
 func ContentTypeOf(key, stored string) string {
-	if stored != "" {
-		if ct := mediaType(stored); ct != octetStream {
-			return ct
-		}
+	if ct := mediaType(stored); ct != octetStream && !strings.HasPrefix(ct, "binary/octet-stream") {
+		return ct
 	}
 	return mediaType(mediatype.ByExtension(key))
 }
