@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,14 +19,11 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-func main() { os.Exit(run(context.Background(), os.Getenv, os.Stderr)) }
-
-func run(ctx context.Context, env func(string) string, stderr io.Writer) int {
-	if err := serve(ctx, env); err != nil {
-		fmt.Fprintln(stderr, "documents:", err)
-		return 1
+func main() {
+	if err := serve(context.Background(), os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "documents:", err)
+		os.Exit(1)
 	}
-	return 0
 }
 
 func serve(ctx context.Context, env func(string) string) error {
