@@ -211,8 +211,11 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 
 	// The role.
 	t.Run("a role that does not exist", func(t *testing.T) {
-		src := newSource(t, pool, "mcpres_reader")
-		assertConfigLine(t, src.Check(t.Context()), "source docs", "Role", `role "mcpres_reader" does not exist`)
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		role := "nosuch_" + hex.EncodeToString(b[:])
+		src := newSource(t, pool, role)
+		assertConfigLine(t, src.Check(t.Context()), "source docs", "Role", `role "`+role+`" does not exist`)
 	})
 	t.Run("a role that bypasses row-level security", func(t *testing.T) {
 		src := newSource(t, pool, "postgres")
