@@ -37,6 +37,14 @@ func TestOwnSchemaMemberReadsADocumentThenItsFile(t *testing.T) {
 		t.Errorf("file item: %+v", file)
 	}
 
+	alone, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: file.URI})
+	if err != nil || len(alone.Contents) != 1 || alone.Contents[0].Text != file.Text || alone.Contents[0].URI != file.URI {
+		t.Fatalf("the file alone: %+v, %v", alone, err)
+	}
+	if got, want := readErr(t, connectAs(t, r.res, "bob"), file.URI), readErr(t, cs, docURI("acme", "00000000-0000-0000-0000-000000000000")+"/object"); got != want {
+		t.Errorf("a non-member's error for the file %s differs from a missing one's %s", got, want)
+	}
+
 	bundle, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "doc://tenants/acme/documents"})
 	if err != nil {
 		t.Fatal(err)
