@@ -361,6 +361,10 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// error with a typed-nil result: look at the result only after
 			// the error.
 			if err != nil {
+				var je *jsonrpc.Error
+				if !errors.As(err, &je) { // the SDK's plain error would go out as code 0
+					err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+				}
 				return nil, err
 			}
 			declareResources(res)
