@@ -24,6 +24,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -182,10 +183,13 @@ func (c *conn) answer(code int64, text string) error {
 	if err != nil {
 		return err
 	}
-	return c.write(b)
+	return c.write(context.Background(), b)
 }
 
-func (c *conn) write(b []byte) error {
+// deadliner is what an *os.File on a pipe offers.
+type deadliner interface{ SetWriteDeadline(time.Time) error }
+
+func (c *conn) write(ctx context.Context, b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	select {
@@ -193,17 +197,25 @@ func (c *conn) write(b []byte) error {
 		return io.ErrClosedPipe
 	default:
 	}
+	// A client that stops reading its pipe must not hold a write with a
+	// deadline forever: give the pipe the context's deadline.
+	if d, ok := c.out.(deadliner); ok {
+		if dl, ok := ctx.Deadline(); ok && d.SetWriteDeadline(dl) == nil {
+			defer d.SetWriteDeadline(time.Time{})
+		}
+	}
 	_, err := c.out.Write(append(b, '\n'))
 	return err
 }
 
-// Write sends one message on its own line.
-func (c *conn) Write(_ context.Context, msg jsonrpc.Message) error {
+// Write sends one message on its own line, within ctx's deadline when Out
+// supports write deadlines (an *os.File on a pipe).
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	return c.write(b)
+	return c.write(ctx, b)
 }
 
 // Close stops reading and writing; it may be called more than once.
