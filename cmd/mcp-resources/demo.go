@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -115,4 +117,21 @@ func newDemo(principal string) (*memory.Store, []core.ResourceBinding, error) {
 			}),
 	}
 	return st, bindings, nil
+}
+
+// demoPolicy is the store's policy, except that guest discovers only the
+// readme: guest's list holds what guest may read, not every definition.
+func demoPolicy(st *memory.Store) core.ResourcePolicy {
+	p := st.Policy()
+	discover := p.Discover
+	p.Discover = func(ctx context.Context, d core.ResourceDescription) error {
+		if err := discover(ctx, d); err != nil {
+			return err
+		}
+		if who, _ := core.ContextPrincipal(ctx); who == guestPrincipal && d.URI != demoReadme {
+			return core.Unavailable(errors.New("demo: guest discovers only the readme"))
+		}
+		return nil
+	}
+	return p
 }

@@ -181,7 +181,7 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), sources: []core.ChangeSource{st}, close: func() {},
+	return &backend{name: "memory", bindings: bindings, policy: demoPolicy(st), sources: []core.ChangeSource{st}, close: func() {},
 		resolveStore: "memory", storeOf: func(core.ResourceTarget) string { return "memory" }}, nil
 }
 
