@@ -108,7 +108,7 @@ func hostileBodies() []string {
 	out = append(out, strings.Repeat("[", 100000), `{"jsonrpc":"2.0","id":`+strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`,"method":"ping"}`)
 	// Wrong shapes.
 	out = append(out,
-		`null`, `42`, `"resources/read"`, `true`, `{}`, `[]`, `[` + read + `]`, `[1,2,3]`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","id":1}`,
+		`null`, `42`, `"resources/read"`, `true`, `{}`, `[]`, `[`+read+`]`, `[1,2,3]`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","id":1}`,
 		`{"jsonrpc":"2.0","id":1,"method":42}`, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":"demo://readme"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":["demo://readme"]}`, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":42}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"resources/read"}`, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":null}`,

@@ -145,7 +145,8 @@ func FuzzClassify(f *testing.F) {
 }
 
 // FuzzFraming feeds arbitrary byte streams through the connection: every
-// non-blank line becomes one message or one answer, and nothing panics.
+// line becomes one message, one answer or (blank) nothing, and nothing
+// panics.
 func FuzzFraming(f *testing.F) {
 	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\nxx\n\n[1]\r\n"), 16)
 	f.Add([]byte(strings.Repeat("a", 300)+"\n{}"), 8)
@@ -167,14 +168,17 @@ func FuzzFraming(f *testing.F) {
 			msgs++
 		}
 		answers := bytes.Count(out.Bytes(), []byte("\n"))
-		nonBlank := 0
-		for _, l := range bytes.Split(stream, []byte("\n")) {
-			if len(bytes.TrimSpace(l)) > 0 {
-				nonBlank++
+		// Every line longer than the bound (with its line ending, up to
+		// "\r\n") is answered unread; every other non-blank line is one
+		// message or one answer.
+		want := 0
+		for _, l := range bytes.SplitAfter(stream, []byte("\n")) {
+			if len(l) > max+2 || len(bytes.TrimSpace(l)) > 0 {
+				want++
 			}
 		}
-		if msgs+answers != nonBlank {
-			t.Fatalf("%d messages and %d answers for %d non-blank lines", msgs, answers, nonBlank)
+		if msgs+answers != want {
+			t.Fatalf("%d messages and %d answers for %d lines that need one", msgs, answers, want)
 		}
 	})
 }
