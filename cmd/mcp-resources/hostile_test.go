@@ -734,6 +734,26 @@ func TestSlowBodiesAndIdleConnectionsAreDisconnectedInTime(t *testing.T) {
 	}
 	t.Logf("slow body (1 byte per 100 ms, --http-read-timeout %v): disconnected after %v", timeout, closedAfter.Round(time.Millisecond))
 
+	// A session's SSE stream is not a slow request: it outlives the read
+	// timeout, which bounds only the receiving of a request.
+	sid := s.open()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+s.addr+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(httpguard.SessionHeader, sid)
+	req.Header.Set("MCP-Protocol-Version", testProtocol)
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the session's stream: %v %v", err, resp)
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); ended <- err }()
+	select {
+	case err := <-ended:
+		t.Errorf("a session's SSE stream ended (%v) within %v (--http-read-timeout %v)", err, 2*timeout+500*time.Millisecond, timeout)
+	case <-time.After(2*timeout + 500*time.Millisecond):
+	}
+	resp.Body.Close()
+
 	// Idle keep-alive connections, after one request each.
 	const idleConns = 20
 	conns := make([]*rawConn, idleConns)

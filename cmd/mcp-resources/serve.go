@@ -310,8 +310,8 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	}
 
 	// No server-wide WriteTimeout: it would cut every SSE stream at a fixed
-	// age. httpguard gives each write its own deadline instead, and lifts
-	// the read deadline once a request's body is in.
+	// age. httpguard gives each write its own deadline instead. ReadTimeout
+	// bounds receiving a request only; a long SSE response outlives it.
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout, IdleTimeout: g.IdleTimeout}
 	authn := "bearer tokens from " + s.Tokens
 	if tokens == nil {

@@ -123,8 +123,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	// The whole request is read: lift the server's read deadline, which
-	// would otherwise end a long SSE response when it passes.
+	// The whole request is read: lift the server's read deadline (net/http
+	// does the same when it starts its background read), so that a long
+	// SSE response is bounded by the write deadline alone.
 	_ = rc.SetReadDeadline(time.Time{})
 
 	if w2, done, ok := g.admit(w, r); ok {
