@@ -3,8 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strings"
+	"net/url"
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -64,25 +63,12 @@ func (g *guardFlags) check(http bool) error {
 // whole-request deadline.
 func (g *guardFlags) readHeaderTimeout() time.Duration { return min(10*time.Second, g.ReadTimeout) }
 
-// validOrigin reports whether o is scheme://host[:port] with nothing else.
+// validOrigin reports whether o is scheme://host[:port] with nothing else,
+// as a browser sends it in Origin.
 func validOrigin(o string) bool {
-	for _, scheme := range []string{"http://", "https://"} {
-		if rest, ok := strings.CutPrefix(o, scheme); ok {
-			if rest == "" {
-				return false
-			}
-			for _, c := range rest {
-				if c == '/' || c == '?' || c == '#' || c == '@' || c <= ' ' {
-					return false
-				}
-			}
-			if h, _, err := net.SplitHostPort(rest); err == nil {
-				return h != ""
-			}
-			return true
-		}
-	}
-	return false
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" && u.User == nil &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery && o == u.Scheme+"://"+u.Host
 }
 
 // checkLimitCombination refuses limits that contradict each other in a way
