@@ -38,8 +38,8 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // ([core.Resources.Authorize]: discovery, the requested target's
 // visibility and read permission, no body read); a URI the caller may not
 // read gets the very error, code and message, that a read of it gets.
-// Subscriptions are bounded per session and per server, released by
-// unsubscribe and when the session ends, re-authorized as their
+// Subscriptions are bounded per session, per principal and per server,
+// released by unsubscribe and when the session ends, re-authorized as their
 // subscriber's principal before every notifications/resources/updated,
 // coalesced per URI and rate-limited per session: see package live.
 //

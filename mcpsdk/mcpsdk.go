@@ -74,7 +74,15 @@
 // answers completion/complete for ref/resource references from
 // [core.Resources.Complete], offering only values the caller may discover;
 // completion of prompt references stays with the host's
-// [mcp.ServerOptions].CompletionHandler.
+// [mcp.ServerOptions].CompletionHandler, and without one is an empty
+// completion.
+//
+// # Hostile clients
+//
+// No request ends the process through the adapter: see [Install] for the
+// recovered panics, and [Subscriptions] for why a client that stops
+// reading delays only itself. A refused initialize (a duplicate) is
+// answered -32600 and the session goes on.
 package mcpsdk
 
 import (

@@ -20,7 +20,7 @@ type guardFlags struct {
 	WriteTimeout                 time.Duration `name:"write-timeout" default:"10s" env:"MCPRES_WRITE_TIMEOUT" help:"Deadline of one write to a client (an HTTP response write, one notification); a session that misses it is ended."`
 	IdleTimeout                  time.Duration `name:"http-idle-timeout" default:"2m" env:"MCPRES_HTTP_IDLE_TIMEOUT" help:"Close an idle keep-alive HTTP connection after this long."`
 	MaxBodyBytes                 byteSize      `name:"max-body-bytes" default:"4MiB" env:"MCPRES_MAX_BODY_BYTES" help:"Largest HTTP request body and stdio line (JSON-RPC batches are refused)."`
-	AllowedOrigins               []string      `name:"allowed-origins" placeholder:"ORIGIN,..." env:"MCPRES_ALLOWED_ORIGINS" help:"Browser origins (scheme://host:port) allowed besides loopback ones; a request with any other Origin is refused with 403."`
+	AllowedOrigins               []string      `name:"allowed-origins" placeholder:"ORIGIN" env:"MCPRES_ALLOWED_ORIGINS" help:"Browser origins (scheme://host:port) allowed besides loopback ones; a request with any other Origin is refused with 403."`
 	MetricsAddr                  string        `name:"metrics-addr" placeholder:"ADDR" env:"MCPRES_METRICS_ADDR" help:"Serve /metrics, /healthz and /readyz on their own listener at ADDR instead of the --http one."`
 }
 
