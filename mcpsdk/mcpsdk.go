@@ -74,7 +74,9 @@
 // answers completion/complete for ref/resource references from
 // [core.Resources.Complete], offering only values the caller may discover;
 // completion of prompt references stays with the host's
-// [mcp.ServerOptions].CompletionHandler.
+// [mcp.ServerOptions].CompletionHandler. [Options].Tools serves the same
+// gateway as the tools list_resources, read_resource and
+// complete_resource_uri, for clients that let a model call tools only.
 package mcpsdk
 
 import (
@@ -145,6 +147,10 @@ type Options struct {
 	// the completions capability. Prompt references still go to whatever
 	// CompletionHandler the host gave the server.
 	Completions bool
+
+	// Tools, if set, also serves the gateway as tools, for clients that
+	// offer a model tools only: see [ToolOptions]. Off when nil.
+	Tools *ToolOptions
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -190,8 +196,12 @@ func Install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.observe = opts.Observe
 		a.complete = opts.Completions
 		a.subs = opts.Subscriptions
+		a.tools = newToolSurface(opts.Tools, a.complete) // tools.go
 	}
 	s.AddReceivingMiddleware(a.middleware)
+	if a.tools != nil {
+		s.AddReceivingMiddleware(a.toolMiddleware)
+	}
 	if a.subs != nil {
 		a.subs.install(s, a)
 	}
@@ -270,6 +280,7 @@ type adapter struct {
 	observe        func(context.Context, Observation)
 	complete       bool
 	subs           *Subscriptions
+	tools          *toolSurface // nil: no tool surface
 }
 
 func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
