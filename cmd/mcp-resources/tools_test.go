@@ -132,8 +132,8 @@ func TestStdioToolsServeTheDemo(t *testing.T) {
 			args["cursor"] = cursor
 		}
 		var page struct {
-			Resources []struct{ URI string }
-			Templates []struct{ URITemplate string } `json:"resourceTemplates"`
+			Resources  []struct{ URI string }
+			Templates  []struct{ URITemplate string } `json:"resourceTemplates"`
 			NextCursor string
 		}
 		if err := json.Unmarshal([]byte(toolText(t, call(mcpsdk.ToolListResources, args))), &page); err != nil {
