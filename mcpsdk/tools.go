@@ -35,7 +35,7 @@ const (
 // lists, in bytes of UTF-8 before JSON encoding. read_resource's
 // description, the only one built per caller, names URIs and templates
 // until the next would pass this bound, then says that list_resources has
-// more. Each listed line is at most [maxToolLineBytes]. With the input
+// more. Each listed line is at most 320 bytes. With the input
 // schemas (fixed text plus one example URI of at most 256 bytes), the three
 // tools add at most 16 KiB to a tools/list result.
 const MaxToolDescriptionBytes = 4096

@@ -950,3 +950,36 @@ func TestToolReadsAreAdmittedForTheToolShape(t *testing.T) {
 		t.Fatal("no budget separates the read's admission from the tool's")
 	}
 }
+
+// When the SDK pages tools/list, the surface's tools come after the host's
+// on the last page only, and no page repeats them.
+func TestSurfaceToolsFollowTheHostsOnTheLastToolsPage(t *testing.T) {
+	r, _ := newResources(t, core.ResourceLimits{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, &mcp.ServerOptions{PageSize: 1})
+	for _, name := range []string{"a", "b"} {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+	Install(s, r, &Options{Tools: &ToolOptions{}})
+	c := connect(t, s, inMemory, "", "")
+	var pages [][]string
+	cursor := ""
+	for range 10 {
+		res, err := c.cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		pages = append(pages, names)
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if fmt.Sprint(pages) != "[[a] [b list_resources read_resource]]" {
+		t.Errorf("pages %v", pages)
+	}
+}
