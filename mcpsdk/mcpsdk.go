@@ -75,7 +75,9 @@
 // [core.Resources.Complete], offering only values the caller may discover;
 // completion of prompt references stays with the host's
 // [mcp.ServerOptions].CompletionHandler, and without one is an empty
-// completion.
+// completion. [Options].Tools serves the same
+// gateway as the tools list_resources, read_resource and
+// complete_resource_uri, for clients that let a model call tools only.
 //
 // # Hostile clients
 //
@@ -166,6 +168,10 @@ type Options struct {
 	// the adapter or the SDK handlers it wraps (see [Install]). Nil
 	// discards them.
 	Logger *slog.Logger
+
+	// Tools, if set, also serves the gateway as tools, for clients that
+	// offer a model tools only: see [ToolOptions]. Off when nil.
+	Tools *ToolOptions
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -220,11 +226,17 @@ func Install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.complete = opts.Completions
 		a.subs = opts.Subscriptions
 		a.log = opts.Logger
+		a.tools = newToolSurface(opts.Tools, a.complete) // tools.go
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	s.AddReceivingMiddleware(a.recoverer, a.middleware)
+	// The recoverer is outermost, so a panic in any of these is recovered.
+	mw := []mcp.Middleware{a.recoverer, a.middleware}
+	if a.tools != nil {
+		mw = append(mw, a.toolMiddleware)
+	}
+	s.AddReceivingMiddleware(mw...)
 	if a.subs != nil {
 		a.subs.install(s, a)
 	}
@@ -304,6 +316,7 @@ type adapter struct {
 	complete       bool
 	subs           *Subscriptions
 	log            *slog.Logger
+	tools          *toolSurface // nil: no tool surface
 }
 
 // PanicMessage is the message of the internal error a request that
