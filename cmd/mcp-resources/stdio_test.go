@@ -203,8 +203,12 @@ func answerTo(t *testing.T, tap *wireTap, method, uri string) string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
+		// The SDK's LoggingTransport logs a write only after it returns, so
+		// the answer's "read:" line may come before its request's "write:"
+		// line: find the request's id first, then its answer anywhere.
+		lines := strings.Split(tap.String(), "\n")
 		id := ""
-		for _, line := range strings.Split(tap.String(), "\n") {
+		for _, line := range lines {
 			msg, ok := strings.CutPrefix(line, "write: ")
 			if ok && strings.Contains(msg, `"method":"`+method+`"`) && strings.Contains(msg, uri) {
 				var req struct{ ID json.RawMessage }
@@ -212,6 +216,8 @@ func answerTo(t *testing.T, tap *wireTap, method, uri string) string {
 					id = string(req.ID)
 				}
 			}
+		}
+		for _, line := range lines {
 			if msg, ok := strings.CutPrefix(line, "read: "); ok && id != "" {
 				var resp struct {
 					ID    json.RawMessage
