@@ -23,7 +23,7 @@ func allowAllPolicy() core.ResourcePolicy {
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
 		},
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
 	}
 }
 
