@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
@@ -225,5 +226,120 @@ func TestServerSingleReadOfAnOverwrittenObjectSaysReadFailedRetryable(t *testing
 	}
 	if strings.Contains(metrics, `kind="storage outage"`) || strings.Contains(metrics, `kind="invalid plan"`) {
 		t.Errorf("/metrics counts a changed object as an outage or an invalid plan")
+	}
+}
+
+// serverS3User creates a versitygw user for the server itself whose bucket
+// policy lets it check the bucket and read every object of the bucket but
+// refused, as a host's own bucket policy may refuse the server an object
+// that a row still references.
+func serverS3User(t *testing.T, env harness.S3Env, refused string) harness.S3Env {
+	t.Helper()
+	user := vgwUser(t, env, uniqueUser(t, "server"))
+	list, err := env.Client().ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(env.Bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []string
+	for _, o := range list.Contents {
+		if k := aws.ToString(o.Key); k != refused {
+			objects = append(objects, "arn:aws:s3:::"+env.Bucket+"/"+k)
+		}
+	}
+	doc, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []map[string]any{
+		{"Effect": "Allow", "Principal": map[string][]string{"AWS": {user.AccessKey}}, "Action": []string{"s3:ListBucket"},
+			"Resource": []string{"arn:aws:s3:::" + env.Bucket}},
+		{"Effect": "Allow", "Principal": map[string][]string{"AWS": {user.AccessKey}}, "Action": []string{"s3:GetObject"},
+			"Resource": objects},
+	}})
+	if _, err := env.Client().PutBucketPolicy(t.Context(), &s3.PutBucketPolicyInput{Bucket: aws.String(env.Bucket), Policy: aws.String(string(doc))}); err != nil {
+		t.Fatal(err)
+	}
+	return user
+}
+
+// TestServerRefusedDeletedAndMissingAssetsAnswerAlikeThroughTheServer runs
+// the built server over a seeded database and bucket whose policy refuses
+// the server one object (seed/launch/budget.csv), with tokens for alice
+// and bob. A single read of an object that its row plans but S3 refuses, of
+// an asset bob has no grant on, of an object deleted from the bucket after
+// its row was written, and of an asset that never existed all answer the
+// same bytes; so do a subscribe to, and a read of, an asset bob never had,
+// one his grant on was revoked, one deleted and one that never existed, and
+// their completions are alike.
+func TestServerRefusedDeletedAndMissingAssetsAnswerAlikeThroughTheServer(t *testing.T) {
+	t.Parallel()
+	dbURL, env, _ := seededUnversioned(t)
+	serverUser := serverS3User(t, env, "seed/launch/budget.csv")
+	srv := startServer(t, append(storageFlags(dbURL, serverUser), "--tokens="+tokensFile(t, "alice", "bob"))...)
+	alice, _ := srv.connectLive(t, "alice-token")
+	bob, _ := srv.connectLive(t, "bob-token")
+	ctx := t.Context()
+	if r, err := readAll(t, alice, "asset://project/handbook/asset/architecture/object"); err != nil || !strings.HasPrefix(r.Contents[0].Text, "<svg") {
+		t.Fatalf("the server's S3 user reads a granted object: %v", err)
+	}
+	if _, err := env.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("seed/handbook/intro.bin")}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(cs *mcp.ClientSession, uri string) string {
+		_, err := readAll(t, cs, uri)
+		_, wire := wireErr(t, err)
+		return wire
+	}
+	never := read(alice, "asset://project/handbook/asset/never/object")
+	if never != `{"code":-32602,"message":"resource unavailable"}` {
+		t.Fatalf("a never-existing asset answers %s", never)
+	}
+	for name, got := range map[string]string{
+		"an object S3 refuses the server, planned from its row": read(alice, "asset://project/launch/asset/budget/object"),
+		"an object of a project bob has no grant in":            read(bob, "asset://project/launch/asset/budget/object"),
+		"an object deleted after its row planned it":            read(alice, "asset://project/handbook/asset/intro-video/object"),
+	} {
+		if got != never {
+			t.Errorf("%s: %s, want %s", name, got, never)
+		}
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `DELETE FROM mcpres.grants WHERE principal = 'bob' AND project_id = 'handbook' AND asset_id = 'welcome'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM mcpres.assets WHERE project_id = 'handbook' AND id = 'logo'`); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(project, prefix string) string {
+		r, err := bob.Complete(ctx, &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: "asset://project/{project}/asset/{asset}"},
+			Argument: mcp.CompleteParamsArgument{Name: "asset", Value: prefix},
+			Context:  &mcp.CompleteContext{Arguments: map[string]string{"project": project}},
+		})
+		if err != nil {
+			t.Fatalf("complete %s/%s: %v", project, prefix, err)
+		}
+		b, _ := json.Marshal(r.Completion)
+		return string(b)
+	}
+	type answers struct{ read, subscribe, complete string }
+	ask := func(project, asset string) answers {
+		uri := "asset://project/" + project + "/asset/" + asset
+		_, sub := wireErr(t, bob.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}))
+		return answers{read(bob, uri), sub, complete(project, asset)}
+	}
+	want := ask("handbook", "never")
+	if want.read != never || want.subscribe != never || want.complete != `{"values":[]}` {
+		t.Fatalf("bob and a never-existing asset: %+v", want)
+	}
+	for name, got := range map[string]answers{
+		"refused at plan (no grant in the project)": ask("launch", "budget"),
+		"refused after a grant was revoked":         ask("handbook", "welcome"),
+		"deleted":                                   ask("handbook", "logo"),
+	} {
+		if got != want {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
 	}
 }
