@@ -374,3 +374,82 @@ func isOutageOf(err error, component string) bool {
 	}
 	return false
 }
+
+// TestNoErrorDataCarriesAPrivateCause drives every failure that carries
+// data (an outage while planning, in a policy check and in a completer;
+// "no item survived" with read_failed, invalid_content and
+// budget_exceeded issues; on read and, for the outages, on subscribe) with a canary in every private place (causes, the
+// payload, authorization data, undisclosed item URIs) and proves that no
+// JSON-RPC error a client receives holds it.
+func TestNoErrorDataCarriesAPrivateCause(t *testing.T) {
+	t.Parallel()
+	const canary = "CANARY-7f3a"
+	cause := errors.New(canary + " password=hunter2 10.9.8.7:5432")
+	target := func(uri string) core.ResourceTarget {
+		tg, err := core.NewResourceTarget(uri, "item", json.RawMessage(`{"secret":"`+canary+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg
+	}
+	binding := func(uri string, resolve func() error, items map[string]func() (core.ResourcePayload, error)) core.ResourceBinding {
+		return core.ResourceBinding{
+			Definition: core.ResourceDefinition{URI: uri, Name: uri},
+			Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+				if err := resolve(); err != nil {
+					return core.ResourceReadPlan{}, err
+				}
+				var ts []core.ResourceTarget
+				for u := range items {
+					ts = append(ts, target(u))
+				}
+				return core.NewResourceReadPlan(target(m.URI()), ts...)
+			}),
+			Reader: core.ReaderFunc(func(ctx context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+				return items[tg.URI()]()
+			}),
+		}
+	}
+	ok := func() error { return nil }
+	policy := allowAll()
+	policy.Visibility = func(_ context.Context, tg core.ResourceTarget) (core.Visibility, error) {
+		if tg.URI() == "canary://policy-outage" {
+			return core.Visibility{}, core.Outage(cause)
+		}
+		return core.Visibility{Visible: true, DiscloseIssueURI: strings.HasSuffix(tg.URI(), "/disclosed")}, nil
+	}
+	res := gateway(t, policy, core.ResourceLimits{MaxItemBytes: 8},
+		binding("canary://plan-outage", func() error { return core.Outage(cause) }, nil),
+		binding("canary://policy-outage", ok, nil),
+		binding("canary://none", ok, map[string]func() (core.ResourcePayload, error){
+			"canary://none/" + canary + "/read-failed": func() (core.ResourcePayload, error) { return core.ResourcePayload{}, cause },
+			"canary://none/" + canary + "/outage":      func() (core.ResourcePayload, error) { return core.ResourcePayload{}, core.Outage(cause) },
+			"canary://none/" + canary + "/invalid":     func() (core.ResourcePayload, error) { return core.TextPayload("text/plain", "\xff"+canary), nil },
+			"canary://none/" + canary + "/too-large": func() (core.ResourcePayload, error) {
+				return core.TextPayload("text/plain", canary+canary), nil
+			},
+			"canary://none/disclosed": func() (core.ResourcePayload, error) { return core.ResourcePayload{}, cause },
+		}),
+	)
+	cs := wireSession(t, res, "alice")
+	var wires []string
+	for _, uri := range []string{"canary://plan-outage", "canary://policy-outage", "canary://none"} {
+		_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+		je, wire := wireErr(t, err)
+		if je.Data == nil {
+			t.Errorf("%s: %s, want data", uri, wire)
+		}
+		wires = append(wires, wire)
+		if uri != "canary://none" { // its items are readable until read: a subscribe is admitted
+			_, wire = wireErr(t, cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}))
+			wires = append(wires, wire)
+		}
+	}
+	for _, w := range wires {
+		noPrivate(t, "error", w, canary, "hunter2", "10.9.8.7", "secret")
+	}
+	if !strings.Contains(wires[4], `"uri":"canary://none/disclosed"`) {
+		t.Errorf("the disclosed item's URI is missing from %s", wires[4])
+	}
+	t.Logf("%s", strings.Join(wires, "\n"))
+}
