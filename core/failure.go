@@ -49,8 +49,9 @@ const (
 	FailureInvalidCursor
 	// FailureOutage means storage that planning or a policy pass needed was
 	// unreachable or failing (a lost connection, a terminated backend, a 5xx
-	// answer, throttling). It is the one retryable whole-read kind: the same
-	// request may succeed in a moment. Stores signal it with [Outage].
+	// answer, throttling). It is the one whole-read kind that is always
+	// retryable ([Failure.Retryable]): the same request may succeed in a
+	// moment. Stores signal it with [Outage].
 	FailureOutage
 )
 
@@ -96,8 +97,8 @@ func (k FailureKind) String() string {
 //
 // A [FailureNoItems] failure of a read also carries the safe part of what a
 // partial result would have reported about its items ([Failure.Issues],
-// [Failure.IssuesOmitted], [Failure.Report]); no other kind carries any
-// detail.
+// [Failure.IssuesOmitted], [Failure.Report]); a [FailureOutage] carries
+// only that it is retryable, and no other kind carries any detail.
 type Failure struct {
 	Kind    FailureKind
 	cause   error
