@@ -34,7 +34,8 @@ func (a Authorization) IsZero() bool { return a.requested.IsZero() }
 // first body read, and reads no body: it checks definition discovery,
 // resolves and validates the plan, checks the requested target's visibility
 // and read permission, and decides the visibility and read permission of
-// every planned item.
+// every planned item (with [ResourcePolicy].Decide, in one
+// [PassBeforeReads] call).
 //
 // It fails when Read would fail before reading: the same *[Failure] kinds
 // for the same reasons (no match, discovery denied and a hidden or
@@ -64,20 +65,20 @@ func (r *Resources) authorize(ctx context.Context, uri string) (Authorization, e
 	if err != nil {
 		return Authorization{}, err
 	}
-	if err := r.requested(ctx, plan.requested); err != nil {
+	st := make([]itemState, len(plan.items))
+	for i, t := range plan.items {
+		st[i].target = t
+	}
+	if err := r.decidePlan(ctx, PassBeforeReads, m.def, plan, st); err != nil {
 		return Authorization{}, err
 	}
 	a := Authorization{requested: plan.requested}
-	for _, t := range plan.items {
-		d, err := r.decide(ctx, t)
-		if err != nil {
-			return Authorization{}, err
-		}
-		if !d.vis.Visible {
+	for i := range st {
+		if !st[i].first.vis.Visible {
 			continue
 		}
-		a.items = append(a.items, t)
-		a.readable = append(a.readable, d.allowed)
+		a.items = append(a.items, st[i].target)
+		a.readable = append(a.readable, st[i].first.allowed)
 	}
 	return a, nil
 }

@@ -105,6 +105,8 @@ type ResourcePolicy struct {
 	// target of the pass, in order. A typed [Unavailable] error denies the
 	// whole read as a denied discovery does; any other error, a panic, or a
 	// wrong number of decisions fails the whole read as a policy failure.
-	// Listing, subscriptions and completion use Discover as before.
+	// [Resources.Authorize] (subscriptions) makes the [PassBeforeReads]
+	// call; listing and completion use Discover as before. Visibility and
+	// Read are still required.
 	Decide func(ctx context.Context, pass PolicyPass) ([]TargetDecision, error)
 }

@@ -12,6 +12,14 @@
 // and the planned identity in the storage request itself, and return
 // [Unavailable] or [TooLarge].
 //
+// A policy that sets [ResourcePolicy].Decide may answer the decision before
+// the reads ([PassBeforeReads]) from data its resolver fetched in the same
+// request, such as grant flags carried in a target's private authorization
+// data, and so spare a storage round trip at the risk of deciding on state
+// as old as the plan. The final recheck ([PassRecheck]) must ask storage for
+// the current state, because it is what stands between a grant revoked
+// during the reads and a body in the result.
+//
 // Errors of whole operations are *[Failure] values whose Error text is a fixed,
 // client-safe message; private causes stay behind Unwrap. Configuration
 // errors are *[ConfigError] values meant for the host developer.

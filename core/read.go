@@ -1,10 +1,12 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sort"
 
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
@@ -26,7 +28,9 @@ import (
 //
 // Body reads run one at a time in plan order, each under ItemTimeout and
 // [ReadLimit]. Before returning, Read rechecks discovery, the requested target
-// and every planned item under the current policy.
+// and every planned item under the current policy. With
+// [ResourcePolicy].Decide each of the two decisions (before the reads and the
+// recheck) is one call for the whole plan.
 //
 // Read returns when the whole read ends (cancellation or ReadTimeout) even
 // if a host callback ignores its context. From then on it starts no further
@@ -75,15 +79,12 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := r.requested(ctx, plan.requested); err != nil {
-		return nil, err
-	}
 	st := make([]itemState, len(plan.items))
 	for i, t := range plan.items {
 		st[i].target = t
-		if st[i].first, err = r.decide(ctx, t); err != nil {
-			return nil, err
-		}
+	}
+	if err := r.decidePlan(ctx, PassBeforeReads, def, plan, st); err != nil {
+		return nil, err
 	}
 
 	sizeOf := itemSizer(ctx)
@@ -115,16 +116,8 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 		}
 	}
 
-	if err := r.discover(ctx, def); err != nil {
+	if err := r.decidePlan(ctx, PassRecheck, def, plan, st); err != nil {
 		return nil, err
-	}
-	if err := r.requested(ctx, plan.requested); err != nil {
-		return nil, err
-	}
-	for i := range st {
-		if st[i].final, err = r.decide(ctx, st[i].target); err != nil {
-			return nil, err
-		}
 	}
 	return r.assemble(st, sizeOf)
 }
@@ -166,6 +159,103 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 		}
 	}
 	return plan, nil
+}
+
+// decidePlan decides the requested target and every item of plan at stage,
+// recording each item's decision in st (first before the reads, final at
+// the recheck; st[i] follows plan item i). The recheck checks discovery
+// too. A hidden or read-denied requested target is [FailureUnavailable].
+// With [ResourcePolicy].Decide the whole pass is one call; without it, one
+// Discover (at the recheck), then Visibility and Read per target.
+func (r *Resources) decidePlan(ctx context.Context, stage PassStage, def *definition, plan ResourceReadPlan, st []itemState) error {
+	at := func(i int) *decision {
+		if stage == PassRecheck {
+			return &st[i].final
+		}
+		return &st[i].first
+	}
+	if r.policy.Decide == nil {
+		if stage == PassRecheck {
+			if err := r.discover(ctx, def); err != nil {
+				return err
+			}
+		}
+		if err := r.requested(ctx, plan.requested); err != nil {
+			return err
+		}
+		for i := range st {
+			d, err := r.decide(ctx, st[i].target)
+			if err != nil {
+				return err
+			}
+			*at(i) = d
+		}
+		return nil
+	}
+	targets, dup := passTargets(plan)
+	var ds []TargetDecision
+	err := guard(ctx, func() (err error) {
+		ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets})
+		return err
+	})
+	switch {
+	case err != nil && isUnavailable(err):
+		return NewFailure(FailureUnavailable, err)
+	case err != nil:
+		return callbackFailure(FailurePolicy, err)
+	case len(ds) != len(targets):
+		return NewFailure(FailurePolicy, fmt.Errorf("policy returned %d decisions for %d targets", len(ds), len(targets)))
+	}
+	switch req := passDecision(ds[0]); {
+	case !req.vis.Visible:
+		return NewFailure(FailureUnavailable, errors.New("requested target is hidden"))
+	case !req.allowed:
+		return NewFailure(FailureUnavailable, errors.New("requested target is read-denied"))
+	}
+	for i := range st {
+		k := i + 1 // the requested target is first
+		switch {
+		case i == dup:
+			k = 0
+		case dup >= 0 && i > dup:
+			k = i
+		}
+		*at(i) = passDecision(ds[k])
+	}
+	return nil
+}
+
+// passTargets lists the distinct targets of plan for a [PolicyPass]: the
+// requested target, then the items in plan order without the one (item
+// URIs are unique) that has the requested target's identity. dup is that
+// item's index, or -1.
+func passTargets(plan ResourceReadPlan) (targets []ResourceTarget, dup int) {
+	dup = -1
+	targets = make([]ResourceTarget, 1, len(plan.items)+1)
+	targets[0] = plan.requested
+	for i, t := range plan.items {
+		if dup < 0 && sameTarget(t, plan.requested) {
+			dup = i
+			continue
+		}
+		targets = append(targets, t)
+	}
+	return targets, dup
+}
+
+// sameTarget reports whether a and b are one identity: URI, representation
+// and authorization data.
+func sameTarget(a, b ResourceTarget) bool {
+	return a.uri == b.uri && a.repr == b.repr && bytes.Equal(a.authz, b.authz)
+}
+
+// passDecision is the gateway's decision for a policy's answer: a hidden
+// target is hidden whatever else the answer says, as from decide.
+func passDecision(d TargetDecision) decision {
+	if !d.Visible {
+		return decision{}
+	}
+	return decision{vis: d.Visibility, allowed: d.Read}
 }
 
 // requested checks that the requested target is visible and readable.

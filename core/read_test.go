@@ -1171,7 +1171,19 @@ func TestPayloadMIMETypeValidation(t *testing.T) {
 // TestAuthorizationProperties drives random plans through random policy
 // changes between the two checks and random reader outcomes, and compares
 // every result with an independent statement of the contract's rules.
+// TestAuthorizationProperties restates the contract item by item over random
+// policies, once with per-target callbacks and once with Decide; with
+// Decide it also checks that each read asks exactly two passes and no
+// per-target callback.
 func TestAuthorizationProperties(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-target", true: "decide"}[batch], func(t *testing.T) {
+			testAuthorizationProperties(t, batch)
+		})
+	}
+}
+
+func testAuthorizationProperties(t *testing.T, batch bool) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const outcomes = 4 // ok, read error, Unavailable, invalid content
 	for iter := range 500 {
@@ -1181,6 +1193,7 @@ func TestAuthorizationProperties(t *testing.T) {
 			uris[i] = fmt.Sprintf("test://prop/%d", i)
 		}
 		g := newRig(t, uris...)
+		g.batch = batch
 		outcome := map[string]int{}
 		for _, u := range uris {
 			for p := range 2 {
@@ -1229,6 +1242,9 @@ func TestAuthorizationProperties(t *testing.T) {
 			wantIssues = append(wantIssues, code+" "+uri)
 		}
 		res, err := g.read()
+		if got := policyCalls(g); got != map[bool]string{false: fmt.Sprintf("discover 2, per-target %d, decide 0", perTargetCalls(g, uris)), true: "discover 1, per-target 0, decide 2"}[batch] {
+			t.Fatalf("iteration %d: policy calls %s", iter, got)
+		}
 		if !slices.Equal(readsOf(g), wantReads) {
 			t.Fatalf("iteration %d: bodies read %v, want %v", iter, readsOf(g), wantReads)
 		}

@@ -40,6 +40,14 @@ type rig struct {
 
 	opts []Option
 
+	// batch makes the policy decide whole passes through Decide from the
+	// same maps (stage before reads is phase 0, recheck phase 1; the
+	// recheck applies noFind[1] and discoverErr(1) as discovery).
+	// passHook, when set, may replace a pass's answer.
+	batch    bool
+	passHook func(pass PolicyPass, ds []TargetDecision) ([]TargetDecision, error)
+	passes   []PolicyPass
+
 	discovers atomic.Int32
 	mu        sync.Mutex
 	events    []string
@@ -105,6 +113,53 @@ func (g *rig) deny(uri string, phases ...int) {
 func textOf(uri string) string { return "body of " + uri }
 
 func (g *rig) policy() ResourcePolicy {
+	p := g.perTargetPolicy()
+	if g.batch {
+		p.Decide = g.decide
+	}
+	return p
+}
+
+// decide is the rig's Decide: the per-target answers of the pass's phase.
+func (g *rig) decide(ctx context.Context, pass PolicyPass) ([]TargetDecision, error) {
+	p := 0
+	if pass.Stage == PassRecheck {
+		p = 1
+	}
+	g.log("decide %s %d", pass.Stage, len(pass.Targets))
+	g.mu.Lock()
+	g.passes = append(g.passes, PolicyPass{Stage: pass.Stage, Definition: pass.Definition, Targets: append([]ResourceTarget(nil), pass.Targets...)})
+	g.mu.Unlock()
+	var err error
+	if p == 1 && g.discoverErr != nil {
+		err = g.discoverErr(p)
+	}
+	if err == nil && p == 1 && g.noFind[p] {
+		err = Unavailable(errors.New("not discoverable"))
+	}
+	var ds []TargetDecision
+	if err == nil {
+		ds = make([]TargetDecision, len(pass.Targets))
+		for i, t := range pass.Targets {
+			u := t.URI()
+			ds[i] = TargetDecision{Visibility: Visibility{Visible: !g.hidden[p][u], DiscloseIssueURI: g.disclose[p][u]}, Read: !g.denied[p][u]}
+		}
+	}
+	if g.passHook != nil {
+		return g.passHook(pass, ds)
+	}
+	return ds, err
+}
+
+// passLog returns a copy of the passes Decide was asked.
+func (g *rig) passLog() []PolicyPass {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]PolicyPass(nil), g.passes...)
+}
+
+// perTargetPolicy answers Discover, Visibility and Read from the maps.
+func (g *rig) perTargetPolicy() ResourcePolicy {
 	return ResourcePolicy{
 		Discover: func(ctx context.Context, d ResourceDescription) error {
 			p := int(g.discovers.Add(1)) - 1
@@ -200,6 +255,9 @@ func (g *rig) readCtx(ctx context.Context) (*ResourceResult, error) {
 	g.t.Helper()
 	r := g.resources()
 	g.discovers.Store(0)
+	g.mu.Lock()
+	g.passes = nil
+	g.mu.Unlock()
 	return r.Read(ctx, bundleURI)
 }
 

@@ -102,6 +102,11 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 			}
 		}
 	})
+	// gateway-grants: the same read under the store's grants policy, which
+	// decides each pass in one call (Decide): the plan carries the grant
+	// flags, the recheck is one statement. gateway-grants-per-target: the
+	// same policy without Decide, one statement per question as before.
+	grantsRead(b, st, "asset://project/p/asset/a000/body", 1)
 	// store: what the gateway asks of the store for one read, called
 	// directly: the plan's lookup (one transaction) and the pinned read
 	// (one transaction). gateway minus store is the gateway's own cost.
@@ -151,7 +156,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 // (one plan, 64 pinned reads) with 64 raw pgx QueryRows of the same rows.
 func BenchmarkPGStoreBundle64(b *testing.B) {
 	const n = 64
-	pool, _, r, ctx := benchStore(b, n)
+	pool, st, r, ctx := benchStore(b, n)
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("a%03d", i)
@@ -166,6 +171,7 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 			}
 		}
 	})
+	grantsRead(b, st, "asset://project/p", n)
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
 		defer benchutil.CPU(b)()
@@ -177,4 +183,29 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 			}
 		}
 	})
+}
+
+// grantsRead runs the sub-benchmarks gateway-grants (the store's policy,
+// with Decide) and gateway-grants-per-target (the same without Decide) of
+// a read of uri with items items.
+func grantsRead(b *testing.B, st *postgres.Store, uri string, items int) {
+	ctx := as(context.Background(), "alice")
+	perTarget := st.Policy()
+	perTarget.Decide = nil
+	for _, g := range []struct {
+		name   string
+		policy core.ResourcePolicy
+	}{{"gateway-grants", st.Policy()}, {"gateway-grants-per-target", perTarget}} {
+		r := pgGateway(b, st.Bindings(), g.policy)
+		b.Run(g.name, func(b *testing.B) {
+			b.ReportAllocs()
+			defer benchutil.CPU(b)()
+			for b.Loop() {
+				res, err := r.Read(ctx, uri)
+				if err != nil || len(res.Items()) != items {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -312,12 +312,20 @@ func TestServerConfigurationErrorsAgainstRealServicesEndWithOneLine(t *testing.T
 		{"no reference schema", []string{"serve", "--postgres=" + empty}, "run `mcp-resources migrate` first"},
 		{"login without the reader role", []string{"serve", "--postgres=" + plain}, "GRANT mcpres_reader TO it"},
 		{"missing bucket", append([]string{"serve"}, storageFlags(dbURL, missing)...), "does not exist"},
+		// Without --bucket the server notes that objects are not served;
+		// the note waits until it serves, so the error stays one line.
+		{"no bucket, then a missing tokens file", []string{"serve", "--postgres=" + dbURL, "--http=127.0.0.1:0", "--tokens=" + t.TempDir() + "/none"}, "tokens file"},
+		{"no bucket, then tokens over stdio", []string{"serve", "--postgres=" + dbURL, "--tokens=" + t.TempDir()}, "--tokens needs --http"},
+		{"unreachable --listen-postgres", []string{"serve", "--postgres=" + dbURL, "--listen-postgres=postgres://postgres@127.0.0.1:1/db?connect_timeout=3"}, "--listen-postgres"},
 	} {
 		code, _, stderr := runServerCmd(t, "", c.args...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		last := lines[len(lines)-1]
 		if code != 1 || !strings.HasPrefix(last, "mcp-resources: ") || !strings.Contains(last, c.want) {
 			t.Errorf("%s: exit %d, last line %q: want exit 1 and %q", c.name, code, last, c.want)
+		}
+		if len(lines) != 1 {
+			t.Errorf("%s: %d stderr lines, want exactly one:\n%s", c.name, len(lines), stderr)
 		}
 		if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, env.SecretKey) {
 			t.Errorf("%s: stderr holds a stack trace or the secret key:\n%s", c.name, stderr)

@@ -4,7 +4,8 @@
 // A [Hub] keeps the subscriptions of every session of one server. Each
 // subscription is admitted by authorizing its URI exactly like a read would
 // (see core.Resources.Authorize; a URI the caller may not read fails with
-// the very error a read of it gets), and is bounded per session and per hub.
+// the very error a read of it gets), and is bounded per session, per
+// principal and per hub.
 // Change sources (core.ChangeSource: the memory store, the Postgres
 // listener, the S3 poller) report changed entities by change keys; the hub
 // matches them to the keys of each subscription's authorized targets.
@@ -47,12 +48,14 @@ import (
 // Defaults of [Options].
 const (
 	DefaultMaxPerSession   = 100
+	DefaultMaxPerPrincipal = 1000
 	DefaultMaxTotal        = 10000
 	DefaultMinInterval     = 500 * time.Millisecond
 	DefaultSessionBurst    = 10
 	DefaultSessionInterval = 100 * time.Millisecond
 	DefaultWorkers         = 4
 	DefaultCheckTimeout    = 10 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
 )
 
 // Errors of Subscribe. They reveal nothing about the URI: the bounds are
@@ -61,6 +64,10 @@ var (
 	// ErrSessionLimit means the session holds Options.MaxPerSession
 	// subscriptions already.
 	ErrSessionLimit = errors.New("live: too many subscriptions in this session")
+	// ErrPrincipalLimit means the subscriber's principal holds
+	// Options.MaxPerPrincipal subscriptions already, over all its
+	// sessions.
+	ErrPrincipalLimit = errors.New("live: too many subscriptions for this principal")
 	// ErrHubLimit means the hub holds Options.MaxTotal subscriptions
 	// already.
 	ErrHubLimit = errors.New("live: too many subscriptions on this server")
@@ -73,6 +80,11 @@ var (
 type Options struct {
 	// MaxPerSession bounds the subscriptions of one session. Default 100.
 	MaxPerSession int
+	// MaxPerPrincipal bounds the subscriptions of one principal over all
+	// its sessions, so that one principal cannot take the whole of
+	// MaxTotal. Requests without a principal count as one principal, "".
+	// Default 1000.
+	MaxPerPrincipal int
 	// MaxTotal bounds the subscriptions of the hub (one server). Default
 	// 10000.
 	MaxTotal int
@@ -89,6 +101,12 @@ type Options struct {
 	Workers int
 	// CheckTimeout bounds one re-authorization. Default 10 s.
 	CheckTimeout time.Duration
+	// WriteTimeout bounds the delivery of one notification to one session,
+	// for the host that delivers them (the hub itself never writes): the
+	// go-sdk adapter, package mcpsdk, ends a session whose delivery misses
+	// it, so that a client that stops reading delays only itself.
+	// Default 10 s.
+	WriteTimeout time.Duration
 	// Logger receives change-source failures and restarts. Nil discards
 	// them.
 	Logger *slog.Logger
@@ -124,6 +142,7 @@ type Hub[S comparable] struct {
 	index    map[string]map[*sub[S]]struct{}
 	dirty    map[*sub[S]]struct{}
 	total    int
+	perPrinc map[string]int // subscriptions by principal
 	inflight int
 	closed   bool
 	tracked  bool   // tracker key sets need recomputing
@@ -177,18 +196,20 @@ func New[S comparable](auth Authorizer, notify func(S, string), sources []core.C
 	}
 	def(&o.MaxPerSession, DefaultMaxPerSession)
 	def(&o.MaxTotal, DefaultMaxTotal)
+	def(&o.MaxPerPrincipal, DefaultMaxPerPrincipal)
 	def(&o.SessionBurst, DefaultSessionBurst)
 	def(&o.Workers, DefaultWorkers)
 	defd(&o.MinInterval, DefaultMinInterval)
 	defd(&o.SessionInterval, DefaultSessionInterval)
 	defd(&o.CheckTimeout, DefaultCheckTimeout)
+	defd(&o.WriteTimeout, DefaultWriteTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Hub[S]{
 		auth: auth, notify: notify, sources: slices.Clone(sources), o: o,
 		sessions: map[S]*session[S]{}, index: map[string]map[*sub[S]]struct{}{},
-		dirty: map[*sub[S]]struct{}{}, wake: make(chan struct{}, 1),
+		dirty: map[*sub[S]]struct{}{}, wake: make(chan struct{}, 1), perPrinc: map[string]int{},
 	}
 }
 
@@ -226,7 +247,7 @@ func (h *Hub[S]) Options() Options { return h.o }
 // later re-authorization). It authorizes uri exactly like a read: any
 // error of Authorize is returned as it is, so a URI the caller may not
 // read fails like a read of it. Then the bounds apply (ErrSessionLimit,
-// ErrHubLimit). Subscribing again to the same URI in the same session
+// ErrPrincipalLimit, ErrHubLimit). Subscribing again to the same URI in the same session
 // replaces the earlier subscription and counts once.
 func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	principal, _ := core.ContextPrincipal(ctx)
@@ -247,6 +268,11 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	if ss != nil {
 		if old := ss.subs[uri]; old != nil {
 			h.unindex(old)
+			h.perPrinc[old.principal]--
+			if h.perPrinc[old.principal] <= 0 {
+				delete(h.perPrinc, old.principal)
+			}
+			h.perPrinc[principal]++
 			old.principal, old.keys, old.fp = principal, keys, fp
 			h.reindex(old)
 			if h.seq != seq {
@@ -258,6 +284,9 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 			return ErrSessionLimit
 		}
 	}
+	if h.perPrinc[principal] >= h.o.MaxPerPrincipal {
+		return ErrPrincipalLimit
+	}
 	if h.total >= h.o.MaxTotal {
 		return ErrHubLimit
 	}
@@ -268,6 +297,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	x := &sub[S]{sess: ss, uri: uri, principal: principal, keys: keys, fp: fp}
 	ss.subs[uri] = x
 	h.total++
+	h.perPrinc[principal]++
 	h.reindex(x)
 	if h.seq != seq {
 		// A change arrived while Authorize ran, before x was indexed: check
@@ -370,6 +400,9 @@ func (h *Hub[S]) remove(x *sub[S]) {
 	delete(h.dirty, x)
 	delete(x.sess.subs, x.uri)
 	h.total--
+	if h.perPrinc[x.principal]--; h.perPrinc[x.principal] <= 0 {
+		delete(h.perPrinc, x.principal)
+	}
 	if len(x.sess.subs) == 0 && h.sessions[x.sess.id] == x.sess {
 		delete(h.sessions, x.sess.id)
 	}

@@ -372,3 +372,38 @@ func TestAChangeWhileSubscribingIsNotMissed(t *testing.T) {
 		t.Fatal("the change made while subscribing was never notified")
 	}
 }
+
+func TestOnePrincipalCannotTakeAnotherPrincipalsSubscriptions(t *testing.T) {
+	g := newRig(t, &Options{MaxPerSession: 10, MaxPerPrincipal: 3, MaxTotal: 5})
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		g.put(id, "x")
+		for _, p := range []string{"mallory", "alice"} {
+			g.st.Grant(id, p, memory.Access{Read: true})
+		}
+	}
+	// mallory spreads her subscriptions over many sessions, as abandoned
+	// sessions would: the per-session cap alone would not stop her.
+	for i, id := range []string{"a", "b", "c"} {
+		if err := g.sub(fmt.Sprintf("m%d", i), "mallory", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.sub("m1", "mallory", "b"); err != nil { // a replacement counts once
+		t.Fatalf("re-subscribing within the cap: %v", err)
+	}
+	if err := g.sub("m9", "mallory", "d"); !errors.Is(err, ErrPrincipalLimit) {
+		t.Fatalf("mallory's fourth subscription: %v, want ErrPrincipalLimit", err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := g.sub("a1", "alice", id); err != nil {
+			t.Fatalf("alice is refused while mallory is at her own cap: %v", err)
+		}
+	}
+	g.hub.EndSession("m0")
+	if err := g.sub("m9", "mallory", "d"); err != nil {
+		t.Fatalf("mallory below her cap again after a session ended: %v", err)
+	}
+	if st := g.hub.Stats(); st.Subscriptions != 5 {
+		t.Fatalf("stats %+v, want 5 subscriptions", st)
+	}
+}

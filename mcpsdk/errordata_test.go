@@ -98,12 +98,6 @@ func TestOutageAnswersRetryableDataOnReadSubscribeAndComplete(t *testing.T) {
 	}
 }
 
-type completerFunc func(ctx context.Context, req core.CompletionRequest) (core.Completion, error)
-
-func (f completerFunc) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
-	return f(ctx, req)
-}
-
 // TestItemStorageRefusedAnswersExactlyLikeAMissingResource proves, on the
 // wire, that a read of an item that planning saw but storage refused (a
 // grant that lets alice know of the item but not read it, under a policy

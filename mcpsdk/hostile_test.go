@@ -27,13 +27,17 @@ import (
 const serveStdioEnv = "MCPSDK_TEST_SERVE_STDIO"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(serveStdioEnv) == "1" {
-		r, err := core.NewResources((&testHost{slow: make(chan struct{})}).bindings(stdioTB{}), (&testHost{}).policy())
+	if mode := os.Getenv(serveStdioEnv); mode != "" {
+		bindings, opts := (&testHost{slow: make(chan struct{})}).bindings(stdioTB{}), (*Options)(nil)
+		if mode == "tools" { // tools_ts_test.go: the tool surface on
+			bindings, opts = append(bindings, toolBindings(stdioTB{})...), toolServerOptions()
+		}
+		r, err := core.NewResources(bindings, (&testHost{}).policy())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		if err := newServer(r, nil).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		if err := newServer(r, opts).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,8 +23,8 @@ const (
 )
 
 // SubscriptionLimitMessage is the message of the error a subscribe request
-// gets when a session or the server holds as many subscriptions as
-// [live.Options] allow. It is answered with code -32603 (internal error),
+// gets when a session, its principal or the server holds as many
+// subscriptions as [live.Options] allow. It is answered with code -32603 (internal error),
 // and only to a URI the caller may read: any other URI gets exactly the
 // error a read of it gets.
 const SubscriptionLimitMessage = "too many resource subscriptions"
@@ -37,8 +38,8 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // ([core.Resources.Authorize]: discovery, the requested target's
 // visibility and read permission, no body read); a URI the caller may not
 // read gets the very error, code and message, that a read of it gets.
-// Subscriptions are bounded per session and per server, released by
-// unsubscribe and when the session ends, re-authorized as their
+// Subscriptions are bounded per session, per principal and per server,
+// released by unsubscribe and when the session ends, re-authorized as their
 // subscriber's principal before every notifications/resources/updated,
 // coalesced per URI and rate-limited per session: see package live.
 //
@@ -62,6 +63,13 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // only those it decided on, session by session; do not call
 // ResourceUpdated yourself on a server that uses Subscriptions, because
 // those notifications are dropped.
+//
+// A client that stops reading delays only itself: every session has its
+// own bounded queue of at most [NotifyQueueLength] notifications (one per
+// URI; a newer one for a queued URI replaces it) and its own writer, and a
+// session whose write misses [live.Options].WriteTimeout, or whose queue
+// overflows, is ended (its subscriptions go with it). No lock is held
+// while a notification is written.
 type Subscriptions struct {
 	res *core.Resources
 	hub *live.Hub[*mcp.ServerSession]
@@ -69,11 +77,30 @@ type Subscriptions struct {
 	mu      sync.Mutex
 	server  *mcp.Server
 	legacy  bool
-	watched map[*mcp.ServerSession]struct{}
+	watched map[*mcp.ServerSession]*outbox
+	dropped int64 // sessions ended because they did not take their notifications
 
-	deliver sync.Mutex // one ResourceUpdated at a time, so tickets are unambiguous
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
+}
+
+// NotifyQueueLength bounds the notifications waiting for one session.
+const NotifyQueueLength = 64
+
+// outbox is one session's queue of notifications, written by its own
+// goroutine.
+type outbox struct {
+	mu      sync.Mutex
+	pending []queued
+	wake    chan struct{}
+	done    chan struct{}
+	dropped bool // ob.mu
+}
+
+type queued struct {
+	next mcp.MethodHandler
+	req  mcp.Request
+	uri  string
 }
 
 type ticket struct {
@@ -88,7 +115,7 @@ func NewSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	if res == nil {
 		panic("mcpsdk: NewSubscriptions with a nil *core.Resources")
 	}
-	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]struct{}{}, tickets: map[ticket]struct{}{}}
+	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}}
 	s.hub = live.New(res, s.notify, sources, opts)
 	return s
 }
@@ -146,7 +173,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	// handler from inside either, with a request that may lack Extra).
 	err := s.hub.Subscribe(ctx, req.Session, req.Params.URI)
 	switch {
-	case errors.Is(err, live.ErrSessionLimit), errors.Is(err, live.ErrHubLimit):
+	case errors.Is(err, live.ErrSessionLimit), errors.Is(err, live.ErrPrincipalLimit), errors.Is(err, live.ErrHubLimit):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: SubscriptionLimitMessage}
 	case err != nil:
 		return rpcFailure(err, legacy)
@@ -164,17 +191,24 @@ func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeReq
 	return nil
 }
 
-// watch releases a session's subscriptions when it ends.
+// watch releases a session's subscriptions when it ends, and starts its
+// notification writer.
 func (s *Subscriptions) watch(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	_, seen := s.watched[ss]
-	s.watched[ss] = struct{}{}
+	var ob *outbox
+	if !seen {
+		ob = &outbox{wake: make(chan struct{}, 1), done: make(chan struct{})}
+		s.watched[ss] = ob
+	}
 	s.mu.Unlock()
 	if seen {
 		return
 	}
+	go s.write(ss, ob)
 	go func() {
 		_ = ss.Wait()
+		close(ob.done)
 		s.hub.EndSession(ss)
 		s.mu.Lock()
 		delete(s.watched, ss)
@@ -182,7 +216,34 @@ func (s *Subscriptions) watch(ss *mcp.ServerSession) {
 	}()
 }
 
-// notify sends one notifications/resources/updated for uri to ss alone.
+// DroppedSessions counts the sessions ended because they did not take their
+// notifications within the write deadline or let their queue overflow.
+func (s *Subscriptions) DroppedSessions() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// drop ends a session that does not take its notifications, once.
+func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox) {
+	ob.mu.Lock()
+	again := ob.dropped
+	ob.dropped, ob.pending = true, nil
+	ob.mu.Unlock()
+	if again {
+		return
+	}
+	s.mu.Lock()
+	s.dropped++
+	s.mu.Unlock()
+	go ss.Close() // Close waits for the connection: never on a writer's goroutine
+}
+
+// notify sends one notifications/resources/updated for uri to ss alone:
+// the SDK's ResourceUpdated builds the notification for every session
+// subscribed to uri (with a 2026-07-28 session's subscription id), and
+// filter queues it for ss only. Nothing here waits for a client: hub calls
+// for one session are serialized, so a ticket names one delivery.
 func (s *Subscriptions) notify(ss *mcp.ServerSession, uri string) {
 	s.mu.Lock()
 	server := s.server
@@ -190,8 +251,6 @@ func (s *Subscriptions) notify(ss *mcp.ServerSession, uri string) {
 	if server == nil {
 		return
 	}
-	s.deliver.Lock()
-	defer s.deliver.Unlock()
 	t := ticket{ss, uri}
 	s.tmu.Lock()
 	s.tickets[t] = struct{}{}
@@ -202,8 +261,82 @@ func (s *Subscriptions) notify(ss *mcp.ServerSession, uri string) {
 	s.tmu.Unlock()
 }
 
+// enqueue puts a notification in its session's queue, replacing one for the
+// same URI; a full queue means the client stopped reading: the session ends.
+func (s *Subscriptions) enqueue(ss *mcp.ServerSession, q queued) {
+	s.mu.Lock()
+	ob := s.watched[ss]
+	s.mu.Unlock()
+	if ob == nil {
+		return
+	}
+	ob.mu.Lock()
+	if ob.dropped {
+		ob.mu.Unlock()
+		return
+	}
+	replaced := false
+	for i := range ob.pending {
+		if ob.pending[i].uri == q.uri {
+			ob.pending[i], replaced = q, true
+			break
+		}
+	}
+	full := !replaced && len(ob.pending) >= NotifyQueueLength
+	if !replaced && !full {
+		ob.pending = append(ob.pending, q)
+	}
+	ob.mu.Unlock()
+	if full {
+		s.drop(ss, ob)
+		return
+	}
+	select {
+	case ob.wake <- struct{}{}:
+	default:
+	}
+}
+
+// write delivers ss's queued notifications one at a time, each within the
+// write deadline, until the session ends.
+func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
+	timeout := s.hub.Options().WriteTimeout
+	for {
+		select {
+		case <-ob.done:
+			return
+		case <-ob.wake:
+		}
+		for {
+			ob.mu.Lock()
+			if len(ob.pending) == 0 {
+				ob.mu.Unlock()
+				break
+			}
+			q := ob.pending[0]
+			ob.pending = ob.pending[1:]
+			ob.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			// A transport that ignores ctx (the SDK's HTTP streams write to
+			// the connection directly) is stopped by ending the session.
+			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob) })
+			_, err := q.next(ctx, NotificationResourceUpdated, q.req)
+			late := !stuck.Stop()
+			cancel()
+			if late {
+				return
+			}
+			if err != nil && ctx.Err() != nil {
+				s.drop(ss, ob)
+				return
+			}
+		}
+	}
+}
+
 // filter is sending middleware: a resource-updated notification leaves only
-// for the session and URI that notify is delivering now.
+// for the session and URI that notify is delivering now, through that
+// session's queue.
 func (s *Subscriptions) filter(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != NotificationResourceUpdated {
@@ -221,7 +354,8 @@ func (s *Subscriptions) filter(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return nil, nil
 		}
-		return next(ctx, method, req)
+		s.enqueue(ss, queued{next: next, req: req, uri: p.URI})
+		return nil, nil
 	}
 }
 

@@ -99,14 +99,30 @@
 // answers completion/complete for ref/resource references from
 // [core.Resources.Complete], offering only values the caller may discover;
 // completion of prompt references stays with the host's
-// [mcp.ServerOptions].CompletionHandler.
+// [mcp.ServerOptions].CompletionHandler, and without one is an empty
+// completion. [Options].Tools serves the same
+// gateway as the tools list_resources, read_resource and
+// complete_resource_uri, for clients that let a model call tools only.
+//
+// # Hostile clients
+//
+// No request ends the process through the adapter: see [Install] for the
+// recovered panics, and [Subscriptions] for why a client that stops
+// reading delays only itself. A refused initialize (a duplicate) is
+// answered -32600 and the session goes on.
 package mcpsdk
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -169,8 +185,18 @@ type Options struct {
 	// Completions makes the adapter answer completion/complete for
 	// ref/resource references from [core.Resources.Complete] and declare
 	// the completions capability. Prompt references still go to whatever
-	// CompletionHandler the host gave the server.
+	// CompletionHandler the host gave the server; without one, they get an
+	// empty completion (not -32601, since the capability is declared).
 	Completions bool
+
+	// Logger receives one record for every request that panicked inside
+	// the adapter or the SDK handlers it wraps (see [Install]). Nil
+	// discards them.
+	Logger *slog.Logger
+
+	// Tools, if set, also serves the gateway as tools, for clients that
+	// offer a model tools only: see [ToolOptions]. Off when nil.
+	Tools *ToolOptions
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -195,6 +221,14 @@ type Observation struct {
 // results (unless the host already declared one, see [Capabilities]).
 // Every other method passes through to the SDK unchanged.
 //
+// No single request can end the process through the adapter: a panic in
+// the adapter, in a host callback or in the SDK handler of any method
+// (the adapter's middleware wraps every method) is recovered, logged once
+// to [Options.Logger] with a fresh request id, and answered as internal
+// error (-32603) with the fixed message [PanicMessage] and the request id
+// as the error's data, never the panic's text. Middleware the host adds
+// after Install wraps the adapter and is not covered.
+//
 // Install panics if s or r is nil. Call it before the server accepts
 // sessions; it may be combined with any other middleware.
 func Install(s *mcp.Server, r *core.Resources, opts *Options) {
@@ -216,8 +250,18 @@ func Install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.observe = opts.Observe
 		a.complete = opts.Completions
 		a.subs = opts.Subscriptions
+		a.log = opts.Logger
+		a.tools = newToolSurface(opts.Tools, a.complete) // tools.go
 	}
-	s.AddReceivingMiddleware(a.middleware)
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	// The recoverer is outermost, so a panic in any of these is recovered.
+	mw := []mcp.Middleware{a.recoverer, a.middleware}
+	if a.tools != nil {
+		mw = append(mw, a.toolMiddleware)
+	}
+	s.AddReceivingMiddleware(mw...)
 	if a.subs != nil {
 		a.subs.install(s, a)
 	}
@@ -300,6 +344,60 @@ type adapter struct {
 	observe        func(context.Context, Observation)
 	complete       bool
 	subs           *Subscriptions
+	log            *slog.Logger
+	tools          *toolSurface // nil: no tool surface
+}
+
+// PanicMessage is the message of the internal error a request that
+// panicked is answered with.
+const PanicMessage = "internal error"
+
+// recoverer is the outermost of the adapter's middleware: it turns a panic
+// of any handler below it into one log record and an internal error.
+func (a *adapter) recoverer(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			id := newRequestID()
+			// The panic's value may hold anything, a URI or a principal: log
+			// a runtime error's text (the runtime's own words), else only
+			// the value's type, and the stack.
+			what := fmt.Sprintf("%T", p)
+			if re, ok := p.(runtime.Error); ok {
+				what = re.Error()
+			}
+			a.log.Error("mcpsdk: a request panicked; answered as an internal error",
+				"request_id", id, "method", safeMethod(method), "panic", what, "stack", string(debug.Stack()))
+			data, _ := json.Marshal(map[string]string{"requestId": id})
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: PanicMessage, Data: data}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// safeMethod names a method for a log: a method the SDK serves has a
+// handler and so a fixed name; anything else is "other".
+func safeMethod(m string) string {
+	if len(m) <= 64 {
+		for _, c := range m {
+			if !(c == '/' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				return "other"
+			}
+		}
+		return m
+	}
+	return "other"
+}
+
+// newRequestID returns a random id that ties a client's internal error to
+// the server's log record.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -309,9 +407,19 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return a.serve(ctx, method, req)
 		case "initialize", "server/discover":
 			res, err := next(ctx, method, req)
+			// A refused request (a duplicate initialize) comes back as an
+			// error with a typed-nil result: look at the result only after
+			// the error.
+			if err != nil {
+				var je *jsonrpc.Error
+				if !errors.As(err, &je) { // the SDK's plain error would go out as code 0
+					err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+				}
+				return nil, err
+			}
 			declareResources(res)
 			a.declareLive(res)
-			return res, err
+			return res, nil
 		case MethodSubscribe, MethodUnsubscribe, MethodSubscriptionsListen:
 			if a.subs != nil {
 				p, ok := a.safePrincipal(ctx, req)
@@ -326,19 +434,43 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if p, _ := req.GetParams().(*mcp.CompleteParams); a.complete && p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" {
 				return a.serve(ctx, method, req)
 			}
+			if a.complete {
+				return completeElsewhere(ctx, next, method, req)
+			}
 		}
 		return next(ctx, method, req)
 	}
 }
 
+// completeElsewhere passes a completion that is not the adapter's (a prompt
+// reference) to the SDK, and answers an empty completion where the host set
+// no handler: the server declares completions, so "method not found" would
+// be wrong.
+func completeElsewhere(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	res, err := next(ctx, method, req)
+	var je *jsonrpc.Error
+	if err != nil && errors.As(err, &je) && je.Code == jsonrpc.CodeMethodNotFound {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // resultCapabilities returns where an initialize or discover result keeps
-// its capabilities, or nil for any other result.
+// its capabilities, or nil for any other result, a nil result and a typed
+// nil one.
 func resultCapabilities(res mcp.Result) **mcp.ServerCapabilities {
 	switch r := res.(type) {
 	case *mcp.InitializeResult:
-		return &r.Capabilities
+		if r != nil {
+			return &r.Capabilities
+		}
 	case *mcp.DiscoverResult:
-		return &r.Capabilities
+		if r != nil {
+			return &r.Capabilities
+		}
 	}
 	return nil
 }

@@ -49,15 +49,7 @@ func newReadResult(r *core.ResourceResult, version string) (*readResult, error) 
 	items := r.Items()
 	cs := make([]content, len(items))
 	for i, it := range items {
-		c := content{URI: it.URI(), MIMEType: it.MIMEType(), Meta: it.Meta()}
-		if it.IsBlob() {
-			b := it.Blob() // never nil: an empty blob encodes as ""
-			c.Blob = &b
-		} else {
-			t := it.Text()
-			c.Text = &t
-		}
-		cs[i] = c
+		cs[i] = newContent(it)
 	}
 	enc, err := marshal(cs)
 	if err != nil {
@@ -67,6 +59,19 @@ func newReadResult(r *core.ResourceResult, version string) (*readResult, error) 
 	// A fresh map for every result: the SDK writes into it (serverInfo).
 	out.Meta = mcp.Meta{core.ReportMetaKey: json.RawMessage(r.Report())}
 	return out, nil
+}
+
+// newContent is the content entry of one item, the shape [itemSize] sizes.
+func newContent(it core.ResourceItem) content {
+	c := content{URI: it.URI(), MIMEType: it.MIMEType(), Meta: it.Meta()}
+	if it.IsBlob() {
+		b := it.Blob() // never nil: an empty blob encodes as ""
+		c.Blob = &b
+	} else {
+		t := it.Text()
+		c.Text = &t
+	}
+	return c
 }
 
 // marshal encodes v as the SDK does: compact, HTML escaping off.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -49,9 +51,16 @@ var demoNoteTexts = map[string]string{
 }
 
 // newDemo builds the demo store and its bindings; principal is who the
-// server serves when no tokens file names the caller.
+// server serves when no tokens file names the caller. Serving guest itself
+// (--principal guest) shows what guest sees: the readme only.
 func newDemo(principal string) (*memory.Store, []core.ResourceBinding, error) {
 	st := memory.New(nil)
+	full := func(a memory.Access) map[string]memory.Access {
+		if principal == guestPrincipal {
+			return map[string]memory.Access{}
+		}
+		return map[string]memory.Access{principal: a}
+	}
 	type item struct {
 		key    string
 		it     memory.Item
@@ -61,17 +70,17 @@ func newDemo(principal string) (*memory.Store, []core.ResourceBinding, error) {
 	items := []item{
 		{"readme", memory.Item{MIMEType: "text/markdown", Text: true, Body: []byte(demoReadmeText)},
 			map[string]memory.Access{principal: read, guestPrincipal: read}},
-		{"logo.png", memory.Item{MIMEType: "image/png", Body: demoPNG}, map[string]memory.Access{principal: read}},
-		{"empty", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte{}}, map[string]memory.Access{principal: read}},
+		{"logo.png", memory.Item{MIMEType: "image/png", Body: demoPNG}, full(read)},
+		{"empty", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte{}}, full(read)},
 		// Visible to the default principal, but its read grant is revoked.
 		{"revoked", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("you should not see this")},
-			map[string]memory.Access{principal: {DiscloseURI: true}}},
+			full(memory.Access{DiscloseURI: true})},
 		// Not granted to the default principal at all: hidden.
 		{"hidden", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("nor this")}, map[string]memory.Access{}},
 	}
 	for id, text := range demoNoteTexts {
 		items = append(items, item{"note/" + id, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte(text)},
-			map[string]memory.Access{principal: read}})
+			full(read)})
 	}
 	for _, x := range items {
 		if _, err := st.Put(x.key, x.it); err != nil {
@@ -108,4 +117,21 @@ func newDemo(principal string) (*memory.Store, []core.ResourceBinding, error) {
 			}),
 	}
 	return st, bindings, nil
+}
+
+// demoPolicy is the store's policy, except that guest discovers only the
+// readme: guest's list holds what guest may read, not every definition.
+func demoPolicy(st *memory.Store) core.ResourcePolicy {
+	p := st.Policy()
+	discover := p.Discover
+	p.Discover = func(ctx context.Context, d core.ResourceDescription) error {
+		if err := discover(ctx, d); err != nil {
+			return err
+		}
+		if who, _ := core.ContextPrincipal(ctx); who == guestPrincipal && d.URI != demoReadme {
+			return core.Unavailable(errors.New("demo: guest discovers only the readme"))
+		}
+		return nil
+	}
+	return p
 }

@@ -72,6 +72,20 @@ func TestConfigurationErrorsEndWithOneClearLine(t *testing.T) {
 		{"migrate on an unreachable database", []string{"migrate", "--postgres=postgres://" + refused + "/db?connect_timeout=3"}, "cannot reach PostgreSQL", 1},
 		{"seed without a bucket", []string{"seed", "--postgres=postgres://" + refused + "/db"}, "needs --postgres and --bucket", 1},
 		{"seed on an unreachable database", append([]string{"seed", "--postgres=postgres://" + refused + "/db?connect_timeout=3"}, s3Flags...), "cannot reach PostgreSQL", 1},
+		{"negative grace", []string{"serve", "--grace=-1s"}, "--grace must not be negative", 1},
+		{"item limit above the response limit", []string{"serve", "--max-item-bytes=64MiB", "--max-response-bytes=1MiB"}, "MaxItemBytes", 1},
+		{"item limit above the default response limit", []string{"serve", "--max-item-bytes=16MiB"}, "MaxItemBytes", 1},
+		{"zero session timeout", []string{"serve", "--http=127.0.0.1:0", "--session-timeout=0s"}, "--session-timeout must be positive", 1},
+		{"negative write timeout", []string{"serve", "--write-timeout=-1s"}, "--write-timeout must be positive", 1},
+		{"zero session cap", []string{"serve", "--http=127.0.0.1:0", "--max-sessions=0"}, "--max-sessions must be positive", 1},
+		{"principal cap above the server's", []string{"serve", "--http=127.0.0.1:0", "--max-sessions=5", "--max-sessions-per-principal=10"}, "exceeds --max-sessions", 1},
+		{"zero subscription cap", []string{"serve", "--max-subscriptions-per-principal=0"}, "--max-subscriptions-per-principal", 1},
+		{"zero body limit", []string{"serve", "--http=127.0.0.1:0", "--max-body-bytes=0"}, "--max-body-bytes", 1},
+		{"an origin with a path", []string{"serve", "--http=127.0.0.1:0", "--allowed-origins=https://app.example/x"}, "not an origin", 1},
+		{"an origin without a scheme", []string{"serve", "--http=127.0.0.1:0", "--allowed-origins=app.example"}, "not an origin", 1},
+		{"metrics address over stdio", []string{"serve", "--metrics-addr=127.0.0.1:0"}, "--metrics-addr needs --http", 1},
+		{"metrics port in use", []string{"serve", "--http=127.0.0.1:0", "--metrics-addr=" + busy.Addr().String()}, "--metrics-addr", 1},
+		{"stateless with a bad origin", []string{"serve", "--http=127.0.0.1:0", "--stateless", "--cursor-key=" + strings.Repeat("k", 32), "--allowed-origins=x"}, "not an origin", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,6 +99,11 @@ func TestConfigurationErrorsEndWithOneClearLine(t *testing.T) {
 			last := lines[len(lines)-1]
 			if !strings.HasPrefix(last, "mcp-resources: ") || !strings.Contains(last, c.want) {
 				t.Errorf("last stderr line %q does not say %q", last, c.want)
+			}
+			// kong prints its usage before a parse error (exit 2); every
+			// other configuration error is the one line on stderr.
+			if c.code != 2 && len(lines) != 1 {
+				t.Errorf("stderr has %d lines, want exactly one:\n%s", len(lines), stderr)
 			}
 			for _, bad := range []string{"goroutine ", "panic", ".go:"} {
 				if strings.Contains(stderr, bad) {

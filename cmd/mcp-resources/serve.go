@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/httpguard"
+	"go.phpboyscout.uk/mcp/resources/internal/linetransport"
 	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 )
@@ -29,7 +31,10 @@ type serveCmd struct {
 	Tokens        string        `name:"tokens" type:"path" env:"MCPRES_TOKENS_FILE" help:"HTTP bearer tokens file: lines of PRINCIPAL sha256:HEX (see hash-token)."`
 	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given (with --postgres, a principal of the grants table, such as the seed's alice)."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
+	Tools         bool          `name:"tools" env:"MCPRES_TOOLS" help:"Also serve the resources as tools (list_resources, read_resource, complete_resource_uri), for clients that let a model call tools only."`
 	ListenURL     string        `name:"listen-postgres" placeholder:"URL" env:"MCPRES_LISTEN_DATABASE_URL" help:"A direct PostgreSQL URL for the one connection that LISTENs for changes (subscriptions), when --postgres goes through a transaction-pooling PgBouncer. Default: --postgres."`
+
+	Guard guardFlags `embed:"" group:"Hostile clients"`
 
 	Storage storageFlags `embed:""`
 	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
@@ -48,6 +53,17 @@ type backend struct {
 	// resolves plans and that reads a target.
 	resolveStore string
 	storeOf      func(core.ResourceTarget) string
+	// notes are INFO lines about the configuration, logged only once the
+	// server starts serving, so that a configuration error stays the one
+	// line on stderr.
+	notes []string
+}
+
+// logNotes logs the backend's notes; call it once serving has started.
+func (be *backend) logNotes(e *env) {
+	for _, n := range be.notes {
+		e.log.Info(n)
+	}
 }
 
 // readyCheck reports whether one dependency answers now.
@@ -60,6 +76,15 @@ type readyCheck struct {
 func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	if !validPrincipal(s.Principal) {
 		return errors.New("--principal must be UTF-8 without control characters")
+	}
+	if s.Grace < 0 {
+		return fmt.Errorf("--grace must not be negative, got %s", s.Grace)
+	}
+	if err := s.Guard.check(s.HTTP != ""); err != nil {
+		return err
+	}
+	if err := checkLimitCombination(s.Limits.limits()); err != nil {
+		return err
 	}
 	be, err := s.backend(ctx, e)
 	if err != nil {
@@ -108,13 +133,15 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	// Subscriptions need a stream to notify on: stdio or stateful HTTP.
 	var subs *mcpsdk.Subscriptions
 	if s.HTTP != "" && s.Stateless {
-		e.log.Info("resource subscriptions are off: stateless HTTP has no stream to send notifications on")
+		be.notes = append(be.notes, "resource subscriptions are off: stateless HTTP has no stream to send notifications on")
 	} else {
-		subs = mcpsdk.NewSubscriptions(res, be.sources, &live.Options{Logger: e.log.With("component", "live")})
+		subs = mcpsdk.NewSubscriptions(res, be.sources, &live.Options{Logger: e.log.With("component", "live"),
+			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout})
 		sopts = subs.ServerOptions(sopts)
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, sopts)
-	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true})
+	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true,
+		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk")})
 	if subs != nil {
 		go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
 	}
@@ -134,8 +161,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	m.watchSessions(server)
 
 	if s.HTTP == "" {
+		be.logNotes(e)
 		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
-		return serveStdio(ctx, server, e.stdin, e.stdout)
+		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes))
 	}
 	return s.serveHTTP(ctx, e, server, tokens, be, m, stopAll)
 }
@@ -154,7 +182,7 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &backend{name: "memory", bindings: bindings, policy: st.Policy(), sources: []core.ChangeSource{st}, close: func() {},
+	return &backend{name: "memory", bindings: bindings, policy: demoPolicy(st), sources: []core.ChangeSource{st}, close: func() {},
 		resolveStore: "memory", storeOf: func(core.ResourceTarget) string { return "memory" }}, nil
 }
 
@@ -185,9 +213,11 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 }
 
 // serveStdio serves one session on the given streams until the client
-// closes them or ctx ends.
-func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer) error {
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+// closes them or ctx ends. Lines are framed by the command (package
+// linetransport): a malformed line or a batch is answered with an error
+// and the session goes on.
+func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int) error {
+	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine}
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
@@ -195,30 +225,65 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 	return err
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
 // serveHTTP serves streamable HTTP at /mcp (and /), with /healthz, /readyz
-// and /metrics outside authentication, until ctx ends; then it stops
-// accepting and gives in-flight requests Grace to finish.
+// and /metrics outside authentication (on --metrics-addr when it is set),
+// until ctx ends; then it stops accepting and gives in-flight requests
+// Grace to finish.
 func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
 	}
-	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: e.log.With("component", "http")})
+	defer ln.Close()
+	var opsLn net.Listener
+	if s.Guard.MetricsAddr != "" {
+		if opsLn, err = net.Listen("tcp", s.Guard.MetricsAddr); err != nil {
+			return fmt.Errorf("listen on --metrics-addr %s: %w", s.Guard.MetricsAddr, err)
+		}
+		defer opsLn.Close()
+	}
+	g := s.Guard
+	sopts := &mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: e.log.With("component", "http"),
+		MaxRequestBodyBytes: int64(g.MaxBodyBytes)}
+	if !s.Stateless {
+		sopts.SessionTimeout = g.SessionTimeout
+	}
+	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, sopts)
+	gopts := httpguard.Options{MaxBodyBytes: int64(g.MaxBodyBytes), AllowedOrigins: g.AllowedOrigins, WriteTimeout: g.WriteTimeout,
+		OnWriteTimeout: func(id string) {
+			for ss := range server.Sessions() {
+				if ss.ID() == id {
+					e.log.Warn("ending a session that stopped reading its stream", "write_timeout", g.WriteTimeout)
+					go ss.Close()
+				}
+			}
+		}}
+	if !s.Stateless {
+		gopts.MaxSessions, gopts.MaxSessionsPerPrincipal = g.MaxSessions, g.MaxSessionsPerPrincipal
+		gopts.Open = func() map[string]bool {
+			open := map[string]bool{}
+			for ss := range server.Sessions() {
+				open[ss.ID()] = true
+			}
+			return open
+		}
+		gopts.Principal = func(r *http.Request) string {
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				return "token\x00" + ti.UserID
+			}
+			host, _, _ := net.SplitHostPort(r.RemoteAddr) // without tokens: one principal per client address
+			return "addr\x00" + host
+		}
+	}
+	handler = httpguard.Handler(handler, gopts)
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
 	drain := &drainer{}
 	handler = drain.track(handler)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
-	mux.Handle("/", handler)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	ops := http.NewServeMux()
+	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		for _, c := range be.ready {
@@ -230,18 +295,42 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 		}
 		io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /metrics", m.handler())
-
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	auth := "bearer tokens from " + s.Tokens
-	if tokens == nil {
-		auth = "none: every request is served as principal " + s.Principal
+	ops.Handle("GET /metrics", m.handler())
+	opsHandler := httpguard.LoopbackHostOnly(ops)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	mux.Handle("/", handler)
+	var opsServer *http.Server
+	if opsLn == nil {
+		for _, p := range []string{"GET /healthz", "GET /readyz", "GET /metrics"} {
+			mux.Handle(p, opsHandler)
+		}
+	} else {
+		opsServer = &http.Server{Handler: opsHandler, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout,
+			WriteTimeout: g.ReadTimeout + 10*time.Second, IdleTimeout: g.IdleTimeout}
 	}
-	e.log.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "stateless", s.Stateless,
-		"backend", be.name, "authentication", auth)
 
-	errc := make(chan error, 1)
+	// No server-wide WriteTimeout: it would cut every SSE stream at a fixed
+	// age. httpguard gives each write its own deadline instead. ReadTimeout
+	// bounds receiving a request only; a long SSE response outlives it.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout, IdleTimeout: g.IdleTimeout}
+	authn := "bearer tokens from " + s.Tokens
+	if tokens == nil {
+		authn = "none: every request is served as principal " + s.Principal
+	}
+	be.logNotes(e)
+	attrs := []any{"addr", ln.Addr().String(), "stateless", s.Stateless, "backend", be.name, "authentication", authn}
+	if opsLn != nil {
+		attrs = append(attrs, "metrics_addr", opsLn.Addr().String())
+	}
+	e.log.Info("serving MCP over streamable HTTP", attrs...)
+
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	if opsServer != nil {
+		go func() { errc <- opsServer.Serve(opsLn) }()
+		defer opsServer.Close()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)

@@ -182,7 +182,7 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		be.name = "postgres+s3"
 		be.ready = append(be.ready, readyCheck{"s3", func(ctx context.Context) error { return headBucket(ctx, client, f.Bucket) }})
 	} else {
-		e.log.Info("no --bucket: asset rows are served without the objects they reference")
+		be.notes = append(be.notes, "no --bucket: asset rows are served without the objects they reference")
 	}
 	st, err := postgres.NewStore(pool, &opts)
 	if err != nil {
@@ -193,6 +193,15 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		if lcfg, err = pgx.ParseConfig(listenURL); err != nil {
 			return fail(errors.New("--listen-postgres is not a valid PostgreSQL URL"))
 		}
+		// Subscriptions depend on this one connection: refuse to start
+		// without it rather than serve subscriptions that never fire.
+		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		conn, err := pgx.ConnectConfig(cctx, lcfg)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("cannot reach PostgreSQL at %s:%d for --listen-postgres: %s", lcfg.Host, lcfg.Port, pgCause(err)))
+		}
+		conn.Close(context.Background())
 	}
 	listener, err := postgres.NewListener(lcfg, &postgres.ListenerOptions{Logger: e.log.With("component", "listener")})
 	if err != nil {

@@ -87,7 +87,7 @@ func BenchmarkMemoryStoreRead(b *testing.B) {
 	for _, g := range []struct {
 		name   string
 		policy core.ResourcePolicy
-	}{{"gateway", allowAll()}, {"gateway-store-policy", st.Policy()}} {
+	}{{"gateway", allowAll()}, {"gateway-store-policy", st.Policy()}, {"gateway-store-policy-per-target", perTarget(st.Policy())}} {
 		r := open(g.policy)
 		b.Run(g.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -148,4 +148,11 @@ func BenchmarkMemoryStoreOverLimit(b *testing.B) {
 	}
 	b.ReportMetric(float64(2*big), "stored-over-limit-B")
 	benchutil.Held(b, read)
+}
+
+// perTarget is p without Decide: the gateway asks Visibility and Read per
+// target, as before Decide existed.
+func perTarget(p core.ResourcePolicy) core.ResourcePolicy {
+	p.Decide = nil
+	return p
 }

@@ -329,7 +329,9 @@ func (s *Store) Read(ctx context.Context, t core.ResourceTarget) (core.ResourceP
 // is visible to a principal with a grant on it (disclosing its URI when the
 // grant says so) and readable with a Read grant; any other target (a
 // bundle's requested target) is visible and readable to a caller with a
-// principal.
+// principal. Decide answers a whole pass the same way under one lock of
+// the store, and denies the whole read (an Unavailable error) to a caller
+// without a principal.
 func (s *Store) Policy() core.ResourcePolicy {
 	return core.ResourcePolicy{
 		Discover: func(ctx context.Context, _ core.ResourceDescription) error {
@@ -340,50 +342,63 @@ func (s *Store) Policy() core.ResourcePolicy {
 			return nil
 		},
 		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-			a, mine, err := s.grant(ctx, t)
-			switch {
-			case err != nil:
-				return core.Visibility{}, nil
-			case !mine:
-				return core.Visibility{Visible: true}, nil
-			case a == nil:
+			d, err := s.decideOne(ctx, t)
+			if err != nil {
 				return core.Visibility{}, nil
 			}
-			return core.Visibility{Visible: true, DiscloseIssueURI: a.DiscloseURI}, nil
+			return d.Visibility, nil
 		},
 		Read: func(ctx context.Context, t core.ResourceTarget) error {
-			a, mine, err := s.grant(ctx, t)
-			switch {
+			switch d, err := s.decideOne(ctx, t); {
 			case err != nil:
 				return core.Unavailable(err)
-			case mine && (a == nil || !a.Read):
+			case !d.Read:
 				return core.Unavailable(errNotVisible)
 			}
 			return nil
 		},
+		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			principal, err := s.principal(ctx)
+			if err != nil {
+				return nil, core.Unavailable(err)
+			}
+			ds := make([]core.TargetDecision, len(pass.Targets))
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			for i, t := range pass.Targets {
+				ds[i] = s.decideLocked(principal, t)
+			}
+			return ds, nil
+		},
 	}
 }
 
-// grant returns the caller's grant on the item t pins (nil if none) and
-// whether t is a target of this store at all.
-func (s *Store) grant(ctx context.Context, t core.ResourceTarget) (*Access, bool, error) {
+// decideOne decides one target for the principal of ctx.
+func (s *Store) decideOne(ctx context.Context, t core.ResourceTarget) (core.TargetDecision, error) {
 	principal, err := s.principal(ctx)
 	if err != nil {
-		return nil, false, err
-	}
-	var p pin
-	if json.Unmarshal(t.AuthorizationData(), &p) != nil || p.Store != storeTag {
-		return nil, false, nil
+		return core.TargetDecision{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.decideLocked(principal, t), nil
+}
+
+// decideLocked is the policy's one rule, under s.mu: a target of this store
+// follows principal's grant on the item it pins (none: hidden); any other
+// target is visible and readable.
+func (s *Store) decideLocked(principal string, t core.ResourceTarget) core.TargetDecision {
+	var p pin
+	if json.Unmarshal(t.AuthorizationData(), &p) != nil || p.Store != storeTag {
+		return core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
+	}
 	e, ok := s.items[p.Key]
 	if !ok {
-		return nil, true, nil
+		return core.TargetDecision{}
 	}
 	a, ok := e.grants[principal]
 	if !ok {
-		return nil, true, nil
+		return core.TargetDecision{}
 	}
-	return &a, true, nil
+	return core.TargetDecision{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: a.DiscloseURI}, Read: a.Read}
 }

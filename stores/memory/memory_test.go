@@ -128,7 +128,22 @@ func TestReadRefusesATargetItDidNotPlan(t *testing.T) {
 
 // The grants policy through a gateway: no grant hides an item, a grant
 // without Read leaves it visible but unavailable, DiscloseURI names it.
+// TestPolicyFollowsGrantsThroughTheGateway reads through the store's policy
+// with Decide (one call per pass) and without it (per-target callbacks).
 func TestPolicyFollowsGrantsThroughTheGateway(t *testing.T) {
+	for _, batch := range []bool{true, false} {
+		policy := func(st *memory.Store) core.ResourcePolicy {
+			p := st.Policy()
+			if !batch {
+				p.Decide = nil
+			}
+			return p
+		}
+		t.Run(map[bool]string{true: "decide", false: "per-target"}[batch], func(t *testing.T) { testPolicyFollowsGrants(t, policy) })
+	}
+}
+
+func testPolicyFollowsGrants(t *testing.T, policy func(*memory.Store) core.ResourcePolicy) {
 	st := memory.New(nil)
 	put(t, st, "open", "open body", map[string]memory.Access{"alice": {Read: true}})
 	put(t, st, "seen", "seen body", map[string]memory.Access{"alice": {DiscloseURI: true}})
@@ -138,7 +153,7 @@ func TestPolicyFollowsGrantsThroughTheGateway(t *testing.T) {
 		return []memory.Ref{{"mem://open", "open"}, {"mem://seen", "seen"}, {"mem://hidden", "hidden"}, {"mem://quiet", "quiet"}, {"mem://missing", "missing"}}, nil
 	})
 	single := st.Binding(core.ResourceDefinition{URITemplate: "mem://one/{key}", Name: "one"}, memory.KeyFromVar("key"))
-	res, err := core.NewResources([]core.ResourceBinding{bundle, single}, st.Policy())
+	res, err := core.NewResources([]core.ResourceBinding{bundle, single}, policy(st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,5 +230,56 @@ func TestBodyReadsCountsReadsOnly(t *testing.T) {
 	st.Read(as("bob"), target) // denied: no body handed out
 	if n := st.BodyReads(); n != 1 {
 		t.Fatalf("BodyReads %d, want 1", n)
+	}
+}
+
+// TestDecideAnswersEachTargetAsVisibilityAndRead: for every kind of
+// target (granted, disclosed, ungranted, another principal's, missing, not
+// the store's) Decide's answer is what Visibility and Read say of it, in
+// pass order; without a principal the whole pass is Unavailable.
+func TestDecideAnswersEachTargetAsVisibilityAndRead(t *testing.T) {
+	st := memory.New(nil)
+	put(t, st, "open", "b", map[string]memory.Access{"alice": {Read: true, DiscloseURI: true}})
+	put(t, st, "seen", "b", map[string]memory.Access{"alice": {DiscloseURI: true}})
+	put(t, st, "quiet", "b", map[string]memory.Access{"alice": {}})
+	put(t, st, "bobs", "b", map[string]memory.Access{"bob": {Read: true}})
+	put(t, st, "gone", "b", map[string]memory.Access{"alice": {Read: true}})
+	var targets []core.ResourceTarget
+	for _, k := range []string{"open", "seen", "quiet", "bobs", "gone"} {
+		st.Grant(k, "planner", memory.Access{})
+		tg, err := st.Target(as("planner"), "mem://"+k, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, tg)
+	}
+	st.Delete("gone")
+	foreign, _ := core.NewResourceTarget("mem://bundle", "bundle", nil)
+	targets = append(targets, foreign)
+	p := st.Policy()
+	ctx := as("alice")
+	ds, err := p.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: targets})
+	if err != nil || len(ds) != len(targets) {
+		t.Fatalf("Decide: %d decisions, %v", len(ds), err)
+	}
+	want := []core.TargetDecision{
+		{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}, Read: true},
+		{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}},
+		{Visibility: core.Visibility{Visible: true}},
+		{}, {},
+		{Visibility: core.Visibility{Visible: true}, Read: true},
+	}
+	for i, tg := range targets {
+		vis, verr := p.Visibility(ctx, tg)
+		rerr := p.Read(ctx, tg)
+		per := core.TargetDecision{Visibility: vis, Read: vis.Visible && rerr == nil}
+		got := ds[i]
+		got.Read = got.Visible && got.Read
+		if verr != nil || got != per || got != want[i] {
+			t.Errorf("%s: Decide %+v, per-target %+v (%v), want %+v", tg.URI(), ds[i], per, verr, want[i])
+		}
+	}
+	if _, err := p.Decide(context.Background(), core.PolicyPass{Stage: core.PassBeforeReads, Targets: targets}); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("no principal: %v, want Unavailable", err)
 	}
 }

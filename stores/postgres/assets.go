@@ -92,6 +92,10 @@ type ref struct {
 	Version int64  `json:"v,omitempty"`
 	// Object is the joined object's own target (representation "object").
 	Object *objectRef `json:"o,omitempty"`
+	// Grants are the principal's grant flags on the target's key, read in
+	// the planning transaction by the store's own plan statements; the
+	// policy's decision before the reads uses them, its recheck never.
+	Grants *grantFlags `json:"g,omitempty"`
 }
 
 func parseRef(t core.ResourceTarget) (ref, error) {
@@ -100,6 +104,17 @@ func parseRef(t core.ResourceTarget) (ref, error) {
 		return ref{}, ErrBadTarget
 	}
 	return r, nil
+}
+
+// ref returns the identity of a's representation kind, pinned to a.Version.
+func (a Asset) ref(kind string) ref {
+	return ref{Kind: kind, Project: a.Project, Asset: a.ID, Version: a.Version}
+}
+
+// withGrants returns r carrying the plan's grant flags f.
+func (r ref) withGrants(f grantFlags) ref {
+	r.Grants = &f
+	return r
 }
 
 func newTarget(uri string, r ref) (core.ResourceTarget, error) {
@@ -112,12 +127,12 @@ func newTarget(uri string, r ref) (core.ResourceTarget, error) {
 
 // FieldsTarget returns the target of a's fields, pinned to a.Version.
 func FieldsTarget(a Asset) (core.ResourceTarget, error) {
-	return newTarget(a.FieldsURI(), ref{Kind: ReprFields, Project: a.Project, Asset: a.ID, Version: a.Version})
+	return newTarget(a.FieldsURI(), a.ref(ReprFields))
 }
 
 // BodyTarget returns the target of a's inline body, pinned to a.Version.
 func BodyTarget(a Asset) (core.ResourceTarget, error) {
-	return newTarget(a.BodyURI(), ref{Kind: ReprBody, Project: a.Project, Asset: a.ID, Version: a.Version})
+	return newTarget(a.BodyURI(), a.ref(ReprBody))
 }
 
 // Store serves the reference schema (package migrations) as resources:
@@ -149,14 +164,25 @@ func NewStore(db DB, opts *Options) (*Store, error) {
 const assetColumns = `a.project_id, a.id, a.version, a.name, a.title, a.mime_type, a.body_is_text, octet_length(a.body),
 	a.object_bucket, a.object_key, a.object_etag, a.object_version_id, a.object_size`
 
-const (
-	sqlLookupAsset   = `SELECT ` + assetColumns + ` FROM mcpres.assets a WHERE a.project_id = $1 AND a.id = $2`
-	sqlProjectAssets = `SELECT p.id, a.id IS NOT NULL, ` + assetColumns + `
-	FROM mcpres.projects p LEFT JOIN mcpres.assets a ON a.project_id = p.id
+// The plan statements read, besides the identity, the principal's grant
+// flags on what they plan (gf for an asset, pf for a project) in the same
+// transaction, so that the policy's decision before the reads needs no
+// round trip of its own.
+var (
+	sqlLookupAsset = `SELECT ` + assetColumns + `, gf.*
+	FROM mcpres.assets a
+	CROSS JOIN LATERAL (SELECT ` + grantAggregates + ` FROM mcpres.grants g WHERE ` + grantsCovering("a.project_id", "a.id") + `) gf
+	WHERE a.project_id = $1 AND a.id = $2`
+	sqlProjectAssets = `SELECT pf.*, p.id, a.id IS NOT NULL, ` + assetColumns + `, gf.*
+	FROM mcpres.projects p
+	CROSS JOIN LATERAL (SELECT ` + grantAggregates + ` FROM mcpres.grants g WHERE ` + grantsCovering("p.id", "NULL::text") + `) pf
+	LEFT JOIN mcpres.assets a ON a.project_id = p.id
+	CROSS JOIN LATERAL (SELECT ` + grantAggregates + ` FROM mcpres.grants g WHERE ` + grantsCovering("a.project_id", "a.id") + `) gf
 	WHERE p.id = $1 ORDER BY a.id LIMIT $2`
 )
 
-func scanAsset(row pgx.Row, pre ...any) (Asset, bool, error) {
+// scanAsset scans a row of pre's columns, the asset columns and post's.
+func scanAsset(row pgx.Row, pre []any, post ...any) (Asset, bool, error) {
 	var (
 		a                               Asset
 		project, id, name, title, mime  *string
@@ -164,7 +190,7 @@ func scanAsset(row pgx.Row, pre ...any) (Asset, bool, error) {
 		text                            *bool
 		bucket, key, etag, objVersionID *string
 	)
-	dest := append(pre, &project, &id, &version, &name, &title, &mime, &text, &size, &bucket, &key, &etag, &objVersionID, &objSize)
+	dest := append(append(pre, &project, &id, &version, &name, &title, &mime, &text, &size, &bucket, &key, &etag, &objVersionID, &objSize), post...)
 	if err := row.Scan(dest...); err != nil {
 		return Asset{}, false, err
 	}
@@ -197,27 +223,35 @@ func scanAsset(row pgx.Row, pre ...any) (Asset, bool, error) {
 // return an Unavailable error. Bindings that join rows with S3 objects build
 // on it.
 func (s *Store) LookupAsset(ctx context.Context, project, id string) (Asset, error) {
+	a, _, err := s.lookupAsset(ctx, project, id)
+	return a, err
+}
+
+// lookupAsset is LookupAsset that also returns the principal's grant flags
+// on the asset, read in the same transaction.
+func (s *Store) lookupAsset(ctx context.Context, project, id string) (Asset, grantFlags, error) {
 	b, err := s.s.begin(ctx)
 	if err != nil {
-		return Asset{}, err
+		return Asset{}, grantFlags{}, err
 	}
 	b.Queue(sqlLookupAsset, project, id)
 	var a Asset
+	var f grantFlags
 	var found bool
 	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		a, found, err = scanAsset(br.QueryRow())
+		a, found, err = scanAsset(br.QueryRow(), nil, &f.Visible, &f.Read, &f.Disclose)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		return Asset{}, err
+		return Asset{}, grantFlags{}, err
 	}
 	if !found {
-		return Asset{}, core.Unavailable(ErrNotVisible)
+		return Asset{}, grantFlags{}, core.Unavailable(ErrNotVisible)
 	}
-	return a, nil
+	return a, f, nil
 }
 
 // ProjectAssets reads the identity metadata of every asset of project that
@@ -226,12 +260,21 @@ func (s *Store) LookupAsset(ctx context.Context, project, id string) (Asset, err
 // visible project without visible assets returns none. More assets than
 // Options.MaxPlanItems is an error.
 func (s *Store) ProjectAssets(ctx context.Context, project string) ([]Asset, error) {
+	assets, _, _, err := s.projectAssets(ctx, project)
+	return assets, err
+}
+
+// projectAssets is ProjectAssets that also returns the principal's grant
+// flags on each asset and on the project, read in the same transaction.
+func (s *Store) projectAssets(ctx context.Context, project string) ([]Asset, []grantFlags, grantFlags, error) {
 	b, err := s.s.begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, grantFlags{}, err
 	}
 	b.Queue(sqlProjectAssets, project, s.s.maxItems+1)
 	var assets []Asset
+	var flags []grantFlags
+	var pf grantFlags
 	projectVisible := false
 	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
@@ -242,26 +285,28 @@ func (s *Store) ProjectAssets(ctx context.Context, project string) ([]Asset, err
 		for rows.Next() {
 			var pid string
 			var has bool
-			a, found, err := scanAsset(rows, &pid, &has)
+			var f grantFlags
+			a, found, err := scanAsset(rows, []any{&pf.Visible, &pf.Read, &pf.Disclose, &pid, &has}, &f.Visible, &f.Read, &f.Disclose)
 			if err != nil {
 				return err
 			}
 			projectVisible = true
 			if found {
 				assets = append(assets, a)
+				flags = append(flags, f)
 			}
 		}
 		return rows.Err()
 	})
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, nil, grantFlags{}, err
 	case !projectVisible:
-		return nil, core.Unavailable(ErrNotVisible)
+		return nil, nil, grantFlags{}, core.Unavailable(ErrNotVisible)
 	case len(assets) > s.s.maxItems:
-		return nil, fmt.Errorf("postgres: project has more than %d assets (Options.MaxPlanItems)", s.s.maxItems)
+		return nil, nil, grantFlags{}, fmt.Errorf("postgres: project has more than %d assets (Options.MaxPlanItems)", s.s.maxItems)
 	}
-	return assets, nil
+	return assets, flags, pf, nil
 }
 
 // Bindings returns the ready-made bindings of the reference schema, all
@@ -308,17 +353,17 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 			Title: "Project assets", Description: "The fields of every asset of a project", MIMEType: "application/json"},
 		Resolver: completing{s: s, Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 			project, _ := m.Var("project")
-			assets, err := s.ProjectAssets(ctx, project)
+			assets, flags, pf, err := s.projectAssets(ctx, project)
 			if err != nil {
 				return core.ResourceReadPlan{}, err
 			}
-			requested, err := newTarget(m.URI(), ref{Kind: ReprProject, Project: project})
+			requested, err := newTarget(m.URI(), ref{Kind: ReprProject, Project: project}.withGrants(pf))
 			if err != nil {
 				return core.ResourceReadPlan{}, err
 			}
 			items := make([]core.ResourceTarget, len(assets))
 			for i, a := range assets {
-				if items[i], err = FieldsTarget(a); err != nil {
+				if items[i], err = newTarget(a.FieldsURI(), a.ref(ReprFields).withGrants(flags[i])); err != nil {
 					return core.ResourceReadPlan{}, err
 				}
 			}
@@ -350,12 +395,25 @@ func (s *Store) BodyBinding() core.ResourceBinding {
 	}
 }
 
+// plannedObject is [Store.ObjectTarget] carrying the plan's grant flags.
+func (s *Store) plannedObject(a Asset, f grantFlags) (core.ResourceTarget, error) {
+	t, err := s.ObjectTarget(a)
+	if err != nil {
+		return core.ResourceTarget{}, err
+	}
+	r, err := parseRef(t)
+	if err != nil {
+		return core.ResourceTarget{}, err
+	}
+	return newTarget(t.URI(), r.withGrants(f))
+}
+
 // assetResolver plans one asset's representation repr.
 func (s *Store) assetResolver(repr string) core.Resolver {
 	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		project, _ := m.Var("project")
 		id, _ := m.Var("asset")
-		a, err := s.LookupAsset(ctx, project, id)
+		a, flags, err := s.lookupAsset(ctx, project, id)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
@@ -365,11 +423,11 @@ func (s *Store) assetResolver(repr string) core.Resolver {
 		var item core.ResourceTarget
 		switch repr {
 		case ReprBody:
-			item, err = BodyTarget(a)
+			item, err = newTarget(a.BodyURI(), a.ref(ReprBody).withGrants(flags))
 		case ReprObject:
-			item, err = s.ObjectTarget(a)
+			item, err = s.plannedObject(a, flags)
 		default:
-			item, err = FieldsTarget(a)
+			item, err = newTarget(a.FieldsURI(), a.ref(ReprFields).withGrants(flags))
 		}
 		if err != nil {
 			return core.ResourceReadPlan{}, err
@@ -377,7 +435,7 @@ func (s *Store) assetResolver(repr string) core.Resolver {
 		items := []core.ResourceTarget{item}
 		if repr == ReprFields {
 			// The joined bundle: the fields, then the object they reference.
-			switch obj, err := s.ObjectTarget(a); {
+			switch obj, err := s.plannedObject(a, flags); {
 			case err == nil:
 				items = append(items, obj)
 			case !errors.Is(err, errNoObject) && core.KindOf(err) != core.FailureUnavailable:
@@ -386,8 +444,7 @@ func (s *Store) assetResolver(repr string) core.Resolver {
 		}
 		requested := item
 		if m.URI() != item.URI() {
-			r := ref{Kind: repr, Project: a.Project, Asset: a.ID, Version: a.Version}
-			if requested, err = newTarget(m.URI(), r); err != nil {
+			if requested, err = newTarget(m.URI(), a.ref(repr).withGrants(flags)); err != nil {
 				return core.ResourceReadPlan{}, err
 			}
 		}

@@ -75,7 +75,28 @@
 //
 // # Hosts with their own schema
 //
-// [NewQueryResolver] and [NewQueryReader] give a host's own SQL the same
-// machinery: the host writes the identity query and the body query, the
-// store binds the arguments, pins the version and bounds the size.
+// A [Source] serves a host's own tables with statements the host writes,
+// under the same guarantees: a [SQLBinding] names a plan (or bundle)
+// statement whose result columns, by name, give each item's key, version,
+// MIME type and, optionally, a referenced object (object_key, object_etag,
+// object_version_id, ...); a body statement pinned by $key and the version
+// and bounded by [core.ReadLimit] in the statement itself; and a completion
+// statement per variable. Parameters are named ($tenant, $id, $key,
+// $principal) and rewritten to positional bind arguments; no SQL is built
+// from a value. [Source.Policy] is a policy of one statement that decides
+// any number of keys at once (core's whole-plan Decide), and
+// [DatabaseDecides] is the mode where row-level security in the statements
+// is the only gate. [Source.Check] prepares every statement against the
+// database, checks its parameters, columns and types, the role and the
+// login's membership of it, and reports the first mistake as one
+// *core.ConfigError line; unchecked statements serve nothing.
+//
+// An object a plan row references becomes a second item, read by the
+// [ObjectSource] the row names (package s3store's *Bucket is one), pinned
+// by the row's ETag and version id; the two packages never import each
+// other. Each Source takes its own pool, so one host can serve several
+// databases, each with its own credentials.
+//
+// [NewQueryResolver] and [NewQueryReader] are the older, positional form of
+// the same machinery.
 package postgres

@@ -2,73 +2,140 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// sqlGrantFlags aggregates the principal's own grants (row-level security
-// shows no others) that cover project $1 or, when $2 is not NULL, asset $2
-// of it.
-const sqlGrantFlags = `SELECT coalesce(bool_or(g.can_discover OR g.can_read), false),
+// grantAggregates are the policy's flags over the principal's own grants g
+// that cover one key: visible (discover or read), read, disclose. The plan
+// statements and the policy's own statement use these same expressions.
+const grantAggregates = `coalesce(bool_or(g.can_discover OR g.can_read), false),
 	coalesce(bool_or(g.can_read), false),
-	coalesce(bool_or(g.disclose_issue_uri), false)
-FROM mcpres.grants g
-WHERE g.project_id = $1 AND ($2::text IS NULL OR g.asset_id IS NULL OR g.asset_id = $2::text)`
+	coalesce(bool_or(g.disclose_issue_uri), false)`
 
-type grantFlags struct{ visible, read, disclose bool }
+// grantsCovering restricts g to the principal's grants on project P or,
+// when asset A is not NULL, on asset A of it (P and A are SQL expressions).
+func grantsCovering(p, a string) string {
+	return `g.principal = mcpres.current_principal() AND g.project_id = ` + p +
+		` AND (` + a + ` IS NULL OR g.asset_id IS NULL OR g.asset_id = ` + a + `)`
+}
 
-func (s *Store) grantFlags(ctx context.Context, project string, asset *string) (grantFlags, error) {
+// sqlGrantPass answers a whole policy pass in one statement: the flags of
+// every key (project $1[i], asset $2[i] or NULL for the project itself),
+// in key order, one row per key.
+var sqlGrantPass = `SELECT ` + grantAggregates + `
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(project, asset, i)
+LEFT JOIN mcpres.grants g ON ` + grantsCovering("k.project", "k.asset") + `
+GROUP BY k.i ORDER BY k.i`
+
+// grantFlags are what the policy decides from: whether the principal's
+// grants that cover a key let it discover (visible) or read it, and
+// whether they disclose its URI in issues.
+type grantFlags struct {
+	Visible  bool `json:"v,omitempty"`
+	Read     bool `json:"r,omitempty"`
+	Disclose bool `json:"d,omitempty"`
+}
+
+// errGrantRows is the cause when the grants statement returns another
+// number of rows than it was given keys.
+var errGrantRows = errors.New("postgres: the grants statement returned a row per key")
+
+// grantKey is what a grant covers: a project (isAsset false) or an asset of
+// it.
+type grantKey struct {
+	project string
+	asset   string
+	isAsset bool
+}
+
+// decision is the policy's answer for a target of kind kind whose key has
+// flags f: a project bundle may be read whenever it is visible.
+func (f grantFlags) decision(kind string) core.TargetDecision {
+	read := f.Read
+	if kind == ReprProject {
+		read = f.Visible
+	}
+	return core.TargetDecision{Visibility: core.Visibility{Visible: f.Visible, DiscloseIssueURI: f.Disclose}, Read: read}
+}
+
+// everything is the index's answer: visible, readable and disclosed to any
+// caller with a valid principal.
+var everything = core.TargetDecision{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}, Read: true}
+
+// queryGrants returns the flags of every key, in order, in one round trip.
+func (s *Store) queryGrants(ctx context.Context, keys []grantKey) ([]grantFlags, error) {
 	b, err := s.s.begin(ctx)
 	if err != nil {
-		return grantFlags{}, err
+		return nil, err
 	}
-	b.Queue(sqlGrantFlags, project, asset)
-	var f grantFlags
+	projects := make([]string, len(keys))
+	assets := make([]*string, len(keys))
+	for i := range keys {
+		projects[i] = keys[i].project
+		if keys[i].isAsset {
+			assets[i] = &keys[i].asset
+		}
+	}
+	b.Queue(sqlGrantPass, projects, assets)
+	out := make([]grantFlags, 0, len(keys))
 	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		return br.QueryRow().Scan(&f.visible, &f.read, &f.disclose)
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f grantFlags
+			if err := rows.Scan(&f.Visible, &f.Read, &f.Disclose); err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
 	})
-	return f, err
+	if err == nil && len(out) != len(keys) {
+		err = errGrantRows
+	}
+	return out, err
 }
 
 // Policy returns a core.ResourcePolicy backed by the grants table of the
-// reference schema, for hosts that keep grants in PostgreSQL. Each check is
-// one read-only transaction as the principal of ctx.
+// reference schema, for hosts that keep grants in PostgreSQL.
 //
-//   - Discover allows every definition to a caller with a valid principal.
+//   - Discover allows every definition to a caller with a valid principal,
+//     without a round trip.
 //   - Visibility: the index is visible; a project bundle is visible when
 //     some grant of the caller in the project lets it discover or read; an
-//     asset's fields and body are visible when a grant on the asset or its
-//     project lets it discover or read, and issues disclose the URI when
-//     such a grant sets disclose_issue_uri.
+//     asset's fields, body and object are visible when a grant on the asset
+//     or its project lets it discover or read, and issues disclose the URI
+//     when such a grant sets disclose_issue_uri.
 //   - Read: the index and a visible project bundle may be read; an asset's
 //     representations (fields, body, joined object) need a grant with
 //     can_read.
+//   - Decide answers a whole pass by the same rules: the decision before the
+//     reads from the grant flags that the store's own plan statements read
+//     in the planning transaction and carried in each target's private
+//     authorization data (no round trip when every target has them), the
+//     recheck in one statement for all targets, whatever their number, after
+//     checking the principal as Discover does.
 //
-// Targets this store did not plan are hidden. The readers enforce the same
-// grants again in their own statements, so a grant revoked after these
-// checks still withholds the content. A joined object is read by the object
-// store, which enforces its pinned identity and its own access; its grant is
-// checked here, before and again after the reads.
+// Visibility and Read are one read-only transaction each as the principal
+// of ctx. Targets this store did not plan are hidden. The readers enforce
+// the same grants again in their own statements, so a grant revoked after
+// these checks still withholds the content. A joined object is read by the
+// object store, which enforces its pinned identity and its own access; its
+// grant is checked here, before and again after the reads.
 func (s *Store) Policy() core.ResourcePolicy {
-	check := func(ctx context.Context, t core.ResourceTarget) (grantFlags, error) {
-		r, err := parseRef(t)
+	one := func(ctx context.Context, t core.ResourceTarget) (core.TargetDecision, error) {
+		ds, err := s.decide(ctx, []core.ResourceTarget{t}, false)
 		if err != nil {
-			return grantFlags{}, nil
+			return core.TargetDecision{}, err
 		}
-		switch r.Kind {
-		case ReprIndex:
-			if _, err := s.principal(ctx); err != nil {
-				return grantFlags{}, err
-			}
-			return grantFlags{visible: true, read: true, disclose: true}, nil
-		case ReprProject:
-			f, err := s.grantFlags(ctx, r.Project, nil)
-			f.read = f.visible
-			return f, err
-		}
-		return s.grantFlags(ctx, r.Project, &r.Asset)
+		return ds[0], nil
 	}
 	return core.ResourcePolicy{
 		Discover: func(ctx context.Context, d core.ResourceDescription) error {
@@ -76,20 +143,82 @@ func (s *Store) Policy() core.ResourcePolicy {
 			return err
 		},
 		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-			f, err := check(ctx, t)
+			d, err := one(ctx, t)
 			if core.KindOf(err) == core.FailureUnavailable {
 				return core.Visibility{}, nil
 			}
-			return core.Visibility{Visible: f.visible, DiscloseIssueURI: f.disclose}, err
+			return d.Visibility, err
 		},
 		Read: func(ctx context.Context, t core.ResourceTarget) error {
-			f, err := check(ctx, t)
-			if err == nil && !f.read {
+			d, err := one(ctx, t)
+			if err == nil && !d.Read {
 				err = core.Unavailable(ErrNotVisible)
 			}
 			return err
 		},
+		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			if _, err := s.principal(ctx); err != nil {
+				return nil, err
+			}
+			return s.decide(ctx, pass.Targets, pass.Stage == core.PassBeforeReads)
+		},
 	}
+}
+
+// decide decides targets in order. With planned, a target that carries the
+// grant flags of its plan is decided from them; every other target of the
+// store is decided from the grants read now, all in one statement (none
+// when no target needs it). Targets the store did not plan are hidden.
+func (s *Store) decide(ctx context.Context, targets []core.ResourceTarget, planned bool) ([]core.TargetDecision, error) {
+	ds := make([]core.TargetDecision, len(targets))
+	var keys []grantKey
+	var kinds []string
+	at := make([]int, len(targets)) // index into keys, or -1: decided
+	seen := map[grantKey]int{}
+	for i, t := range targets {
+		at[i] = -1
+		r, err := parseRef(t)
+		switch {
+		case err != nil:
+			continue // not the store's: hidden
+		case r.Kind == ReprIndex:
+			if _, err := s.principal(ctx); err != nil {
+				return nil, err
+			}
+			ds[i] = everything
+			continue
+		case planned && r.Grants != nil:
+			ds[i] = r.Grants.decision(r.Kind)
+			continue
+		}
+		k := grantKey{project: r.Project, asset: r.Asset, isAsset: r.Kind != ReprProject}
+		if !k.isAsset {
+			k.asset = ""
+		}
+		j, ok := seen[k]
+		if !ok {
+			j = len(keys)
+			seen[k] = j
+			keys = append(keys, k)
+		}
+		at[i] = j
+		kinds = append(kinds, r.Kind)
+	}
+	if len(keys) == 0 {
+		return ds, nil
+	}
+	flags, err := s.queryGrants(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for i := range targets {
+		if at[i] >= 0 {
+			ds[i] = flags[at[i]].decision(kinds[n])
+			n++
+		}
+	}
+	return ds, nil
 }
 
 // principal returns the valid principal of ctx, or an Unavailable error.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Options configure [OpenBucket]. A nil *Options selects every default.
@@ -157,8 +158,9 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 // keys start with prefix, in key order, from one ListObjectsV2 page under
 // the requesting principal's access: ETag and size, never bodies. A listing
 // reports neither version id nor content type: the objects are pinned by
-// ETag, and ContentType is empty (served as application/octet-stream)
-// unless the caller sets it. Keys that CheckKey refuses are left out.
+// ETag, and ContentType is the type the key's extension names (see
+// [ContentTypeOf]), or empty (served as application/octet-stream), without
+// a request per object. Keys that CheckKey refuses are left out.
 // truncated reports that more objects exist under prefix.
 func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, truncated bool, err error) {
 	if err := checkPrefix(prefix); err != nil {
@@ -182,7 +184,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 		if len(objs) == b.maxList {
 			return objs, true, nil
 		}
-		obj := Object{Bucket: b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1}
+		obj := Object{Bucket: b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1, ContentType: mediatype.ByExtension(key)}
 		if o.Size != nil {
 			obj.Size = *o.Size
 		}

@@ -13,7 +13,11 @@
 // on the planned ETag (If-Match) and version id, ranged by [core.ReadLimit],
 // so that S3 itself refuses a changed or revoked object and the bytes fetched
 // never exceed the limit. [Bucket.Binding] is a template binding over a
-// configured key prefix.
+// configured key prefix; [Bucket.KeyBindings] serves nested keys under a
+// prefix of literal and captured segments as a family of whole-segment
+// templates, one per depth ([KeyFamily]); [Bucket.PinObject] pins an object
+// that a database row references, for package postgres's ObjectSource; and
+// [Bucket.Check] verifies the bucket at start-up.
 //
 // Buckets and key prefixes are the host's configuration: a template capture
 // only ever becomes part of a key under the configured prefix, never a bucket

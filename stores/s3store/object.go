@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Representation is the representation label of every target this package
@@ -238,26 +239,4 @@ func mediaType(ct string) string {
 // JSON, XML, YAML, JavaScript and the +json/+xml/+yaml structured suffixes,
 // unless a charset parameter names something other than UTF-8 (or its
 // subset US-ASCII), in which case the bytes are served as a blob.
-func isText(ct string) bool {
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
-	if cs, ok := params["charset"]; ok {
-		switch strings.ToLower(cs) {
-		case "utf-8", "utf8", "us-ascii":
-		default:
-			return false
-		}
-	}
-	if strings.HasPrefix(mt, "text/") {
-		return true
-	}
-	switch mt {
-	case "application/json", "application/xml", "application/yaml", "application/x-yaml",
-		"application/javascript", "application/ecmascript", "application/x-ndjson",
-		"application/toml", "application/sql", "image/svg+xml":
-		return true
-	}
-	return strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") || strings.HasSuffix(mt, "+yaml")
-}
+func isText(ct string) bool { return mediatype.IsText(ct) }

@@ -1,0 +1,213 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
+)
+
+// TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy counts, with a pgx
+// tracer and at the connection, the PostgreSQL round trips of one read of
+// each kind of URI of the reference bindings under the store's own grants
+// policy, objects joined from S3 as the reference server does: the plan
+// carries the grant flags for the decision before the reads, and the
+// recheck is one statement for the whole plan. One body read costs at most
+// 4 round trips (it was 10 before Decide), a bundle of N items at most
+// N + 4. S3 requests are not counted here (the object store's own tests
+// count them).
+func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
+	t.Parallel()
+	const n = 8 // text assets; the project bundle also holds the object asset
+	d := newPGDB(t)
+	d.project(t, "p")
+	for i := range n {
+		d.textAsset(t, "p", fmt.Sprintf("a%03d", i), "body")
+	}
+	env := harness.S3(t)
+	client := s3Client(t, env, &wire{})
+	bucket, err := s3store.OpenBucket(t.Context(), client, env.Bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := putObject(t, client, env.Bucket, "o.txt", "text/plain", []byte("object body"))
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, title, mime_type,
+			object_bucket, object_key, object_etag, object_version_id, object_size)
+		VALUES ('p', 'obj', 'o.txt', 'Object', 'text/plain', $1, $2, $3, NULL, $4)`,
+		obj.Bucket, obj.Key, obj.ETag, obj.Size)
+	d.grant(t, "alice", "p", "")
+
+	c := countedPool(t, d.url, 1)
+	st := newStore(t, c.pool, &postgres.Options{Objects: &postgres.Objects{
+		Target: func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
+			return s3store.NewObjectTarget(uri, s3store.Object{Bucket: a.Object.Bucket, Key: a.Object.Key,
+				ETag: a.Object.ETag, VersionID: a.Object.VersionID, Size: a.Object.Size, ContentType: a.MIMEType})
+		},
+		Reader: bucket,
+	}})
+	batch := pgGateway(t, st.Bindings(), st.Policy())
+	perTargetPolicy := st.Policy()
+	perTargetPolicy.Decide = nil
+	perTarget := pgGateway(t, st.Bindings(), perTargetPolicy)
+	ctx := as(t.Context(), "alice")
+
+	kinds := []struct {
+		name, uri string
+		items     int   // application items of the read, or -1 for a list page
+		want      int64 // with Decide: plan + one per PostgreSQL item + recheck
+		max       int64 // the issue's bound: 4 for one item, N + 4 for N
+		perTarget int64 // without Decide: plan + items + 2 per target asked, twice
+	}{
+		{"index", postgres.IndexURI, 1, 1, 4, 1}, // planned without a query, the policy asks none
+		{"project bundle", "asset://project/p", n + 1, 1 + (n + 1) + 1, n + 1 + 4, 1 + (n + 1) + 2*2*(n+2)},
+		{"joined asset", "asset://project/p/asset/obj", 2, 1 + 1 + 1, 2 + 4, 1 + 1 + 2*2*3}, // the object is read from S3
+		{"asset body", "asset://project/p/asset/a003/body", 1, 1 + 1 + 1, 4, 1 + 1 + 2*2*2},
+		{"asset object", "asset://project/p/asset/obj/object", 1, 1 + 1, 4, 1 + 2*2*2},
+		{"list page", "", -1, 0, 0, 0},
+	}
+	do := func(r *core.Resources, uri string, items int) {
+		t.Helper()
+		if items < 0 {
+			if _, err := r.List(ctx, core.ListRequest{ScopeKey: []byte("alice")}); err != nil {
+				t.Fatalf("list: %v", err)
+			}
+			return
+		}
+		res, err := r.Read(ctx, uri)
+		if err != nil || res.Partial() || len(res.Items()) != items {
+			t.Fatalf("read %s: %v", uri, err)
+		}
+	}
+	for _, k := range kinds { // the first use of a statement on the connection prepares it
+		do(batch, k.uri, k.items)
+		do(perTarget, k.uri, k.items)
+	}
+	for _, k := range kinds {
+		for _, path := range []struct {
+			name string
+			r    *core.Resources
+			want int64
+		}{{"Decide", batch, k.want}, {"per-target", perTarget, k.perTarget}} {
+			b0, q0, p0, rt0 := c.tracer.batches.Load(), c.tracer.queries.Load(), c.tracer.prepares.Load(), c.wire.roundTrips.Load()
+			do(path.r, k.uri, k.items)
+			batches, queries, prepares, trips := c.tracer.batches.Load()-b0, c.tracer.queries.Load()-q0, c.tracer.prepares.Load()-p0, c.wire.roundTrips.Load()-rt0
+			t.Logf("%-10s %-15s %-40s %d round trips (%d batches)", path.name, k.name, k.uri, trips, batches)
+			if trips != path.want || batches != trips || queries != 0 || prepares != 0 {
+				t.Errorf("%s, %s: %d round trips, %d batches, %d queries, %d prepares; want %d, one batch each",
+					path.name, k.name, trips, batches, queries, prepares, path.want)
+			}
+		}
+		if k.want > k.max {
+			t.Errorf("%s: %d round trips with Decide is over the bound %d", k.name, k.want, k.max)
+		}
+	}
+}
+
+// TestPGStoreDecideAgreesWithTheGrantsTable checks, for every pass of real
+// reads under a mix of grants (project-wide and per asset, discover-only,
+// read-only, disclosing or not, other principals' and none), that Decide's
+// answer for each target is what Visibility and Read say of it one at a
+// time, and that the decision before the reads, taken from the grant flags
+// the plan carried, is what the grants table says when asked again.
+func TestPGStoreDecideAgreesWithTheGrantsTable(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	for _, p := range []string{"p", "q"} {
+		d.project(t, p)
+		for _, id := range []string{"none", "peek", "quiet", "read", "loud"} {
+			d.textAsset(t, p, id, "body of "+id)
+		}
+	}
+	d.exec(t, `INSERT INTO mcpres.grants (principal, project_id, asset_id, can_discover, can_read, disclose_issue_uri) VALUES
+		('alice', 'p', 'peek', true, false, true),
+		('alice', 'p', 'quiet', true, false, false),
+		('alice', 'p', 'read', false, true, false),
+		('alice', 'p', 'loud', true, true, true),
+		('bob', 'p', 'none', true, true, true),
+		('alice', 'q', NULL, true, false, false),
+		('alice', 'q', 'read', false, true, true)`)
+	st := newStore(t, newPool(t, d.url, nil), nil)
+	orig := st.Policy()
+	passes := 0
+	policy := orig
+	policy.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+		passes++
+		ds, err := orig.Decide(ctx, pass)
+		if err != nil {
+			return ds, err
+		}
+		asked, err := orig.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Definition: pass.Definition, Targets: pass.Targets})
+		if err != nil {
+			t.Errorf("recheck of the same targets: %v", err)
+		}
+		for i, tg := range pass.Targets {
+			vis, verr := orig.Visibility(ctx, tg)
+			rerr := orig.Read(ctx, tg)
+			one := core.TargetDecision{Visibility: vis, Read: vis.Visible && rerr == nil}
+			got := ds[i]
+			got.Read = got.Visible && got.Read
+			if verr != nil || got != one || (asked != nil && asked[i] != ds[i]) {
+				t.Errorf("%v %s: Decide %+v, asked again %+v, per target %+v (%v)", pass.Stage, tg.URI(), ds[i], asked[i], one, verr)
+			}
+		}
+		return ds, nil
+	}
+	r := pgGateway(t, st.Bindings(), policy)
+	for _, who := range []string{"alice", "bob"} {
+		ctx := as(t.Context(), who)
+		for _, uri := range []string{postgres.IndexURI, "asset://project/p", "asset://project/q"} {
+			_, _ = r.Read(ctx, uri)
+			for _, id := range []string{"none", "peek", "quiet", "read", "loud"} {
+				for _, p := range []string{"p", "q"} {
+					_, _ = r.Read(ctx, "asset://project/"+p+"/asset/"+id)
+					_, _ = r.Read(ctx, "asset://project/"+p+"/asset/"+id+"/body")
+				}
+			}
+		}
+	}
+	if passes < 20 {
+		t.Fatalf("only %d passes decided", passes)
+	}
+}
+
+// TestPGStoreRecheckAsksTheGrantsTableNow proves the recheck does not
+// trust the flags the plan carried: a read grant revoked after the body
+// reads and before the recheck removes the item (an unavailable issue),
+// and a grant hidden then removes it silently, although both items were
+// read under their planned flags.
+func TestPGStoreRecheckAsksTheGrantsTableNow(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	for _, id := range []string{"a", "b", "c"} {
+		d.textAsset(t, "p", id, "body of "+id)
+	}
+	d.exec(t, `INSERT INTO mcpres.grants (principal, project_id, asset_id, can_discover, can_read, disclose_issue_uri) VALUES
+		('alice', 'p', 'a', true, true, true), ('alice', 'p', 'b', true, true, true), ('alice', 'p', 'c', true, true, true)`)
+	st := newStore(t, newPool(t, d.url, nil), nil)
+	orig := st.Policy()
+	policy := orig
+	policy.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+		if pass.Stage == core.PassRecheck {
+			d.exec(t, `UPDATE mcpres.grants SET can_read = false WHERE principal = 'alice' AND asset_id = 'b'`)
+			d.exec(t, `UPDATE mcpres.grants SET can_discover = false, can_read = false WHERE principal = 'alice' AND asset_id = 'c'`)
+		}
+		return orig.Decide(ctx, pass)
+	}
+	r := pgGateway(t, st.Bindings(), policy)
+	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	items := itemTexts(res)
+	if len(items) != 2 || items["asset://project/p/asset/a"] == "" || !res.Partial() {
+		t.Fatalf("items %v partial %v: want the warning and a", items, res.Partial())
+	}
+	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b" {
+		t.Fatalf("issues %+v: want b revoked, c gone without a trace", is)
+	}
+}

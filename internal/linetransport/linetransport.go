@@ -1,0 +1,228 @@
+// Package linetransport is an MCP stdio transport that frames messages by
+// newline itself and hands the SDK only single, well-formed JSON-RPC
+// messages, so that no line a client sends can end the session.
+//
+// The go-sdk's own stdio transport decodes a JSON stream: one malformed
+// line, or one JSON array (a batch), ends the session and with it a stdio
+// server's process. [Transport] reads one line at a time instead and
+// answers, itself and with a null id:
+//
+//   - a line that is not JSON with -32700 (parse error);
+//   - a JSON array (a batch, which MCP no longer has) and a JSON value that
+//     is not a JSON-RPC 2.0 message with -32600 (invalid request);
+//   - a line longer than [Transport].MaxMessageBytes with -32600, after
+//     discarding it up to its newline without keeping it.
+//
+// Blank lines are skipped. The session goes on after each of these.
+package linetransport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxMessageBytes is the longest line [Transport] accepts when
+// MaxMessageBytes is zero: 4 MiB, the go-sdk's default HTTP body limit.
+const DefaultMaxMessageBytes = 4 << 20
+
+// Messages of the errors the transport answers itself.
+const (
+	ParseErrorMessage = "parse error: the line is not JSON"
+	BatchMessage      = "invalid request: JSON-RPC batches are not supported"
+	InvalidMessage    = "invalid request: not a JSON-RPC 2.0 message"
+	TooLongMessage    = "invalid request: the message is too large"
+)
+
+// Transport is an [mcp.Transport] over a pair of byte streams carrying
+// newline-delimited JSON-RPC messages, such as a process's stdin and
+// stdout. Connect may be called once.
+type Transport struct {
+	// In carries the client's messages, Out the server's.
+	In  io.Reader
+	Out io.Writer
+	// MaxMessageBytes bounds one line; zero selects DefaultMaxMessageBytes.
+	MaxMessageBytes int
+}
+
+var _ mcp.Transport = (*Transport)(nil)
+
+// Connect starts reading In and returns the connection.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	max := t.MaxMessageBytes
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{})}
+	go c.readLines(t.In, max)
+	return c, nil
+}
+
+type conn struct {
+	out   io.Writer
+	wmu   sync.Mutex
+	lines chan []byte // a line, or nil for one that was too long
+	rerr  error       // set before lines is closed
+	done  chan struct{}
+	once  sync.Once
+}
+
+// readLines sends every line of in to c.lines until in ends or c closes.
+func (c *conn) readLines(in io.Reader, max int) {
+	defer close(c.lines)
+	r := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+2 { // room for "\r\n"
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && len(chunk) == 0 && len(line) == 0 && !tooLong {
+			c.rerr = err
+			return
+		}
+		var msg []byte
+		if !tooLong {
+			msg = bytes.Clone(line)
+			if msg == nil {
+				msg = []byte{}
+			}
+		}
+		select {
+		case c.lines <- msg:
+		case <-c.done:
+			return
+		}
+		line, tooLong = line[:0], false
+		if err != nil {
+			c.rerr = err
+			return
+		}
+	}
+}
+
+// Read returns the next well-formed message, answering every other line.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		var line []byte
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, io.EOF
+		case line, ok = <-c.lines:
+		}
+		if !ok {
+			if c.rerr == nil || errors.Is(c.rerr, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, c.rerr
+		}
+		msg, code, text := Classify(line)
+		if msg != nil {
+			return msg, nil
+		}
+		if code == 0 {
+			continue // a blank line
+		}
+		if err := c.answer(code, text); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Classify decides what one line is: a message to hand to the SDK, an
+// error to answer (its JSON-RPC code and message), or nothing (a blank
+// line: nil and code 0). A nil line is one that was too long.
+func Classify(line []byte) (msg jsonrpc.Message, code int64, text string) {
+	if line == nil {
+		return nil, jsonrpc.CodeInvalidRequest, TooLongMessage
+	}
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case len(trimmed) == 0:
+		return nil, 0, ""
+	case !json.Valid(trimmed):
+		return nil, jsonrpc.CodeParseError, ParseErrorMessage
+	case trimmed[0] == '[':
+		return nil, jsonrpc.CodeInvalidRequest, BatchMessage
+	case trimmed[0] != '{':
+		return nil, jsonrpc.CodeInvalidRequest, InvalidMessage
+	}
+	m, err := jsonrpc.DecodeMessage(trimmed)
+	if err != nil {
+		return nil, jsonrpc.CodeInvalidRequest, InvalidMessage
+	}
+	return m, 0, ""
+}
+
+// answer writes an error response with a null id.
+func (c *conn) answer(code int64, text string) error {
+	b, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      any    `json:"id"`
+		Error   any    `json:"error"`
+	}{"2.0", nil, map[string]any{"code": code, "message": text}})
+	if err != nil {
+		return err
+	}
+	return c.write(context.Background(), b)
+}
+
+// deadliner is what an *os.File on a pipe offers.
+type deadliner interface{ SetWriteDeadline(time.Time) error }
+
+func (c *conn) write(ctx context.Context, b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	select {
+	case <-c.done:
+		return io.ErrClosedPipe
+	default:
+	}
+	// A client that stops reading its pipe must not hold a write with a
+	// deadline forever: give the pipe the context's deadline.
+	if d, ok := c.out.(deadliner); ok {
+		if dl, ok := ctx.Deadline(); ok && d.SetWriteDeadline(dl) == nil {
+			defer d.SetWriteDeadline(time.Time{})
+		}
+	}
+	_, err := c.out.Write(append(b, '\n'))
+	return err
+}
+
+// Write sends one message on its own line, within ctx's deadline when Out
+// supports write deadlines (an *os.File on a pipe).
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, b)
+}
+
+// Close stops reading and writing; it may be called more than once.
+func (c *conn) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return nil
+}
+
+// SessionID is empty: a stdio session has no id.
+func (c *conn) SessionID() string { return "" }

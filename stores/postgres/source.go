@@ -1,0 +1,312 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// SourceOptions configure a [Source]. Unlike [Options], nothing defaults
+// to the reference schema: Role is required unless LoginRole is set.
+type SourceOptions struct {
+	// Name names the source in targets, errors and [Source.Policy]; empty
+	// means "postgres". Give each database of a host its own name.
+	Name string
+	// Role is the role every statement runs as, switched to with
+	// set_config('role', $1, true) in the statement's own implicit
+	// transaction. It is required unless LoginRole is set. [Source.Check]
+	// verifies that it exists, that the pool's login role is a member of
+	// it, and that it is neither a superuser nor BYPASSRLS.
+	Role string
+	// LoginRole keeps the pool's login role instead of switching roles;
+	// [Source.Check] then verifies that the login role is neither a
+	// superuser nor BYPASSRLS.
+	LoginRole bool
+	// Principal returns the principal of the request in ctx, set as
+	// mcp.principal for every statement and bound as $principal where a
+	// statement names it. Nil means [core.ContextPrincipal].
+	Principal core.PrincipalFunc
+	// StatementTimeout bounds each statement when the context has no
+	// deadline. Zero means [DefaultStatementTimeout].
+	StatementTimeout time.Duration
+	// MaxPlanItems bounds the rows one plan or bundle statement may return.
+	// Zero means [DefaultMaxPlanItems].
+	MaxPlanItems int
+	// Objects are the object stores that plan rows may reference, by the
+	// name a row's object_source column (or a binding's
+	// [SQLBinding].ObjectSource) gives. Package s3store's *Bucket is one.
+	Objects map[string]ObjectSource
+}
+
+// ObjectSource is an object store that a plan row can reference: it pins
+// the referenced object as a target of its own and reads such targets. Only
+// core and standard types appear in it, so a store satisfies it without
+// importing this package; *s3store.Bucket does.
+type ObjectSource interface {
+	core.Reader
+	// PinObject returns the target, with URI uri, that reads the object
+	// key pinned to etag and versionID (either may be empty; when both are,
+	// the store may look the current identity up under ctx's principal).
+	// size is the object's size in bytes or -1, contentType its MIME type
+	// or "" to let the store choose. It returns core.Unavailable for an
+	// object the store does not serve.
+	PinObject(ctx context.Context, uri, key, etag, versionID string, size int64, contentType string) (core.ResourceTarget, error)
+}
+
+// Source is one PostgreSQL database that a host's own SQL statements serve:
+// bindings ([Source.Binding]) and a policy ([Source.Policy]) defined by
+// statements, every one of which runs as the configured role with the
+// request's principal set, in one read-only implicit transaction sent as
+// one round trip (see the package documentation).
+//
+// Statements are checked against the database by [Source.Check], which
+// prepares each one, checks its parameters and result columns, and checks
+// the role. A statement serves no request before Check has accepted it:
+// until then its reads fail with [ErrNotChecked]. A Source is safe for
+// concurrent use.
+type Source struct {
+	s       *session
+	name    string
+	login   bool
+	objects map[string]ObjectSource
+
+	mu    sync.Mutex
+	stmts []*statement
+}
+
+// ErrNotChecked is the cause of a resolve, read, policy decision or
+// completion through a statement that [Source.Check] has not accepted.
+var ErrNotChecked = errors.New("postgres: the statement has not been checked; call Source.Check")
+
+// NewSource returns the source of db. It makes no request: [Source.Check]
+// does. db is usually a *pgxpool.Pool, which Check can prepare statements
+// on; a *pgx.Conn works too. Errors are *core.ConfigError values.
+func NewSource(db DB, opts SourceOptions) (*Source, error) {
+	if opts.Name == "" {
+		opts.Name = "postgres"
+	}
+	if opts.Role == "" && !opts.LoginRole {
+		return nil, core.NewConfigError("source "+opts.Name+": Role", "is required: name the role statements run as (or set LoginRole)", nil)
+	}
+	s, err := newSession(db, &Options{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
+		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
+	if err != nil {
+		var ce *core.ConfigError
+		if errors.As(err, &ce) {
+			ce.Field = "source " + opts.Name + ": " + ce.Field
+		}
+		return nil, err
+	}
+	objs := make(map[string]ObjectSource, len(opts.Objects))
+	for name, o := range opts.Objects {
+		if o == nil {
+			return nil, core.NewConfigError("source "+opts.Name+": Objects["+name+"]", "is nil", nil)
+		}
+		objs[name] = o
+	}
+	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs}, nil
+}
+
+// Name returns the source's name.
+func (src *Source) Name() string { return src.name }
+
+// statement is one host statement of a source: its rewritten SQL, what it
+// must return, and, once Check accepted it, the statement the store sends.
+type statement struct {
+	owner string // "binding \"document\"", "policy"
+	kind  string // "plan", "body", "complete \"id\"", "decide"
+	named namedSQL
+	// prepare checks the description of the host's statement and returns
+	// the statement the store sends and the columns it returns.
+	prepare func(desc *pgconn.StatementDescription) (*prepared, error)
+	ready   atomic.Pointer[prepared]
+}
+
+// prepared is a checked statement as the store sends it.
+type prepared struct {
+	sql  string
+	cols []string // the host statement's columns the store selects, in order
+	has  map[string]bool
+}
+
+func (st *statement) field() string { return st.owner + ": " + st.kind }
+
+func (st *statement) configError(reason string, err error) *core.ConfigError {
+	return core.NewConfigError(st.field(), reason, err)
+}
+
+func (src *Source) add(st *statement) {
+	src.mu.Lock()
+	src.stmts = append(src.stmts, st)
+	src.mu.Unlock()
+}
+
+// load returns the checked form of st, or ErrNotChecked.
+func (st *statement) load() (*prepared, error) {
+	p := st.ready.Load()
+	if p == nil {
+		return nil, fmt.Errorf("%w (%s)", ErrNotChecked, st.field())
+	}
+	return p, nil
+}
+
+// Check verifies the source against its database: that the role exists,
+// that the pool's login role is a member of it, and that neither bypasses
+// row-level security; then it prepares every statement of every binding
+// and policy made from src that it has not accepted yet, checks each
+// statement's parameters and result columns (names and types), and runs
+// each once as the role with every parameter NULL and no row fetched, so a
+// missing privilege shows here too. It returns the first mistake as one
+// *core.ConfigError naming the source, the binding, the statement and the
+// column, or an error wrapping the database's when the database cannot be
+// reached. A statement it accepts starts serving.
+func (src *Source) Check(ctx context.Context) error {
+	conn, release, err := src.conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := src.checkRole(ctx, conn); err != nil {
+		return err
+	}
+	src.mu.Lock()
+	stmts := append([]*statement(nil), src.stmts...)
+	src.mu.Unlock()
+	for _, st := range stmts {
+		if st.ready.Load() != nil {
+			continue
+		}
+		p, err := src.checkStatement(ctx, conn, st)
+		if err != nil {
+			return err
+		}
+		st.ready.Store(p)
+	}
+	return nil
+}
+
+// conn returns a connection of the source's DB to check statements on.
+func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
+	switch db := src.s.db.(type) {
+	case *pgxpool.Pool:
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("postgres: source %s: acquire a connection to check: %w", src.name, err)
+		}
+		return c.Conn(), c.Release, nil
+	case *pgx.Conn:
+		return db, func() {}, nil
+	case interface {
+		Acquire(ctx context.Context) (*pgxpool.Conn, error)
+	}:
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("postgres: source %s: acquire a connection to check: %w", src.name, err)
+		}
+		return c.Conn(), c.Release, nil
+	}
+	return nil, nil, core.NewConfigError("source "+src.name+": db", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn", nil)
+}
+
+const sqlCheckRole = `SELECT current_user::text, l.rolsuper, l.rolbypassrls,
+	r.rolname IS NOT NULL, coalesce(r.rolsuper OR r.rolbypassrls, false),
+	r.rolname IS NOT NULL AND pg_has_role(current_user, r.oid, 'MEMBER')
+FROM pg_roles l LEFT JOIN pg_roles r ON r.rolname = $1::text
+WHERE l.rolname = current_user`
+
+func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
+	var (
+		login                            string
+		loginSuper, loginBypass          bool
+		exists, roleBypasses, memberOfIt bool
+	)
+	role := src.s.role
+	if err := conn.QueryRow(ctx, sqlCheckRole, role).Scan(&login, &loginSuper, &loginBypass, &exists, &roleBypasses, &memberOfIt); err != nil {
+		return fmt.Errorf("postgres: source %s: check the role: %w", src.name, err)
+	}
+	field := "source " + src.name + ": Role"
+	if src.login {
+		if loginSuper || loginBypass {
+			return core.NewConfigError("source "+src.name+": LoginRole", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login), nil)
+		}
+		return nil
+	}
+	switch {
+	case !exists:
+		return core.NewConfigError(field, fmt.Sprintf("role %q does not exist", role), nil)
+	case roleBypasses:
+		return core.NewConfigError(field, fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role), nil)
+	case !memberOfIt:
+		return core.NewConfigError(field, fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login), nil)
+	}
+	return nil
+}
+
+// checkStatement prepares st's host SQL, lets st check its description,
+// then prepares the statement the store sends and runs it once, as the
+// role, with NULL parameters and no row fetched.
+func (src *Source) checkStatement(ctx context.Context, conn *pgx.Conn, st *statement) (*prepared, error) {
+	desc, err := conn.PgConn().Prepare(ctx, "", st.named.SQL, nil)
+	if err != nil {
+		return nil, st.configError("does not prepare: "+pgMessage(err), err)
+	}
+	p, err := st.prepare(desc)
+	if err != nil {
+		return nil, err
+	}
+	sent, err := conn.PgConn().Prepare(ctx, "", p.sql, nil)
+	if err != nil {
+		return nil, st.configError("does not prepare as the store sends it: "+pgMessage(err), err)
+	}
+	if err := src.probe(ctx, conn, p.sql, len(sent.ParamOIDs)); err != nil {
+		role := src.s.role
+		if role == "" {
+			role = "the login role"
+		}
+		return nil, st.configError(fmt.Sprintf("does not run as %s: %s", role, pgMessage(err)), err)
+	}
+	return p, nil
+}
+
+// probe runs sql once in a read-only transaction as the source's role with
+// every one of its n parameters NULL, fetching no row, and rolls back.
+func (src *Source) probe(ctx context.Context, conn *pgx.Conn, sql string, n int) error {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if src.s.role != "" {
+		if _, err := tx.Exec(ctx, "SELECT set_config('role', $1, true)", src.s.role); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.Query(ctx, "SELECT 1 FROM ("+sql+"\n) AS probe LIMIT 0", make([]any, n)...)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// pgMessage returns the server's message (and detail) for a PostgreSQL
+// error, else the error's text.
+func pgMessage(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		if pe.Hint != "" {
+			return pe.Message + " (" + pe.Hint + ")"
+		}
+		return pe.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,756 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
+)
+
+// SQLBinding defines one resource of a host's own schema by the SQL the
+// host writes. Statements name their parameters ($tenant, $id, ...): the
+// store binds them by position as text (cast where a column has another
+// type: $id::uuid) and never builds SQL from a value. Each statement is one
+// SELECT without a trailing semicolon; [Source.Check] prepares it and checks
+// its parameters and columns.
+//
+// The plan (or bundle) statement selects identity metadata only, never a
+// body. Its result columns, by name:
+//
+//	key                (any type, required)  the item's stable id; the body statement's $key
+//	version            (any type, required)  changes whenever the content or MIME type does
+//	mime               (text, required)      the item's MIME type
+//	name, title        (text)                accepted and checked; not served (core items carry no name)
+//	size               (integer)             the body's size, when known
+//	text               (boolean)             serve the body as text; default: by MIME type
+//	object_key         (text)                a referenced object: a second item, read from an ObjectSource
+//	object_source      (text)                which of SourceOptions.Objects holds it (default ObjectSource)
+//	object_etag        (text)                the ETag that pins it
+//	object_version_id  (text)                the version id that pins it
+//	object_size        (integer)             its size, checked when it is read
+//	object_mime        (text)                its MIME type; default: the object store's
+//
+// plus any column ItemURI or ObjectURI names. A NULL object_key is a row
+// without an object. Any other column is a mistake that Check reports.
+type SQLBinding struct {
+	// Definition is the resource's definition: a URITemplate whose
+	// variables the statements use by name, or a concrete URI.
+	Definition core.ResourceDefinition
+	// Plan is the statement that plans one item: the request names exactly
+	// one row (zero rows is unavailable, exactly like a row the principal
+	// may not see; more than one is an error). The item's URI is the
+	// request URI. Parameters: the template's variables and $principal.
+	// Exactly one of Plan and Bundle is set.
+	Plan string
+	// Bundle is the statement that plans several items, one per row in
+	// the statement's order: zero rows is a legitimately empty bundle.
+	// Parameters as for Plan; ItemURI is required.
+	Bundle string
+	// ItemURI is the pattern of a bundle row's item URI: literal text and
+	// {column} placeholders, each replaced by that column's value escaped
+	// as one path segment (doc://tenants/{tenant_id}/{id}).
+	ItemURI string
+	// ObjectURI is the pattern of a row's object item URI, as ItemURI;
+	// empty means the row item's URI followed by "/object".
+	ObjectURI string
+	// Body is the statement that selects one item's content, pinned to
+	// the planned key and version: parameters $key, $version and
+	// $principal; columns body (bytea or text, required) and version
+	// (any type). With a version column the store tells a changed item
+	// (read_failed, retryable) from one that is gone or refused
+	// (unavailable); without one the statement must use $version and a
+	// changed item is unavailable. The store returns the body only when it
+	// fits core.ReadLimit, in the same statement (octet_length), so an
+	// oversized body is never transferred. Zero rows is unavailable; more
+	// than one is an error.
+	Body string
+	// Complete holds one statement per template variable it completes:
+	// parameters $prefix (required; compare with starts_with, a literal),
+	// $limit (bigint), $principal and the template's other variables (NULL
+	// when the caller has not chosen them); one column, value (text), in
+	// the order to offer.
+	Complete map[string]string
+	// ObjectSource names the entry of SourceOptions.Objects that holds
+	// rows' objects when the plan has no object_source column.
+	ObjectSource string
+	// Representation labels the row items; empty means "row". Object
+	// items are labelled by their object store.
+	Representation string
+	// ObjectOnly makes the binding serve the row's object alone, as the
+	// request URI: register it beside the row's binding under the object
+	// item's URI (doc://tenants/{tenant}/documents/{id}/object) so that
+	// the object items of the row's reads can be read on their own. Its Plan
+	// must return object_key; Body, Bundle and ObjectURI stay empty. A row
+	// without an object, or with one its store does not serve, is
+	// unavailable.
+	ObjectOnly bool
+}
+
+// The representations of the targets a Source plans.
+const (
+	// ReprRow labels a row item of a [SQLBinding] unless it names its own.
+	ReprRow = "row"
+	// reprSQLBundle labels the requested target of a bundle.
+	reprSQLBundle = "sql-bundle"
+)
+
+// planColumns are the columns a plan or bundle statement may return.
+var planColumns = []column{
+	{"key", colAny, true}, {"version", colAny, true}, {"mime", colText, true},
+	{"name", colText, false}, {"title", colText, false}, {"size", colInteger, false}, {"text", colBool, false},
+	{"object_key", colText, false}, {"object_source", colText, false}, {"object_etag", colText, false},
+	{"object_version_id", colText, false}, {"object_size", colInteger, false}, {"object_mime", colText, false},
+}
+
+var bodyColumns = []column{{"body", colBody, true}, {"version", colAny, false}}
+
+var completeColumns = []column{{"value", colText, true}}
+
+// sqlRef is the private authorization data of a target a Source planned.
+type sqlRef struct {
+	Kind    string `json:"k"` // "row", "object" or "bundle"
+	Source  string `json:"s"`
+	Binding string `json:"b"`
+	Key     string `json:"key,omitempty"`
+	Version string `json:"v,omitempty"`
+	MIME    string `json:"m,omitempty"`
+	Text    bool   `json:"t,omitempty"`
+	// ObjectSource and Object are an object item's store and that store's
+	// own target.
+	ObjectSource string     `json:"os,omitempty"`
+	Object       *objectRef `json:"o,omitempty"`
+}
+
+const (
+	refRow    = "row"
+	refObject = "object"
+	refBundle = "bundle"
+)
+
+func parseSQLRef(t core.ResourceTarget) (sqlRef, bool) {
+	var r sqlRef
+	if json.Unmarshal(t.AuthorizationData(), &r) != nil || r.Source == "" {
+		return sqlRef{}, false
+	}
+	switch r.Kind {
+	case refRow, refObject, refBundle:
+		return r, true
+	}
+	return sqlRef{}, false
+}
+
+// sqlBinding is a checked SQLBinding: its resolver, reader and completer.
+type sqlBinding struct {
+	src       *Source
+	name      string
+	repr      string
+	bundle    bool
+	plan      *statement
+	body      *statement
+	complete  map[string]*statement
+	itemURI   uriPattern
+	objectURI uriPattern
+	objSource string
+	objOnly   bool
+}
+
+// Binding returns the binding that b defines over src. It checks what it
+// can without the database (the statements' syntax and parameter names
+// against the template, the URI patterns, the object source) and returns
+// the first mistake as a *core.ConfigError naming the binding, the
+// statement and the parameter; [Source.Check] then checks the statements
+// against the database, and until it has they serve nothing.
+func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
+	name := b.Definition.Name
+	if name == "" {
+		name = b.Definition.URITemplate + b.Definition.URI
+	}
+	owner := fmt.Sprintf("source %s: binding %q", src.name, name)
+	fail := func(field, reason string) (core.ResourceBinding, error) {
+		return core.ResourceBinding{}, core.NewConfigError(owner+": "+field, reason, nil)
+	}
+	vars := templateNames(b.Definition.URITemplate)
+	sb := &sqlBinding{src: src, name: name, repr: b.Representation, objSource: b.ObjectSource, complete: map[string]*statement{}}
+	if sb.repr == "" {
+		sb.repr = ReprRow
+	}
+	if sb.repr == reprSQLBundle {
+		return fail("Representation", "is reserved")
+	}
+	planSQL, kind := b.Plan, "plan"
+	switch {
+	case b.Plan != "" && b.Bundle != "":
+		return fail("plan", "set Plan or Bundle, not both")
+	case b.Plan == "" && b.Bundle == "":
+		return fail("plan", "set Plan (one item) or Bundle (several)")
+	case b.Bundle != "":
+		planSQL, kind, sb.bundle = b.Bundle, "bundle", true
+		if b.ItemURI == "" {
+			return fail("ItemURI", "is required for a bundle: name each row's item URI, such as doc://tenants/{tenant_id}/{id}")
+		}
+	case b.ItemURI != "":
+		return fail("ItemURI", "is for bundles; a plan's item is the request URI")
+	}
+	switch {
+	case b.ObjectOnly && (b.Bundle != "" || b.Body != "" || b.ObjectURI != ""):
+		return fail("ObjectOnly", "serves a plan's object alone: leave Bundle, Body and ObjectURI empty")
+	case !b.ObjectOnly && b.Body == "":
+		return fail("body", "is required")
+	}
+	sb.objOnly = b.ObjectOnly
+	var err error
+	if sb.itemURI, err = parseURIPattern(b.ItemURI); err != nil {
+		return fail("ItemURI", err.Error())
+	}
+	if sb.objectURI, err = parseURIPattern(b.ObjectURI); err != nil {
+		return fail("ObjectURI", err.Error())
+	}
+	if b.ObjectSource != "" {
+		if _, ok := src.objects[b.ObjectSource]; !ok {
+			return fail("ObjectSource", fmt.Sprintf("names object source %q, which SourceOptions.Objects does not hold", b.ObjectSource))
+		}
+	}
+	allowCapture := func(n string) bool { return n == "principal" || slices.Contains(vars, n) }
+	// The plan.
+	named, err := rewriteNamed(planSQL, nil)
+	if err != nil {
+		return fail(kind, err.Error())
+	}
+	if err := named.checkNames(allowCapture, "the template has no such variable (parameters: the template's variables and $principal)"); err != nil {
+		return fail(kind, err.Error())
+	}
+	sb.plan = &statement{owner: owner, kind: kind, named: named}
+	sb.plan.prepare = sb.preparePlan
+	if sb.objOnly {
+		src.add(sb.plan)
+		return core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}, nil
+	}
+	// The body.
+	if named, err = rewriteNamed(b.Body, nil); err != nil {
+		return fail("body", err.Error())
+	}
+	if err := named.checkNames(func(n string) bool { return n == "key" || n == "version" || n == "principal" },
+		"a body statement takes $key, $version and $principal"); err != nil {
+		return fail("body", err.Error())
+	}
+	if named.paramIndex("key") == 0 {
+		return fail("body", "does not use $key: it must select the planned item")
+	}
+	sb.body = &statement{owner: owner, kind: "body", named: named}
+	sb.body.prepare = sb.prepareBody
+	// Completions, in name order so that Check reports deterministically.
+	for _, v := range slices.Sorted(maps.Keys(b.Complete)) {
+		field := fmt.Sprintf("complete %q", v)
+		if !slices.Contains(vars, v) {
+			return fail(field, "the template has no such variable")
+		}
+		cast := func(n string) string {
+			if n == "limit" {
+				return "int8"
+			}
+			return "text"
+		}
+		if named, err = rewriteNamed(b.Complete[v], cast); err != nil {
+			return fail(field, err.Error())
+		}
+		if err := named.checkNames(func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
+			"a completion takes $prefix, $limit, $principal and the template's variables"); err != nil {
+			return fail(field, err.Error())
+		}
+		if named.paramIndex("prefix") == 0 {
+			return fail(field, "does not use $prefix: compare the value with starts_with(value, $prefix)")
+		}
+		st := &statement{owner: owner, kind: field, named: named}
+		st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
+			return prepareSelect(st, desc, completeColumns, nil, func(cols string, n int) string {
+				return "SELECT " + cols + ", count(*) OVER () FROM (" + st.named.SQL + "\n) AS q LIMIT $" + strconv.Itoa(n+1)
+			})
+		}
+		sb.complete[v] = st
+	}
+	src.add(sb.plan)
+	src.add(sb.body)
+	for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
+		src.add(sb.complete[v])
+	}
+	return core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}, nil
+}
+
+// prepareSelect checks desc's columns against want (plus extra) and returns
+// the statement that build makes from the select list and the number of
+// the host statement's parameters.
+func prepareSelect(st *statement, desc *pgconn.StatementDescription, want []column, extra []string,
+	build func(cols string, nparams int) string) (*prepared, error) {
+	cols, has, err := pickColumns(desc.Fields, want, extra)
+	if err != nil {
+		return nil, st.configError(err.Error(), nil)
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return &prepared{sql: build(selectList(cols), len(st.named.Names)), cols: names, has: has}, nil
+}
+
+func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared, error) {
+	extra := append(sb.itemURI.columns(), sb.objectURI.columns()...)
+	p, err := prepareSelect(sb.plan, desc, planColumns, extra, func(cols string, n int) string {
+		return "SELECT " + cols + " FROM (" + sb.plan.named.SQL + "\n) AS q LIMIT $" + strconv.Itoa(n+1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []string{"object_source", "object_etag", "object_version_id", "object_size", "object_mime"} {
+		if p.has[c] && !p.has["object_key"] {
+			return nil, sb.plan.configError(fmt.Sprintf("column %q needs an object_key column", c), nil)
+		}
+	}
+	if sb.objOnly && !p.has["object_key"] {
+		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
+	}
+	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" {
+		return nil, sb.plan.configError(`column "object_key" needs an object_source column or SQLBinding.ObjectSource`, nil)
+	}
+	return p, nil
+}
+
+func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared, error) {
+	cols, has, err := pickColumns(desc.Fields, bodyColumns, nil)
+	if err != nil {
+		return nil, sb.body.configError(err.Error(), nil)
+	}
+	n := len(sb.body.named.Names)
+	v, lim := "$"+strconv.Itoa(n+1), "$"+strconv.Itoa(n+2)
+	var sql string
+	if has["version"] {
+		sql = "SELECT q.version::text, octet_length(q.body), CASE WHEN q.version::text = " + v + "::text AND octet_length(q.body) <= " + lim +
+			"::int8 THEN q.body END FROM (" + sb.body.named.SQL + "\n) AS q"
+	} else {
+		if sb.body.named.paramIndex("version") == 0 {
+			return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
+		}
+		sql = "SELECT " + v + "::text, octet_length(q.body), CASE WHEN octet_length(q.body) <= " + lim +
+			"::int8 THEN q.body END FROM (" + sb.body.named.SQL + "\n) AS q"
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return &prepared{sql: sql, cols: names, has: has}, nil
+}
+
+// Resolve plans a request with the plan or bundle statement.
+func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+	p, err := sb.plan.load()
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	vals, err := sb.src.values(ctx, sb.plan.named, m.Vars())
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	maxItems := sb.src.s.maxItems
+	args := append(sb.plan.named.args(vals), maxItems+1)
+	rows, err := sb.src.query(ctx, p, args)
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	switch {
+	case len(rows) > maxItems:
+		return core.ResourceReadPlan{}, fmt.Errorf("postgres: the request plans more than %d items (SourceOptions.MaxPlanItems)", maxItems)
+	case !sb.bundle && len(rows) == 0:
+		return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
+	case !sb.bundle && len(rows) > 1:
+		return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: the plan statement returned %d rows for one item", sb.name, len(rows))
+	}
+	if sb.objOnly {
+		ot, ok, err := sb.objectTarget(ctx, m.URI(), rows[0])
+		switch {
+		case err != nil:
+			return core.ResourceReadPlan{}, err
+		case !ok:
+			return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
+		}
+		return core.NewResourceReadPlan(ot, ot)
+	}
+	items := make([]core.ResourceTarget, 0, len(rows))
+	requested := core.ResourceTarget{}
+	for _, r := range rows {
+		uri := m.URI()
+		if sb.bundle {
+			if uri, err = sb.itemURI.expand(r); err != nil {
+				return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: ItemURI: %w", sb.name, err)
+			}
+		}
+		t, err := sb.rowTarget(uri, r)
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		items = append(items, t)
+		if t.URI() == m.URI() {
+			requested = t
+		}
+		ot, ok, err := sb.objectTarget(ctx, uri, r)
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		if ok {
+			items = append(items, ot)
+		}
+	}
+	if requested.IsZero() {
+		authz, _ := json.Marshal(sqlRef{Kind: refBundle, Source: sb.src.name, Binding: sb.name})
+		if requested, err = core.NewResourceTarget(m.URI(), reprSQLBundle, authz); err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+	}
+	return core.NewResourceReadPlan(requested, items...)
+}
+
+func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) {
+	ref := sqlRef{Kind: refRow, Source: sb.src.name, Binding: sb.name}
+	var ok bool
+	if ref.Key, ok = r.str("key"); !ok {
+		return core.ResourceTarget{}, fmt.Errorf("postgres: binding %q: a plan row has a NULL key", sb.name)
+	}
+	if ref.Version, ok = r.str("version"); !ok {
+		return core.ResourceTarget{}, fmt.Errorf("postgres: binding %q: a plan row has a NULL version", sb.name)
+	}
+	ref.MIME, _ = r.str("mime")
+	if text, ok := r.bool("text"); ok {
+		ref.Text = text
+	} else {
+		ref.Text = mediatype.IsText(ref.MIME)
+	}
+	authz, err := json.Marshal(ref)
+	if err != nil {
+		return core.ResourceTarget{}, err
+	}
+	return core.NewResourceTarget(uri, sb.repr, authz)
+}
+
+// objectTarget returns the object item a row references, if any: ok is
+// false for a row without one and for an object its store does not serve
+// (the row's item then stands alone).
+func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (core.ResourceTarget, bool, error) {
+	key, ok := r.str("object_key")
+	if !ok {
+		return core.ResourceTarget{}, false, nil
+	}
+	srcName, ok := r.str("object_source")
+	if !ok {
+		srcName = sb.objSource
+	}
+	os, ok := sb.src.objects[srcName]
+	if !ok {
+		return core.ResourceTarget{}, false, nil
+	}
+	uri := rowURI + "/object"
+	if sb.objOnly {
+		uri = rowURI
+	} else if !sb.objectURI.empty() {
+		var err error
+		if uri, err = sb.objectURI.expand(r); err != nil {
+			return core.ResourceTarget{}, false, fmt.Errorf("postgres: binding %q: ObjectURI: %w", sb.name, err)
+		}
+	}
+	etag, _ := r.str("object_etag")
+	vid, _ := r.str("object_version_id")
+	size, ok := r.int("object_size")
+	if !ok {
+		size = -1
+	}
+	mime, _ := r.str("object_mime")
+	inner, err := os.PinObject(ctx, uri, key, etag, vid, size, mime)
+	switch {
+	case core.KindOf(err) == core.FailureUnavailable:
+		return core.ResourceTarget{}, false, nil
+	case err != nil:
+		return core.ResourceTarget{}, false, err
+	case inner.IsZero() || inner.URI() != uri:
+		return core.ResourceTarget{}, false, fmt.Errorf("postgres: object source %q pinned no target for the URI it was given", srcName)
+	}
+	key, _ = r.str("key")
+	version, _ := r.str("version")
+	authz, err := json.Marshal(sqlRef{Kind: refObject, Source: sb.src.name, Binding: sb.name, Key: key, Version: version,
+		ObjectSource: srcName, Object: &objectRef{Repr: inner.Representation(), Data: inner.AuthorizationData()}})
+	if err != nil {
+		return core.ResourceTarget{}, false, err
+	}
+	t, err := core.NewResourceTarget(uri, inner.Representation(), authz)
+	return t, err == nil, err
+}
+
+// read reads a row item with the body statement, or an object item
+// through its object source.
+func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+	ref, ok := parseSQLRef(t)
+	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name {
+		return core.ResourcePayload{}, ErrBadTarget
+	}
+	switch ref.Kind {
+	case refObject:
+		os, ok := sb.src.objects[ref.ObjectSource]
+		if !ok || ref.Object == nil {
+			return core.ResourcePayload{}, ErrBadTarget
+		}
+		inner, err := core.NewResourceTarget(t.URI(), ref.Object.Repr, ref.Object.Data)
+		if err != nil {
+			return core.ResourcePayload{}, ErrBadTarget
+		}
+		return os.Read(ctx, inner)
+	case refRow:
+		if sb.objOnly || t.Representation() != sb.repr {
+			return core.ResourcePayload{}, ErrBadTarget
+		}
+	default:
+		return core.ResourcePayload{}, ErrBadTarget
+	}
+	p, err := sb.body.load()
+	if err != nil {
+		return core.ResourcePayload{}, err
+	}
+	vals, err := sb.src.values(ctx, sb.body.named, map[string]string{"key": ref.Key, "version": ref.Version})
+	if err != nil {
+		return core.ResourcePayload{}, err
+	}
+	limit := core.ReadLimit(ctx)
+	args := append(sb.body.named.args(vals), ref.Version, limit)
+	b, err := sb.src.s.begin(ctx)
+	if err != nil {
+		return core.ResourcePayload{}, err
+	}
+	b.Queue(p.sql, args...)
+	var (
+		n       int
+		version string
+		size    *int64
+		body    []byte
+	)
+	err = sb.src.s.run(ctx, b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if n++; n > 1 {
+				return fmt.Errorf("postgres: binding %q: the body statement returned more than one row", sb.name)
+			}
+			if err := rows.Scan(&version, &size, &body); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return core.ResourcePayload{}, err
+	}
+	return decide(n == 1, version == ref.Version, size, body, limit, ref.MIME, ref.Text)
+}
+
+// Complete implements core.Completer with the binding's completion
+// statements; a variable without one completes to nothing.
+func (sb *sqlBinding) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+	st, ok := sb.complete[req.Variable]
+	if !ok {
+		return core.Completion{Values: []string{}}, nil
+	}
+	p, err := st.load()
+	if err != nil {
+		return core.Completion{}, err
+	}
+	limit := min(max(req.Limit, 1), core.MaxCompletionValues)
+	given := map[string]string{"prefix": req.Prefix, "limit": strconv.Itoa(limit)}
+	for k, v := range req.Arguments {
+		if k != "prefix" && k != "limit" && k != "principal" {
+			given[k] = v
+		}
+	}
+	vals, err := sb.src.values(ctx, st.named, given)
+	if err != nil {
+		return core.Completion{}, err
+	}
+	if _, ok := vals["limit"]; ok {
+		vals["limit"] = int64(limit)
+	}
+	rows, err := sb.src.queryRaw(ctx, p.sql, append(st.named.args(vals), limit), func(rows pgx.Rows) (row, error) {
+		var v string
+		var total int64
+		if err := rows.Scan(&v, &total); err != nil {
+			return nil, err
+		}
+		return row{"value": v, "total": total}, nil
+	})
+	if err != nil {
+		return core.Completion{}, err
+	}
+	c := core.Completion{Values: make([]string, 0, len(rows))}
+	for _, r := range rows {
+		v, _ := r.str("value")
+		c.Values = append(c.Values, v)
+		total, _ := r.int("total")
+		c.Total = int(total)
+	}
+	c.HasMore = c.Total > len(c.Values)
+	return c, nil
+}
+
+// values returns the named parameters of a statement: $principal from the
+// request context, the rest from given (a name given no value binds NULL).
+func (src *Source) values(ctx context.Context, named namedSQL, given map[string]string) (map[string]any, error) {
+	vals := make(map[string]any, len(named.Names))
+	for _, n := range named.Names {
+		if n == "principal" {
+			p, err := src.s.principal(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := CheckPrincipal(p); err != nil {
+				return nil, core.Unavailable(err)
+			}
+			vals[n] = p
+			continue
+		}
+		if v, ok := given[n]; ok {
+			vals[n] = v
+		}
+	}
+	return vals, nil
+}
+
+// query runs a checked select statement in one round trip and returns its
+// rows by column name.
+func (src *Source) query(ctx context.Context, p *prepared, args []any) ([]row, error) {
+	cols := make([]column, len(p.cols))
+	for i, name := range p.cols {
+		cols[i] = columnOf(name)
+	}
+	return src.queryRaw(ctx, p.sql, args, func(rows pgx.Rows) (row, error) {
+		dest := scanTargets(cols)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		return newRow(cols, dest), nil
+	})
+}
+
+// columnOf returns the type a selected column was cast to.
+func columnOf(name string) column {
+	for _, set := range [][]column{planColumns, bodyColumns, completeColumns, decideColumns} {
+		for _, c := range set {
+			if c.name == name {
+				return c
+			}
+		}
+	}
+	return column{name: name, typ: colAny}
+}
+
+func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan func(pgx.Rows) (row, error)) ([]row, error) {
+	b, err := src.s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.Queue(sql, args...)
+	var out []row
+	err = src.s.run(ctx, b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// templateNames returns the {name} variables of a template in order.
+func templateNames(tmpl string) []string {
+	var names []string
+	for {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			return names
+		}
+		end := strings.IndexByte(tmpl[open:], '}')
+		if end < 0 {
+			return names
+		}
+		names = append(names, tmpl[open+1:open+end])
+		tmpl = tmpl[open+end+1:]
+	}
+}
+
+// uriPattern is literal text with {column} placeholders.
+type uriPattern struct{ parts []string } // even: literal, odd: column name
+
+func parseURIPattern(s string) (uriPattern, error) {
+	var p uriPattern
+	for s != "" {
+		open := strings.IndexByte(s, '{')
+		if open < 0 {
+			p.parts = append(p.parts, s)
+			break
+		}
+		end := strings.IndexByte(s[open:], '}')
+		if end < 0 {
+			return uriPattern{}, errors.New("has a '{' without its '}'")
+		}
+		name := s[open+1 : open+end]
+		if !validParamName(name) {
+			return uriPattern{}, fmt.Errorf("placeholder {%s} is not a column name", name)
+		}
+		if strings.ContainsAny(s[:open], "}") {
+			return uriPattern{}, errors.New("has a '}' without its '{'")
+		}
+		p.parts = append(p.parts, s[:open], name)
+		s = s[open+end+1:]
+	}
+	return p, nil
+}
+
+func (p uriPattern) empty() bool { return len(p.parts) == 0 }
+
+func (p uriPattern) columns() []string {
+	var out []string
+	for i := 1; i < len(p.parts); i += 2 {
+		out = append(out, p.parts[i])
+	}
+	return out
+}
+
+// expand fills the pattern from r, each value escaped as one path segment.
+func (p uriPattern) expand(r row) (string, error) {
+	var b strings.Builder
+	for i, part := range p.parts {
+		if i%2 == 0 {
+			b.WriteString(part)
+			continue
+		}
+		v, ok := r.str(part)
+		if !ok || v == "" {
+			return "", fmt.Errorf("column %q is NULL or empty", part)
+		}
+		b.WriteString(url.PathEscape(v))
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,262 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// decideColumns are the columns a policy statement may return.
+var decideColumns = []column{
+	{"key", colAny, true}, {"visible", colBool, true}, {"read", colBool, true},
+	{"discover", colBool, false}, {"disclose", colBool, false},
+}
+
+// errPolicyHidden is the private cause when the policy statement hides or
+// denies a target.
+var errPolicyHidden = errors.New("postgres: the policy statement does not let the principal read the item")
+
+// Policy returns the [core.ResourcePolicy] that one statement defines: given
+// $keys (text[]), the keys of any number of items planned by this source's
+// bindings, and optionally $principal, it returns one row per key it
+// decides, with columns
+//
+//	key       (any type, required)  one of $keys
+//	visible   (boolean, required)   the item is in the caller's selection
+//	read      (boolean, required)   the caller may read the visible item
+//	discover  (boolean)             false hides the item and, for the requested item, denies the whole read
+//	disclose  (boolean)             issues about the item may carry its URI
+//
+// A key the statement returns no row for is hidden; a key with several rows
+// takes the most restrictive answer. An object item is decided by the key
+// of the row that references it. A target that this source did not plan
+// (an object of a key family, a row of another database) is decided by its
+// URI as its key, so one statement can decide a whole plan across stores;
+// the requested target of a bundle is visible and readable (its items are
+// decided one by one). Row-level security applies to the statement as to
+// every other.
+//
+// Decide answers a whole plan with one statement in one round trip, before
+// the body reads and again for the recheck; Visibility and Read run the
+// same statement for one key, for a gateway that asks per target. Discover
+// allows every definition to a caller with a valid principal. The statement
+// is checked by [Source.Check] with the source's other statements. Errors
+// are *core.ConfigError values.
+//
+// For hosts whose row-level security already decides everything, see
+// [DatabaseDecides].
+func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
+	owner := "source " + src.name + ": policy"
+	named, err := rewriteNamed(decide, func(n string) string {
+		if n == "keys" {
+			return "text[]"
+		}
+		return "text"
+	})
+	if err != nil {
+		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
+	}
+	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" },
+		"a policy statement takes $keys and $principal"); err != nil {
+		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
+	}
+	if named.paramIndex("keys") == 0 {
+		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", "does not use $keys: decide the keys it is given", nil)
+	}
+	st := &statement{owner: owner, kind: "decide", named: named}
+	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
+		return prepareSelect(st, desc, decideColumns, nil, func(cols string, _ int) string {
+			return "SELECT " + cols + " FROM (" + st.named.SQL + "\n) AS q"
+		})
+	}
+	src.add(st)
+	p := &sqlPolicy{src: src, st: st}
+	return core.ResourcePolicy{
+		Discover:   p.discover,
+		Visibility: p.visibility,
+		Read:       p.read,
+		Decide:     p.decide,
+	}, nil
+}
+
+type sqlPolicy struct {
+	src *Source
+	st  *statement
+}
+
+// flags is one key's answer.
+type flags struct{ discover, visible, read, disclose bool }
+
+func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDescription) error {
+	principal, err := p.src.s.principal(ctx)
+	if err != nil {
+		return err
+	}
+	if err := CheckPrincipal(principal); err != nil {
+		return core.Unavailable(err)
+	}
+	return nil
+}
+
+// ask runs the statement once for keys.
+func (p *sqlPolicy) ask(ctx context.Context, keys []string) (map[string]flags, error) {
+	prep, err := p.st.load()
+	if err != nil {
+		return nil, err
+	}
+	vals, err := p.src.values(ctx, p.st.named, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := vals["keys"]; !ok {
+		vals["keys"] = keys
+	}
+	rows, err := p.src.query(ctx, prep, p.st.named.args(vals))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]flags, len(keys))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		key, ok := r.str("key")
+		if !ok {
+			continue
+		}
+		f := flags{discover: true}
+		f.visible, _ = r.bool("visible")
+		f.read, _ = r.bool("read")
+		if d, ok := r.bool("discover"); ok {
+			f.discover = d
+		}
+		f.disclose, _ = r.bool("disclose")
+		if seen[key] {
+			old := out[key]
+			f = flags{discover: f.discover && old.discover, visible: f.visible && old.visible,
+				read: f.read && old.read, disclose: f.disclose && old.disclose}
+		}
+		seen[key] = true
+		out[key] = f
+	}
+	return out, nil
+}
+
+// keyOf returns the policy key of t: its row's key for a target of this
+// source, its URI for any other; bundle is true for the requested target of
+// a bundle of this source. ok is always true.
+func (p *sqlPolicy) keyOf(t core.ResourceTarget) (key string, bundle, ok bool) {
+	r, ok := parseSQLRef(t)
+	if !ok || r.Source != p.src.name {
+		return t.URI(), false, true
+	}
+	if r.Kind == refBundle {
+		return "", true, true
+	}
+	return r.Key, false, true
+}
+
+func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+	keys := make([]string, 0, len(pass.Targets))
+	seen := map[string]bool{}
+	for _, t := range pass.Targets {
+		if k, bundle, ok := p.keyOf(t); ok && !bundle && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	var answers map[string]flags
+	if len(keys) > 0 {
+		var err error
+		if answers, err = p.ask(ctx, keys); err != nil {
+			return nil, err
+		}
+	} else if err := p.discover(ctx, pass.Definition); err != nil {
+		return nil, err
+	}
+	out := make([]core.TargetDecision, len(pass.Targets))
+	for i, t := range pass.Targets {
+		k, bundle, ok := p.keyOf(t)
+		switch {
+		case !ok:
+			continue // hidden
+		case bundle:
+			out[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
+			continue
+		}
+		f := answers[k]
+		if i == 0 && !f.discover {
+			return nil, core.Unavailable(fmt.Errorf("%w: not discoverable", errPolicyHidden))
+		}
+		out[i] = core.TargetDecision{Visibility: core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, Read: f.read}
+	}
+	return out, nil
+}
+
+func (p *sqlPolicy) one(ctx context.Context, t core.ResourceTarget) (flags, error) {
+	k, bundle, ok := p.keyOf(t)
+	switch {
+	case !ok:
+		return flags{}, nil
+	case bundle:
+		return flags{discover: true, visible: true, read: true}, nil
+	}
+	answers, err := p.ask(ctx, []string{k})
+	if err != nil {
+		return flags{}, err
+	}
+	return answers[k], nil
+}
+
+func (p *sqlPolicy) visibility(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
+	f, err := p.one(ctx, t)
+	if err != nil {
+		return core.Visibility{}, err
+	}
+	return core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, nil
+}
+
+func (p *sqlPolicy) read(ctx context.Context, t core.ResourceTarget) error {
+	f, err := p.one(ctx, t)
+	if err != nil {
+		return err
+	}
+	if !f.read || !f.visible || !f.discover {
+		return core.Unavailable(errPolicyHidden)
+	}
+	return nil
+}
+
+// DatabaseDecides returns the policy of a host whose database is the only
+// gate: it lets every caller discover, see and read everything, and leaves
+// access to row-level security (or the host's own predicate on
+// current_setting('mcp.principal', true)) in the plan and body statements of
+// its [SQLBinding] values, and to the object store's own access control for
+// referenced objects.
+//
+// That is sound because a row the principal may not see is, to the
+// statements, a row that does not exist: a plan statement that returns no
+// row is unavailable, a body statement that returns no row is unavailable,
+// and both answer exactly as for a key that was never stored, so a refused
+// caller learns nothing a missing one would not. What the mode gives up is
+// an answer before the plan: every request runs its plan statement, and
+// items are never "visible but denied" (an omission the report counts),
+// only present or absent.
+func DatabaseDecides() core.ResourcePolicy {
+	return core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
+		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			out := make([]core.TargetDecision, len(pass.Targets))
+			for i := range out {
+				out[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
+			}
+			return out, nil
+		},
+	}
+}

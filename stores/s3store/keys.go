@@ -1,0 +1,360 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
+)
+
+// MaxKeyDepth bounds [KeyFamily].MaxDepth.
+const MaxKeyDepth = 32
+
+// KeyFamily serves the objects under a key prefix, at any depth up to
+// MaxDepth, as a family of whole-segment templates: the contract allows no
+// {+path} or {path*} variable and no '/' in a capture, so a nested key is
+// served by one template per depth, each of whose segments is a checked
+// capture. With
+//
+//	URI:      "report://tenants/{tenant}/reports/...",
+//	Prefix:   "tenants/{tenant}/reports/",
+//	MaxDepth: 3,
+//
+// the family is report://tenants/{tenant}/reports/{k1},
+// .../{k1}/{k2} and .../{k1}/{k2}/{k3}, and
+// report://tenants/acme/reports/2026/q3.pdf reads the key
+// tenants/acme/reports/2026/q3.pdf. Templates of different depths have
+// different numbers of segments, so the family is never ambiguous with
+// itself; [Bucket.KeyBindings] also refuses families that overlap each
+// other (core.TemplateOverlaps).
+type KeyFamily struct {
+	// Definition names the family (Name is required; Title, Description,
+	// MIMEType, Meta, Annotations and Icons are copied to every template).
+	// URI and URITemplate must be empty: URI below gives the templates.
+	Definition core.ResourceDefinition
+	// URI is the family's URI: literal and {captured} whole path segments,
+	// ending in "/..." where the nested key segments go.
+	URI string
+	// Prefix is the key prefix: "" or literal and {captured} whole
+	// segments ending in '/'. Every capture of URI must appear in Prefix
+	// exactly once, and Prefix may use no other, so that each URI names one
+	// key and each key one URI.
+	Prefix string
+	// MaxDepth is the most key segments after Prefix, 1 to MaxKeyDepth.
+	MaxDepth int
+}
+
+// keySegmentVar names the variable of nested key segment i (1-based).
+func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
+
+// KeyBindings returns the bindings of families: for each family, one
+// template binding per depth from 1 to MaxDepth, in that order. Each plans
+// one item, the requested URI, from a HEAD of the key under the
+// requesting principal's access, pinned to the current ETag like
+// [Bucket.Binding], with the MIME type the HEAD returned or, when the object
+// has none, the one its key's extension names ([ContentTypeOf]). Every
+// segment of the key is checked ([CheckKey]: no empty, "." or ".." segment,
+// no backslash or control character) before any request. Errors are
+// *core.ConfigError values: a malformed URI or Prefix, a capture Prefix does
+// not use, a depth out of range, or two families (or depths) that some URI
+// would match at once.
+func (b *Bucket) KeyBindings(families ...KeyFamily) ([]core.ResourceBinding, error) {
+	var out []core.ResourceBinding
+	for _, f := range families {
+		bs, err := b.keyBindings(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bs...)
+	}
+	if err := checkDisjoint(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
+	name := f.Definition.Name
+	fail := func(field, reason string) ([]core.ResourceBinding, error) {
+		return nil, core.NewConfigError(fmt.Sprintf("key family %q: %s", name, field), reason, nil)
+	}
+	switch {
+	case name == "":
+		return fail("Definition.Name", "is required")
+	case f.Definition.URI != "" || f.Definition.URITemplate != "":
+		return fail("Definition", "must leave URI and URITemplate empty: KeyFamily.URI gives the templates")
+	case f.MaxDepth < 1 || f.MaxDepth > MaxKeyDepth:
+		return fail("MaxDepth", fmt.Sprintf("must be 1 to %d", MaxKeyDepth))
+	}
+	base, ok := strings.CutSuffix(f.URI, "/...")
+	if !ok {
+		return fail("URI", `must end in "/..." where the key's segments go`)
+	}
+	scheme, path, ok := strings.Cut(base, "://")
+	if !ok || scheme == "" || path == "" {
+		return fail("URI", "must be scheme://authority/... with an authority and no variable in it")
+	}
+	uriVars, err := patternVars(strings.Split(path, "/")[1:], "URI")
+	if err != nil {
+		return fail("URI", err.Error())
+	}
+	if strings.ContainsAny(strings.Split(path, "/")[0], "{}") {
+		return fail("URI", "has a variable in its authority")
+	}
+	prefix, err := parseKeyPrefix(f.Prefix)
+	if err != nil {
+		return fail("Prefix", err.Error())
+	}
+	var prefixVars []string
+	for _, seg := range prefix {
+		if seg.capture {
+			prefixVars = append(prefixVars, seg.text)
+		}
+	}
+	for _, v := range uriVars {
+		if !slices.Contains(prefixVars, v) {
+			return fail("Prefix", fmt.Sprintf("does not use the URI's capture {%s}: two URIs would name one key", v))
+		}
+	}
+	for i, v := range prefixVars {
+		switch {
+		case !slices.Contains(uriVars, v):
+			return fail("Prefix", fmt.Sprintf("uses {%s}, which the URI does not capture", v))
+		case slices.Contains(prefixVars[:i], v):
+			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
+		}
+	}
+	for i := 1; i <= f.MaxDepth; i++ {
+		if slices.Contains(uriVars, keySegmentVar(i)) {
+			return fail("URI", fmt.Sprintf("captures {%s}, a name the family uses for key segment %d", keySegmentVar(i), i))
+		}
+	}
+	out := make([]core.ResourceBinding, 0, f.MaxDepth)
+	tmpl := base
+	for depth := 1; depth <= f.MaxDepth; depth++ {
+		tmpl += "/{" + keySegmentVar(depth) + "}"
+		def := f.Definition
+		def.URITemplate = tmpl
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth), Reader: b})
+	}
+	return out, nil
+}
+
+// keySegment is one segment of a key prefix: literal text or a capture.
+type keySegment struct {
+	text    string
+	capture bool
+}
+
+// parseKeyPrefix parses "" or segments ending in '/'.
+func parseKeyPrefix(p string) ([]keySegment, error) {
+	if p == "" {
+		return nil, nil
+	}
+	body, ok := strings.CutSuffix(p, "/")
+	if !ok {
+		return nil, errors.New("must be empty or end in '/'")
+	}
+	var out []keySegment
+	for _, seg := range strings.Split(body, "/") {
+		if name, ok := captureName(seg); ok {
+			out = append(out, keySegment{text: name, capture: true})
+			continue
+		}
+		if strings.ContainsAny(seg, "{}") {
+			return nil, fmt.Errorf("segment %q mixes literal text and a capture; captures are whole segments", seg)
+		}
+		if err := checkSegment(seg); err != nil {
+			return nil, fmt.Errorf("segment %q: %w", seg, err)
+		}
+		out = append(out, keySegment{text: seg})
+	}
+	return out, nil
+}
+
+// patternVars returns the captures of URI path segments, refusing partial
+// segments and repeated names.
+func patternVars(segs []string, what string) ([]string, error) {
+	var vars []string
+	for _, seg := range segs {
+		if name, ok := captureName(seg); ok {
+			if slices.Contains(vars, name) {
+				return nil, fmt.Errorf("captures {%s} twice", name)
+			}
+			vars = append(vars, name)
+			continue
+		}
+		if strings.ContainsAny(seg, "{}") {
+			return nil, fmt.Errorf("segment %q mixes literal text and a capture; captures are whole segments", seg)
+		}
+		if seg == "" {
+			return nil, fmt.Errorf("%s has an empty segment", what)
+		}
+	}
+	return vars, nil
+}
+
+// captureName returns name for a segment "{name}" with a valid name.
+func captureName(seg string) (string, bool) {
+	name, ok := strings.CutPrefix(seg, "{")
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, "}")
+	if !ok || name == "" {
+		return "", false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return "", false
+		}
+	}
+	return name, true
+}
+
+// checkSegment refuses a key segment that is empty, "." or "..", or holds
+// '/', a backslash or a control character.
+func checkSegment(seg string) error {
+	switch {
+	case seg == "":
+		return &KeyError{KeyEmptySegment}
+	case seg == "." || seg == "..":
+		return &KeyError{KeyDotSegment}
+	case strings.IndexByte(seg, '/') >= 0:
+		return &KeyError{KeyEmptySegment}
+	}
+	return CheckKey(seg)
+}
+
+// keyResolver plans the key that a depth-depth template's captures name.
+func (b *Bucket) keyResolver(prefix []keySegment, depth int) core.Resolver {
+	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		var key strings.Builder
+		add := func(seg string) error {
+			if err := checkSegment(seg); err != nil {
+				return err
+			}
+			key.WriteString(seg)
+			return nil
+		}
+		for _, seg := range prefix {
+			v := seg.text
+			if seg.capture {
+				v, _ = m.Var(seg.text)
+			}
+			if err := add(v); err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+			key.WriteByte('/')
+		}
+		for i := 1; i <= depth; i++ {
+			v, _ := m.Var(keySegmentVar(i))
+			if err := add(v); err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+			if i < depth {
+				key.WriteByte('/')
+			}
+		}
+		obj, err := b.Head(ctx, key.String())
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		obj.VersionID = "" // the current version, pinned by ETag
+		obj.ContentType = ContentTypeOf(obj.Key, obj.ContentType)
+		t, err := NewObjectTarget(m.URI(), obj)
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		return core.NewResourceReadPlan(t, t)
+	})
+}
+
+// checkDisjoint refuses bindings some of whose templates overlap.
+func checkDisjoint(bs []core.ResourceBinding) error {
+	if len(bs) < 2 {
+		return nil
+	}
+	allow := core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
+	}
+	r, err := core.NewResources(bs, allow)
+	if err != nil {
+		return err
+	}
+	overlaps, _ := r.TemplateOverlaps()
+	if len(overlaps) > 0 {
+		o := overlaps[0]
+		return core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+	}
+	return nil
+}
+
+// ContentTypeOf returns the MIME type to serve an object as: stored, the
+// Content-Type a request already returned for it, when that is a usable
+// type other than application/octet-stream or binary/octet-stream (what S3
+// reports for an object stored without a type); else the type key's extension
+// names (.txt, .md, .json, .pdf, ...); else application/octet-stream. It
+// makes no request.
+func ContentTypeOf(key, stored string) string {
+	if ct := mediaType(stored); ct != octetStream && !strings.HasPrefix(ct, "binary/octet-stream") {
+		return ct
+	}
+	return mediaType(mediatype.ByExtension(key))
+}
+
+// PinObject returns the target, with URI uri, that reads key from this
+// bucket pinned to etag and versionID, for a database row (or any other
+// record) that references the object: it is how package postgres's
+// ObjectSource plans a row's object, without either package importing the
+// other. With neither an ETag nor a version id it pins the current version
+// from one HEAD under ctx's principal. size is -1 when unknown; an empty
+// contentType is the stored one (after a HEAD) or the key extension's
+// ([ContentTypeOf]). A key [CheckKey] refuses is core.Unavailable: the
+// record's object is not served.
+func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string, size int64, contentType string) (core.ResourceTarget, error) {
+	if err := CheckKey(key); err != nil {
+		return core.ResourceTarget{}, core.Unavailable(err)
+	}
+	obj := Object{Bucket: b.name, Key: key, ETag: etag, VersionID: versionID, Size: size, ContentType: contentType}
+	if etag == "" && versionID == "" {
+		head, err := b.Head(ctx, key)
+		if err != nil {
+			return core.ResourceTarget{}, err
+		}
+		obj.ETag, obj.Size = head.ETag, head.Size
+		if contentType == "" {
+			obj.ContentType = head.ContentType
+		}
+	}
+	obj.ContentType = ContentTypeOf(key, obj.ContentType)
+	return NewObjectTarget(uri, obj)
+}
+
+// Check asks S3, with the client given to OpenBucket, whether the bucket
+// exists and that client may use it (one HeadBucket request). It returns a
+// *core.ConfigError naming the bucket when it does not or may not, and the
+// error itself when S3 cannot be reached.
+func (b *Bucket) Check(ctx context.Context) error {
+	_, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.name)})
+	if err == nil {
+		return nil
+	}
+	if core.KindOf(classify(err)) == core.FailureUnavailable {
+		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+	}
+	return fmt.Errorf("s3store: check bucket: %w", err)
+}
