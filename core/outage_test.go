@@ -320,3 +320,32 @@ func TestEveryVisibleItemUnavailableLooksLikeAMissingResource(t *testing.T) {
 		}
 	})
 }
+
+// TestOutageInAWholePlanDecisionIsAStorageOutage proves that a Decide pass
+// whose storage is down, before the reads or in the recheck, fails the read
+// as FailureOutage, where any other Decide error is FailurePolicy.
+func TestOutageInAWholePlanDecisionIsAStorageOutage(t *testing.T) {
+	for _, stage := range []PassStage{PassBeforeReads, PassRecheck} {
+		for _, outage := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%v outage %v", stage, outage), func(t *testing.T) {
+				cause, want := error(canaryCause), FailurePolicy
+				if outage {
+					cause, want = Outage(canaryCause), FailureOutage
+				}
+				g := newRig(t, "test://a", "test://b")
+				g.batch = true
+				g.passHook = func(pass PolicyPass, ds []TargetDecision) ([]TargetDecision, error) {
+					if pass.Stage == stage {
+						return nil, cause
+					}
+					return ds, nil
+				}
+				_, err := g.read()
+				wantKind(t, err, want)
+				if !errors.Is(err, canaryCause) {
+					t.Fatalf("cause lost: %v", err)
+				}
+			})
+		}
+	}
+}
