@@ -413,7 +413,17 @@ func TestAdmissionProperties(t *testing.T) {
 		want, visibleFailures := modelAdmission(t, lim, uris, payloads, g.denied[0])
 		res, err := g.read()
 		if visibleFailures > 0 && len(want) == 0 {
-			wantKind(t, err, FailureNoItems)
+			denied := 0
+			for _, u := range uris {
+				if g.denied[0][u] {
+					denied++
+				}
+			}
+			if denied == visibleFailures {
+				wantKind(t, err, FailureUnavailable) // every visible item denied
+			} else {
+				wantKind(t, err, FailureNoItems)
+			}
 			continue
 		}
 		if err != nil {

@@ -66,7 +66,8 @@ type Completer interface {
 // gateway caps the answer at [MaxCompletionValues], drops values that could
 // never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") and, when
 // args complete the URI, values whose URI would select another definition. Errors are *[Failure] values:
-// FailurePolicy for a failing discovery check or completer, FailureCanceled
+// FailurePolicy for a failing discovery check or completer
+// (FailureOutage when its error is an [Outage]), FailureCanceled
 // and FailureTimeout for the end of the request.
 func (r *Resources) Complete(ctx context.Context, tmpl, variable, prefix string, args map[string]string) (Completion, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (Completion, error) {
@@ -118,7 +119,7 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	case errors.Is(err, errScopeEnded):
 		return empty, err
 	case err != nil:
-		return empty, NewFailure(FailurePolicy, err)
+		return empty, callbackFailure(FailurePolicy, err)
 	}
 	out := Completion{Values: make([]string, 0, min(len(c.Values), MaxCompletionValues)), Total: c.Total, HasMore: c.HasMore}
 	dropped := 0

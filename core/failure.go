@@ -1,8 +1,10 @@
 package core
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // FailureKind says why a whole operation (a read, a list page) produced no
@@ -20,10 +22,12 @@ const (
 	FailureInvalidRequest
 	// FailureAmbiguous means two or more templates matched the request.
 	FailureAmbiguous
-	// FailureInvalidPlan is a Resolve error or a plan that breaks the rules.
+	// FailureInvalidPlan is a Resolve error (other than [Unavailable] and
+	// [Outage]) or a plan that breaks the rules.
 	FailureInvalidPlan
 	// FailurePolicy is an operational policy failure (an error other than
-	// [FailureUnavailable], any visibility error, or a panic).
+	// [FailureUnavailable] and [FailureOutage], any other visibility error,
+	// or a panic).
 	FailurePolicy
 	// FailureCanceled means the caller canceled the operation.
 	FailureCanceled
@@ -33,15 +37,21 @@ const (
 	// cannot fit the configured response space, or a list description
 	// cannot fit an empty page.
 	FailureSize
-	// FailureNoItems means visible items existed and none survived.
+	// FailureNoItems means visible items existed and none survived, and at
+	// least one of them failed for another reason than being unavailable
+	// (read_failed, timeout, invalid_content, budget_exceeded); a read
+	// whose visible items were all unavailable fails as
+	// [FailureUnavailable]. The failure carries the items' safe issues
+	// ([Failure.Issues], [Failure.Report]).
 	FailureNoItems
 	// FailureInvalidCursor is a list cursor that is malformed, tampered,
 	// expired, or issued for another method, registry or scope.
 	FailureInvalidCursor
 	// FailureOutage means storage that planning or a policy pass needed was
 	// unreachable or failing (a lost connection, a terminated backend, a 5xx
-	// answer, throttling). It is the one retryable whole-read kind: the same
-	// request may succeed in a moment. Stores signal it with [Outage].
+	// answer, throttling). It is the one whole-read kind that is always
+	// retryable ([Failure.Retryable]): the same request may succeed in a
+	// moment. Stores signal it with [Outage].
 	FailureOutage
 )
 
@@ -84,9 +94,17 @@ func (k FailureKind) String() string {
 // Failure is the error of a whole operation. Its Error text is a fixed public
 // message chosen by Kind, safe to show a client; the private cause, which may
 // hold storage or policy details, is reachable only through Unwrap (for logs).
+//
+// A [FailureNoItems] failure of a read also carries the safe part of what a
+// partial result would have reported about its items ([Failure.Issues],
+// [Failure.IssuesOmitted], [Failure.Report]); a [FailureOutage] carries
+// only that it is retryable, and no other kind carries any detail.
 type Failure struct {
-	Kind  FailureKind
-	cause error
+	Kind    FailureKind
+	cause   error
+	issues  []ResourceIssue // FailureNoItems: the detailed issues, at most MaxIssues
+	omitted int             // FailureNoItems: visible failures without a detailed issue
+	retry   bool            // FailureNoItems: some visible item failed as read_failed
 }
 
 // NewFailure returns a [Failure] of kind with a private cause (which may be nil).
@@ -107,6 +125,64 @@ func Unavailable(cause error) error {
 // means what any other reader error means, the retryable read_failed.
 func Outage(cause error) error {
 	return &Failure{Kind: FailureOutage, cause: cause}
+}
+
+// callbackFailure is the one rule for the whole-operation failure of a
+// resolver or policy error that is not a denial: [FailureOutage] when the
+// callback said its storage is out (an [Outage] is the first *[Failure] in
+// err's chain), else kind ([FailureInvalidPlan] for a resolver,
+// [FailurePolicy] for a policy callback). Denials ([Unavailable]) are
+// decided by each caller first, because what a denial means differs by
+// callback.
+func callbackFailure(kind FailureKind, err error) *Failure {
+	if KindOf(err) == FailureOutage {
+		kind = FailureOutage
+	}
+	return NewFailure(kind, err)
+}
+
+// Issues returns the detailed issues of a [FailureNoItems] failure, in plan
+// order: at most MaxIssues of them, each with its fixed code and message
+// and, only where the final visibility decision set DiscloseIssueURI, the
+// item's URI; never a private cause. Other kinds return nil.
+func (f *Failure) Issues() []ResourceIssue { return append([]ResourceIssue(nil), f.issues...) }
+
+// IssuesOmitted counts the visible failures of a [FailureNoItems] failure
+// that have no detailed issue; 0 for other kinds.
+func (f *Failure) IssuesOmitted() int { return f.omitted }
+
+// Retryable reports whether the same request may succeed if made again:
+// always for [FailureOutage]; for [FailureNoItems] when some visible item
+// failed as read_failed (detailed or omitted); never for other kinds.
+// Nothing is retried automatically.
+func (f *Failure) Retryable() bool {
+	return f.Kind == FailureOutage || (f.Kind == FailureNoItems && f.retry)
+}
+
+// Report returns the safe detail of the failure as compact JSON, for an
+// adapter to send beside the public message (the mcpsdk adapter puts it in
+// the JSON-RPC error's data), or nil when the kind carries none:
+//
+//	FailureNoItems: {"retryable":true,"issues":[{"code":"read_failed","message":"The resource could not be read.","retryable":true}],"issuesOmitted":0}
+//	FailureOutage:  {"retryable":true}
+//
+// The issues are those of [Failure.Issues], in the same shape as a partial
+// result's report; a "uri" appears only where disclosure allowed it.
+func (f *Failure) Report() json.RawMessage {
+	switch f.Kind {
+	case FailureOutage:
+		return json.RawMessage(`{"retryable":true}`)
+	case FailureNoItems:
+	default:
+		return nil
+	}
+	b := append([]byte(nil), `{"retryable":`...)
+	b = strconv.AppendBool(b, f.Retryable())
+	b = append(b, `,"issues":`...)
+	b = appendIssues(b, f.issues)
+	b = append(b, `,"issuesOmitted":`...)
+	b = strconv.AppendInt(b, int64(f.omitted), 10)
+	return append(b, '}')
 }
 
 // Error returns the fixed public message of the failure's kind.

@@ -127,7 +127,8 @@ func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revisio
 //
 // Every page rechecks [ResourcePolicy.Discover] for each description it
 // examines: an [Unavailable] error hides the description; any other error or a
-// panic fails the page with [FailurePolicy]. A page holds at most PageSize
+// panic fails the page with [FailurePolicy] ([FailureOutage] when the error
+// is an [Outage]). A page holds at most PageSize
 // visible descriptions and fits [ResourceLimits.ListPageBytes] with the wire
 // reserve and the envelope set aside; a visible description too large for an
 // empty page fails it with [FailureSize] rather than disappearing.
@@ -204,7 +205,7 @@ func (r *Resources) fillPage(ctx context.Context, m listMethod, entries []listEn
 		case isUnavailable(err):
 			continue
 		case err != nil:
-			return ListPage{}, NewFailure(FailurePolicy, err)
+			return ListPage{}, callbackFailure(FailurePolicy, err)
 		}
 		if used+e.cost > budget {
 			if len(out) == 0 {

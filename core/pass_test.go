@@ -105,7 +105,14 @@ func TestDecideKeepsEveryOutcomeOfThePerTargetPath(t *testing.T) {
 				return nil
 			}
 		}, "failure policy failure"},
-		{"no item survived", func(g *rig) { g.deny("test://a", 1); g.deny("test://b", 1) }, "failure no item survived"},
+		// Every visible item unavailable looks like a missing resource (issue 29).
+		{"every item revoked", func(g *rig) { g.deny("test://a", 1); g.deny("test://b", 1) }, "failure unavailable"},
+		{"no item survived", func(g *rig) {
+			g.deny("test://a", 1)
+			g.item("test://b").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
+				return ResourcePayload{}, errors.New("CANARY broken")
+			}
+		}, "failure no item survived"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

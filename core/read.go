@@ -19,8 +19,12 @@ import (
 // missing, partial (Partial true, a warning item first). A non-nil error is a
 // *[Failure] and comes with no result: root denial or no match
 // ([FailureUnavailable]), a bad request, an ambiguous match, an invalid plan,
-// an operational policy failure, cancellation, the whole-read timeout, a
-// report that cannot fit, or visible items none of which survived.
+// an operational policy failure, a storage outage while planning or
+// deciding ([FailureOutage], retryable), cancellation, the whole-read
+// timeout, a report that cannot fit, or visible items none of which
+// survived ([FailureNoItems] with their safe issues, or
+// [FailureUnavailable] when every one of them was unavailable, so that an
+// item storage refused looks like a missing one).
 //
 // Body reads run one at a time in plan order, each under ItemTimeout and
 // [ReadLimit]. Before returning, Read rechecks discovery, the requested target
@@ -127,7 +131,7 @@ func (r *Resources) discover(ctx context.Context, def *definition) error {
 	case isUnavailable(err):
 		return NewFailure(FailureUnavailable, err)
 	}
-	return NewFailure(FailurePolicy, err)
+	return callbackFailure(FailurePolicy, err)
 }
 
 // resolve asks the binding for a plan and validates it.
@@ -141,7 +145,7 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 	case err != nil && isUnavailable(err):
 		return plan, NewFailure(FailureUnavailable, err)
 	case err != nil:
-		return plan, NewFailure(FailureInvalidPlan, err)
+		return plan, callbackFailure(FailureInvalidPlan, err)
 	case plan.IsZero():
 		return plan, NewFailure(FailureInvalidPlan, errors.New("resolver returned a zero plan"))
 	case plan.requested.uri != m.uri:
@@ -198,7 +202,7 @@ func (r *Resources) decidePlan(ctx context.Context, stage PassStage, def *defini
 	case err != nil && isUnavailable(err):
 		return NewFailure(FailureUnavailable, err)
 	case err != nil:
-		return NewFailure(FailurePolicy, err)
+		return callbackFailure(FailurePolicy, err)
 	case len(ds) != len(targets):
 		return NewFailure(FailurePolicy, fmt.Errorf("policy returned %d decisions for %d targets", len(ds), len(targets)))
 	}
@@ -277,7 +281,7 @@ func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, err
 		return err
 	})
 	if err != nil {
-		return decision{}, NewFailure(FailurePolicy, err)
+		return decision{}, callbackFailure(FailurePolicy, err)
 	}
 	if !vis.Visible {
 		return decision{}, nil
@@ -289,7 +293,7 @@ func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, err
 	case isUnavailable(err):
 		return decision{vis: vis}, nil
 	}
-	return decision{}, NewFailure(FailurePolicy, err)
+	return decision{}, callbackFailure(FailurePolicy, err)
 }
 
 // readItem reads one body and admits it or records its issue. Only the end
@@ -408,7 +412,7 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 		issues = append(issues, is)
 	}
 	if len(issues) > 0 && len(items) == 1 {
-		return nil, NewFailure(FailureNoItems, errors.New("no visible item survived"))
+		return nil, r.noItems(issues)
 	}
 	res := &ResourceResult{partial: len(issues) > 0}
 	if !res.partial {
@@ -432,6 +436,41 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 		return nil, NewFailure(FailureSize, errors.New("assembled result exceeds the response limits"))
 	}
 	return res, nil
+}
+
+// errAllUnavailable is the private cause of a read whose visible items were
+// all unavailable: denied, revoked, newly visible, or refused by storage.
+var errAllUnavailable = errors.New("core: every visible item was unavailable and none was admitted")
+
+// noItems is the whole-read failure of a read whose visible items all
+// failed (issues, in plan order) and none was admitted. When every one of
+// them is unavailable the read fails exactly as a missing resource does,
+// [FailureUnavailable] with no detail, because storage refusing an item it
+// planned must not tell the caller that the item exists. Otherwise it is
+// [FailureNoItems] with the safe part of the report: at most MaxIssues
+// detailed issues that fit ReportEncodedBytes, the count of the rest, and
+// whether any visible failure was retryable.
+func (r *Resources) noItems(issues []ResourceIssue) error {
+	f := &Failure{Kind: FailureUnavailable, cause: errAllUnavailable}
+	for _, is := range issues {
+		if is.code != IssueUnavailable {
+			f.Kind, f.cause = FailureNoItems, errors.New("core: no visible item survived")
+		}
+		if is.Retryable() {
+			f.retry = true
+		}
+	}
+	if f.Kind == FailureUnavailable {
+		f.retry = false
+		return f
+	}
+	maxK := min(len(issues), r.limits.MaxIssues)
+	k := sort.Search(maxK+1, func(k int) bool {
+		return int64(len(appendIssues(nil, issues[:k]))) > r.limits.ReportEncodedBytes
+	}) - 1
+	f.issues = append([]ResourceIssue(nil), issues[:max(k, 0)]...)
+	f.omitted = len(issues) - len(f.issues)
+	return f
 }
 
 // completeReport is the report of every complete result. Results share it:

@@ -552,7 +552,7 @@ func TestNewlyVisibleSoleItemIsNotCalledEmpty(t *testing.T) {
 	g := newRig(t, "test://b")
 	g.hide("test://b", 0)
 	res, err := g.read()
-	wantKind(t, err, FailureNoItems)
+	wantKind(t, err, FailureUnavailable) // not empty: unavailable, as a missing resource
 	if res != nil {
 		t.Fatal("returned an empty selection")
 	}
@@ -574,7 +574,7 @@ func TestNoSurvivingApplicationItemFailsTheWholeRead(t *testing.T) {
 		g := newRig(t, "test://a")
 		g.deny("test://a", 1)
 		_, err := g.read()
-		wantKind(t, err, FailureNoItems)
+		wantKind(t, err, FailureUnavailable)
 	})
 }
 
@@ -1249,7 +1249,31 @@ func testAuthorizationProperties(t *testing.T, batch bool) {
 			t.Fatalf("iteration %d: bodies read %v, want %v", iter, readsOf(g), wantReads)
 		}
 		if len(wantIssues) > 0 && len(wantItems) == 0 {
+			// Every visible item unavailable looks like a missing resource;
+			// any other failure is "no item survived" with its issues.
+			onlyUnavailable := !slices.ContainsFunc(wantIssues, func(s string) bool { return !strings.HasPrefix(s, "unavailable ") })
+			if onlyUnavailable {
+				wantKind(t, err, FailureUnavailable)
+				if f := err.(*Failure); f.Issues() != nil || f.Report() != nil || f.Retryable() {
+					t.Fatalf("iteration %d: an unavailable read carries detail %s", iter, f.Report())
+				}
+				continue
+			}
 			wantKind(t, err, FailureNoItems)
+			f := err.(*Failure)
+			var gotIssues []string
+			for _, is := range f.Issues() {
+				gotIssues = append(gotIssues, string(is.Code())+" "+is.ResourceURI())
+			}
+			if !slices.Equal(gotIssues, wantIssues) || f.IssuesOmitted() != 0 {
+				t.Fatalf("iteration %d: failure issues %q (+%d), want %q", iter, gotIssues, f.IssuesOmitted(), wantIssues)
+			}
+			if want := slices.ContainsFunc(wantIssues, func(s string) bool { return strings.HasPrefix(s, "read_failed ") }); f.Retryable() != want {
+				t.Fatalf("iteration %d: retryable %v, want %v for %q", iter, f.Retryable(), want, wantIssues)
+			}
+			if strings.Contains(string(f.Report()), "CANARY") {
+				t.Fatalf("iteration %d: report leaks a cause: %s", iter, f.Report())
+			}
 			continue
 		}
 		if err != nil {

@@ -135,7 +135,17 @@ func resultMeta(report []byte) []byte {
 func appendReport(dst []byte, partial bool, issues []ResourceIssue, omitted int) []byte {
 	dst = append(dst, `{"version":1,"partial":`...)
 	dst = strconv.AppendBool(dst, partial)
-	dst = append(dst, `,"issues":[`...)
+	dst = append(dst, `,"issues":`...)
+	dst = appendIssues(dst, issues)
+	dst = append(dst, `,"issuesOmitted":`...)
+	dst = strconv.AppendInt(dst, int64(omitted), 10)
+	return append(dst, '}')
+}
+
+// appendIssues appends issues as a JSON array of
+// {"code","message","retryable"[,"uri"]} objects.
+func appendIssues(dst []byte, issues []ResourceIssue) []byte {
+	dst = append(dst, '[')
 	for i, is := range issues {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -152,7 +162,5 @@ func appendReport(dst []byte, partial bool, issues []ResourceIssue, omitted int)
 		}
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `],"issuesOmitted":`...)
-	dst = strconv.AppendInt(dst, int64(omitted), 10)
-	return append(dst, '}')
+	return append(dst, ']')
 }

@@ -116,8 +116,9 @@ func TestS3StoreAccessIsEnforcedByS3PerPrincipal(t *testing.T) {
 }
 
 // TestS3StoreHostCheckRunsImmediatelyBeforeTheGet proves Options.Check sees
-// the principal and the planned object, and that its denial is the item's
-// unavailable with no GET sent.
+// the principal and the planned object, and that its denial refuses the
+// read exactly as a missing object is refused (unavailable, at the planning
+// HEAD, so no GET is sent and a subscription could not tell it apart).
 func TestS3StoreHostCheckRunsImmediatelyBeforeTheGet(t *testing.T) {
 	t.Parallel()
 	env := harness.S3(t)
@@ -146,7 +147,9 @@ func TestS3StoreHostCheckRunsImmediatelyBeforeTheGet(t *testing.T) {
 		t.Fatalf("alice: %v, check saw %v", err, seen.Load())
 	}
 	w.reset()
-	if _, err := res.Read(core.WithPrincipal(t.Context(), "mallory"), "s3obj://docs/a.txt"); core.KindOf(err) != core.FailureNoItems || w.gets.Load() != 0 {
-		t.Fatalf("mallory: %v after %d GETs, want the only item refused without a GET", err, w.gets.Load())
+	_, missing := res.Read(core.WithPrincipal(t.Context(), "mallory"), "s3obj://docs/never.txt")
+	if _, err := res.Read(core.WithPrincipal(t.Context(), "mallory"), "s3obj://docs/a.txt"); core.KindOf(err) != core.FailureUnavailable ||
+		err.Error() != missing.Error() || w.gets.Load() != 0 {
+		t.Fatalf("mallory: %v after %d GETs, want what a missing object gets (%v) without a GET", err, w.gets.Load(), missing)
 	}
 }

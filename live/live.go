@@ -213,6 +213,32 @@ func New[S comparable](auth Authorizer, notify func(S, string), sources []core.C
 	}
 }
 
+// errNothingReadable is the private cause of a subscription refused because
+// every visible item of its plan is read-denied.
+var errNothingReadable = errors.New("live: every visible item of the plan is read-denied")
+
+// authorize authorizes uri like a read would be: Authorize's error as it
+// is, and also core.FailureUnavailable when the plan has visible items and
+// the caller may read none of them, because a read made now would fail
+// exactly so (a read whose visible items are all unavailable fails like a
+// missing resource). A subscription must not tell apart what a read does
+// not.
+func authorize(ctx context.Context, auth Authorizer, uri string) (core.Authorization, error) {
+	a, err := auth.Authorize(ctx, uri)
+	if err != nil {
+		return a, err
+	}
+	for i := range a.Len() {
+		if a.Readable(i) {
+			return a, nil
+		}
+	}
+	if a.Len() > 0 {
+		return core.Authorization{}, core.NewFailure(core.FailureUnavailable, errNothingReadable)
+	}
+	return a, nil
+}
+
 // Options returns the effective options, defaults filled in.
 func (h *Hub[S]) Options() Options { return h.o }
 
@@ -228,7 +254,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	h.mu.Lock()
 	seq := h.seq
 	h.mu.Unlock()
-	a, err := h.auth.Authorize(ctx, uri)
+	a, err := authorize(ctx, h.auth, uri)
 	if err != nil {
 		return err
 	}
@@ -585,7 +611,7 @@ func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 	principal, uri := x.principal, x.uri
 	h.mu.Unlock()
 	cctx, cancel := context.WithTimeout(core.WithPrincipal(ctx, principal), h.o.CheckTimeout)
-	a, err := h.auth.Authorize(cctx, uri)
+	a, err := authorize(cctx, h.auth, uri)
 	cancel()
 
 	h.mu.Lock()

@@ -118,6 +118,44 @@ func TestSubscribeToHiddenOrMissingURIFailsExactlyLikeARead(t *testing.T) {
 	}
 }
 
+// TestSubscribeToABundleOfOnlyReadDeniedItemsFailsLikeItsRead proves a
+// bundle whose visible items the caller may all not read is refused at
+// subscribe with the very error its read gets (unavailable, as a missing
+// bundle), while a bundle with one readable item is admitted, and an
+// admitted subscription whose items all become read-denied is dropped.
+func TestSubscribeToABundleOfOnlyReadDeniedItemsFailsLikeItsRead(t *testing.T) {
+	st := memory.New(nil)
+	for _, id := range []string{"a", "b"} {
+		if _, err := st.Put(id, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		st.Grant(id, "alice", memory.Access{}) // visible, read-denied
+	}
+	bundle := st.Binding(core.ResourceDefinition{URI: "mem://bundle", Name: "bundle"}, func(core.ResourceMatch) ([]memory.Ref, error) {
+		return []memory.Ref{{URI: doc("a"), Key: "a"}, {URI: doc("b"), Key: "b"}}, nil
+	})
+	res, err := core.NewResources([]core.ResourceBinding{bundle}, st.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := New(res, func(string, string) {}, []core.ChangeSource{st}, nil)
+	ctx := core.WithPrincipal(context.Background(), "alice")
+	_, rerr := res.Read(ctx, "mem://bundle")
+	_, merr := res.Read(ctx, "mem://nothing")
+	serr := hub.Subscribe(ctx, "s1", "mem://bundle")
+	if core.KindOf(rerr) != core.FailureUnavailable || core.KindOf(serr) != core.KindOf(rerr) || serr.Error() != merr.Error() {
+		t.Fatalf("subscribe %v, read %v, missing %v: want the same unavailable", serr, rerr, merr)
+	}
+	st.Grant("b", "alice", memory.Access{Read: true})
+	if err := hub.Subscribe(ctx, "s1", "mem://bundle"); err != nil {
+		t.Fatalf("a bundle with a readable item: %v", err)
+	}
+	st.Grant("b", "alice", memory.Access{})
+	if _, err := authorize(ctx, res, "mem://bundle"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("re-authorization after the last read grant went: %v, want unavailable (dropped)", err)
+	}
+}
+
 func TestChangeNotifiesAnAuthorizedSubscriber(t *testing.T) {
 	g := newRig(t, nil)
 	g.put("a", "v1")

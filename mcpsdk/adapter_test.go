@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -147,20 +148,23 @@ func TestClientSeesEveryCoreBehaviour(t *testing.T) {
 				uri  string
 				code int64
 				kind core.FailureKind
+				data string
 			}{
-				{"secret://hidden", mcp.CodeResourceNotFound, core.FailureUnavailable}, //nolint:staticcheck
-				{"nothing://here", mcp.CodeResourceNotFound, core.FailureUnavailable},  //nolint:staticcheck
-				{"notes://items/%2e%2e", jsonrpc.CodeInvalidParams, core.FailureInvalidRequest},
-				{"relative/uri", jsonrpc.CodeInvalidParams, core.FailureInvalidRequest},
-				{"amb://h/x/y", jsonrpc.CodeInvalidParams, core.FailureAmbiguous},
-				{"plan://h/1", jsonrpc.CodeInternalError, core.FailureInvalidPlan},
-				{"policy://broken", jsonrpc.CodeInternalError, core.FailurePolicy},
-				{"bundle://none", jsonrpc.CodeInternalError, core.FailureNoItems},
+				{"secret://hidden", mcp.CodeResourceNotFound, core.FailureUnavailable, ""}, //nolint:staticcheck
+				{"nothing://here", mcp.CodeResourceNotFound, core.FailureUnavailable, ""},  //nolint:staticcheck
+				{"notes://items/%2e%2e", jsonrpc.CodeInvalidParams, core.FailureInvalidRequest, ""},
+				{"relative/uri", jsonrpc.CodeInvalidParams, core.FailureInvalidRequest, ""},
+				{"amb://h/x/y", jsonrpc.CodeInvalidParams, core.FailureAmbiguous, ""},
+				{"plan://h/1", jsonrpc.CodeInternalError, core.FailureInvalidPlan, ""},
+				{"plan://h/outage", jsonrpc.CodeInternalError, core.FailureOutage, `{"retryable":true}`},
+				{"policy://broken", jsonrpc.CodeInternalError, core.FailurePolicy, ""},
+				{"bundle://none", jsonrpc.CodeInternalError, core.FailureNoItems,
+					`{"retryable":true,"issues":[{"code":"read_failed","message":"The resource could not be read.","retryable":true}],"issuesOmitted":0}`},
 			} {
 				_, err := read(tc.uri)
 				je := rpcError(t, err)
-				if je.Code != tc.code || je.Message != core.NewFailure(tc.kind, nil).Error() || je.Data != nil {
-					t.Errorf("%s: %d %q %s, want %d %q", tc.uri, je.Code, je.Message, je.Data, tc.code, core.NewFailure(tc.kind, nil).Error())
+				if je.Code != tc.code || je.Message != core.NewFailure(tc.kind, nil).Error() || string(je.Data) != tc.data {
+					t.Errorf("%s: %d %q %s, want %d %q %s", tc.uri, je.Code, je.Message, je.Data, tc.code, core.NewFailure(tc.kind, nil).Error(), tc.data)
 				}
 			}
 		})
@@ -340,12 +344,17 @@ func TestErrorCodeMapsEveryKindAndLeaksNoCause(t *testing.T) {
 		core.FailureTimeout:        -32603,
 		core.FailureSize:           -32603,
 		core.FailureNoItems:        -32603,
+		core.FailureOutage:         -32603,
 	}
 	for kind, code := range want {
-		err := a.failure(core.NewFailure(kind, canaryErr("cause")))
+		f := core.NewFailure(kind, canaryErr("cause"))
+		err := a.failure(fmt.Errorf("wrapped: %w", f))
 		je, ok := err.(*jsonrpc.Error)
-		if !ok || je.Code != code || je.Message != core.NewFailure(kind, nil).Error() || je.Data != nil {
+		if !ok || je.Code != code || je.Message != core.NewFailure(kind, nil).Error() || !bytes.Equal(je.Data, f.Report()) {
 			t.Errorf("%v: %#v", kind, err)
+		}
+		if (kind == core.FailureOutage) != (string(je.Data) == `{"retryable":true}`) {
+			t.Errorf("%v: data %s", kind, je.Data)
 		}
 		b, _ := json.Marshal(je)
 		if bytes.Contains(b, []byte("CANARY")) {

@@ -51,6 +51,9 @@ func bundle(t testing.TB, def core.ResourceDefinition, items []string, read func
 	return core.ResourceBinding{
 		Definition: def,
 		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+			if m.URI() == "plan://h/outage" {
+				return core.ResourceReadPlan{}, core.Outage(canaryErr("storage down"))
+			}
 			if strings.HasPrefix(m.URI(), "plan://") {
 				return core.ResourceReadPlan{}, canaryErr("resolver")
 			}

@@ -176,11 +176,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	case errors.Is(err, live.ErrSessionLimit), errors.Is(err, live.ErrPrincipalLimit), errors.Is(err, live.ErrHubLimit):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: SubscriptionLimitMessage}
 	case err != nil:
-		kind := core.KindOf(err)
-		if kind == 0 {
-			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
-		}
-		return &jsonrpc.Error{Code: ErrorCode(kind, legacy), Message: core.NewFailure(kind, nil).Error()}
+		return rpcFailure(err, legacy)
 	}
 	s.watch(req.Session)
 	return nil

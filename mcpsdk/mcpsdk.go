@@ -25,6 +25,31 @@
 // message ([core.Failure.Error]); private causes, authorization data and the
 // request URI never reach the client. See [ErrorCode] for the codes.
 //
+// # Errors a client can act on
+//
+// Two failures carry JSON data beside their message, the failure's safe
+// report ([core.Failure.Report]); every other failure has no data, and an
+// unavailable resource never has any (a resource that storage refused
+// looks exactly like one that does not exist):
+//
+//	-32603 "resource storage is temporarily unavailable"
+//	  data: {"retryable":true}
+//	-32603 "no resource item could be read"
+//	  data: {"retryable":true,"issues":[{"code":"read_failed","message":"The resource could not be read.","retryable":true}],"issuesOmitted":0}
+//
+// The first is a storage outage while the read was planned or authorized
+// ([core.FailureOutage]): the same request may succeed in a moment, so a
+// client may retry it after a pause. The second says that the resource's
+// visible items all failed ([core.FailureNoItems]); its issues have the
+// shape and fixed messages of a partial result's report (codes
+// unavailable, read_failed, timeout, invalid_content, budget_exceeded),
+// in plan order, at most [core.ResourceLimits].MaxIssues of them with
+// issuesOmitted counting the rest, and a "uri" only where the policy
+// disclosed it. "retryable" is true when some item failed as read_failed
+// (a fresh read may succeed, for example once it plans an object
+// overwritten since); nothing is retried automatically. Clients should
+// ignore keys they do not know: later versions may add some.
+//
 // # Principals and pagination scope
 //
 // The principal reaches the policy and the stores through the request
@@ -286,7 +311,11 @@ func tokenInfo(req mcp.Request) *auth.TokenInfo {
 // for a bad request URI or capture, an ambiguous match and a bad cursor
 // ([core.FailureInvalidRequest], which also covers a negative page size,
 // [core.FailureAmbiguous], [core.FailureInvalidCursor]); internal error
-// (-32603) for every other kind.
+// (-32603) for every other kind, [core.FailureOutage] included: a storage
+// outage is told apart by its fixed message and by "retryable":true in the
+// error's data (see the package doc), not by a code of its own, because
+// several server-defined codes (-32000 to -32002 among them) already mean
+// other things to common clients.
 func ErrorCode(kind core.FailureKind, legacy bool) int64 {
 	switch kind {
 	case core.FailureUnavailable:
@@ -581,14 +610,20 @@ func (a *adapter) scopeKey(ctx context.Context, req mcp.Request) []byte {
 	return append(k, a.hostKey...)
 }
 
-// failure turns a gateway error into the JSON-RPC error a client sees: the
-// fixed public message of its kind, never its private cause.
-func (a *adapter) failure(err error) error {
-	kind := core.KindOf(err)
-	if kind == 0 {
+// failure turns a gateway error into the JSON-RPC error a client sees.
+func (a *adapter) failure(err error) error { return rpcFailure(err, a.legacyNotFound) }
+
+// rpcFailure is the one mapping of a gateway error to the JSON-RPC error a
+// client sees: the code of [ErrorCode], the fixed public message of its
+// kind and, for the kinds that have one, the failure's safe report
+// ([core.Failure.Report]) as data; never its private cause. An error that
+// is not a *core.Failure is an internal error without data.
+func rpcFailure(err error, legacy bool) *jsonrpc.Error {
+	var f *core.Failure
+	if !errors.As(err, &f) || f.Kind == 0 {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 	}
-	return &jsonrpc.Error{Code: ErrorCode(kind, a.legacyNotFound), Message: core.NewFailure(kind, nil).Error()}
+	return &jsonrpc.Error{Code: ErrorCode(f.Kind, legacy), Message: core.NewFailure(f.Kind, nil).Error(), Data: f.Report()}
 }
 
 func timeoutKind(ctx context.Context) core.FailureKind {

@@ -99,7 +99,10 @@ const (
 // mirrors the safe facts of the failure, {"error":{"kind","code",
 // "message","retryable"}}: the [core.FailureKind] name, the JSON-RPC code
 // ([ErrorCode]) that resources/read would have answered, the message, and
-// whether the same call may succeed on a retry. Arguments that are not an
+// whether the same call may succeed on a retry ([core.Failure.Retryable]:
+// a storage outage, or "no item survived" with a read_failed item); "no
+// item survived" adds "issues" and "issuesOmitted" exactly as the error
+// data of resources/read has them (see the package doc). Arguments that are not an
 // object with the required strings fail as an invalid request; a tool
 // cursor that is not one list_resources issued fails as an invalid cursor.
 //
@@ -227,12 +230,23 @@ type toolErrorInfo struct {
 }
 
 // toolErrorFacts are the safe facts of a failure: nothing but fixed
-// vocabularies.
+// vocabularies and, for "no item survived", the items' safe issues.
 type toolErrorFacts struct {
-	Kind      string `json:"kind"`
-	Code      int64  `json:"code"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
+	Kind          string      `json:"kind"`
+	Code          int64       `json:"code"`
+	Message       string      `json:"message"`
+	Retryable     bool        `json:"retryable"`
+	Issues        []toolIssue `json:"issues,omitempty"`
+	IssuesOmitted int         `json:"issuesOmitted,omitempty"`
+}
+
+// toolIssue is one safe issue of a failure ([core.Failure.Issues]), in the
+// shape of a partial result's report.
+type toolIssue struct {
+	Code      core.IssueCode `json:"code"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	URI       string         `json:"uri,omitempty"`
 }
 
 // embeddedResource is one item of a read_resource result.
@@ -327,15 +341,26 @@ var errEmptyScope = errors.New("mcpsdk: the scope key is empty")
 // toolFailure is the isError result of err: the fixed public message of
 // its kind, never its private cause.
 func (a *adapter) toolFailure(err error, version string) *toolResult {
-	f := toolErrorFacts{Kind: "internal", Code: jsonrpc.CodeInternalError, Message: internalMessage}
-	if kind := core.KindOf(err); kind != 0 {
-		f = toolErrorFacts{Kind: kind.String(), Code: ErrorCode(kind, a.legacyNotFound),
-			Message: core.NewFailure(kind, nil).Error(), Retryable: kind == core.FailureOutage}
-	}
+	f := failureFacts(err, a.legacyNotFound)
 	out := textResult(f.Message, version)
 	out.IsError = true
 	out.StructuredContent = &toolErrorInfo{Error: f}
 	return out
+}
+
+// failureFacts are the safe facts of err that a failed tool call carries:
+// those of [rpcFailure], in the tool surface's shape.
+func failureFacts(err error, legacy bool) toolErrorFacts {
+	var fail *core.Failure
+	if !errors.As(err, &fail) || fail.Kind == 0 {
+		return toolErrorFacts{Kind: "internal", Code: jsonrpc.CodeInternalError, Message: internalMessage}
+	}
+	f := toolErrorFacts{Kind: fail.Kind.String(), Code: ErrorCode(fail.Kind, legacy),
+		Message: core.NewFailure(fail.Kind, nil).Error(), Retryable: fail.Retryable(), IssuesOmitted: fail.IssuesOmitted()}
+	for _, is := range fail.Issues() {
+		f.Issues = append(f.Issues, toolIssue{Code: is.Code(), Message: is.Message(), Retryable: is.Retryable(), URI: is.ResourceURI()})
+	}
+	return f
 }
 
 // decodeArgs decodes a call's arguments into v: an object, or nothing at

@@ -83,6 +83,14 @@ func readTool(t testing.TB, c conn, uri string) (*mcp.CallToolResult, json.RawMe
 // structuredContent.
 func checkToolFailure(t testing.TB, what string, res *mcp.CallToolResult, kind core.FailureKind) {
 	t.Helper()
+	checkToolFailureOf(t, what, res, core.NewFailure(kind, nil))
+}
+
+// checkToolFailureOf is checkToolFailure for the gateway's own failure
+// err, whose safe issues ("no item survived") the result must carry too.
+func checkToolFailureOf(t testing.TB, what string, res *mcp.CallToolResult, err error) {
+	t.Helper()
+	kind := core.KindOf(err)
 	msg := core.NewFailure(kind, nil).Error()
 	if !res.IsError || len(res.Content) != 1 {
 		t.Fatalf("%s: %+v, want an isError result of one item", what, res)
@@ -92,7 +100,14 @@ func checkToolFailure(t testing.TB, what string, res *mcp.CallToolResult, kind c
 	}
 	sc, _ := res.StructuredContent.(map[string]any)
 	facts, _ := sc["error"].(map[string]any)
-	want := map[string]any{"kind": kind.String(), "code": float64(ErrorCode(kind, false)), "message": msg, "retryable": kind == core.FailureOutage}
+	var want map[string]any
+	b, _ := json.Marshal(failureFacts(err, false))
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if kind == core.FailureOutage && want["retryable"] != true {
+		t.Errorf("%s: an outage that is not retryable", what)
+	}
 	if fmt.Sprint(facts) != fmt.Sprint(want) || len(sc) != 1 {
 		t.Errorf("%s: structuredContent %v, want {error: %v}", what, sc, want)
 	}
@@ -232,12 +247,15 @@ func TestReadResourceToolShowsWhatAResourceReadShows(t *testing.T) {
 				{"bundle://none", core.FailureNoItems},
 				{"outage://x", 0}, // whatever core answers a resolver's outage with
 			} {
+				_, readErr := r.Read(ctx, tc.uri)
 				if tc.kind == 0 {
-					_, err := r.Read(ctx, tc.uri)
-					tc.kind = core.KindOf(err)
+					tc.kind = core.KindOf(readErr)
+				}
+				if core.KindOf(readErr) != tc.kind {
+					t.Fatalf("%s: the gateway answers %v, want %v", tc.uri, readErr, tc.kind)
 				}
 				res, _ := readTool(t, c, tc.uri)
-				checkToolFailure(t, tc.uri, res, tc.kind)
+				checkToolFailureOf(t, tc.uri, res, readErr)
 				_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: tc.uri})
 				if je := rpcError(t, err); je.Message != core.NewFailure(tc.kind, nil).Error() {
 					t.Errorf("%s: the read says %q", tc.uri, je.Message)

@@ -229,7 +229,15 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 		got := res(i)
 		if kind, ok := tsFailures[uri]; ok {
 			msg := core.NewFailure(kind, nil).Error()
-			want, _ := json.Marshal(toolErrorInfo{Error: toolErrorFacts{Kind: kind.String(), Code: ErrorCode(kind, false), Message: msg}})
+			ctx := context.Background()
+			if principal != "(none)" {
+				ctx = core.WithPrincipal(ctx, principal)
+			}
+			_, readErr := r.Read(ctx, uri)
+			if core.KindOf(readErr) != kind {
+				t.Fatalf("%s: the gateway answers %v, want %v", uri, readErr, kind)
+			}
+			want, _ := json.Marshal(toolErrorInfo{Error: failureFacts(readErr, false)})
 			if !got.IsError || len(got.Content) != 1 || jsonString(got.Content[0]["text"]) != msg || !sameJSON(t, got.StructuredContent, json.RawMessage(want)) {
 				t.Errorf("%s: %+v, want the tool error %q", uri, got, msg)
 			}

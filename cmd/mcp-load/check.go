@@ -74,6 +74,7 @@ var publicKinds = map[string]string{
 	"resource operation timed out":                       "timeout",
 	"resource response does not fit the configured size": "size",
 	"no resource item could be read":                     "no item survived",
+	"resource storage is temporarily unavailable":        "storage outage",
 	"invalid or expired cursor":                          "invalid cursor",
 	"resource operation failed":                          "internal",
 }
@@ -94,9 +95,10 @@ func codeOf(kind string) int64 {
 
 // faultKinds are the whole-read failures a fault may cause: a revoked
 // grant (unavailable), a storage round trip that failed or found the item
-// changed (no item survived when it was the only one, invalid plan when
-// planning failed, policy failure when a policy check failed).
-var faultKinds = map[string]bool{"unavailable": true, "no item survived": true, "invalid plan": true, "policy failure": true}
+// changed (no item survived when it was the only one, a storage outage
+// when planning or a policy check met a lost connection, invalid plan or
+// policy failure when they failed otherwise).
+var faultKinds = map[string]bool{"unavailable": true, "no item survived": true, "storage outage": true, "invalid plan": true, "policy failure": true}
 
 // faultIssues are the item issue codes a fault may cause.
 var faultIssues = map[string]bool{"unavailable": true, "read_failed": true}

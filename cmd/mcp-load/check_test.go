@@ -196,6 +196,7 @@ func TestCheckerClassifiesFailures(t *testing.T) {
 	}{
 		{&jsonrpc.Error{Code: -32603, Message: "no resource item could be read"}, outFailed + "no item survived", false},
 		{&jsonrpc.Error{Code: -32603, Message: "resource could not be planned"}, outFailed + "invalid plan", false},
+		{&jsonrpc.Error{Code: -32603, Message: "resource storage is temporarily unavailable", Data: []byte(`{"retryable":true}`)}, outFailed + "storage outage", false},
 		{&jsonrpc.Error{Code: -32603, Message: "resource policy failed"}, outFailed + "policy failure", false},
 		{&jsonrpc.Error{Code: -32603, Message: "resource operation timed out"}, outFailed + "timeout", true},
 		{&jsonrpc.Error{Code: -32603, Message: "resource response does not fit the configured size"}, outFailed + "size", true},

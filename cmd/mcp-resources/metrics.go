@@ -32,7 +32,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpres_requests_total",
-			Help: "Resource requests answered, by method (resources/read, resources/list, resources/templates/list), outcome (complete, partial, failed) and failure kind.",
+			Help: "Resource requests answered, by method (resources/read, resources/list, resources/templates/list, completion/complete), outcome (complete, partial, failed) and failure kind (a core.FailureKind name such as unavailable, storage outage, invalid plan, policy failure, no item survived; internal for the adapter's own errors).",
 		}, []string{"method", "outcome", "kind"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpres_request_duration_seconds",
@@ -45,7 +45,7 @@ func newMetrics() *metrics {
 		}, []string{"code"}),
 		storeCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpres_store_calls_total",
-			Help: "Store round trips (resolve: identity metadata, read: one body), by store, operation and outcome (ok, unavailable, too_large, canceled, error).",
+			Help: "Store round trips (resolve: identity metadata, read: one body), by store, operation and outcome (ok, unavailable, too_large, canceled, outage, error).",
 		}, []string{"store", "op", "outcome"}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpres_store_call_duration_seconds",
@@ -67,7 +67,7 @@ func (m *metrics) observe(_ context.Context, o mcpsdk.Observation) {
 	outcome, kind := "complete", ""
 	switch {
 	case o.Err != nil:
-		outcome, kind = "failed", core.KindOf(o.Err).String()
+		outcome, kind = "failed", failureKind(o.Err)
 	case o.Result != nil && o.Result.Partial():
 		outcome = "partial"
 		for _, is := range o.Result.Issues() {
@@ -76,6 +76,17 @@ func (m *metrics) observe(_ context.Context, o mcpsdk.Observation) {
 	}
 	m.requests.WithLabelValues(o.Method, outcome, kind).Inc()
 	m.duration.WithLabelValues(o.Method, outcome).Observe(o.Duration.Seconds())
+}
+
+// failureKind is the kind label of a failed request: the name of its
+// core.FailureKind ("unavailable", "storage outage", "invalid plan", ...),
+// or "internal" for an error of the adapter's own host functions. The
+// vocabulary is fixed: one name per kind.
+func failureKind(err error) string {
+	if k := core.KindOf(err); k != 0 {
+		return k.String()
+	}
+	return "internal"
 }
 
 // watchSessions exports the number of open MCP sessions.
@@ -129,6 +140,8 @@ func (m *metrics) storeCall(store, op string, start time.Time, err error) {
 	case err == nil:
 	case core.KindOf(err) == core.FailureUnavailable:
 		outcome = "unavailable"
+	case core.KindOf(err) == core.FailureOutage:
+		outcome = "outage" // the store said its storage is down (core.Outage)
 	case errors.As(err, &tooLarge):
 		outcome = "too_large"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

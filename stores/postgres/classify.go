@@ -23,8 +23,12 @@ import (
 //     role may not see the item;
 //   - admin_shutdown (57P01, pg_terminate_backend), crash_shutdown (57P02),
 //     cannot_connect_now (57P03), connection exceptions (class 08) and a
-//     lost connection match ErrConnection: a plain error, read_failed;
-//   - anything else stays a plain error: read_failed.
+//     lost or refused connection (EOF, a closed connection, a network
+//     error, a failed connect) are core.Outage and match ErrConnection:
+//     the gateway reports them as FailureOutage (retryable) while planning
+//     or deciding, and as the item's read_failed while reading a body;
+//   - anything else stays a plain error: read_failed, or FailureInvalidPlan
+//     while planning.
 //
 // The server's message stays in the chain as the private cause.
 func classify(err error) error {
@@ -42,7 +46,7 @@ func classify(err error) error {
 		case pgErr.Code == "42501":
 			return core.Unavailable(fmt.Errorf("postgres: insufficient privilege: %w", err))
 		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", strings.HasPrefix(pgErr.Code, "08"):
-			return fmt.Errorf("%w: %w", ErrConnection, err)
+			return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
 		}
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -53,7 +57,7 @@ func classify(err error) error {
 	var connectErr *pgconn.ConnectError
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) {
-		return fmt.Errorf("%w: %w", ErrConnection, err)
+		return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
 	}
 	return fmt.Errorf("postgres: %w", err)
 }

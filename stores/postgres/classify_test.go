@@ -40,6 +40,8 @@ func TestClassifyMapsServerAndDriverErrorsToGatewayOutcomes(t *testing.T) {
 		want core.IssueCode
 		is   error
 	}{
+		{"pg_terminate_backend (57P01) wrapped by pgx is read_failed", fmt.Errorf("batch: %w", pg("57P01")), core.IssueReadFailed, ErrConnection},
+		{"admin shutdown (57P01) text from a closed conn", fmt.Errorf("%w: %w", pgconn.ErrConnClosed, io.EOF), core.IssueReadFailed, ErrConnection},
 		{"canceled context stays canceled", context.Canceled, core.IssueReadFailed, context.Canceled},
 		{"deadline is the item's timeout", context.DeadlineExceeded, core.IssueTimeout, context.DeadlineExceeded},
 		{"wrapped deadline is the item's timeout", fmt.Errorf("read: %w", context.DeadlineExceeded), core.IssueTimeout, context.DeadlineExceeded},
@@ -68,6 +70,12 @@ func TestClassifyMapsServerAndDriverErrorsToGatewayOutcomes(t *testing.T) {
 			}
 			if c.is != nil && !errors.Is(got, c.is) {
 				t.Errorf("classify(%v) = %v, does not match %v", c.err, got, c.is)
+			}
+			// A lost connection, and only that, is an outage: a whole read
+			// that meets it while planning gets the retryable
+			// FailureOutage instead of an invalid plan.
+			if outage := core.KindOf(got) == core.FailureOutage; outage != (c.is == ErrConnection) {
+				t.Errorf("classify(%v) outage = %v, want %v", c.err, outage, c.is == ErrConnection)
 			}
 			if !errors.Is(got, c.err) {
 				var pgErr *pgconn.PgError

@@ -43,8 +43,10 @@
 //     content is never transferred;
 //   - a statement past its timeout: [ErrStatementTimeout], which matches
 //     [context.DeadlineExceeded] (the item's timeout);
-//   - a terminated backend or lost connection: [ErrConnection]
-//     (read_failed); pgxpool discards that connection.
+//   - a terminated backend or lost connection: [ErrConnection], a
+//     [core.Outage] (read_failed for a body; while planning or in a policy
+//     check, the whole read's retryable [core.FailureOutage]); pgxpool
+//     discards that connection.
 //
 // # The reference schema
 //

@@ -88,8 +88,10 @@ var (
 	// ErrNotVisible is the private cause of the Unavailable error for an
 	// item the principal cannot see (or read) now, or that does not exist.
 	ErrNotVisible = errors.New("postgres: the item is not visible to the principal")
-	// ErrConnection means the connection was lost or the server is shutting
-	// down or terminated the backend; a fresh read may succeed.
+	// ErrConnection means the connection was lost or refused, or the server
+	// is shutting down or terminated the backend; a fresh read may succeed.
+	// Errors that match it are core.Outage errors, which the gateway
+	// reports as core.FailureOutage while planning or deciding.
 	ErrConnection = errors.New("postgres: connection lost")
 	// ErrStatementTimeout means the statement ran past its timeout. Errors
 	// that match it also match context.DeadlineExceeded, so the gateway

@@ -30,8 +30,12 @@ type Options struct {
 	// every request, for every principal.
 	Client func(ctx context.Context, principal string) (*s3.Client, error)
 	// Check is an optional host check made immediately before each GET,
-	// after the principal's client is known; return core.Unavailable to
-	// deny. Any other error fails the item as read_failed.
+	// after the principal's client is known, and after each [Bucket.Head]
+	// that plans a read, so that an object the check refuses is
+	// unavailable while planning exactly as a missing one is (a plan that
+	// saw it would tell a subscriber that it exists); return
+	// core.Unavailable to deny. Any other error fails the item as
+	// read_failed (the plan, when Head met it).
 	Check func(ctx context.Context, principal string, obj Object) error
 	// MaxListKeys bounds the objects one List call returns. Zero means 100;
 	// more than 1000 (one S3 listing page) is clamped to 1000.
@@ -108,12 +112,13 @@ func (b *Bucket) access(ctx context.Context) (string, *s3.Client, error) {
 // under the requesting principal's access: ETag, version id (in a versioned
 // bucket), size and content type; never the body. A key that [CheckKey]
 // refuses is a *KeyError without any request; 403 and 404 are
-// core.Unavailable.
+// core.Unavailable, and so is an object that Options.Check refuses; an S3
+// that is down or throttling is core.Outage.
 func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	if err := CheckKey(key); err != nil {
 		return Object{}, err
 	}
-	_, c, err := b.access(ctx)
+	principal, c, err := b.access(ctx)
 	if err != nil {
 		return Object{}, err
 	}
@@ -140,6 +145,11 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	}
 	if obj.ETag == "" {
 		return Object{}, fmt.Errorf("%w: HEAD returned no ETag", errServer)
+	}
+	if b.check != nil {
+		if err := b.check(ctx, principal, obj); err != nil {
+			return Object{}, err
+		}
 	}
 	return obj, nil
 }

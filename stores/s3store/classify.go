@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"syscall"
 
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
@@ -23,19 +28,30 @@ var ErrChanged = errors.New("s3store: object changed since it was planned")
 // empty body.
 var errEmptyRange = errors.New("s3store: range not satisfiable (empty object)")
 
-// errServer wraps throttling, 5xx and other answers that a later read may
-// not get.
+// errServer wraps throttling, 5xx, connection failures and other answers
+// that a later read may not get.
 var errServer = errors.New("s3store: S3 request failed")
+
+// throttleCodes are the error codes S3 and S3-compatible servers answer
+// when they shed load (with 503 or 429, or on their own).
+var throttleCodes = map[string]bool{
+	"SlowDown": true, "Throttling": true, "ThrottlingException": true, "RequestLimitExceeded": true,
+	"TooManyRequests": true, "RequestThrottled": true, "ServiceUnavailable": true,
+}
 
 // classify maps an error of an S3 operation to what the gateway branches on:
 // core.Unavailable for 403, 404, a missing version or key, a missing bucket
 // and 405 (a version that is a delete marker); ErrChanged for 412;
 // errEmptyRange for 416; the error itself for cancellation and deadlines
-// (the gateway reports the item's deadline as timeout); and a plain error
-// wrapping errServer for everything else (throttling and 5xx after the
-// SDK's bounded retries, connection failures, other 4xx), which the gateway
-// reports as read_failed. The cause stays behind Unwrap for logs; the
-// gateway never shows an item's cause to a client.
+// (the gateway reports the item's deadline as timeout); core.Outage
+// wrapping errServer for an S3 that is down or shedding load (5xx,
+// throttling, the SDK's retry quota spent, a request that could not be
+// sent or whose answer was cut off; all after the SDK's bounded retries),
+// which the gateway reports as FailureOutage while planning and as
+// read_failed for a body; and a plain error wrapping errServer for
+// everything else (other 4xx), which is read_failed, or FailureInvalidPlan
+// while planning. The cause stays behind Unwrap for logs; the gateway never
+// shows a cause to a client.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -69,7 +85,23 @@ func classify(err error) error {
 	case http.StatusRequestedRangeNotSatisfiable:
 		return fmt.Errorf("%w: %w", errEmptyRange, err)
 	}
+	if status >= 500 || status == http.StatusTooManyRequests || throttleCodes[code] || unreachable(err) {
+		return core.Outage(fmt.Errorf("%w: %w", errServer, err))
+	}
 	return fmt.Errorf("%w: %w", errServer, err)
+}
+
+// unreachable reports whether err says that S3 did not answer: the request
+// could not be sent or its answer was cut off (smithy's RequestSendError
+// and a network error, EOF or a closed connection under it), or the SDK's
+// client-side retry quota refused another attempt during an outage.
+func unreachable(err error) bool {
+	var send *smithyhttp.RequestSendError
+	var quota *ratelimit.QuotaExceededError
+	var netErr net.Error
+	return errors.As(err, &send) || errors.As(err, &quota) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // classifyVersioned is classify for a request that names a version id: S3

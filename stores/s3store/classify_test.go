@@ -3,11 +3,14 @@ package s3store
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"syscall"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -45,10 +48,11 @@ const (
 	empty
 	retryable
 	ctxErr
+	outage
 )
 
 func (o outcome) String() string {
-	return [...]string{"", "unavailable", "changed", "empty", "retryable", "context"}[o]
+	return [...]string{"", "unavailable", "changed", "empty", "retryable", "context", "outage"}[o]
 }
 
 func outcomeOf(t *testing.T, err error) outcome {
@@ -60,6 +64,11 @@ func outcomeOf(t *testing.T, err error) outcome {
 		return changed
 	case errors.Is(err, errEmptyRange):
 		return empty
+	case core.KindOf(err) == core.FailureOutage:
+		if !errors.Is(err, errServer) {
+			t.Fatalf("an outage that does not match errServer: %v", err)
+		}
+		return outage
 	case errors.Is(err, errServer):
 		return retryable
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -72,8 +81,10 @@ func outcomeOf(t *testing.T, err error) outcome {
 // TestClassifyMapsEveryS3AnswerToOneGatewayOutcome proves the one mapping of
 // S3 answers: denial and absence are unavailable, a failed If-Match is a
 // change (read_failed), 416 on the ranged GET is the empty object,
-// throttling, 5xx and transport failures are plain retryable errors, and
-// cancellation and deadlines stay context errors for the gateway.
+// throttling, 5xx and transport failures are core.Outage (the gateway's
+// FailureOutage while planning, read_failed for a body) that still match
+// errServer, other 4xx are plain retryable errors, and cancellation and
+// deadlines stay context errors for the gateway.
 func TestClassifyMapsEveryS3AnswerToOneGatewayOutcome(t *testing.T) {
 	tests := []struct {
 		name string
@@ -92,12 +103,18 @@ func TestClassifyMapsEveryS3AnswerToOneGatewayOutcome(t *testing.T) {
 		{"412 without a code", sdkError(412, &smithy.GenericAPIError{}), changed},
 		{"416 InvalidRange on an empty object", apiError(416, "InvalidRange"), empty},
 		{"416 without a code", sdkError(416, &smithy.GenericAPIError{}), empty},
-		{"503 SlowDown after the retries", &retry.MaxAttemptsError{Attempt: 3, Err: apiError(503, "SlowDown")}, retryable},
-		{"503 SlowDown", apiError(503, "SlowDown"), retryable},
-		{"500 InternalError", apiError(500, "InternalError"), retryable},
-		{"429 throttled", apiError(429, "TooManyRequests"), retryable},
+		{"503 SlowDown after the retries", &retry.MaxAttemptsError{Attempt: 3, Err: apiError(503, "SlowDown")}, outage},
+		{"503 SlowDown", apiError(503, "SlowDown"), outage},
+		{"500 InternalError", apiError(500, "InternalError"), outage},
+		{"502 from a proxy without a code", sdkError(502, &smithy.GenericAPIError{}), outage},
+		{"429 throttled", apiError(429, "TooManyRequests"), outage},
+		{"400 SlowDown from a server that sheds load so", apiError(400, "SlowDown"), outage},
+		{"retry quota spent", &ratelimit.QuotaExceededError{Available: 0, Requested: 5}, outage},
+		{"connection refused", sendError(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), outage},
+		{"connection refused, bare", syscall.ECONNREFUSED, outage},
+		{"answer cut off", sendError(io.ErrUnexpectedEOF), outage},
 		{"400 InvalidArgument", apiError(400, "InvalidArgument"), retryable},
-		{"connection refused", sendError(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), retryable},
+		{"409 another 4xx", apiError(409, "OperationAborted"), retryable},
 		{"not an SDK error", errors.New("something else"), retryable},
 		{"canceled", sendError(context.Canceled), ctxErr},
 		{"deadline", sendError(context.DeadlineExceeded), ctxErr},

@@ -28,7 +28,14 @@
 // Access is S3's: with [Options.Client] every HEAD and GET is signed with the
 // credentials of the principal that [Options.Principal] returns for the
 // request; [Options.Check] is an optional host check made immediately before
-// each GET.
+// each GET and after each planning HEAD, so that planning refuses what the
+// read would refuse.
+//
+// An S3 that is down or shedding load (5xx, throttling, a request that could
+// not be sent; after the SDK's bounded retries) is a [core.Outage]: a read
+// that meets it while planning fails with the retryable
+// [core.FailureOutage], and a body read that meets it is that item's
+// read_failed.
 //
 // [NewClient] builds an [*s3.Client] that works against AWS S3, MinIO,
 // versitygw and other S3-compatible servers; the reference command and the

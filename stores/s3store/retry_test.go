@@ -29,9 +29,10 @@ func slowDownServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // TestThrottlingIsRetriedBoundedlyThenRetryable proves a throttled GET is
-// retried by the SDK a bounded number of times, then fails as a plain
-// retryable error (read_failed), never as unavailable or changed; and that
-// the retries stop at the item's deadline.
+// retried by the SDK a bounded number of times, then fails as core.Outage
+// (read_failed for a body, FailureOutage while planning), never as
+// unavailable or changed; that a throttled HEAD while planning is the same
+// outage; and that the retries stop at the item's deadline.
 func TestThrottlingIsRetriedBoundedlyThenRetryable(t *testing.T) {
 	srv, hits := slowDownServer(t)
 	c, err := NewClient(t.Context(), ClientConfig{Endpoint: srv.URL, UsePathStyle: true, AccessKeyID: "a", SecretAccessKey: "s", RetryMaxAttempts: 3})
@@ -46,11 +47,15 @@ func TestThrottlingIsRetriedBoundedlyThenRetryable(t *testing.T) {
 	ctx := core.WithPrincipal(t.Context(), "alice")
 
 	_, err = b.Read(ctx, target)
-	if !errors.Is(err, errServer) || core.KindOf(err) != 0 || errors.Is(err, ErrChanged) {
-		t.Fatalf("throttled read: %v, want a plain retryable error", err)
+	if !errors.Is(err, errServer) || core.KindOf(err) != core.FailureOutage || errors.Is(err, ErrChanged) {
+		t.Fatalf("throttled read: %v, want an outage", err)
 	}
 	if n := hits.Load(); n != 3 {
 		t.Fatalf("%d attempts, want the 3 the client allows", n)
+	}
+	hits.Store(0)
+	if _, err := b.Head(ctx, "k"); core.KindOf(err) != core.FailureOutage || hits.Load() != 3 {
+		t.Fatalf("throttled HEAD: %v after %d attempts, want an outage after 3", err, hits.Load())
 	}
 
 	hits.Store(0)
