@@ -21,6 +21,15 @@ import (
 // reaper anyway.
 const EnvRyukDisabled = "TESTCONTAINERS_RYUK_DISABLED"
 
+// EnvHostOverride is testcontainers' own name for the host at which the
+// tests reach published container ports. The harness sets it to 127.0.0.1
+// when it is unset and the engine is on this machine (DOCKER_HOST unset or a
+// unix socket): testcontainers-go otherwise takes the default gateway's
+// address whenever /.dockerenv exists (a machine that is itself a
+// container), and the tests must talk to loopback only. Set it yourself when
+// the tests run in a container beside the engine's host.
+const EnvHostOverride = "TESTCONTAINERS_HOST_OVERRIDE"
+
 var (
 	dockerOnce sync.Once
 	dockerErr  error
@@ -35,6 +44,11 @@ func dockerHealth() error {
 	dockerOnce.Do(func() {
 		if os.Getenv(EnvRyukDisabled) == "" {
 			os.Setenv(EnvRyukDisabled, "true")
+		}
+		if _, set := os.LookupEnv(EnvHostOverride); !set {
+			if host := os.Getenv("DOCKER_HOST"); host == "" || strings.HasPrefix(host, "unix://") {
+				os.Setenv(EnvHostOverride, "127.0.0.1")
+			}
 		}
 		if err := dockerSocketProblem(os.Getenv, fileExists); err != nil {
 			dockerErr = err
