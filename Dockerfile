@@ -40,7 +40,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/mcp-resources ./cm
 # image's non-root user (uid 65532).
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/mcp-resources /usr/local/bin/mcp-resources
-USER 65532:65532
+USER nonroot:nonroot
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/mcp-resources"]
 CMD ["serve", "--http", "0.0.0.0:8080"]
