@@ -9,8 +9,27 @@
 # MCPRES_* variables that `mcp-resources --help` lists; docker-compose.yml
 # wires it to PostgreSQL and MinIO with one-shot migrate and seed services.
 
+# The base images are arguments, so the same static binary builds from the
+# upstream images (the defaults, for a machine that reaches their registries)
+# or from local stand-ins (scripts/images.sh builds local/golang:1.26-bookworm
+# and local/static:bookworm from Debian packages where no registry answers):
+#
+#   docker build --build-arg BUILD_IMAGE=local/golang:1.26-bookworm \
+#                --build-arg RUNTIME_IMAGE=local/static:bookworm -t mcp-resources .
+#
+# Both bases must provide what the stages below use: the build base Go 1.26
+# with update-ca-certificates (Debian's ca-certificates), the runtime base a
+# nonroot user (uid 65532) and CA certificates.
+ARG BUILD_IMAGE=golang:1.26-bookworm
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+
 # Build: a static binary (no cgo), without local paths or debug information.
-FROM golang:1.26-bookworm AS build
+# deploy/ca-certificates/*.crt are trusted first: where a proxy intercepts
+# TLS, the module downloads below need the build machine's CA (copy it there;
+# scripts/images.sh does). The runtime image gets none of them.
+FROM ${BUILD_IMAGE} AS build
+COPY deploy/ca-certificates/ /usr/local/share/ca-certificates/mcpres-build/
+RUN update-ca-certificates >/dev/null
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -19,7 +38,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/mcp-resources ./cm
 
 # Run: distroless static (CA certificates and tzdata, no shell), as the
 # image's non-root user (uid 65532).
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/mcp-resources /usr/local/bin/mcp-resources
 USER nonroot:nonroot
 EXPOSE 8080

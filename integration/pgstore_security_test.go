@@ -83,13 +83,16 @@ func loginAsReader(t *testing.T, d *pgDB) string {
 	var random [6]byte
 	_, _ = rand.Read(random[:])
 	name := "mcpres_app_" + hex.EncodeToString(random[:])
-	d.exec(t, `CREATE ROLE `+name+` LOGIN IN ROLE mcpres_reader`)
+	// A password, because a server may ask for one (the official postgres
+	// image's pg_hba has scram-sha-256 for every host); trust ignores it.
+	password := "pw_" + hex.EncodeToString(random[:])
+	d.exec(t, `CREATE ROLE `+name+` LOGIN PASSWORD '`+password+`' IN ROLE mcpres_reader`)
 	t.Cleanup(func() { _, _ = d.admin.Exec(context.Background(), `DROP ROLE IF EXISTS `+name) })
 	u, err := url.Parse(d.url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.User(name)
+	u.User = url.UserPassword(name, password)
 	return u.String()
 }
 

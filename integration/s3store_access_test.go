@@ -39,9 +39,9 @@ func principalClients(t *testing.T, w *wire, users map[string]harness.S3Env) fun
 // grant restores the item.
 func TestS3StoreAccessIsEnforcedByS3PerPrincipal(t *testing.T) {
 	t.Parallel()
-	env := harness.S3(t)
-	alice := vgwUser(t, env, uniqueUser(t, "alice"))
-	bob := vgwUser(t, env, uniqueUser(t, "bob"))
+	env := harness.S3Users(t)
+	alice := env.NewUser(t, uniqueUser(t, "alice"))
+	bob := env.NewUser(t, uniqueUser(t, "bob"))
 	root := s3Client(t, env, nil)
 	putObject(t, root, env.Bucket, "docs/a.txt", "text/plain", []byte("a for alice"))
 	putObject(t, root, env.Bucket, "docs/b.txt", "text/plain", []byte("b for alice"))

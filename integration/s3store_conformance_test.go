@@ -49,12 +49,12 @@ var (
 )
 
 func newS3Harness(ctx context.Context, t *testing.T) (storetest.Harness, error) {
-	env := harness.S3(t)
+	env := harness.S3Users(t)
 	h := &s3Harness{env: env, root: s3Client(t, env, nil), wire: &wire{}, users: map[string]string{},
 		types: map[string]string{}, grants: map[string][]string{}}
 	clients := map[string]*s3.Client{}
 	for _, p := range storetest.Principals() {
-		user := vgwUser(t, env, uniqueUser(t, p))
+		user := env.NewUser(t, uniqueUser(t, p))
 		h.users[p] = user.AccessKey
 		clients[p] = s3Client(t, user, h.wire)
 	}

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,65 +187,11 @@ func bodies(res *core.ResourceResult) map[string]string {
 	return m
 }
 
-// versitygwBinary finds the versitygw binary the way scripts/services.sh
-// does, or skips.
+// versitygwBinary finds the versitygw binary as the harness does, or skips
+// (fails under MCPRES_INTEGRATION=require) through the harness's count.
 func versitygwBinary(t testing.TB) string {
 	t.Helper()
-	candidates := []string{os.Getenv("MCPRES_VERSITYGW")}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		candidates = append(candidates, p)
-	}
-	if gobin := os.Getenv("GOBIN"); gobin != "" {
-		candidates = append(candidates, filepath.Join(gobin, "versitygw"))
-	}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "bin", "versitygw"))
-	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return c
-		}
-	}
-	if os.Getenv(harness.EnvIntegration) == "require" {
-		t.Fatal("versitygw not found (set MCPRES_VERSITYGW)")
-	}
-	t.Skip("versitygw not found (set MCPRES_VERSITYGW)")
-	return ""
-}
-
-// vgwUser creates a versitygw user (role "user") through the admin API of
-// env's server and deletes it when t ends; it skips where the server has no
-// admin endpoint (MinIO from testcontainers).
-func vgwUser(t testing.TB, env harness.S3Env, name string) harness.S3Env {
-	t.Helper()
-	if env.AdminEndpoint == "" {
-		if os.Getenv(harness.EnvIntegration) == "require" {
-			t.Fatalf("%s is unset: per-principal users need versitygw's admin endpoint", harness.EnvS3AdminEndpoint)
-		}
-		t.Skipf("%s is unset: per-principal users need versitygw's admin endpoint", harness.EnvS3AdminEndpoint)
-	}
-	bin := versitygwBinary(t)
-	user := env
-	user.AccessKey = name
-	user.SecretKey = "secret-" + name
-	admin := func(args ...string) error {
-		cmd := exec.Command(bin, append([]string{"admin", "--er", env.AdminEndpoint}, args...)...)
-		cmd.Env = append(os.Environ(), "ADMIN_ACCESS_KEY_ID="+env.AccessKey, "ADMIN_SECRET_ACCESS_KEY="+env.SecretKey)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("versitygw admin %s: %v: %s", args[0], err, out)
-		}
-		return nil
-	}
-	if err := admin("create-user", "-a", user.AccessKey, "-s", user.SecretKey, "-r", "user"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := admin("delete-user", "-a", user.AccessKey); err != nil {
-			t.Error(err)
-		}
-	})
-	return user
+	return harness.VersitygwBinary(t)
 }
 
 // setGrants replaces the bucket policy with one that lets each user

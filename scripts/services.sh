@@ -4,12 +4,21 @@
 #
 #   - a PostgreSQL 15 cluster (trust auth, loopback only, a free port), and
 #   - the versitygw S3 server (posix backend with versioning, an internal IAM
-#     directory and its admin port, so tests can create per-principal users).
+#     directory and its admin port, so tests can create per-principal users),
+#   - and, when a MinIO server binary is found (scripts/tools.sh minio builds
+#     one; MinIO is AGPL, run here as an unmodified test service only), a
+#     second S3 server: MinIO on its own free port.
 #
 # Usage:
-#   scripts/services.sh up      start both (idempotent), wait until they answer,
+#   scripts/services.sh up      start them (idempotent), wait until they answer,
 #                               print the environment as `export VAR=...` lines
+#                               (PostgreSQL and versitygw)
 #   scripts/services.sh env     print the environment of the running services
+#   scripts/services.sh env minio
+#                               the same, with MinIO as the S3 server: its
+#                               MCPRES_S3_* and MCPRES_S3_ADMIN_ENDPOINT=none
+#                               (MinIO has no versitygw admin API, so the tests
+#                               of per-principal users skip, counted)
 #   scripts/services.sh status  say whether the services are running
 #   scripts/services.sh down    stop both and remove their state (idempotent)
 #
@@ -21,6 +30,7 @@
 #   MCPRES_SERVICES_DIR  state directory (default: <repo>/.services, gitignored)
 #   MCPRES_PG_BIN        PostgreSQL server binaries (default: /usr/lib/postgresql/15/bin)
 #   MCPRES_VERSITYGW     versitygw binary (default: versitygw on PATH, then $GOBIN, then $(go env GOPATH)/bin)
+#   MCPRES_MINIO         minio binary (default: the same places); MCPRES_MINIO=none starts no MinIO
 #   MCPRES_TMPDIR        parent of the cluster directory (default: /tmp; the cluster
 #                        lives outside the repo because, run as root, it belongs to
 #                        the postgres user, who may not be able to enter the checkout)
@@ -99,6 +109,28 @@ find_versitygw() {
 		fi
 	done
 	die "versitygw not found; install it with: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 (or set MCPRES_VERSITYGW)"
+}
+
+find_minio() { # print the minio binary's path, or nothing
+	local c
+	[ "${MCPRES_MINIO:-}" = none ] && return 0
+	for c in "${MCPRES_MINIO:-}" "$(command -v minio 2>/dev/null || true)" \
+		"${GOBIN:+$GOBIN/minio}" "$(go env GOPATH 2>/dev/null || true)/bin/minio"; do
+		if [ -n "$c" ] && [ -x "$c" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	[ -z "${MCPRES_MINIO:-}" ] || die "MCPRES_MINIO=$MCPRES_MINIO is not an executable"
+}
+
+minio_pid() { # print the pid of our MinIO when it is alive
+	local pid
+	[ -f "$STATE/minio.pid" ] || return 1
+	pid=$(cat "$STATE/minio.pid")
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q minio || return 1
+	echo "$pid"
 }
 
 vgw_pid() { # print the pid of our versitygw when it is alive
@@ -210,6 +242,54 @@ stop_versitygw() {
 	rm -f "$STATE/versitygw.pid" "$STATE/versitygw.log"
 }
 
+# ---------------------------------------------------------------- minio
+
+start_minio() {
+	local bin=$1 port console attempt i pid
+	shift
+	mkdir -p "$STATE/minio/data"
+	for attempt in 1 2 3; do
+		port=$(free_port "$@")
+		console=$(free_port "$@" "$port")
+		say "minio: starting S3 on 127.0.0.1:$port"
+		MINIO_ROOT_USER=$MINIO_ACCESS MINIO_ROOT_PASSWORD=$MINIO_SECRET MINIO_BROWSER=off \
+			MINIO_UPDATE=off MINIO_CONFIG_DIR=$STATE/minio/config HOME=$STATE/minio \
+			nohup "$bin" server --quiet --address "127.0.0.1:$port" --console-address "127.0.0.1:$console" \
+			"$STATE/minio/data" >"$STATE/minio.log" 2>&1 </dev/null 9>&- &
+		pid=$!
+		echo "$pid" >"$STATE/minio.pid"
+		for i in $(seq 1 150); do
+			kill -0 "$pid" 2>/dev/null || break
+			if http_ok "$port" /minio/health/live; then
+				MINIO_PORT=$port
+				return 0
+			fi
+			sleep 0.2
+		done
+		say "minio: did not come up on port $port (attempt $attempt):"
+		tail -n 5 "$STATE/minio.log" >&2 || true
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		rm -f "$STATE/minio.pid"
+	done
+	die "minio did not start"
+}
+
+stop_minio() {
+	local pid i
+	if pid=$(minio_pid); then
+		say "minio: stopping (pid $pid)"
+		kill "$pid" 2>/dev/null || true
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$STATE/minio"
+	rm -f "$STATE/minio.pid" "$STATE/minio.log" "$ENV_FILE.minio"
+}
+
 # ---------------------------------------------------------------- commands
 
 # running: true when the recorded services are alive and answering.
@@ -225,7 +305,15 @@ running() {
 		pg_port=${pg_port%%/*}
 		s3_port=${MCPRES_S3_ENDPOINT##*:}
 		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 5 && http_ok "$s3_port" /health
-	)
+	) || return 1
+	# MinIO, when it was started, must still answer too.
+	if [ -f "$ENV_FILE.minio" ]; then
+		minio_pid >/dev/null || return 1
+		(
+			. "$ENV_FILE.minio"
+			http_ok "${MCPRES_S3_ENDPOINT##*:}" /minio/health/live
+		) || return 1
+	fi
 }
 
 lock() {
@@ -238,6 +326,7 @@ lock() {
 }
 
 stop_all() {
+	stop_minio
 	stop_versitygw
 	stop_postgres
 	rm -f "$ENV_FILE"
@@ -250,7 +339,7 @@ cmd_up() {
 		cat "$ENV_FILE"
 		return 0
 	fi
-	if [ -f "$ENV_FILE" ] || [ -f "$STATE/pgroot" ] || [ -f "$STATE/versitygw.pid" ]; then
+	if [ -f "$ENV_FILE" ] || [ -f "$STATE/pgroot" ] || [ -f "$STATE/versitygw.pid" ] || [ -f "$STATE/minio.pid" ]; then
 		say "found stale or partial state; cleaning it up first"
 		stop_all
 	fi
@@ -260,6 +349,23 @@ cmd_up() {
 	S3_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 	start_postgres
 	start_versitygw "$PG_PORT"
+	local minio
+	minio=$(find_minio)
+	if [ -n "$minio" ]; then
+		MINIO_ACCESS=mcpresminio
+		MINIO_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+		start_minio "$minio" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT"
+		{
+			printf "export MCPRES_POSTGRES_URL='%s'\n" "postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+			printf "export MCPRES_S3_ENDPOINT='%s'\n" "http://127.0.0.1:$MINIO_PORT"
+			printf "export MCPRES_S3_ACCESS_KEY='%s'\n" "$MINIO_ACCESS"
+			printf "export MCPRES_S3_SECRET_KEY='%s'\n" "$MINIO_SECRET"
+			printf "export MCPRES_S3_REGION='%s'\n" "$REGION"
+			printf "export MCPRES_S3_ADMIN_ENDPOINT='%s'\n" none
+		} >"$ENV_FILE.minio"
+	else
+		say "minio: no binary found (scripts/tools.sh minio builds one); not started"
+	fi
 	{
 		printf "export MCPRES_POSTGRES_URL='%s'\n" "postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 		printf "export MCPRES_S3_ENDPOINT='%s'\n" "http://127.0.0.1:$S3_PORT"
@@ -277,7 +383,7 @@ cmd_up() {
 
 cmd_down() {
 	lock
-	if [ ! -f "$ENV_FILE" ] && [ ! -f "$STATE/pgroot" ] && [ ! -f "$STATE/versitygw.pid" ]; then
+	if [ ! -f "$ENV_FILE" ] && [ ! -f "$STATE/pgroot" ] && [ ! -f "$STATE/versitygw.pid" ] && [ ! -f "$STATE/minio.pid" ]; then
 		say "nothing to stop"
 		return 0
 	fi
@@ -287,7 +393,14 @@ cmd_down() {
 
 cmd_env() {
 	running || die "services are not running; start them with: scripts/services.sh up"
-	cat "$ENV_FILE"
+	case ${1:-} in
+	"") cat "$ENV_FILE" ;;
+	minio)
+		[ -f "$ENV_FILE.minio" ] || die "MinIO is not running (no minio binary was found at up; scripts/tools.sh minio builds one)"
+		cat "$ENV_FILE.minio"
+		;;
+	*) die "usage: $0 env [minio]" ;;
+	esac
 }
 
 cmd_status() {
@@ -302,10 +415,10 @@ cmd_status() {
 case ${1:-} in
 up) cmd_up ;;
 down) cmd_down ;;
-env) cmd_env ;;
+env) cmd_env "${2:-}" ;;
 status) cmd_status ;;
 *)
-	echo "usage: $0 up|env|status|down" >&2
+	echo "usage: $0 up|env [minio]|status|down" >&2
 	exit 2
 	;;
 esac

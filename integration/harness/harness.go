@@ -10,11 +10,23 @@
 //  1. the environment: [EnvPostgresURL] for PostgreSQL, [EnvS3Endpoint] with
 //     [EnvS3AccessKey] and [EnvS3SecretKey] for S3 (scripts/services.sh up
 //     starts both natively and prints these variables);
-//  2. otherwise testcontainers, when a Docker provider answers its health
-//     check within a bounded time: one PostgreSQL and one MinIO container per
-//     test binary, started on first use and stopped by [Main];
+//  2. otherwise testcontainers, when a Docker engine answers its health
+//     check within a bounded time: one PostgreSQL, one MinIO and (for
+//     [S3Users]) one versitygw container per test binary, started on first
+//     use and stopped by [Main];
 //  3. otherwise the test is skipped with one line that says why, or fails
 //     with that line when [EnvIntegration] is "require".
+//
+// Every image comes from a variable whose default is the upstream image
+// ([EnvPostgresImage], [EnvMinioImage], [EnvVersitygwImage]); on a machine
+// without a registry, scripts/images.sh builds local ones and prints the
+// variables. The harness sets [EnvRyukDisabled] to "true" unless it is set:
+// it removes its own containers, and testcontainers' reaper image would be
+// pulled from a registry.
+//
+// Every skip, whether from the harness or from a test through [Unavailable]
+// or [NotOffered], is counted with its reason, and [Main] prints one line
+// per reason at the end.
 //
 // A package of integration tests wires the harness in once:
 //
@@ -60,7 +72,19 @@ const (
 	EnvPostgresImage = "MCPRES_POSTGRES_IMAGE"
 	// EnvMinioImage overrides [DefaultMinioImage] for testcontainers.
 	EnvMinioImage = "MCPRES_MINIO_IMAGE"
+	// EnvVersitygwImage overrides [DefaultVersitygwImage] for testcontainers.
+	EnvVersitygwImage = "MCPRES_VERSITYGW_IMAGE"
+	// EnvVersitygw is the path of a versitygw binary, used as the admin
+	// client of a versitygw named by EnvS3AdminEndpoint; by default it is
+	// looked for on PATH, in $GOBIN and in $(go env GOPATH)/bin.
+	EnvVersitygw = "MCPRES_VERSITYGW"
 )
+
+// AdminEndpointNone as the value of [EnvS3AdminEndpoint] declares that the
+// server at [EnvS3Endpoint] has no admin API for per-principal users (MinIO,
+// say): tests that need such users are then skipped through [NotOffered],
+// even when [EnvIntegration] is "require", instead of failing.
+const AdminEndpointNone = "none"
 
 // Defaults used when the environment does not say otherwise.
 const (
@@ -71,6 +95,9 @@ const (
 	// DefaultMinioImage is the MinIO image testcontainers runs. MinIO's
 	// images moved from Docker Hub to quay.io; override with EnvMinioImage.
 	DefaultMinioImage = "quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z"
+	// DefaultVersitygwImage is the versitygw image testcontainers runs for
+	// [S3Users] (its binary at /app/versitygw, a shell at /bin/sh).
+	DefaultVersitygwImage = "versity/versitygw:v1.8.0"
 )
 
 const (
@@ -115,12 +142,25 @@ func requireMode(t testing.TB) bool {
 	}
 }
 
-// unavailable skips t with reason, or fails it when EnvIntegration=require.
-func unavailable(t testing.TB, reason string) {
+// Unavailable skips t because something it needs is missing (a service, a
+// binary), or fails it when [EnvIntegration] is "require". The skip is
+// counted under reason in the summary that [Main] prints.
+func Unavailable(t testing.TB, reason string) {
 	t.Helper()
 	if requireMode(t) {
 		t.Fatalf("%s (%s=require)", reason, EnvIntegration)
 	}
+	skips.record(reason)
+	t.Skip(reason)
+}
+
+// NotOffered skips t because the server it was given, as declared by the
+// environment, does not offer what t tests (per-principal users on a server
+// declared with [AdminEndpointNone]). Unlike [Unavailable] it skips even
+// when [EnvIntegration] is "require": the environment said so on purpose.
+// The skip is counted under reason in the summary that [Main] prints.
+func NotOffered(t testing.TB, reason string) {
+	t.Helper()
 	skips.record(reason)
 	t.Skip(reason)
 }
@@ -143,15 +183,23 @@ func (s *skipLog) record(reason string) {
 	s.reasons[reason]++
 }
 
-// reportSkips prints one line per skip reason. With -v each skipped test has
+// reportSkips prints one line per skip reason, and a total. With -v each skipped test has
 // already printed its reason. Without -v the go command shows nothing of a
 // passing package but its "ok" line, so the summary is also handed to the go
 // command's own output where that is safe (see tellGoCommand).
 func reportSkips() {
 	skips.mu.Lock()
 	defer skips.mu.Unlock()
+	total := 0
+	var lines []string
 	for _, reason := range skips.order {
-		line := fmt.Sprintf("%s: skipped %d integration test(s): %s", binaryName(), skips.reasons[reason], reason)
+		total += skips.reasons[reason]
+		lines = append(lines, fmt.Sprintf("%s: skipped %d integration test(s): %s", binaryName(), skips.reasons[reason], reason))
+	}
+	if len(skips.order) > 1 {
+		lines = append(lines, fmt.Sprintf("%s: skipped %d integration test(s) in all, for %d reasons", binaryName(), total, len(skips.order)))
+	}
+	for _, line := range lines {
 		if testing.Verbose() || !tellGoCommand(line) {
 			fmt.Println(line)
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +25,17 @@ func TestHelperNoServices(t *testing.T) {
 		Postgres(t)
 	case "s3":
 		S3(t)
+	case "s3users":
+		S3Users(t)
 	}
 	t.Log("reached the end: the harness neither skipped nor failed")
 }
 
 // TestUnavailableSkipsOrFails runs this test binary again with no service
-// addresses and a Docker host that cannot answer, and checks that each
-// service's test skips with one line naming the reason, that
+// addresses and DOCKER_HOST naming a socket that does not exist, and checks
+// that each service's test skips with one line naming the reason (that
+// socket, not wherever testcontainers would fall back to: the test passes
+// with a Docker engine on the default socket too), that
 // MCPRES_INTEGRATION=require turns that into a failure, and that deciding
 // takes bounded time.
 func TestUnavailableSkipsOrFails(t *testing.T) {
@@ -42,7 +47,7 @@ func TestUnavailableSkipsOrFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, service := range []string{"postgres", "s3"} {
+	for _, service := range []string{"postgres", "s3", "s3users"} {
 		for _, mode := range []string{"", "require"} {
 			name := service + "/" + map[string]string{"": "skip", "require": "require"}[mode]
 			t.Run(name, func(t *testing.T) {
@@ -63,13 +68,16 @@ func TestUnavailableSkipsOrFails(t *testing.T) {
 				if strings.Contains(text, "reached the end") {
 					t.Fatalf("harness neither skipped nor failed:\n%s", text)
 				}
-				reason := regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (no (PostgreSQL|S3 server): .*)$`).FindStringSubmatch(text)
+				reason := regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (no (PostgreSQL|S3 server|S3 server with users): .*)$`).FindStringSubmatch(text)
 				if reason == nil {
 					t.Fatalf("no one-line reason in output:\n%s", text)
 				}
-				wantVar := map[string]string{"postgres": EnvPostgresURL, "s3": EnvS3Endpoint}[service]
+				wantVar := map[string]string{"postgres": EnvPostgresURL, "s3": EnvS3Endpoint, "s3users": EnvS3Endpoint}[service]
 				if !strings.Contains(reason[1], wantVar+" is unset") || !strings.Contains(reason[1], "Docker is unavailable") {
 					t.Errorf("reason %q does not say what is missing", reason[1])
+				}
+				if !strings.Contains(reason[1], "no Docker socket at ") || !strings.Contains(reason[1], "which DOCKER_HOST names") {
+					t.Errorf("reason %q does not name the missing socket", reason[1])
 				}
 				if mode == "" {
 					if err != nil || !strings.Contains(text, "--- SKIP: TestHelperNoServices") {
@@ -88,6 +96,78 @@ func TestUnavailableSkipsOrFails(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNotOfferedSkipsEvenUnderRequire runs this test binary again against
+// an S3 server declared to have no admin API (MCPRES_S3_ADMIN_ENDPOINT=none)
+// with MCPRES_INTEGRATION=require, and checks that S3Users skips, and that
+// the summary counts the skip with its reason. No server is contacted: the
+// declaration is enough.
+func TestNotOfferedSkipsEvenUnderRequire(t *testing.T) {
+	if os.Getenv(helperEnv) == "1" {
+		return
+	}
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), exe, "-test.run=^TestHelperNoServices$", "-test.v")
+	cmd.Env = childEnv(t, map[string]string{
+		helperEnv:              "1",
+		helperEnv + "_SERVICE": "s3users",
+		EnvIntegration:         "require",
+		EnvS3Endpoint:          "http://127.0.0.1:9",
+		EnvS3AccessKey:         "key",
+		EnvS3SecretKey:         "secret",
+		EnvS3AdminEndpoint:     AdminEndpointNone,
+	})
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err != nil || !strings.Contains(text, "--- SKIP: TestHelperNoServices") {
+		t.Fatalf("want a skip and exit 0, got err %v:\n%s", err, text)
+	}
+	want := "skipped 1 integration test(s): per-principal users: the S3 server at " + EnvS3Endpoint + " has no admin API"
+	if !strings.Contains(text, want) {
+		t.Errorf("Main did not count the skip with its reason (%q):\n%s", want, text)
+	}
+}
+
+// TestDockerSocketProblem checks the harness's own look for a Docker socket
+// against made-up environments and file systems.
+func TestDockerSocketProblem(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		env   map[string]string
+		files []string
+		want  string // "" for no problem
+	}{
+		{"DOCKER_HOST names a missing socket, the default exists",
+			map[string]string{"DOCKER_HOST": "unix:///nowhere/docker.sock"}, []string{defaultDockerSocket},
+			"no Docker socket at /nowhere/docker.sock, which DOCKER_HOST names"},
+		{"DOCKER_HOST names a socket that exists",
+			map[string]string{"DOCKER_HOST": "unix:///x/docker.sock"}, []string{"/x/docker.sock"}, ""},
+		{"DOCKER_HOST over TCP is left to testcontainers",
+			map[string]string{"DOCKER_HOST": "tcp://127.0.0.1:2375"}, nil, ""},
+		{"nothing anywhere",
+			map[string]string{"HOME": "/home/u"}, nil,
+			"no Docker socket: DOCKER_HOST is unset and /var/run/docker.sock does not exist"},
+		{"the default socket", map[string]string{"HOME": "/home/u"}, []string{defaultDockerSocket}, ""},
+		{"a rootless socket", map[string]string{"HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/u"}, []string{"/run/u/docker.sock"}, ""},
+		{"a testcontainers properties file may name a host",
+			map[string]string{"HOME": "/home/u"}, []string{"/home/u/.testcontainers.properties"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := dockerSocketProblem(func(k string) string { return c.env[k] },
+				func(p string) bool { return slices.Contains(c.files, p) })
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("got %v, want no problem", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
 	}
 }
 

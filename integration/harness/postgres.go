@@ -79,7 +79,7 @@ func postgresServer(t testing.TB) string {
 	}
 	pgOnce.Do(startPostgres)
 	if pgReason != "" {
-		unavailable(t, pgReason)
+		Unavailable(t, pgReason)
 	}
 	if pgErr != nil {
 		t.Fatalf("harness: %v", pgErr)

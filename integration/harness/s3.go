@@ -33,9 +33,13 @@ type S3Env struct {
 	// test alone. Empty in the server-only value used internally.
 	Bucket string
 	// AdminEndpoint is the versitygw admin API base URL when known (from
-	// EnvS3AdminEndpoint), for creating per-principal users; empty otherwise,
-	// for example under MinIO from testcontainers.
+	// EnvS3AdminEndpoint, or the versitygw container of [S3Users]); empty
+	// otherwise, for example under MinIO from testcontainers.
 	AdminEndpoint string
+
+	// admin runs a `versitygw admin` subcommand against this server; set
+	// only in values from [S3Users], for [S3Env.NewUser].
+	admin adminFunc
 }
 
 // NewS3Client returns a client for env's endpoint and credentials, built by
@@ -90,7 +94,13 @@ var (
 // skipped or fails as the package doc describes.
 func S3(t testing.TB) S3Env {
 	t.Helper()
-	env := s3ServerEnv(t)
+	return withBucket(t, s3ServerEnv(t))
+}
+
+// withBucket returns env with a fresh versioned bucket that belongs to t,
+// removed when t ends.
+func withBucket(t testing.TB, env S3Env) S3Env {
+	t.Helper()
 	env.Bucket = uniqueName(t, "mcpres", '-', 63)
 	client := NewS3Client(env)
 
@@ -195,7 +205,7 @@ func s3ServerEnv(t testing.TB) S3Env {
 	}
 	s3Once.Do(startMinio)
 	if s3Reason != "" {
-		unavailable(t, s3Reason)
+		Unavailable(t, s3Reason)
 	}
 	if s3Err != nil {
 		t.Fatalf("harness: %v", s3Err)
