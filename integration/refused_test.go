@@ -205,8 +205,8 @@ func TestRefusedPlannedDeletedAndMissingIdentitiesLookAlikeOnEveryStore(t *testi
 		})
 	})
 	t.Run("s3", func(t *testing.T) {
-		env := harness.S3(t)
-		alice := vgwUser(t, env, uniqueUser(t, "alice"))
+		env := harness.S3Users(t)
+		alice := env.NewUser(t, uniqueUser(t, "alice"))
 		root := s3Client(t, env, nil)
 		for _, id := range refusalIDs[:3] {
 			putObject(t, root, env.Bucket, "docs/"+id, "text/plain", []byte("body of "+id))

@@ -141,7 +141,7 @@ func TestServerPlanningDuringTerminatedBackendsIsARetryableStorageOutage(t *test
 // version, as in a versioned bucket).
 func seededUnversioned(t *testing.T) (string, harness.S3Env, []string) {
 	t.Helper()
-	dbURL, env := harness.Postgres(t), harness.S3(t)
+	dbURL, env := harness.Postgres(t), harness.S3Users(t)
 	own := env
 	own.Bucket = fmt.Sprintf("mcpres-unversioned-%d", time.Now().UnixNano())
 	client := env.Client()
@@ -235,7 +235,7 @@ func TestServerSingleReadOfAnOverwrittenObjectSaysReadFailedRetryable(t *testing
 // that a row still references.
 func serverS3User(t *testing.T, env harness.S3Env, refused string) harness.S3Env {
 	t.Helper()
-	user := vgwUser(t, env, uniqueUser(t, "server"))
+	user := env.NewUser(t, uniqueUser(t, "server"))
 	list, err := env.Client().ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(env.Bucket)})
 	if err != nil {
 		t.Fatal(err)
