@@ -1,0 +1,263 @@
+package config
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is a loaded and checked resources file.
+type File struct {
+	// Version is the file format's version; 1 is the only one.
+	Version int `yaml:"version"`
+	// Sources are the databases and buckets, in file order.
+	Sources []Source `yaml:"sources" keyed:""`
+	// Policies are the named access policies, in file order.
+	Policies []Policy `yaml:"policies" keyed:""`
+	// Resources are the resource definitions, in file order.
+	Resources []Resource `yaml:"resources" keyed:""`
+	// Limits override the gateway's limits; nil keeps every default.
+	Limits *Limits `yaml:"limits"`
+
+	// Name is the name the file was loaded under, as errors print it.
+	Name  string `yaml:"-"`
+	Spans Spans  `yaml:"-"`
+}
+
+// Spans records where each key of one mapping of the file was written.
+type Spans struct {
+	self  Position
+	keys  map[string]Position
+	nodes map[string]*yaml.Node // scalar values, for positions inside them
+}
+
+// Self is where the mapping itself starts (for a named entry, its name).
+func (s Spans) Self() Position { return s.self }
+
+// Of is where key's value was written, or Self when the key is absent.
+// Keys of nested plain mappings are joined with dots: "completion.tenant".
+func (s Spans) Of(key string) Position {
+	if p, ok := s.keys[key]; ok {
+		return p
+	}
+	return s.self
+}
+
+// Has reports whether key was written.
+func (s Spans) Has(key string) bool { _, ok := s.keys[key]; return ok }
+
+// Source is one named database or bucket: exactly one of Postgres and S3.
+type Source struct {
+	// Name is the source's key under sources.
+	Name string `yaml:"-"`
+	// Postgres is a PostgreSQL database.
+	Postgres *PostgresSource `yaml:"postgres"`
+	// S3 is a bucket of an S3-compatible server.
+	S3 *S3Source `yaml:"s3"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// PostgresSource is a PostgreSQL database.
+type PostgresSource struct {
+	// URL is the connection URL (postgres://user:${PASSWORD}@host:5432/db);
+	// a password must come from the environment.
+	URL Secret `yaml:"url"`
+	// Role is the role every statement runs as, with the principal set in
+	// mcp.principal; the URL's login must be a member of it. Required.
+	Role string `yaml:"role"`
+	// ListenURL is a direct URL for the one connection that LISTENs for
+	// changes, when URL goes through a transaction-pooling PgBouncer.
+	// Empty means URL.
+	ListenURL Secret `yaml:"listen_url"`
+	// StatementTimeout bounds each statement when the request has no
+	// deadline; zero keeps the store's default.
+	StatementTimeout Duration `yaml:"statement_timeout"`
+	// MaxPlanItems bounds the items one plan or bundle statement may
+	// return; zero keeps the store's default.
+	MaxPlanItems int `yaml:"max_plan_items"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// S3Source is one bucket of an S3-compatible server.
+type S3Source struct {
+	// Bucket is the bucket's name.
+	Bucket string `yaml:"bucket"`
+	// Endpoint is the server's base URL with scheme; empty means AWS S3.
+	Endpoint Secret `yaml:"endpoint"`
+	// Region is the signing region; empty means the default.
+	Region string `yaml:"region"`
+	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY.
+	PathStyle bool `yaml:"path_style"`
+	// AccessKey and SecretKey are static credentials, both or neither
+	// (neither: the AWS default chain). SecretKey must be a ${NAME}.
+	AccessKey Secret `yaml:"access_key"`
+	// SecretKey is the secret of AccessKey.
+	SecretKey Secret `yaml:"secret_key"`
+	// SessionToken is the optional token of temporary credentials.
+	SessionToken Secret `yaml:"session_token"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Policy is one named access policy: exactly one of Decide and Grants,
+// run against a PostgreSQL source as its role with the principal set.
+type Policy struct {
+	// Name is the policy's key under policies. "database" is reserved.
+	Name string `yaml:"-"`
+	// Source names the PostgreSQL source the statement runs on.
+	Source string `yaml:"source"`
+	// Decide is one statement that decides every target of a plan at
+	// once: bound with $keys (text[], the targets' keys) and optionally
+	// $principal, it returns rows of key, visible, read and optionally
+	// disclose; a key without a row is hidden.
+	Decide string `yaml:"decide"`
+	// Grants is one statement per target, grants-table style: bound with
+	// $key and optionally $principal, it returns at most one row of
+	// visible, read and optionally disclose; no row is hidden.
+	Grants string `yaml:"grants"`
+	// Description is for the people who read the file.
+	Description string `yaml:"description"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// PolicyDatabase is the policy value that lets the database decide: the
+// plan and body statements' row-level security is the only gate.
+const PolicyDatabase = "database"
+
+// Resource is one resource definition: a URI or a URI template, the
+// source that serves it, and how.
+type Resource struct {
+	// Name is the resource's key under resources, listed as its name.
+	Name string `yaml:"-"`
+	// URI is a concrete resource URI; exactly one of URI and Template.
+	URI string `yaml:"uri"`
+	// Template is a URI template of whole-segment {captures}. For an S3
+	// key family its last segment is "...": one more segment per depth,
+	// up to MaxDepth.
+	Template string `yaml:"template"`
+	// Title, Description, MIMEType and Annotations are listed.
+	Title string `yaml:"title"`
+	// Description says what the resource is.
+	Description string `yaml:"description"`
+	// MIMEType is the MIME type listed for the resource; each item read
+	// declares its own.
+	MIMEType string `yaml:"mime_type"`
+	// Annotations are the client hints listed with the resource.
+	Annotations *Annotations `yaml:"annotations"`
+	// Source names the source that serves the resource.
+	Source string `yaml:"source"`
+	// Policy names a policy under policies, or is "database"
+	// ([PolicyDatabase]) for row-level security alone. Required.
+	Policy string `yaml:"policy"`
+	// Role overrides the source's role for this resource's statements.
+	Role string `yaml:"role"`
+
+	// Plan (PostgreSQL) selects the one item a request names, identity
+	// only: key, version, mime_type and optionally title, size and the
+	// object reference (object_key, object_etag, object_version_id,
+	// object_size). Its $names are the template's captures.
+	Plan string `yaml:"plan"`
+	// Body (PostgreSQL) reads one planned item, pinned by $key and
+	// $version.
+	Body string `yaml:"body"`
+	// Bundle (PostgreSQL) selects the items of a bundle, each an item of
+	// the resource named by Items: its rows carry that resource's
+	// captures as columns, then key, version and mime_type.
+	Bundle string `yaml:"bundle"`
+	// Items names the resource whose items a Bundle lists.
+	Items string `yaml:"items"`
+	// Completion (PostgreSQL) maps a capture to the statement that
+	// completes it from $prefix and the other captures.
+	Completion map[string]string `yaml:"completion"`
+	// Object serves the S3 object that a plan row references as a second
+	// item of the read, and alone under its own template.
+	Object *ObjectRef `yaml:"object"`
+	// Listen (PostgreSQL) is a channel whose NOTIFY payloads are changed
+	// keys of this resource's items, for subscriptions.
+	Listen string `yaml:"listen"`
+
+	// Key (S3) is the key pattern: literal and {captured} segments, the
+	// template's captures, and a last "..." segment when the template has
+	// one.
+	Key string `yaml:"key"`
+	// MaxDepth (S3) is how many segments "..." stands for at most.
+	MaxDepth int `yaml:"max_depth"`
+	// MIME says how items get their MIME type and whether they are text.
+	MIME *MIMERules `yaml:"mime"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Annotations are the client hints listed with a resource.
+type Annotations struct {
+	// Audience is "user", "assistant" or both.
+	Audience []string `yaml:"audience"`
+	// Priority is from 0 (least) to 1 (most).
+	Priority *float64 `yaml:"priority"`
+	// LastModified is an RFC 3339 time.
+	LastModified string `yaml:"last_modified"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// ObjectRef says where the object a plan row references is served from.
+type ObjectRef struct {
+	// Source names the S3 source that holds the objects.
+	Source string `yaml:"source"`
+	// Template is the URI template of the object alone; it has exactly
+	// the captures of the resource's template.
+	Template string `yaml:"template"`
+	// Title is listed for the object's template.
+	Title string `yaml:"title"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// MIMERules say how an item gets its MIME type and whether it is text.
+type MIMERules struct {
+	// From is where the type comes from: "column" (the plan's mime_type;
+	// the default for PostgreSQL), "object" (the stored Content-Type, else
+	// by extension; the default for S3), "extension", or "fixed" (Type).
+	From string `yaml:"from"`
+	// Type is the fixed type, or the fallback when From finds none.
+	Type string `yaml:"type"`
+	// Extensions add to the extension table: ".md": text/markdown.
+	Extensions map[string]string `yaml:"extensions"`
+	// Text lists the types served as text ("text/*", "application/json");
+	// empty means text/*, JSON, XML and YAML.
+	Text []string `yaml:"text"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Limits override the gateway's limits (core.ResourceLimits); zero or
+// absent keeps a default. Each field is the core.ResourceLimits field of the
+// same name; sizes are bytes or strings such as "4MiB", times "30s".
+type Limits struct {
+	MaxURIBytes             int      `yaml:"max_uri_bytes"`
+	MaxPlanItems            int      `yaml:"max_plan_items"`
+	MaxItems                int      `yaml:"max_items"`
+	MaxItemBytes            ByteSize `yaml:"max_item_bytes"`
+	MaxResponseBytes        ByteSize `yaml:"max_response_bytes"`
+	MaxResponseEncodedBytes ByteSize `yaml:"max_response_encoded_bytes"`
+	ReportPayloadBytes      ByteSize `yaml:"report_payload_bytes"`
+	ReportEncodedBytes      ByteSize `yaml:"report_encoded_bytes"`
+	MaxIssues               int      `yaml:"max_issues"`
+	ReadTimeout             Duration `yaml:"read_timeout"`
+	ItemTimeout             Duration `yaml:"item_timeout"`
+	ListPageSize            int      `yaml:"list_page_size"`
+	MaxListPageSize         int      `yaml:"max_list_page_size"`
+	ListPageBytes           ByteSize `yaml:"list_page_bytes"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Duration is a time.Duration written as Go writes it: "30s", "1m30s".
+type Duration time.Duration
+
+// ByteSize is a count of bytes written as a number or with a binary
+// suffix: 512, "64KiB", "4MiB", "1GiB".
+type ByteSize int64
