@@ -107,7 +107,7 @@ func (c *checker) source(s *Source) {
 
 func (c *checker) postgres(p *PostgresSource, path string) {
 	if !p.Spans.Has("url") {
-		c.e.at(p.Spans.Self(), "%s: url is required", path)
+		c.required(p.Spans, "url", path)
 	} else {
 		c.pgURL(p.URL, p.Spans.Of("url"), path+".url")
 	}
@@ -122,6 +122,15 @@ func (c *checker) postgres(p *PostgresSource, path string) {
 	if p.MaxPlanItems < 0 {
 		c.e.at(p.Spans.Of("max_plan_items"), "%s.max_plan_items: must not be negative", path)
 	}
+}
+
+// required reports a missing key, or one whose ${NAME} is empty.
+func (c *checker) required(sp Spans, key, path string) {
+	if sp.Empty(key) {
+		c.e.at(sp.Of(key), "%s.%s: is required, and its ${...} expands to nothing", path, key)
+		return
+	}
+	c.e.at(sp.Self(), "%s: %s is required", path, key)
 }
 
 func roleProblem(role string) string {
@@ -186,17 +195,17 @@ func writtenPassword(raw string) bool {
 func (c *checker) s3(b *S3Source, path string) {
 	switch {
 	case !b.Spans.Has("bucket"):
-		c.e.at(b.Spans.Self(), "%s: bucket is required", path)
-	case !validBucket.MatchString(b.Bucket) || strings.Contains(b.Bucket, ".."):
+		c.required(b.Spans, "bucket", path)
+	case !validBucket.MatchString(string(b.Bucket)) || strings.Contains(string(b.Bucket), ".."):
 		c.e.at(b.Spans.Of("bucket"), "%s.bucket: %q is not a bucket name (3 to 63 lowercase letters, digits, . and -)", path, b.Bucket)
 	}
-	if b.Endpoint.IsSet() {
-		u, err := url.Parse(b.Endpoint.value)
+	if b.Spans.Has("endpoint") {
+		u, err := url.Parse(string(b.Endpoint))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			c.e.at(b.Spans.Of("endpoint"), "%s.endpoint: is not an http:// or https:// base URL without credentials", path)
 		}
 	}
-	if b.Spans.Has("region") && !validRegion.MatchString(b.Region) {
+	if b.Spans.Has("region") && !validRegion.MatchString(string(b.Region)) {
 		c.e.at(b.Spans.Of("region"), "%s.region: %q is not a region name such as us-east-1", path, b.Region)
 	}
 	if b.AccessKey.IsSet() != b.SecretKey.IsSet() {
@@ -259,7 +268,15 @@ func (c *checker) statement(sql string, sp Spans, key, path string, captures, ex
 	for _, p := range params {
 		used[p.Name] = true
 		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
-			c.e.at(c.sqlPos(sp, key, sql, p.Off), "%s.%s: $%s is neither a capture of the template nor one of %s", path, key, p.Name, dollarList(extra))
+			at := c.sqlPos(sp, key, sql, p.Off)
+			switch {
+			case len(extra) == 0:
+				c.e.at(at, "%s.%s: $%s is not a capture of the template (%s)", path, key, p.Name, strings.Join(captures, ", "))
+			case len(captures) == 0:
+				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
+			default:
+				c.e.at(at, "%s.%s: $%s is neither a capture of the template (%s) nor one of %s", path, key, p.Name, strings.Join(captures, ", "), dollarList(extra))
+			}
 			return
 		}
 	}
@@ -272,9 +289,6 @@ func (c *checker) statement(sql string, sp Spans, key, path string, captures, ex
 }
 
 func dollarList(names []string) string {
-	if len(names) == 0 {
-		return "the statement's parameters (it has none of its own)"
-	}
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = "$" + n
@@ -710,9 +724,11 @@ func (c *checker) gateway() {
 	}
 	deny := func(context.Context) error { return core.Unavailable(errors.New("config: check only")) }
 	policy := core.ResourcePolicy{
-		Discover:   func(ctx context.Context, _ core.ResourceDescription) error { return deny(ctx) },
-		Visibility: func(ctx context.Context, _ core.ResourceTarget) (core.Visibility, error) { return core.Visibility{}, deny(ctx) },
-		Read:       func(ctx context.Context, _ core.ResourceTarget) error { return deny(ctx) },
+		Discover: func(ctx context.Context, _ core.ResourceDescription) error { return deny(ctx) },
+		Visibility: func(ctx context.Context, _ core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{}, deny(ctx)
+		},
+		Read: func(ctx context.Context, _ core.ResourceTarget) error { return deny(ctx) },
 	}
 	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.limits()))
 	var ce *core.ConfigError

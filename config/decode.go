@@ -34,6 +34,7 @@ type decoder struct {
 
 var (
 	typeSecret   = reflect.TypeFor[Secret]()
+	typeEnv      = reflect.TypeFor[Env]()
 	typeDuration = reflect.TypeFor[Duration]()
 	typeByteSize = reflect.TypeFor[ByteSize]()
 	typeSpans    = reflect.TypeFor[Spans]()
@@ -41,7 +42,7 @@ var (
 
 // secretFields names the fields where ${NAME} is expanded, for the error
 // that says so elsewhere.
-const secretFields = "url, listen_url, endpoint, access_key, secret_key and session_token"
+const secretFields = "url, listen_url, bucket, endpoint, region, access_key, secret_key and session_token"
 
 func pos(n *yaml.Node) Position { return Position{Line: n.Line, Column: n.Column} }
 
@@ -90,6 +91,11 @@ func yamlError(e *errs, err error) {
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+		// yaml.v3 counts the lines of its parser's errors (as opposed to
+		// its scanner's) from 0; they are the ones that say "did not find".
+		if strings.HasPrefix(msg, "did not find expected") {
+			line++
+		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
@@ -235,7 +241,26 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 			d.e.at(pos(vn), "%s: %s", path, bad)
 			return
 		}
+		if val == "" {
+			spans.empty(key)
+			return
+		}
 		fv.Set(reflect.ValueOf(Secret{value: val, raw: s, set: true}))
+	case t == typeEnv:
+		s, ok := d.str(vn, path, true)
+		if !ok {
+			return
+		}
+		val, bad := expand(s, d.lookup)
+		if bad != "" {
+			d.e.at(pos(vn), "%s: %s", path, bad)
+			return
+		}
+		if val == "" {
+			spans.empty(key)
+			return
+		}
+		fv.SetString(val)
 	case t == typeDuration:
 		s, ok := d.str(vn, path, false)
 		if !ok {

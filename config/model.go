@@ -43,8 +43,15 @@ func (s Spans) Of(key string) Position {
 	return s.self
 }
 
-// Has reports whether key was written.
-func (s Spans) Has(key string) bool { _, ok := s.keys[key]; return ok }
+// Has reports whether key was written with a value: a [Secret] or [Env]
+// field whose ${NAME} expands to nothing counts as absent.
+func (s Spans) Has(key string) bool { _, ok := s.keys[key]; return ok && !s.Empty(key) }
+
+// Empty reports whether key was written but its ${NAME} references
+// expanded to nothing.
+func (s Spans) Empty(key string) bool { _, ok := s.keys[key+":empty"]; return ok }
+
+func (s *Spans) empty(key string) { s.keys[key+":empty"] = s.keys[key] }
 
 // Source is one named database or bucket: exactly one of Postgres and S3.
 type Source struct {
@@ -83,11 +90,12 @@ type PostgresSource struct {
 // S3Source is one bucket of an S3-compatible server.
 type S3Source struct {
 	// Bucket is the bucket's name.
-	Bucket string `yaml:"bucket"`
-	// Endpoint is the server's base URL with scheme; empty means AWS S3.
-	Endpoint Secret `yaml:"endpoint"`
+	Bucket Env `yaml:"bucket"`
+	// Endpoint is the server's base URL with scheme and without
+	// credentials; empty means AWS S3.
+	Endpoint Env `yaml:"endpoint"`
 	// Region is the signing region; empty means the default.
-	Region string `yaml:"region"`
+	Region Env `yaml:"region"`
 	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY.
 	PathStyle bool `yaml:"path_style"`
 	// AccessKey and SecretKey are static credentials, both or neither
@@ -254,6 +262,11 @@ type Limits struct {
 
 	Spans Spans `yaml:"-"`
 }
+
+// Env is the value of a field that differs between deployments but is no
+// secret (a bucket name, an endpoint): ${NAME} references are expanded from
+// the environment as in a [Secret], and the value may be printed.
+type Env string
 
 // Duration is a time.Duration written as Go writes it: "30s", "1m30s".
 type Duration time.Duration
