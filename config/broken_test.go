@@ -101,9 +101,13 @@ func TestBrokenFiles(t *testing.T) {
 		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 32, "second YAML document"},
 		{"the root is not a mapping", func(t *testing.T) string { return "- version\n" }, 1, "expects a mapping"},
 		{"an unknown top-level key", func(t *testing.T) string { return edit(t, "version: 1\n", "version: 1\nextra: true\n") }, 2, `unknown key "extra"`},
-		{"an unknown key in a source", func(t *testing.T) string { return edit(t, "      role: reader", "      role: reader\n      pasword: x") }, 7, `unknown key "pasword"`},
+		{"an unknown key in a source", func(t *testing.T) string {
+			return edit(t, "      role: reader", "      role: reader\n      pasword: x")
+		}, 7, `unknown key "pasword"`},
 		{"an unknown key in a resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    depth: 3") }, 32, `unknown key "depth"`},
-		{"a key written twice", func(t *testing.T) string { return edit(t, "    source: files\n", "    source: files\n    source: db\n") }, 29, "written twice"},
+		{"a key written twice", func(t *testing.T) string {
+			return edit(t, "    source: files\n", "    source: files\n    source: db\n")
+		}, 29, "written twice"},
 		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 32, "defined twice"},
 		{"a version missing", func(t *testing.T) string { return edit(t, "version: 1\n", "") }, 1, "version: is required"},
 		{"a version from the future", func(t *testing.T) string { return edit(t, "version: 1", "version: 2") }, 1, "not a version"},
@@ -116,13 +120,17 @@ func TestBrokenFiles(t *testing.T) {
 		{"a password written in the URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "postgres://app:hunter2@db/docs") }, 5, "password is written in the file"},
 		{"not a PostgreSQL URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "${BAD_DB_URL}") }, 5, "not a PostgreSQL URL"},
 		{"a postgres source without role", func(t *testing.T) string { return edit(t, "      role: reader\n", "") }, 4, "role is required"},
-		{"a source of two kinds", func(t *testing.T) string { return edit(t, "  files:\n    s3:\n", "  files:\n    postgres: {url: '${DB_URL}', role: r}\n    s3:\n") }, 7, "exactly one of postgres and s3"},
+		{"a source of two kinds", func(t *testing.T) string {
+			return edit(t, "  files:\n    s3:\n", "  files:\n    postgres: {url: '${DB_URL}', role: r}\n    s3:\n")
+		}, 7, "exactly one of postgres and s3"},
 		{"a bad bucket name", func(t *testing.T) string { return edit(t, "bucket: acme-docs", "bucket: Acme_Docs") }, 9, "not a bucket name"},
 		{"an endpoint that is not http", func(t *testing.T) string { return edit(t, "${ENDPOINT}", "${BAD_ENDPOINT}") }, 10, "endpoint"},
 		{"a secret key written in the file", func(t *testing.T) string { return edit(t, "${SECRET}", "abc${SECRET}") }, 12, "one ${NAME} reference"},
 		{"an access key without its secret", func(t *testing.T) string { return edit(t, "      secret_key: ${SECRET}\n", "") }, 8, "both access_key and secret_key"},
 		{"a policy on an unknown source", func(t *testing.T) string { return edit(t, "    source: db\n    decide", "    source: dbx\n    decide") }, 15, `no source is named "dbx"`},
-		{"a policy on an S3 source", func(t *testing.T) string { return edit(t, "    source: db\n    decide", "    source: files\n    decide") }, 15, "not a postgres source"},
+		{"a policy on an S3 source", func(t *testing.T) string {
+			return edit(t, "    source: db\n    decide", "    source: files\n    decide")
+		}, 15, "not a postgres source"},
 		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 16, "must use $keys"},
 		{"a positional parameter", func(t *testing.T) string { return edit(t, "id = $id\n", "id = $2\n") }, 24, "positional"},
 		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 24, "$tenat is not a capture of the template (tenant, id)"},
@@ -153,9 +161,15 @@ func TestBrokenFiles(t *testing.T) {
 		{"a key family that meets another template", func(t *testing.T) string {
 			return good + "  one:\n    template: report://t/{a}/{b}\n    source: db\n    policy: database\n    plan: SELECT $a, $b\n    body: SELECT $key, $version\n"
 		}, 33, "both match"},
-		{"a bad media type", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime:\n      type: text") }, 33, "not a media type"},
-		{"a bad extension", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime:\n      extensions:\n        md: text/markdown") }, 34, "not an extension"},
-		{"a priority above 1", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      priority: 2") }, 33, "between 0 and 1"},
+		{"a bad media type", func(t *testing.T) string {
+			return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime:\n      type: text")
+		}, 33, "not a media type"},
+		{"a bad extension", func(t *testing.T) string {
+			return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime:\n      extensions:\n        md: text/markdown")
+		}, 34, "not an extension"},
+		{"a priority above 1", func(t *testing.T) string {
+			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      priority: 2")
+		}, 33, "between 0 and 1"},
 		{"an audience core refuses", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      audience: [robots]")
 		}, 32, "Audience"},
@@ -168,7 +182,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"a completion without $prefix", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenant: SELECT id FROM t\n    body: SELECT body")
 		}, 26, "must use $prefix"},
-		{"a bad LISTEN channel", func(t *testing.T) string { return edit(t, "    body: SELECT body", "    listen: Changes!\n    body: SELECT body") }, 25, "not a channel name"},
+		{"a bad LISTEN channel", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body", "    listen: Changes!\n    body: SELECT body")
+		}, 25, "not a channel name"},
 		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 18, "a name is a letter"},
 		{"a bundle without items", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    policy: database\n    bundle: SELECT $tenant\n"
