@@ -44,24 +44,21 @@ sources:
       endpoint: ${ENDPOINT}
       access_key: ${KEY}
       secret_key: ${SECRET}
-policies:
-  members:
-    source: db
-    decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys::text[]) AS k
+policy:
+  source: db
+  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys::text[]) AS k
 resources:
   doc:
     template: doc://t/{tenant}/d/{id}
     source: db
-    policy: database
     plan: |
-      SELECT id AS key, xmin::text AS version, 'text/plain' AS mime_type
+      SELECT id AS key, xmin AS version, 'text/plain' AS mime
       FROM docs WHERE tenant = $tenant AND id = $id
     body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version
   reports:
     template: report://t/{tenant}/...
     source: files
-    policy: members
-    key: tenants/{tenant}/...
+    prefix: tenants/{tenant}/
     max_depth: 3
 `
 
@@ -98,103 +95,119 @@ func TestBrokenFiles(t *testing.T) {
 	}{
 		{"a YAML syntax error names its line", func(t *testing.T) string { return edit(t, "    role: reader", "    role: [reader") }, 6, "YAML"},
 		{"an empty file", func(t *testing.T) string { return "" }, 1, "empty"},
-		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 32, "second YAML document"},
+		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 29, "second YAML document"},
 		{"the root is not a mapping", func(t *testing.T) string { return "- version\n" }, 1, "expects a mapping"},
 		{"an unknown top-level key", func(t *testing.T) string { return edit(t, "version: 1\n", "version: 1\nextra: true\n") }, 2, `unknown key "extra"`},
 		{"an unknown key in a source", func(t *testing.T) string {
 			return edit(t, "      role: reader", "      role: reader\n      pasword: x")
 		}, 7, `unknown key "pasword"`},
-		{"an unknown key in a resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    depth: 3") }, 32, `unknown key "depth"`},
+		{"an unknown key in a resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    depth: 3") }, 29, `unknown key "depth"`},
 		{"a key written twice", func(t *testing.T) string {
 			return edit(t, "    source: files\n", "    source: files\n    source: db\n")
-		}, 29, "written twice"},
-		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 32, "defined twice"},
+		}, 27, "written twice"},
+		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 29, "defined twice"},
 		{"a version missing", func(t *testing.T) string { return edit(t, "version: 1\n", "") }, 1, "version: is required"},
 		{"a version from the future", func(t *testing.T) string { return edit(t, "version: 1", "version: 2") }, 1, "not a version"},
 		{"a number where a string belongs", func(t *testing.T) string { return edit(t, "role: reader", "role: 17") }, 6, "expects a string"},
-		{"a string where a number belongs", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: three") }, 31, "expects a whole number"},
-		{"an alias", func(t *testing.T) string { return edit(t, "    role: reader", "    role: &r reader") }, 6, "anchors"},
+		{"a string where a number belongs", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: three") }, 28, "expects a whole number"},
+		{"an anchor", func(t *testing.T) string { return edit(t, "    role: reader", "    role: &r reader") }, 6, "anchors"},
 		{"an unset environment variable", func(t *testing.T) string { return edit(t, "${DB_URL}", "${UNSET}") }, 5, "UNSET is not set"},
 		{"a bad reference", func(t *testing.T) string { return edit(t, "${DB_URL}", "${DB_URL") }, 5, "closing }"},
-		{"${} outside secret fields", func(t *testing.T) string { return edit(t, "role: reader", "role: ${ROLE}") }, 6, "expanded only in"},
+		{"an empty required reference", func(t *testing.T) string { return edit(t, "${DB_URL}", "${EMPTY}") }, 5, "expands to nothing"},
+		{"${} outside the expanded fields", func(t *testing.T) string { return edit(t, "role: reader", "role: ${ROLE}") }, 6, "expanded only in"},
 		{"a password written in the URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "postgres://app:hunter2@db/docs") }, 5, "password is written in the file"},
+		{"a password written as a parameter", func(t *testing.T) string { return edit(t, "${DB_URL}", "host=db password=hunter2") }, 5, "password is written in the file"},
 		{"not a PostgreSQL URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "${BAD_DB_URL}") }, 5, "not a PostgreSQL URL"},
 		{"a postgres source without role", func(t *testing.T) string { return edit(t, "      role: reader\n", "") }, 4, "role is required"},
+		{"role and login_role", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      login_role: true\n")
+		}, 6, "not both"},
 		{"a source of two kinds", func(t *testing.T) string {
 			return edit(t, "  files:\n    s3:\n", "  files:\n    postgres: {url: '${DB_URL}', role: r}\n    s3:\n")
 		}, 7, "exactly one of postgres and s3"},
 		{"a bad bucket name", func(t *testing.T) string { return edit(t, "bucket: acme-docs", "bucket: Acme_Docs") }, 9, "not a bucket name"},
+		{"a bucket name from the environment is not echoed", func(t *testing.T) string { return edit(t, "bucket: acme-docs", "bucket: ${BUCKET}") }, 9, "not a bucket name"},
 		{"an endpoint that is not http", func(t *testing.T) string { return edit(t, "${ENDPOINT}", "${BAD_ENDPOINT}") }, 10, "endpoint"},
 		{"a secret key written in the file", func(t *testing.T) string { return edit(t, "${SECRET}", "abc${SECRET}") }, 12, "one ${NAME} reference"},
 		{"an access key without its secret", func(t *testing.T) string { return edit(t, "      secret_key: ${SECRET}\n", "") }, 8, "both access_key and secret_key"},
-		{"a policy on an unknown source", func(t *testing.T) string { return edit(t, "    source: db\n    decide", "    source: dbx\n    decide") }, 15, `no source is named "dbx"`},
-		{"a policy on an S3 source", func(t *testing.T) string {
-			return edit(t, "    source: db\n    decide", "    source: files\n    decide")
-		}, 15, "not a postgres source"},
-		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 16, "must use $keys"},
-		{"a positional parameter", func(t *testing.T) string { return edit(t, "id = $id\n", "id = $2\n") }, 24, "positional"},
-		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 24, "$tenat is not a capture of the template (tenant, id)"},
-		{"a capture the plan does not use", func(t *testing.T) string { return edit(t, "tenant = $tenant AND ", "") }, 22, "must use $tenant"},
-		{"a body not pinned by version", func(t *testing.T) string { return edit(t, " AND xmin::text = $version", "") }, 25, "must use $version"},
-		{"two statements", func(t *testing.T) string { return edit(t, "id = $key AND", "id = $key; DELETE FROM docs WHERE") }, 25, "one statement"},
-		{"a string left open", func(t *testing.T) string { return edit(t, "'text/plain' AS", "'text/plain AS") }, 23, "not closed"},
+		{"no policy", func(t *testing.T) string {
+			return edit(t, "policy:\n  source: db\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys::text[]) AS k\n", "")
+		}, 1, "policy: is required"},
+		{"a policy word other than database", func(t *testing.T) string {
+			return edit(t, "policy:\n  source: db\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys::text[]) AS k\n", "policy: everyone\n")
+		}, 13, "expects database"},
+		{"a policy on an unknown source", func(t *testing.T) string { return edit(t, "  source: db\n  decide", "  source: dbx\n  decide") }, 14, `no source is named "dbx"`},
+		{"a policy on an S3 source", func(t *testing.T) string { return edit(t, "  source: db\n  decide", "  source: files\n  decide") }, 14, "not a postgres source"},
+		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 15, "must use $keys"},
+		{"a decide statement with a capture", func(t *testing.T) string {
+			return edit(t, "unnest($keys::text[])", "unnest($keys::text[]) WHERE $tenant")
+		}, 15, "$tenant is not one of $keys, $principal"},
+		{"a positional parameter", func(t *testing.T) string { return edit(t, "id = $id\n", "id = $2\n") }, 22, "positional"},
+		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 22, "$tenat is neither a capture of the template (tenant, id)"},
+		{"a capture the plan does not use", func(t *testing.T) string { return edit(t, "tenant = $tenant AND ", "") }, 20, "must use $tenant"},
+		{"a body that does not use $key", func(t *testing.T) string {
+			return edit(t, "WHERE id = $key AND xmin::text = $version", "WHERE xmin::text = $version")
+		}, 23, "must use $key"},
+		{"two statements", func(t *testing.T) string { return edit(t, "id = $key AND", "id = $key; DELETE FROM docs WHERE") }, 23, "one statement"},
+		{"a string left open", func(t *testing.T) string { return edit(t, "'text/plain' AS", "'text/plain AS") }, 21, "not closed"},
 		{"a plan without body", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "")
-		}, 22, "body is required"},
-		{"a resource on an unknown source", func(t *testing.T) string { return edit(t, "    source: files\n", "    source: filez\n") }, 28, `no source is named "filez"`},
-		{"an unknown policy", func(t *testing.T) string { return edit(t, "policy: members", "policy: membres") }, 29, `no policy is named "membres"`},
-		{"a resource without policy", func(t *testing.T) string { return edit(t, "    policy: database\n", "") }, 18, "policy is required"},
-		{"database decides for a bucket", func(t *testing.T) string { return edit(t, "policy: members", "policy: database") }, 29, "needs a postgres source"},
-		{"SQL on an S3 resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    plan: SELECT 1") }, 32, "is for postgres resources"},
-		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 27, "max_depth is required"},
-		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 31, "from 1 to 32"},
-		{"a key with .. in it", func(t *testing.T) string { return edit(t, "key: tenants/{tenant}/...", "key: tenants/../{tenant}/...") }, 30, `".." segment`},
-		{"a key without the template's captures", func(t *testing.T) string { return edit(t, "key: tenants/{tenant}/...", "key: tenants/all/...") }, 30, "exactly the captures"},
-		{"a key family on one side only", func(t *testing.T) string { return edit(t, "key: tenants/{tenant}/...", "key: tenants/{tenant}") }, 30, "both end in /..."},
-		{"a template the gateway refuses", func(t *testing.T) string { return edit(t, "doc://t/{tenant}/d/{id}", "doc://t/{tenant}/d/x{id}") }, 19, "resources.doc.template"},
+		}, 20, "body is required"},
+		{"plan and bundle", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body", "    bundle: SELECT $tenant, $id\n    body: SELECT body")
+		}, 17, "exactly one of plan"},
+		{"a resource on an unknown source", func(t *testing.T) string { return edit(t, "    source: files\n", "    source: filez\n") }, 26, `no source is named "filez"`},
+		{"SQL on an S3 resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    plan: SELECT 1") }, 29, "is for postgres resources"},
+		{"a prefix on a postgres resource", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body", "    prefix: docs/\n    body: SELECT body")
+		}, 23, "is for S3 resources"},
+		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, "max_depth is required"},
+		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 28, "from 1 to 32"},
+		{"a prefix with .. in it", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/../{tenant}/") }, 27, `".." segment`},
+		{"a prefix without the template's captures", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/all/") }, 27, "exactly the template's captures"},
+		{"a prefix that does not end in /", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/{tenant}") }, 27, "end in /"},
+		{"a capture named like a key segment", func(t *testing.T) string {
+			return edit(t, "template: report://t/{tenant}/...\n    source: files\n    prefix: tenants/{tenant}/", "template: report://t/{k2}/...\n    source: files\n    prefix: tenants/{k2}/")
+		}, 25, "{k2} is the name of key segment 2"},
+		{"a template the gateway refuses", func(t *testing.T) string { return edit(t, "doc://t/{tenant}/d/{id}", "doc://t/{tenant}/d/x{id}") }, 18, "resources.doc.template"},
 		{"a URI with userinfo", func(t *testing.T) string {
-			return good + "  index:\n    uri: doc://user@host/x\n    source: db\n    policy: database\n    plan: SELECT 1 AS key\n    body: SELECT $key, $version\n"
-		}, 33, "resources.index.uri"},
+			return good + "  index:\n    uri: doc://user@host/x\n    source: db\n    plan: SELECT 1 AS key\n    body: SELECT $key\n"
+		}, 30, "resources.index.uri"},
 		{"two templates one request matches", func(t *testing.T) string {
-			return good + "  other:\n    template: doc://t/{x}/d/{y}\n    source: db\n    policy: database\n    plan: SELECT $x, $y\n    body: SELECT $key, $version\n"
-		}, 33, "both match"},
+			return good + "  other:\n    template: doc://t/{x}/d/{y}\n    source: db\n    plan: SELECT $x, $y\n    body: SELECT $key\n"
+		}, 30, "both match"},
 		{"a key family that meets another template", func(t *testing.T) string {
-			return good + "  one:\n    template: report://t/{a}/{b}\n    source: db\n    policy: database\n    plan: SELECT $a, $b\n    body: SELECT $key, $version\n"
-		}, 33, "both match"},
-		{"a bad media type", func(t *testing.T) string {
-			return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime:\n      type: text")
-		}, 33, "not a media type"},
-		{"a bad extension", func(t *testing.T) string {
-			return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime:\n      extensions:\n        md: text/markdown")
-		}, 34, "not an extension"},
+			return good + "  one:\n    template: report://t/{a}/{b}\n    source: db\n    plan: SELECT $a, $b\n    body: SELECT $key\n"
+		}, 30, "both match"},
+		{"a listed media type core refuses", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime_type: text") }, 29, "MIMEType"},
 		{"a priority above 1", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      priority: 2")
-		}, 33, "between 0 and 1"},
+		}, 30, "between 0 and 1"},
 		{"an audience core refuses", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      audience: [robots]")
-		}, 32, "Audience"},
-		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 33, "not a positive duration"},
-		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 33, "not a positive byte size"},
-		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 33, "limits.max_uri_bytes"},
+		}, 29, "Audience"},
+		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 30, "not a positive duration"},
+		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 30, "not a positive byte size"},
+		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 30, "limits.max_uri_bytes"},
 		{"a completion for no capture", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenantt: SELECT id FROM t WHERE id LIKE $prefix\n    body: SELECT body")
-		}, 26, "not a capture"},
+		}, 24, "not a capture"},
 		{"a completion without $prefix", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenant: SELECT id FROM t\n    body: SELECT body")
-		}, 26, "must use $prefix"},
+		}, 24, "must use $prefix"},
 		{"a bad LISTEN channel", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    listen: Changes!\n    body: SELECT body")
-		}, 25, "not a channel name"},
-		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 18, "a name is a letter"},
-		{"a bundle without items", func(t *testing.T) string {
-			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    policy: database\n    bundle: SELECT $tenant\n"
-		}, 36, "items is required"},
-		{"an object template with other captures", func(t *testing.T) string {
-			return edit(t, "    body: SELECT body", "    object:\n      source: files\n      template: doc://t/{tenant}/file\n    body: SELECT body")
-		}, 27, "exactly the captures"},
+		}, 23, "not a channel name"},
+		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 17, "a name is a letter"},
+		{"a bundle without item_uri", func(t *testing.T) string {
+			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    body: SELECT $key\n"
+		}, 32, "item_uri is required"},
+		{"an item_uri that names no column", func(t *testing.T) string {
+			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    item_uri: doc://t/{}/x\n    body: SELECT $key\n"
+		}, 33, "does not name a column"},
 		{"an object on a postgres source", func(t *testing.T) string {
-			return edit(t, "    body: SELECT body", "    object:\n      source: db\n      template: doc://t/{tenant}/d/{id}/file\n    body: SELECT body")
-		}, 26, "not an s3 source"},
+			return edit(t, "    body: SELECT body", "    object:\n      source: db\n    body: SELECT body")
+		}, 24, "not an s3 source"},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d cases", len(cases))

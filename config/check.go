@@ -31,10 +31,10 @@ const MaxDepth = 32
 // Statement parameters each kind of statement may use besides the
 // template's captures, and those it must use.
 var (
-	bodyParams       = []string{"key", "version"}
+	planParams       = []string{"principal"}
+	bodyParams       = []string{"key", "version", "principal"}
 	decideParams     = []string{"keys", "principal"}
-	grantsParams     = []string{"key", "principal"}
-	completionParams = []string{"prefix"}
+	completionParams = []string{"prefix", "limit", "principal"}
 )
 
 // checker checks a decoded file; every mistake goes to e.
@@ -43,7 +43,6 @@ type checker struct {
 	f         *File
 	lines     []string
 	sources   map[string]*Source
-	policies  map[string]*Policy
 	resources map[string]*Resource
 }
 
@@ -61,23 +60,17 @@ func (c *checker) check() {
 	if len(f.Resources) == 0 {
 		c.e.at(f.Spans.Of("resources"), "resources: at least one resource is required")
 	}
-	c.sources, c.policies, c.resources = map[string]*Source{}, map[string]*Policy{}, map[string]*Resource{}
+	c.sources, c.resources = map[string]*Source{}, map[string]*Resource{}
 	for i := range f.Sources {
 		s := &f.Sources[i]
 		c.sources[s.Name] = s
 		c.source(s)
 	}
-	for i := range f.Policies {
-		p := &f.Policies[i]
-		c.policies[p.Name] = p
-	}
 	for i := range f.Resources {
 		r := &f.Resources[i]
 		c.resources[r.Name] = r
 	}
-	for i := range f.Policies {
-		c.policy(&f.Policies[i])
-	}
+	c.policy()
 	for i := range f.Resources {
 		c.resource(&f.Resources[i])
 	}
@@ -114,10 +107,16 @@ func (c *checker) postgres(p *PostgresSource, path string) {
 	if p.Spans.Has("listen_url") {
 		c.pgURL(p.ListenURL, p.Spans.Of("listen_url"), path+".listen_url")
 	}
-	if !p.Spans.Has("role") {
+	switch {
+	case p.LoginRole && p.Spans.Has("role"):
+		c.e.at(p.Spans.Of("role"), "%s.role: give role or login_role: true, not both", path)
+	case p.LoginRole:
+	case !p.Spans.Has("role"):
 		c.e.at(p.Spans.Self(), "%s: role is required: the role every statement runs as (its login must be a member)", path)
-	} else if msg := roleProblem(p.Role); msg != "" {
-		c.e.at(p.Spans.Of("role"), "%s.role: %s", path, msg)
+	default:
+		if msg := roleProblem(p.Role); msg != "" {
+			c.e.at(p.Spans.Of("role"), "%s.role: %s", path, msg)
+		}
 	}
 	if p.MaxPlanItems < 0 {
 		c.e.at(p.Spans.Of("max_plan_items"), "%s.max_plan_items: must not be negative", path)
@@ -197,7 +196,7 @@ func (c *checker) s3(b *S3Source, path string) {
 	case !b.Spans.Has("bucket"):
 		c.required(b.Spans, "bucket", path)
 	case !validBucket.MatchString(string(b.Bucket)) || strings.Contains(string(b.Bucket), ".."):
-		c.e.at(b.Spans.Of("bucket"), "%s.bucket: %q is not a bucket name (3 to 63 lowercase letters, digits, . and -)", path, b.Bucket)
+		c.e.at(b.Spans.Of("bucket"), "%s.bucket: is not a bucket name (3 to 63 lowercase letters, digits, . and -)", path)
 	}
 	if b.Spans.Has("endpoint") {
 		u, err := url.Parse(string(b.Endpoint))
@@ -206,7 +205,7 @@ func (c *checker) s3(b *S3Source, path string) {
 		}
 	}
 	if b.Spans.Has("region") && !validRegion.MatchString(string(b.Region)) {
-		c.e.at(b.Spans.Of("region"), "%s.region: %q is not a region name such as us-east-1", path, b.Region)
+		c.e.at(b.Spans.Of("region"), "%s.region: is not a region name such as us-east-1", path)
 	}
 	if b.AccessKey.IsSet() != b.SecretKey.IsSet() {
 		c.e.at(b.Spans.Self(), "%s: give both access_key and secret_key, or neither (the AWS default chain)", path)
@@ -224,21 +223,21 @@ func (c *checker) s3(b *S3Source, path string) {
 	}
 }
 
-func (c *checker) policy(p *Policy) {
-	path := "policies." + p.Name
-	c.name("policy", p.Name, p.Spans.Self())
-	if p.Name == PolicyDatabase {
-		c.e.at(p.Spans.Self(), "%s: the name %q is reserved for letting the database decide", path, PolicyDatabase)
-	}
-	c.pgSourceRef(p.Source, p.Spans, path)
+func (c *checker) policy() {
+	p, sp := c.f.Policy, c.f.Spans
 	switch {
-	case p.Spans.Has("decide") == p.Spans.Has("grants"):
-		c.e.at(p.Spans.Self(), "%s: give exactly one of decide (one statement for all keys) and grants (one statement per key)", path)
-	case p.Spans.Has("decide"):
-		c.statement(p.Decide, p.Spans, "decide", path, nil, decideParams, []string{"keys"})
-	default:
-		c.statement(p.Grants, p.Spans, "grants", path, nil, grantsParams, []string{"key"})
+	case p == nil:
+		c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement", PolicyDatabase)
+		return
+	case p.Database:
+		return
 	}
+	c.pgSourceRef(p.Source, p.Spans, "policy")
+	if !p.Spans.Has("decide") {
+		c.e.at(p.Spans.Self(), "policy: decide is required: one statement that decides all of a read's keys (or write policy: %s)", PolicyDatabase)
+		return
+	}
+	c.statement(p.Decide, p.Spans, "decide", "policy", nil, decideParams, []string{"keys"})
 }
 
 // pgSourceRef checks that the source key names a PostgreSQL source.
@@ -269,12 +268,9 @@ func (c *checker) statement(sql string, sp Spans, key, path string, captures, ex
 		used[p.Name] = true
 		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
 			at := c.sqlPos(sp, key, sql, p.Off)
-			switch {
-			case len(extra) == 0:
-				c.e.at(at, "%s.%s: $%s is not a capture of the template (%s)", path, key, p.Name, strings.Join(captures, ", "))
-			case len(captures) == 0:
+			if len(captures) == 0 {
 				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
-			default:
+			} else {
 				c.e.at(at, "%s.%s: $%s is neither a capture of the template (%s) nor one of %s", path, key, p.Name, strings.Join(captures, ", "), dollarList(extra))
 			}
 			return
@@ -350,22 +346,8 @@ func (c *checker) resource(r *Resource) {
 		c.e.at(sp.Self(), "%s: give exactly one of uri and template", path)
 		return
 	}
-	tmpl := r.Template
-	family := strings.HasSuffix(tmpl, "/...")
-	if family {
-		tmpl = strings.TrimSuffix(tmpl, "/...")
-	}
+	tmpl, family := strings.CutSuffix(r.Template, "/...")
 	caps := captures(tmpl)
-	for _, name := range caps {
-		if strings.HasPrefix(name, "_") {
-			c.e.at(sp.Of("template"), "%s.template: capture names starting with _ are reserved for key segments", path)
-		}
-	}
-	if sp.Has("role") {
-		if msg := roleProblem(r.Role); msg != "" {
-			c.e.at(sp.Of("role"), "%s.role: %s", path, msg)
-		}
-	}
 	if r.Annotations != nil && r.Annotations.Priority != nil && (*r.Annotations.Priority < 0 || *r.Annotations.Priority > 1) {
 		c.e.at(r.Annotations.Spans.Of("priority"), "%s.annotations.priority: must be between 0 and 1", path)
 	}
@@ -378,10 +360,6 @@ func (c *checker) resource(r *Resource) {
 		c.e.at(sp.Of("source"), "%s.source: no source is named %q", path, r.Source)
 		return
 	}
-	c.policyRef(r, src, path)
-	if r.MIME != nil {
-		c.mime(r.MIME, src, path+".mime")
-	}
 	if src.Postgres != nil {
 		if family {
 			c.e.at(sp.Of("template"), "%s.template: a ... segment is for S3 key families; a postgres resource names its captures", path)
@@ -392,22 +370,10 @@ func (c *checker) resource(r *Resource) {
 	c.s3Resource(r, family, caps, path)
 }
 
-func (c *checker) policyRef(r *Resource, src *Source, path string) {
-	sp := r.Spans
-	switch {
-	case !sp.Has("policy"):
-		c.e.at(sp.Self(), "%s: policy is required: the name of a policy, or %q to let row-level security decide", path, PolicyDatabase)
-	case r.Policy == PolicyDatabase && src.Postgres == nil:
-		c.e.at(sp.Of("policy"), "%s.policy: %q needs a postgres source; an S3 resource names a policy", path, PolicyDatabase)
-	case r.Policy != PolicyDatabase && c.policies[r.Policy] == nil:
-		c.e.at(sp.Of("policy"), "%s.policy: no policy is named %q (nor is it %q)", path, r.Policy, PolicyDatabase)
-	}
-}
-
 // s3Only and pgOnly are the keys that make sense for one kind of source.
 var (
-	s3Only = []string{"key", "max_depth"}
-	pgOnly = []string{"plan", "body", "bundle", "items", "completion", "object", "listen", "role"}
+	s3Only = []string{"prefix", "max_depth"}
+	pgOnly = []string{"plan", "body", "bundle", "item_uri", "completion", "object", "listen"}
 )
 
 func (c *checker) pgResource(r *Resource, caps []string, path string) {
@@ -417,35 +383,29 @@ func (c *checker) pgResource(r *Resource, caps []string, path string) {
 			c.e.at(sp.Of(k), "%s.%s: is for S3 resources; %q is a postgres source", path, k, r.Source)
 		}
 	}
+	planKey := "plan"
 	switch {
 	case sp.Has("plan") == sp.Has("bundle"):
 		c.e.at(sp.Self(), "%s: give exactly one of plan (one item) and bundle (several items)", path)
+		return
 	case sp.Has("plan"):
-		c.statement(r.Plan, sp, "plan", path, caps, nil, caps)
-		if !sp.Has("body") {
-			c.e.at(sp.Of("plan"), "%s: body is required with plan: the statement that reads a planned item by $key and $version", path)
-		} else {
-			c.statement(r.Body, sp, "body", path, nil, bodyParams, bodyParams)
-		}
-		if sp.Has("items") {
-			c.e.at(sp.Of("items"), "%s.items: is for a bundle", path)
+		c.statement(r.Plan, sp, "plan", path, caps, planParams, caps)
+		if sp.Has("item_uri") {
+			c.e.at(sp.Of("item_uri"), "%s.item_uri: is for a bundle; a plan's item is the request URI", path)
 		}
 	default:
-		c.statement(r.Bundle, sp, "bundle", path, caps, nil, caps)
-		if sp.Has("body") {
-			c.e.at(sp.Of("body"), "%s.body: a bundle reads its items with the body of the resource it names in items", path)
+		planKey = "bundle"
+		c.statement(r.Bundle, sp, "bundle", path, caps, planParams, caps)
+		if !sp.Has("item_uri") {
+			c.e.at(sp.Of("bundle"), "%s: item_uri is required with bundle: each row's item URI, such as doc://tenants/{tenant_id}/documents/{id}", path)
+		} else if msg := uriPatternProblem(r.ItemURI); msg != "" {
+			c.e.at(sp.Of("item_uri"), "%s.item_uri: %s", path, msg)
 		}
-		if sp.Has("object") {
-			c.e.at(sp.Of("object"), "%s.object: is for a plan (one item and its object)", path)
-		}
-		switch it := c.resources[r.Items]; {
-		case !sp.Has("items"):
-			c.e.at(sp.Of("bundle"), "%s: items is required with bundle: the resource whose items the bundle lists", path)
-		case it == nil:
-			c.e.at(sp.Of("items"), "%s.items: no resource is named %q", path, r.Items)
-		case it.Source != r.Source || it.Template == "" || !it.Spans.Has("plan"):
-			c.e.at(sp.Of("items"), "%s.items: %q must be a template resource with a plan on the same source", path, r.Items)
-		}
+	}
+	if !sp.Has("body") {
+		c.e.at(sp.Of(planKey), "%s: body is required with %s: the statement that reads a planned item by $key", path, planKey)
+	} else {
+		c.statement(r.Body, sp, "body", path, nil, bodyParams, []string{"key"})
 	}
 	for _, v := range sortedKeys(r.Completion) {
 		key := "completion." + v
@@ -459,36 +419,58 @@ func (c *checker) pgResource(r *Resource, caps []string, path string) {
 				others = append(others, o)
 			}
 		}
-		c.statement(r.Completion[v], sp, key, path, others, completionParams, completionParams)
+		c.statement(r.Completion[v], sp, key, path, others, completionParams, []string{"prefix"})
 	}
 	if o := r.Object; o != nil {
-		c.objectRef(r, o, caps, path+".object")
+		switch s := c.sources[o.Source]; {
+		case !o.Spans.Has("source"):
+			c.e.at(o.Spans.Self(), "%s.object: source is required: the S3 source that holds the objects", path)
+		case s == nil:
+			c.e.at(o.Spans.Of("source"), "%s.object.source: no source is named %q", path, o.Source)
+		case s.S3 == nil:
+			c.e.at(o.Spans.Of("source"), "%s.object.source: %q is not an s3 source", path, o.Source)
+		}
+		if o.Spans.Has("uri") {
+			if msg := uriPatternProblem(o.URI); msg != "" {
+				c.e.at(o.Spans.Of("uri"), "%s.object.uri: %s", path, msg)
+			}
+		}
 	}
 	if sp.Has("listen") && !validChannel.MatchString(r.Listen) {
 		c.e.at(sp.Of("listen"), "%s.listen: %q is not a channel name (lowercase letters, digits and _, up to 63)", path, r.Listen)
 	}
-	if r.MIME != nil && r.MIME.From != "" && r.MIME.From != "column" && r.MIME.From != "fixed" {
-		c.e.at(r.MIME.Spans.Of("from"), "%s.mime.from: a postgres resource takes its type from the plan's column or a fixed type", path)
-	}
 }
 
-func (c *checker) objectRef(r *Resource, o *ObjectRef, caps []string, path string) {
-	switch s := c.sources[o.Source]; {
-	case !o.Spans.Has("source"):
-		c.e.at(o.Spans.Self(), "%s: source is required: the S3 source that holds the objects", path)
-	case s == nil:
-		c.e.at(o.Spans.Of("source"), "%s.source: no source is named %q", path, o.Source)
-	case s.S3 == nil:
-		c.e.at(o.Spans.Of("source"), "%s.source: %q is not an s3 source", path, o.Source)
+// uriPatternProblem checks an item URI pattern: an absolute URI whose
+// {column} placeholders name columns.
+func uriPatternProblem(p string) string {
+	scheme, rest, ok := strings.Cut(p, "://")
+	if !ok || scheme == "" || rest == "" || strings.ContainsAny(scheme, "{}") {
+		return "is not an absolute URI pattern such as doc://tenants/{tenant_id}/documents/{id}"
 	}
-	if !o.Spans.Has("template") {
-		c.e.at(o.Spans.Self(), "%s: template is required: the URI template of the object alone", path)
-		return
+	open := false
+	start := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '{':
+			if open {
+				return "a { inside a placeholder"
+			}
+			open, start = true, i+1
+		case '}':
+			if !open {
+				return "a } without its {"
+			}
+			if name := p[start:i]; name == "" || !isIdentStart(name[0]) || strings.IndexFunc(name, func(r rune) bool { return r > 0x7f || !isIdentChar(byte(r)) }) >= 0 {
+				return fmt.Sprintf("{%s} does not name a column", name)
+			}
+			open = false
+		}
 	}
-	oc := captures(o.Template)
-	if r.URI != "" && len(oc) > 0 || !sameSet(oc, caps) {
-		c.e.at(o.Spans.Of("template"), "%s.template: must have exactly the captures of the resource's template (%s)", path, strings.Join(caps, ", "))
+	if open {
+		return "a { without its }"
 	}
+	return ""
 }
 
 func (c *checker) s3Resource(r *Resource, family bool, caps []string, path string) {
@@ -498,107 +480,82 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 			c.e.at(sp.Of(k), "%s.%s: is for postgres resources; %q is an s3 source", path, k, r.Source)
 		}
 	}
-	if !sp.Has("key") {
-		c.e.at(sp.Self(), "%s: key is required: the key pattern of the objects", path)
+	if r.URI != "" {
+		c.e.at(sp.Of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
 		return
 	}
-	at := sp.Of("key")
-	segs := strings.Split(r.Key, "/")
-	keyFamily := segs[len(segs)-1] == "..."
-	if keyFamily {
-		segs = segs[:len(segs)-1]
-	}
-	switch {
-	case family != keyFamily:
-		c.e.at(at, "%s.key: the template and the key must both end in /... or neither", path)
+	at := sp.Of("prefix")
+	if r.Prefix != "" && !strings.HasSuffix(r.Prefix, "/") {
+		c.e.at(at, "%s.prefix: must be empty or end in /", path)
 		return
-	case family && !sp.Has("max_depth"):
-		c.e.at(sp.Of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
-	case family && (r.MaxDepth < 1 || r.MaxDepth > MaxDepth):
-		c.e.at(sp.Of("max_depth"), "%s.max_depth: must be from 1 to %d", path, MaxDepth)
-	case !family && sp.Has("max_depth"):
-		c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a template and key that end in /...", path)
 	}
-	var keyCaps []string
+	var segs []string
+	if r.Prefix != "" {
+		segs = strings.Split(strings.TrimSuffix(r.Prefix, "/"), "/")
+	}
+	var prefixCaps []string
 	for _, seg := range segs {
-		if len(segs) == 1 && seg == "" && keyFamily {
-			break // key: "..." is the whole bucket
-		}
 		if m := captureRe.FindStringSubmatch(seg); m != nil {
 			if m[0] != seg {
-				c.e.at(at, "%s.key: %q: a capture is a whole segment", path, seg)
+				c.e.at(at, "%s.prefix: %q: a capture is a whole segment", path, seg)
 				return
 			}
-			if slices.Contains(keyCaps, m[1]) {
-				c.e.at(at, "%s.key: {%s} is used twice", path, m[1])
+			if slices.Contains(prefixCaps, m[1]) {
+				c.e.at(at, "%s.prefix: {%s} is used twice", path, m[1])
 				return
 			}
-			keyCaps = append(keyCaps, m[1])
+			prefixCaps = append(prefixCaps, m[1])
 			continue
 		}
 		if msg := keySegmentProblem(seg); msg != "" {
-			c.e.at(at, "%s.key: %s", path, msg)
+			c.e.at(at, "%s.prefix: %s", path, msg)
 			return
 		}
 	}
-	if len(r.Key) > 1024 {
-		c.e.at(at, "%s.key: is longer than 1024 bytes", path)
+	if len(r.Prefix) > 1024 {
+		c.e.at(at, "%s.prefix: is longer than 1024 bytes", path)
 	}
-	if !sameSet(keyCaps, caps) {
-		c.e.at(at, "%s.key: must have exactly the captures of the template (%s)", path, strings.Join(caps, ", "))
+	if !family {
+		switch {
+		case sp.Has("max_depth"):
+			c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
+		case len(prefixCaps) > 0:
+			c.e.at(at, "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
+		case len(caps) == 0:
+			c.e.at(sp.Of("template"), "%s.template: needs a capture for the key, or a last /... segment", path)
+		}
+		return
 	}
-	if !family && r.URI == "" && len(caps) == 0 {
-		c.e.at(sp.Of("template"), "%s.template: a template without captures or ... names one object: write uri", path)
+	switch {
+	case !sp.Has("max_depth"):
+		c.e.at(sp.Of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
+		return
+	case r.MaxDepth < 1 || r.MaxDepth > MaxDepth:
+		c.e.at(sp.Of("max_depth"), "%s.max_depth: must be from 1 to %d", path, MaxDepth)
+		return
+	case !sameSet(prefixCaps, caps):
+		c.e.at(at, "%s.prefix: must capture exactly the template's captures (%s), so that each URI names one key", path, strings.Join(caps, ", "))
+	}
+	for i := 1; i <= r.MaxDepth; i++ {
+		if slices.Contains(caps, familyVar(i)) {
+			c.e.at(sp.Of("template"), "%s.template: {%s} is the name of key segment %d of the family", path, familyVar(i), i)
+			return
+		}
 	}
 }
 
 func keySegmentProblem(seg string) string {
 	switch {
 	case seg == "":
-		return "an empty segment (a leading, trailing or doubled /)"
+		return "an empty segment (a leading or doubled /)"
 	case seg == "." || seg == "..":
 		return fmt.Sprintf("a %q segment", seg)
-	case seg == "...":
-		return "... is only the last segment"
 	case !utf8.ValidString(seg):
 		return "is not valid UTF-8"
 	case strings.ContainsFunc(seg, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' || r == '{' || r == '}' }):
 		return fmt.Sprintf("%q: a segment holds no backslash, brace or control character", seg)
 	}
 	return ""
-}
-
-func (c *checker) mime(m *MIMERules, src *Source, path string) {
-	sp := m.Spans
-	switch m.From {
-	case "", "column", "object", "extension", "fixed":
-	default:
-		c.e.at(sp.Of("from"), "%s.from: %q is not one of column, object, extension and fixed", path, m.From)
-	}
-	if src.S3 != nil && m.From == "column" {
-		c.e.at(sp.Of("from"), "%s.from: an S3 resource has no column: object, extension or fixed", path)
-	}
-	if m.From == "fixed" && !sp.Has("type") {
-		c.e.at(sp.Of("from"), "%s: from: fixed needs type", path)
-	}
-	if sp.Has("type") && !core.ValidMediaType(m.Type) {
-		c.e.at(sp.Of("type"), "%s.type: %q is not a media type", path, m.Type)
-	}
-	for _, ext := range sortedKeys(m.Extensions) {
-		if !validExt.MatchString(ext) {
-			c.e.at(sp.Of("extensions."+ext+":key"), "%s.extensions: %q is not an extension such as .md", path, ext)
-		}
-		if !core.ValidMediaType(m.Extensions[ext]) {
-			c.e.at(sp.Of("extensions."+ext), "%s.extensions.%s: %q is not a media type", path, ext, m.Extensions[ext])
-		}
-	}
-	for _, t := range m.Text {
-		typ, sub, ok := strings.Cut(t, "/")
-		if !ok || typ == "" || typ == "*" || (sub != "*" && !core.ValidMediaType(t)) || !core.ValidMediaType(typ+"/x") {
-			c.e.at(sp.Of("text"), "%s.text: %q is not a media type or type/* pattern", path, t)
-			break
-		}
-	}
 }
 
 func sameSet(a, b []string) bool {
@@ -626,13 +583,14 @@ func sortedKeys(m map[string]string) []string {
 // key whose text it is.
 type origin struct {
 	r   *Resource
-	key string // "uri", "template" or "object.template"
+	key string // "uri" or "template"
 }
 
 // Definitions returns the core definitions the file registers, in order,
-// each with the resource that defines it: a resource's own; for an object
-// reference, the object's template; for a key family, one template per
-// depth (base/{_1}, base/{_1}/{_2}, ...).
+// each with the resource that defines it: a resource's own, or for a key
+// family one template per
+// depth (base/{k1}, base/{k1}/{k2}, ...). Object references register no
+// definition of their own: the object is an item of the row's read.
 func (f *File) Definitions() ([]core.ResourceDefinition, []*Resource) {
 	defs, origins := f.definitions()
 	rs := make([]*Resource, len(origins))
@@ -665,10 +623,6 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 			d.URITemplate = r.Template
 			defs, origins = append(defs, d), append(origins, origin{r, "template"})
 		}
-		if o := r.Object; o != nil {
-			od := core.ResourceDefinition{Name: r.Name + ".object", Title: o.Title, URITemplate: o.Template}
-			defs, origins = append(defs, od), append(origins, origin{r, "object"})
-		}
 	}
 	return defs, origins
 }
@@ -679,12 +633,16 @@ func FamilyTemplate(base string, depth int) string {
 	var b strings.Builder
 	b.WriteString(base)
 	for i := 1; i <= depth; i++ {
-		b.WriteString("/{_")
-		b.WriteString(strconv.Itoa(i))
+		b.WriteString("/{")
+		b.WriteString(familyVar(i))
 		b.WriteString("}")
 	}
 	return b.String()
 }
+
+// familyVar names the capture of key segment i (1-based) of a key family,
+// as package s3store's KeyFamily does.
+func familyVar(i int) string { return "k" + strconv.Itoa(i) }
 
 // limits returns the gateway limits the file sets.
 func (f *File) limits() core.ResourceLimits {
@@ -752,9 +710,6 @@ func (c *checker) gateway() {
 		a, b := origins[o.FirstBinding], origins[o.SecondBinding]
 		_, at := c.definitionField(b, "URI")
 		what := "resource " + a.r.Name
-		if a.r == b.r {
-			what = "its own object template"
-		}
 		c.e.at(at, "resources.%s: its template %s and the template %s of %s both match %s: make them differ by a literal segment or a segment count",
 			b.r.Name, o.Second, o.First, what, o.Example)
 	}
@@ -772,9 +727,6 @@ func coreReason(ce *core.ConfigError) string {
 // of the file that wrote it.
 func (c *checker) definitionField(o origin, field string) (string, Position) {
 	sp := o.r.Spans
-	if o.key == "object" {
-		return "object.template", o.r.Object.Spans.Of("template")
-	}
 	switch {
 	case field == "URI":
 		return o.key, sp.Of(o.key)

@@ -38,6 +38,7 @@ var (
 	typeDuration = reflect.TypeFor[Duration]()
 	typeByteSize = reflect.TypeFor[ByteSize]()
 	typeSpans    = reflect.TypeFor[Spans]()
+	typePolicy   = reflect.TypeFor[*Policy]()
 )
 
 // secretFields names the fields where ${NAME} is expanded, for the error
@@ -315,6 +316,12 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 			return
 		}
 		fv.Set(reflect.ValueOf(&x))
+	case t == typePolicy && vn.Kind == yaml.ScalarNode:
+		if vn.ShortTag() != "!!str" || vn.Value != PolicyDatabase {
+			d.e.at(pos(vn), "%s: expects %s or a mapping of source, decide and description", path, PolicyDatabase)
+			return
+		}
+		fv.Set(reflect.ValueOf(&Policy{Database: true, Spans: Spans{self: pos(vn)}}))
 	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
 		nv := reflect.New(t.Elem())
 		d.structValue(vn, nv.Elem(), path, pos(kn))

@@ -12,8 +12,9 @@ type File struct {
 	Version int `yaml:"version"`
 	// Sources are the databases and buckets, in file order.
 	Sources []Source `yaml:"sources" keyed:""`
-	// Policies are the named access policies, in file order.
-	Policies []Policy `yaml:"policies" keyed:""`
+	// Policy decides who may see and read what, for every resource of
+	// the file: "database" ([Policy].Database) or one decide statement.
+	Policy *Policy `yaml:"policy"`
 	// Resources are the resource definitions, in file order.
 	Resources []Resource `yaml:"resources" keyed:""`
 	// Limits override the gateway's limits; nil keeps every default.
@@ -71,12 +72,17 @@ type PostgresSource struct {
 	// a password must come from the environment.
 	URL Secret `yaml:"url"`
 	// Role is the role every statement runs as, with the principal set in
-	// mcp.principal; the URL's login must be a member of it. Required.
+	// mcp.principal; the URL's login must be a member of it. Required
+	// unless LoginRole is set.
 	Role string `yaml:"role"`
 	// ListenURL is a direct URL for the one connection that LISTENs for
 	// changes, when URL goes through a transaction-pooling PgBouncer.
 	// Empty means URL.
 	ListenURL Secret `yaml:"listen_url"`
+	// LoginRole keeps the URL's login role instead of switching to Role
+	// (which must then be absent); the login role must not bypass
+	// row-level security.
+	LoginRole bool `yaml:"login_role"`
 	// StatementTimeout bounds each statement when the request has no
 	// deadline; zero keeps the store's default.
 	StatementTimeout Duration `yaml:"statement_timeout"`
@@ -109,30 +115,28 @@ type S3Source struct {
 	Spans Spans `yaml:"-"`
 }
 
-// Policy is one named access policy: exactly one of Decide and Grants,
-// run against a PostgreSQL source as its role with the principal set.
+// Policy is the file's access policy: either the word "database"
+// (Database), or one statement run on a PostgreSQL source as its role with
+// the caller set, that decides every target of a read at once.
 type Policy struct {
-	// Name is the policy's key under policies. "database" is reserved.
-	Name string `yaml:"-"`
+	// Database is set by writing policy: database. The plan and body
+	// statements' row-level security is then the only gate, and every
+	// caller may discover every definition.
+	Database bool `yaml:"-"`
 	// Source names the PostgreSQL source the statement runs on.
 	Source string `yaml:"source"`
-	// Decide is one statement that decides every target of a plan at
-	// once: bound with $keys (text[], the targets' keys) and optionally
-	// $principal, it returns rows of key, visible, read and optionally
-	// disclose; a key without a row is hidden.
+	// Decide is bound with $keys (text[]: the keys of the targets a plan
+	// names; a target that no SQL plan made, by its URI) and optionally
+	// $principal, and returns rows of key, visible, read and optionally
+	// discover and disclose; a key without a row is hidden.
 	Decide string `yaml:"decide"`
-	// Grants is one statement per target, grants-table style: bound with
-	// $key and optionally $principal, it returns at most one row of
-	// visible, read and optionally disclose; no row is hidden.
-	Grants string `yaml:"grants"`
 	// Description is for the people who read the file.
 	Description string `yaml:"description"`
 
 	Spans Spans `yaml:"-"`
 }
 
-// PolicyDatabase is the policy value that lets the database decide: the
-// plan and body statements' row-level security is the only gate.
+// PolicyDatabase is the policy value that lets the database decide.
 const PolicyDatabase = "database"
 
 // Resource is one resource definition: a URI or a URI template, the
@@ -144,9 +148,9 @@ type Resource struct {
 	URI string `yaml:"uri"`
 	// Template is a URI template of whole-segment {captures}. For an S3
 	// key family its last segment is "...": one more segment per depth,
-	// up to MaxDepth.
+	// up to MaxDepth, captured as {k1}, {k2}, ...
 	Template string `yaml:"template"`
-	// Title, Description, MIMEType and Annotations are listed.
+	// Title is listed with the resource.
 	Title string `yaml:"title"`
 	// Description says what the resource is.
 	Description string `yaml:"description"`
@@ -157,44 +161,42 @@ type Resource struct {
 	Annotations *Annotations `yaml:"annotations"`
 	// Source names the source that serves the resource.
 	Source string `yaml:"source"`
-	// Policy names a policy under policies, or is "database"
-	// ([PolicyDatabase]) for row-level security alone. Required.
-	Policy string `yaml:"policy"`
-	// Role overrides the source's role for this resource's statements.
-	Role string `yaml:"role"`
 
 	// Plan (PostgreSQL) selects the one item a request names, identity
-	// only: key, version, mime_type and optionally title, size and the
-	// object reference (object_key, object_etag, object_version_id,
-	// object_size). Its $names are the template's captures.
+	// only, in columns named key, version, mime and optionally name,
+	// title, size, text, object_key, object_etag, object_version_id,
+	// object_size and object_mime. Its $names are the template's captures
+	// (every one used) and $principal.
 	Plan string `yaml:"plan"`
-	// Body (PostgreSQL) reads one planned item, pinned by $key and
-	// $version.
-	Body string `yaml:"body"`
-	// Bundle (PostgreSQL) selects the items of a bundle, each an item of
-	// the resource named by Items: its rows carry that resource's
-	// captures as columns, then key, version and mime_type.
+	// Bundle (PostgreSQL) selects the items of a bundle, one per row, in
+	// the columns of Plan plus those ItemURI names.
 	Bundle string `yaml:"bundle"`
-	// Items names the resource whose items a Bundle lists.
-	Items string `yaml:"items"`
+	// ItemURI (with Bundle) is each row's item URI: literal text and
+	// {column} placeholders, each replaced by that column's value as one
+	// escaped path segment.
+	ItemURI string `yaml:"item_uri"`
+	// Body (PostgreSQL) reads one planned item by $key (and optionally
+	// $version, $principal): columns body and optionally version.
+	Body string `yaml:"body"`
 	// Completion (PostgreSQL) maps a capture to the statement that
-	// completes it from $prefix and the other captures.
+	// completes it: $prefix, optionally $limit, $principal and the other
+	// captures; one column, value.
 	Completion map[string]string `yaml:"completion"`
-	// Object serves the S3 object that a plan row references as a second
-	// item of the read, and alone under its own template.
+	// Object serves the S3 object that a plan row's object_key references
+	// as a second item of the read.
 	Object *ObjectRef `yaml:"object"`
 	// Listen (PostgreSQL) is a channel whose NOTIFY payloads are changed
 	// keys of this resource's items, for subscriptions.
 	Listen string `yaml:"listen"`
 
-	// Key (S3) is the key pattern: literal and {captured} segments, the
-	// template's captures, and a last "..." segment when the template has
-	// one.
-	Key string `yaml:"key"`
-	// MaxDepth (S3) is how many segments "..." stands for at most.
+	// Prefix (S3) is the key prefix: "" or whole segments ending in '/'.
+	// For a key family (a Template ending in "/...") it captures exactly
+	// the template's captures; otherwise it is literal and the template's
+	// captures, joined by '/', follow it.
+	Prefix string `yaml:"prefix"`
+	// MaxDepth (S3, key family) is how many segments "..." stands for at
+	// most, 1 to [MaxDepth].
 	MaxDepth int `yaml:"max_depth"`
-	// MIME says how items get their MIME type and whether they are text.
-	MIME *MIMERules `yaml:"mime"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -211,32 +213,15 @@ type Annotations struct {
 	Spans Spans `yaml:"-"`
 }
 
-// ObjectRef says where the object a plan row references is served from.
+// ObjectRef says where the objects that plan rows reference are served
+// from.
 type ObjectRef struct {
 	// Source names the S3 source that holds the objects.
 	Source string `yaml:"source"`
-	// Template is the URI template of the object alone; it has exactly
-	// the captures of the resource's template.
-	Template string `yaml:"template"`
-	// Title is listed for the object's template.
-	Title string `yaml:"title"`
-
-	Spans Spans `yaml:"-"`
-}
-
-// MIMERules say how an item gets its MIME type and whether it is text.
-type MIMERules struct {
-	// From is where the type comes from: "column" (the plan's mime_type;
-	// the default for PostgreSQL), "object" (the stored Content-Type, else
-	// by extension; the default for S3), "extension", or "fixed" (Type).
-	From string `yaml:"from"`
-	// Type is the fixed type, or the fallback when From finds none.
-	Type string `yaml:"type"`
-	// Extensions add to the extension table: ".md": text/markdown.
-	Extensions map[string]string `yaml:"extensions"`
-	// Text lists the types served as text ("text/*", "application/json");
-	// empty means text/*, JSON, XML and YAML.
-	Text []string `yaml:"text"`
+	// URI is the object item's URI, as Resource.ItemURI: literal text and
+	// {column} placeholders of the plan row. Empty means the row item's
+	// URI followed by "/object".
+	URI string `yaml:"uri"`
 
 	Spans Spans `yaml:"-"`
 }

@@ -80,7 +80,7 @@ func TestExamplesValidate(t *testing.T) {
 					return "postgres://app@127.0.0.1:5432/db", true
 				case "S3_ENDPOINT", "MCPRES_BUCKET_ENDPOINT":
 					return "http://127.0.0.1:9000", true
-				case "MCPRES_BUCKET":
+				case "MCPRES_BUCKET", "DOCS_BUCKET":
 					return "mcpres", true
 				case "MCPRES_BUCKET_REGION":
 					return "us-east-1", true
@@ -101,7 +101,7 @@ func TestSchemaCanFail(t *testing.T) {
 	for name, doc := range map[string]string{
 		"unknown key":    good + "extra: 1\n",
 		"literal secret": edit(t, "${SECRET}", "abc"),
-		"no policy":      edit(t, "    policy: database\n", ""),
+		"no policy":      edit(t, "policy:\n  source: db\n", "other:\n  source: db\n"),
 		"bad max_depth":  edit(t, "max_depth: 3", "max_depth: 0"),
 	} {
 		if err := rs.Validate(instance(t, []byte(doc))); err == nil {
@@ -123,7 +123,6 @@ var schemaDefs = map[reflect.Type]string{
 	reflect.TypeFor[Resource]():       "resource",
 	reflect.TypeFor[Annotations]():    "annotations",
 	reflect.TypeFor[ObjectRef]():      "object",
-	reflect.TypeFor[MIMERules]():      "mime",
 	reflect.TypeFor[Limits]():         "limits",
 }
 
