@@ -6,8 +6,9 @@ import (
 )
 
 // Secret is the value of a field that may hold credentials: a database
-// URL, an S3 key. Only in fields of this type are ${NAME} references
-// expanded from the environment; the value is never printed: String,
+// URL, an S3 key. Only in fields of this type and of type [Env] are
+// ${NAME} references expanded from the environment; the value is never
+// printed: String,
 // GoString, MarshalText and LogValue all give "[secret]", and no [Error]
 // quotes it.
 type Secret struct {
