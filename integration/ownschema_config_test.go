@@ -118,6 +118,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		{"a completion without the prefix", func(b *postgres.SQLBinding) {
 			b.Complete = map[string]string{"tenant": `SELECT id AS value FROM tenants`}
 		}, []string{`complete "tenant"`, "$prefix"}},
+		{"an object-only binding with a body", func(b *postgres.SQLBinding) { b.ObjectOnly = true }, []string{"ObjectOnly", "leave Bundle, Body"}},
 		{"an item URI placeholder that is not a name", func(b *postgres.SQLBinding) {
 			b.Plan, b.Bundle, b.ItemURI = "", goodPlan, "doc://x/{a-b}"
 		}, []string{"ItemURI", "{a-b}"}},
@@ -176,6 +177,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		{"an item URI column the bundle does not return", func(b *postgres.SQLBinding) {
 			b.Plan, b.Bundle, b.ItemURI = "", `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $tenant`, "doc://tenants/{tenant_id}/documents/{key}"
 		}, []string{"bundle", `column "tenant_id" is missing`}},
+		{"an object-only plan without an object", func(b *postgres.SQLBinding) { b.ObjectOnly, b.Body = true, "" }, []string{"plan", `"object_key" is missing`}},
 		{"a body that is a number", func(b *postgres.SQLBinding) {
 			b.Body = `SELECT 42 AS body, d.xmin AS version FROM documents d WHERE d.id::text = $key`
 		}, []string{"body", `column "body" is int4, want bytea or text`}},
@@ -211,8 +213,11 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 
 	// The role.
 	t.Run("a role that does not exist", func(t *testing.T) {
-		src := newSource(t, pool, "mcpres_reader")
-		assertConfigLine(t, src.Check(t.Context()), "source docs", "Role", `role "mcpres_reader" does not exist`)
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		role := "nosuch_" + hex.EncodeToString(b[:])
+		src := newSource(t, pool, role)
+		assertConfigLine(t, src.Check(t.Context()), "source docs", "Role", `role "`+role+`" does not exist`)
 	})
 	t.Run("a role that bypasses row-level security", func(t *testing.T) {
 		src := newSource(t, pool, "postgres")

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,6 +35,14 @@ func TestOwnSchemaMemberReadsADocumentThenItsFile(t *testing.T) {
 	}
 	if file.URI != docURI("acme", id)+"/object" || file.Text != "# the attached file" || file.MIMEType != "text/markdown; charset=utf-8" {
 		t.Errorf("file item: %+v", file)
+	}
+
+	alone, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: file.URI})
+	if err != nil || len(alone.Contents) != 1 || alone.Contents[0].Text != file.Text || alone.Contents[0].URI != file.URI {
+		t.Fatalf("the file alone: %+v, %v", alone, err)
+	}
+	if got, want := readErr(t, connectAs(t, r.res, "bob"), file.URI), readErr(t, cs, docURI("acme", "00000000-0000-0000-0000-000000000000")+"/object"); got != want {
+		t.Errorf("a non-member's error for the file %s differs from a missing one's %s", got, want)
 	}
 
 	bundle, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "doc://tenants/acme/documents"})
@@ -249,5 +258,34 @@ func TestOwnSchemaPolicyDecidesAWholePlanInOneStatement(t *testing.T) {
 				t.Errorf("%s: Read of %s: %v; want allowed %v", c.principal, targets[i].URI(), err, want)
 			}
 		}
+	}
+}
+
+// TestOwnSchemaListingTypesEachObjectWithoutARequestPerObject: a listing
+// gives each object the MIME type its key's extension names, from the one
+// listing request, with no HEAD per object.
+func TestOwnSchemaListingTypesEachObjectWithoutARequestPerObject(t *testing.T) {
+	t.Parallel()
+	r := newDocsRig(t)
+	for _, k := range []string{"a.md", "b.pdf", "c.json", "d"} {
+		putObject(t, r.root, r.env.Bucket, "tenants/acme/reports/"+k, "", []byte(k))
+	}
+	r.wire.reset()
+	objs, _, err := r.files.List(core.WithPrincipal(context.Background(), "alice"), "tenants/acme/reports/")
+	if err != nil {
+		t.Fatalf("%v: %v", err, errors.Unwrap(err))
+	}
+	want := map[string]string{"a.md": "text/markdown; charset=utf-8", "b.pdf": "application/pdf", "c.json": "application/json", "d": ""}
+	if len(objs) != len(want) {
+		t.Fatalf("listed %d objects, want %d", len(objs), len(want))
+	}
+	for _, o := range objs {
+		name := strings.TrimPrefix(o.Key, "tenants/acme/reports/")
+		if o.ContentType != want[name] {
+			t.Errorf("%s: content type %q, want %q", name, o.ContentType, want[name])
+		}
+	}
+	if n := r.wire.gets.Load() + r.wire.heads.Load() + r.wire.others.Load(); n != 1 {
+		t.Errorf("listing sent %d requests, want 1", n)
 	}
 }

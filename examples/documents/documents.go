@@ -59,6 +59,16 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	if err != nil {
 		return fail(err)
 	}
+	file, err := src.Binding(postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}/object", Name: "document-file",
+			Description: "A document's file alone"},
+		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key, d.s3_etag AS object_etag
+			FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
+		ObjectSource: "files", ObjectOnly: true,
+	})
+	if err != nil {
+		return fail(err)
+	}
 	tenantDocs, err := src.Binding(postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents", Name: "tenant-documents",
 			Description: "A tenant's latest documents"},
@@ -92,5 +102,5 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	if err := files.Check(ctx); err != nil {
 		return fail(err)
 	}
-	return append([]core.ResourceBinding{document, tenantDocs}, reports...), policy, nil
+	return append([]core.ResourceBinding{document, file, tenantDocs}, reports...), policy, nil
 }

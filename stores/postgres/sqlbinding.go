@@ -87,6 +87,14 @@ type SQLBinding struct {
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled by their object store.
 	Representation string
+	// ObjectOnly makes the binding serve the row's object alone, as the
+	// request URI: register it beside the row's binding under the object
+	// item's URI (doc://tenants/{tenant}/documents/{id}/object) so that
+	// the object items of the row's reads can be read on their own. Its Plan
+	// must return object_key; Body, Bundle and ObjectURI stay empty. A row
+	// without an object, or with one its store does not serve, is
+	// unavailable.
+	ObjectOnly bool
 }
 
 // The representations of the targets a Source plans.
@@ -154,6 +162,7 @@ type sqlBinding struct {
 	itemURI   uriPattern
 	objectURI uriPattern
 	objSource string
+	objOnly   bool
 }
 
 // Binding returns the binding that b defines over src. It checks what it
@@ -193,9 +202,13 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	case b.ItemURI != "":
 		return fail("ItemURI", "is for bundles; a plan's item is the request URI")
 	}
-	if b.Body == "" {
+	switch {
+	case b.ObjectOnly && (b.Bundle != "" || b.Body != "" || b.ObjectURI != ""):
+		return fail("ObjectOnly", "serves a plan's object alone: leave Bundle, Body and ObjectURI empty")
+	case !b.ObjectOnly && b.Body == "":
 		return fail("body", "is required")
 	}
+	sb.objOnly = b.ObjectOnly
 	var err error
 	if sb.itemURI, err = parseURIPattern(b.ItemURI); err != nil {
 		return fail("ItemURI", err.Error())
@@ -219,6 +232,10 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	sb.plan = &statement{owner: owner, kind: kind, named: named}
 	sb.plan.prepare = sb.preparePlan
+	if sb.objOnly {
+		src.add(sb.plan)
+		return core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}, nil
+	}
 	// The body.
 	if named, err = rewriteNamed(b.Body, nil); err != nil {
 		return fail("body", err.Error())
@@ -299,6 +316,9 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 			return nil, sb.plan.configError(fmt.Sprintf("column %q needs an object_key column", c), nil)
 		}
 	}
+	if sb.objOnly && !p.has["object_key"] {
+		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
+	}
 	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" {
 		return nil, sb.plan.configError(`column "object_key" needs an object_source column or SQLBinding.ObjectSource`, nil)
 	}
@@ -353,6 +373,16 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
 	case !sb.bundle && len(rows) > 1:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: the plan statement returned %d rows for one item", sb.name, len(rows))
+	}
+	if sb.objOnly {
+		ot, ok, err := sb.objectTarget(ctx, m.URI(), rows[0])
+		switch {
+		case err != nil:
+			return core.ResourceReadPlan{}, err
+		case !ok:
+			return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
+		}
+		return core.NewResourceReadPlan(ot, ot)
 	}
 	items := make([]core.ResourceTarget, 0, len(rows))
 	requested := core.ResourceTarget{}
@@ -427,7 +457,9 @@ func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (c
 		return core.ResourceTarget{}, false, nil
 	}
 	uri := rowURI + "/object"
-	if !sb.objectURI.empty() {
+	if sb.objOnly {
+		uri = rowURI
+	} else if !sb.objectURI.empty() {
 		var err error
 		if uri, err = sb.objectURI.expand(r); err != nil {
 			return core.ResourceTarget{}, false, fmt.Errorf("postgres: binding %q: ObjectURI: %w", sb.name, err)
@@ -479,7 +511,7 @@ func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.Res
 		}
 		return os.Read(ctx, inner)
 	case refRow:
-		if t.Representation() != sb.repr {
+		if sb.objOnly || t.Representation() != sb.repr {
 			return core.ResourcePayload{}, ErrBadTarget
 		}
 	default:

@@ -27,9 +27,11 @@ var reports = KeyFamily{Definition: core.ResourceDefinition{Name: "report"},
 
 func allowAll() core.ResourcePolicy {
 	return core.ResourcePolicy{
-		Discover:   func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{Visible: true}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
 	}
 }
 
