@@ -21,7 +21,6 @@ var (
 	validBucket  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 	validRegion  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 	validChannel = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-	validExt     = regexp.MustCompile(`^\.[A-Za-z0-9][A-Za-z0-9._+-]{0,31}$`)
 	captureRe    = regexp.MustCompile(`\{([^{}]*)\}`)
 )
 
@@ -586,20 +585,11 @@ type origin struct {
 	key string // "uri" or "template"
 }
 
-// Definitions returns the core definitions the file registers, in order,
-// each with the resource that defines it: a resource's own, or for a key
-// family one template per
-// depth (base/{k1}, base/{k1}/{k2}, ...). Object references register no
-// definition of their own: the object is an item of the row's read.
-func (f *File) Definitions() ([]core.ResourceDefinition, []*Resource) {
-	defs, origins := f.definitions()
-	rs := make([]*Resource, len(origins))
-	for i, o := range origins {
-		rs[i] = o.r
-	}
-	return defs, rs
-}
-
+// definitions returns the core definitions the file registers, in order,
+// each with the resource and key that define it: a resource's own, or for
+// a key family one template per depth (base/{k1}, base/{k1}/{k2}, ...).
+// Object references register no definition of their own: the object is an
+// item of the row's read.
 func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	var defs []core.ResourceDefinition
 	var origins []origin
@@ -616,7 +606,7 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 		case strings.HasSuffix(r.Template, "/..."):
 			base := strings.TrimSuffix(r.Template, "/...")
 			for depth := 1; depth <= r.MaxDepth; depth++ {
-				d.URITemplate = FamilyTemplate(base, depth)
+				d.URITemplate = familyTemplate(base, depth)
 				defs, origins = append(defs, d), append(origins, origin{r, "template"})
 			}
 		default:
@@ -627,9 +617,9 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	return defs, origins
 }
 
-// FamilyTemplate returns the template of a key family at depth: base then
-// depth segments captured as {_1} ... {_depth}.
-func FamilyTemplate(base string, depth int) string {
+// familyTemplate returns the template of a key family at depth: base then
+// depth segments captured as {k1} ... {kdepth}, as package s3store names them.
+func familyTemplate(base string, depth int) string {
 	var b strings.Builder
 	b.WriteString(base)
 	for i := 1; i <= depth; i++ {

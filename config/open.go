@@ -179,7 +179,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth})
 			for d := 1; d <= r.MaxDepth; d++ {
-				s.Lines = append(s.Lines, describe(r, FamilyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
+				s.Lines = append(s.Lines, describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
 			}
 			continue
 		}
