@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // TestConfigMistakesAreOneFileLine proves that check --config and serve
@@ -89,5 +91,21 @@ func TestConfigExcludesStorageFlags(t *testing.T) {
 	code, _, stderr := runArgs(t, t.Context(), "serve", "--config", "../../examples/documents/resources.yaml", "--postgres", "postgres://127.0.0.1:1/db")
 	if code != 1 || !strings.Contains(stderr, "not both") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestFlagsOverrideTheFilesLimits: a limit flag that is set wins over the
+// file's value; one left at zero keeps it; without a file the flags alone
+// count.
+func TestFlagsOverrideTheFilesLimits(t *testing.T) {
+	file := &core.ResourceLimits{MaxItems: 7, MaxItemBytes: 1 << 20, ReadTimeout: time.Second, ListPageSize: 5}
+	got := fileLimits(file, core.ResourceLimits{MaxItems: 9, ItemTimeout: 2 * time.Second})
+	want := core.ResourceLimits{MaxItems: 9, MaxItemBytes: 1 << 20, ReadTimeout: time.Second, ItemTimeout: 2 * time.Second, ListPageSize: 5}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	flags := core.ResourceLimits{MaxIssues: 3}
+	if got := fileLimits(nil, flags); got != flags {
+		t.Fatalf("without a file: got %+v", got)
 	}
 }
