@@ -205,6 +205,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"an item_uri that names no column", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    item_uri: doc://t/{}/x\n    body: SELECT $key\n"
 		}, 33, "does not name a column"},
+		{"an object served alone with a uri", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    object:\n      source: files\n      uri: doc://t/{tenant}/f\n")
+		}, 25, "leave uri out"},
 		{"an object on a postgres source", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    object:\n      source: db\n    body: SELECT body")
 		}, 24, "not an s3 source"},

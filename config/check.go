@@ -401,9 +401,19 @@ func (c *checker) pgResource(r *Resource, caps []string, path string) {
 			c.e.at(sp.Of("item_uri"), "%s.item_uri: %s", path, msg)
 		}
 	}
-	if !sp.Has("body") {
-		c.e.at(sp.Of(planKey), "%s: body is required with %s: the statement that reads a planned item by $key", path, planKey)
-	} else {
+	objectOnly := planKey == "plan" && !sp.Has("body") && r.Object != nil
+	switch {
+	case objectOnly:
+		if r.Object.Spans.Has("uri") {
+			c.e.at(r.Object.Spans.Of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
+		}
+	case !sp.Has("body"):
+		also := ""
+		if planKey == "plan" {
+			also = " (a plan without body serves its row's object alone, and needs object)"
+		}
+		c.e.at(sp.Of(planKey), "%s: body is required with %s: the statement that reads a planned item by $key%s", path, planKey, also)
+	default:
 		c.statement(r.Body, sp, "body", path, nil, bodyParams, []string{"key"})
 	}
 	for _, v := range sortedKeys(r.Completion) {

@@ -183,7 +183,9 @@ type Resource struct {
 	// captures; one column, value.
 	Completion map[string]string `yaml:"completion"`
 	// Object serves the S3 object that a plan row's object_key references
-	// as a second item of the read.
+	// as a second item of the read; with a Plan and no Body, the object
+	// alone, as the request URI (register it under the object items' URI,
+	// such as doc://tenants/{tenant}/documents/{id}/object).
 	Object *ObjectRef `yaml:"object"`
 	// Listen (PostgreSQL) is a channel whose NOTIFY payloads are changed
 	// keys of this resource's items, for subscriptions.
