@@ -68,7 +68,8 @@ type OpenOptions struct {
 
 // Open connects to every source of the file and builds its bindings and
 // policy with the stores' own constructors (postgres.NewSource,
-// Source.Binding, Source.Policy or postgres.DatabaseDecides,
+// Source.Binding with SQLBinding.ObjectOnly for a plan without body,
+// Source.Policy or postgres.DatabaseDecides,
 // s3store.OpenBucket, Bucket.KeyBindings and Bucket.Binding), then checks
 // them against the servers (Source.Check prepares every statement and
 // checks its columns and the role; Bucket.Check asks for the bucket). A
@@ -163,6 +164,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Body: r.Body, Complete: r.Completion}
 			if o := r.Object; o != nil {
 				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
+				sb.ObjectOnly = r.Plan != "" && r.Body == ""
 			}
 			b, err := ps.Binding(sb)
 			if err != nil {
@@ -253,6 +255,8 @@ func describe(r Resource, uri string) string {
 	switch {
 	case r.Bundle != "":
 		kind = "bundle"
+	case r.Object != nil && r.Body == "":
+		kind = "object"
 	case r.Object != nil:
 		kind = "item+object"
 	}

@@ -103,8 +103,8 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if len(served.Bindings) != 8 || len(served.Lines) != 8 || len(served.Ready) != 2 {
-		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 8, 8, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
+	if len(served.Bindings) != 9 || len(served.Lines) != 9 || len(served.Ready) != 2 {
+		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 9, 9, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
 	}
 	res, err := core.NewResources(served.Bindings, served.Policy)
 	if err != nil {
@@ -121,11 +121,14 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if len(items) != 2 || items[0].Text() != "the plan" || items[1].Text() != "# the attached file" {
 		t.Fatalf("want the body then the file, got %+v", items)
 	}
+	if got, err := res.Read(as("alice"), docURI+"/object"); err != nil || len(got.Items()) != 1 || got.Items()[0].Text() != "# the attached file" {
+		t.Fatalf("alice reads the document's file alone: %v", err)
+	}
 	deep := "report://tenants/acme/reports/2026/q3/a/b/c/deep.md"
 	if got, err := res.Read(as("alice"), deep); err != nil || got.Items()[0].Text() != "# six levels down" {
 		t.Fatalf("alice reads a report six levels deep: %v", err)
 	}
-	for _, uri := range []string{docURI, deep} {
+	for _, uri := range []string{docURI, docURI + "/object", deep} {
 		if _, err := res.Read(as("bob"), uri); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("bob, no member of acme, reads %s: %v; want unavailable", uri, err)
 		}
@@ -133,7 +136,7 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if _, err := r.db.Exec(t.Context(), `DELETE FROM memberships WHERE user_id = 'alice'`); err != nil {
 		t.Fatal(err)
 	}
-	for _, uri := range []string{docURI, deep} {
+	for _, uri := range []string{docURI, docURI + "/object", deep} {
 		if _, err := res.Read(as("alice"), uri); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("alice, revoked, reads %s: %v; want unavailable", uri, err)
 		}

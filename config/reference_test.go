@@ -86,6 +86,9 @@ func TestOpenServesTheReferenceSchema(t *testing.T) {
 	if items := asset.Items(); len(items) != 2 || !strings.Contains(items[0].Text(), `"a1"`) || items[1].Text() != "the object" {
 		t.Fatalf("want the fields then the object, got %+v", items)
 	}
+	if obj, err := res.Read(alice, "asset://project/p1/asset/a1/object"); err != nil || len(obj.Items()) != 1 || obj.Items()[0].Text() != "the object" {
+		t.Fatalf("the object alone: %v", err)
+	}
 	body, err := res.Read(alice, "asset://project/p1/asset/a1/body")
 	if err != nil || body.Items()[0].Text() != "the body" {
 		t.Fatalf("body: %v", err)

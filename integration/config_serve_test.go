@@ -26,7 +26,7 @@ func TestConfigServesTheDocumentsExampleWithTwoTokens(t *testing.T) {
 	t.Setenv("S3_SECRET_KEY", r.env.SecretKey)
 
 	out := mustRun(t, "", "check", "--config", documentsConfig)
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 9 || !strings.Contains(out, "8 definitions") {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 10 || !strings.Contains(out, "9 definitions") {
 		t.Fatalf("check printed:\n%s", out)
 	}
 
@@ -43,6 +43,9 @@ func TestConfigServesTheDocumentsExampleWithTwoTokens(t *testing.T) {
 	if uris := contentURIs(res); len(uris) != 2 || uris[0] != doc || uris[1] != doc+"/object" ||
 		res.Contents[0].Text != "the plan" || res.Contents[1].Text != "# the file" {
 		t.Fatalf("want the body then the pinned file, got %+v", res.Contents)
+	}
+	if res, err := readAll(t, alice, doc+"/object"); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "# the file" {
+		t.Fatalf("alice reads the file alone at the URI the document's read gave it: %v", err)
 	}
 	deep := "report://tenants/acme/reports/2026/q3/a/b/c/deep.md"
 	if res, err := readAll(t, alice, deep); err != nil || res.Contents[0].Text != "# six levels down" {
