@@ -24,6 +24,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"go.phpboyscout.uk/mcp/resources/config"
 )
 
 func main() {
@@ -80,6 +82,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, log: c.logger(stderr)}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	if err := kctx.Run(e); err != nil {
+		if ce := (*config.Error)(nil); errors.As(err, &ce) {
+			fmt.Fprintln(stderr, ce.Error()) // FILE:LINE:COL: message, as go vet prints it
+			return 1
+		}
 		fmt.Fprintf(stderr, "mcp-resources: %s\n", oneLine(err))
 		return 1
 	}
@@ -96,6 +102,7 @@ type cli struct {
 	Serve     serveCmd     `cmd:"" default:"withargs" help:"Serve MCP resources over stdio (the default) or streamable HTTP."`
 	Migrate   migrateCmd   `cmd:"" help:"Apply the reference schema's migrations to --postgres and print what was applied."`
 	Seed      seedCmd      `cmd:"" help:"Load the demo dataset (projects, assets, objects, grants for alice and bob) into --postgres and --bucket; running it again changes nothing."`
+	Check     checkCmd     `cmd:"" help:"Check a resources file (--config) against its databases and buckets and print what serve --config would serve."`
 	HashToken hashTokenCmd `cmd:"" name:"hash-token" help:"Read a bearer token on stdin and print its tokens-file hash."`
 }
 

@@ -32,6 +32,7 @@ type serveCmd struct {
 	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given (with --postgres, a principal of the grants table, such as the seed's alice)."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
 	Tools         bool          `name:"tools" env:"MCPRES_TOOLS" help:"Also serve the resources as tools (list_resources, read_resource, complete_resource_uri), for clients that let a model call tools only."`
+	Config        string        `name:"config" type:"path" placeholder:"FILE" env:"MCPRES_CONFIG" help:"Serve the sources and resources of this file (see config/schema.json and examples/) instead of the reference schema."`
 	ListenURL     string        `name:"listen-postgres" placeholder:"URL" env:"MCPRES_LISTEN_DATABASE_URL" help:"A direct PostgreSQL URL for the one connection that LISTENs for changes (subscriptions), when --postgres goes through a transaction-pooling PgBouncer. Default: --postgres."`
 
 	Guard guardFlags `embed:"" group:"Hostile clients"`
@@ -53,6 +54,7 @@ type backend struct {
 	// resolves plans and that reads a target.
 	resolveStore string
 	storeOf      func(core.ResourceTarget) string
+	limits       *core.ResourceLimits // a resources file's limits, under the flags'
 	// notes are INFO lines about the configuration, logged only once the
 	// server starts serving, so that a configuration error stays the one
 	// line on stderr.
@@ -92,7 +94,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 	defer be.close()
 
-	opts := []core.Option{core.WithResourceLimits(s.Limits.limits())}
+	opts := []core.Option{core.WithResourceLimits(fileLimits(be.limits, s.Limits.limits()))}
 	key, err := s.cursorKey()
 	if err != nil {
 		return err
@@ -172,6 +174,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 // PostgreSQL (joined with a bucket's objects) with --postgres, else the
 // embedded demo.
 func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
+	if s.Config != "" {
+		return s.configBackend(ctx, e)
+	}
 	if err := s.Storage.checkCombination(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.phpboyscout.uk/mcp/resources/config"
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
+)
+
+// checkCmd checks a resources file against its servers without serving it.
+type checkCmd struct {
+	Config string `name:"config" required:"" placeholder:"FILE" env:"MCPRES_CONFIG" help:"The resources file to check (see config/schema.json)."`
+}
+
+// Run loads the file, connects to every source, prepares every statement,
+// checks the roles and the templates, and prints one line per definition
+// it would serve: URI or template, resource, source and what a read
+// returns. The first mistake is one FILE:LINE:COL: line and exit 1.
+func (c *checkCmd) Run(ctx context.Context, e *env) error {
+	served, res, err := openConfig(ctx, c.Config)
+	if err != nil {
+		return err
+	}
+	defer served.Close()
+	for _, l := range served.Lines {
+		fmt.Fprintln(e.stdout, l)
+	}
+	fmt.Fprintf(e.stdout, "%s: %d definitions, revision %s\n", c.Config, len(served.Bindings), res.Revision())
+	return nil
+}
+
+// openConfig loads, opens and checks a resources file, and registers its
+// bindings with a throwaway core.Resources under the file's limits, so
+// that what serve would refuse, check refuses too.
+func openConfig(ctx context.Context, path string) (*config.Served, *core.Resources, error) {
+	f, err := config.Load(path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	served, err := f.Open(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := core.NewResources(served.Bindings, served.Policy, core.WithResourceLimits(f.ResourceLimits()))
+	if err != nil {
+		served.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if overlaps, _ := res.TemplateOverlaps(); len(overlaps) > 0 {
+		served.Close()
+		o := overlaps[0]
+		return nil, nil, fmt.Errorf("%s: templates %s and %s both match %s", path, o.First, o.Second, o.Example)
+	}
+	return served, res, nil
+}
+
+// configBackend serves the resources file of --config.
+func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) {
+	if s.Storage.Postgres != "" || s.Storage.Bucket != "" {
+		return nil, errors.New("give --config or --postgres and --bucket, not both: the file names its sources")
+	}
+	f, err := config.Load(s.Config, nil)
+	if err != nil {
+		return nil, err
+	}
+	served, err := f.Open(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	be := &backend{name: "config " + s.Config, bindings: served.Bindings, policy: served.Policy, close: served.Close,
+		resolveStore: "config", storeOf: storeKind}
+	for _, r := range served.Ready {
+		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
+	}
+	if l := f.ResourceLimits(); l != (core.ResourceLimits{}) {
+		be.limits = &l
+	}
+	be.notes = append(be.notes, fmt.Sprintf("serving the resources file %s: %d definitions from the sources %s",
+		s.Config, len(served.Bindings), strings.Join(served.SourceNames(), ",")))
+	return be, nil
+}
+
+// storeKind names the kind of store that reads t, a metric label.
+func storeKind(t core.ResourceTarget) string {
+	if t.Representation() == s3store.Representation {
+		return "s3"
+	}
+	return "postgres"
+}
+
+// fileLimits lays the flags' limits over the file's: a flag that is set
+// wins, one left at zero keeps the file's value.
+func fileLimits(file *core.ResourceLimits, flags core.ResourceLimits) core.ResourceLimits {
+	if file == nil {
+		return flags
+	}
+	out := *file
+	for _, p := range []struct{ dst, src *int }{{&out.MaxURIBytes, &flags.MaxURIBytes}, {&out.MaxPlanItems, &flags.MaxPlanItems},
+		{&out.MaxItems, &flags.MaxItems}, {&out.MaxIssues, &flags.MaxIssues}, {&out.ListPageSize, &flags.ListPageSize},
+		{&out.MaxListPageSize, &flags.MaxListPageSize}} {
+		if *p.src != 0 {
+			*p.dst = *p.src
+		}
+	}
+	for _, p := range []struct{ dst, src *int64 }{{&out.MaxItemBytes, &flags.MaxItemBytes}, {&out.MaxResponseBytes, &flags.MaxResponseBytes},
+		{&out.MaxResponseEncodedBytes, &flags.MaxResponseEncodedBytes}, {&out.ReportPayloadBytes, &flags.ReportPayloadBytes},
+		{&out.ReportEncodedBytes, &flags.ReportEncodedBytes}, {&out.ListPageBytes, &flags.ListPageBytes}} {
+		if *p.src != 0 {
+			*p.dst = *p.src
+		}
+	}
+	if flags.ReadTimeout != 0 {
+		out.ReadTimeout = flags.ReadTimeout
+	}
+	if flags.ItemTimeout != 0 {
+		out.ItemTimeout = flags.ItemTimeout
+	}
+	return out
+}

@@ -1,0 +1,440 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const (
+	literalStyle = yaml.LiteralStyle
+	singleStyle  = yaml.SingleQuotedStyle
+	doubleStyle  = yaml.DoubleQuotedStyle
+)
+
+// MaxFileBytes bounds the size of a resources file.
+const MaxFileBytes = 1 << 20
+
+// decoder turns the YAML tree into the model, strictly: every key must be
+// a field, every value of the field's type; it records where each key was.
+type decoder struct {
+	e      *errs
+	lookup func(string) (string, bool)
+}
+
+var (
+	typeSecret   = reflect.TypeFor[Secret]()
+	typeEnv      = reflect.TypeFor[Env]()
+	typeDuration = reflect.TypeFor[Duration]()
+	typeByteSize = reflect.TypeFor[ByteSize]()
+	typeSpans    = reflect.TypeFor[Spans]()
+	typePolicy   = reflect.TypeFor[*Policy]()
+)
+
+// secretFields names the fields where ${NAME} is expanded, for the error
+// that says so elsewhere.
+const secretFields = "url, listen_url, bucket, endpoint, region, access_key, secret_key and session_token"
+
+func pos(n *yaml.Node) Position { return Position{Line: n.Line, Column: n.Column} }
+
+// yamlLine matches the position prefix of the YAML parser's errors.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseYAML parses data as exactly one YAML document.
+func parseYAML(e *errs, data []byte) *yaml.Node {
+	if len(data) > MaxFileBytes {
+		e.at(Position{Line: 1}, "the file is larger than %d bytes", MaxFileBytes)
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			e.at(Position{Line: 1}, "the file is empty: it needs at least version, sources and resources")
+			return nil
+		}
+		yamlError(e, err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		e.at(pos(&extra), "a second YAML document: the file holds exactly one")
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		yamlError(e, err)
+		return nil
+	}
+	if len(doc.Content) != 1 {
+		e.at(Position{Line: 1}, "the file is empty: it needs at least version, sources and resources")
+		return nil
+	}
+	root := doc.Content[0]
+	if !plainTree(e, root, 0) {
+		return nil
+	}
+	return root
+}
+
+// yamlError reports a parser error at the line it names.
+func yamlError(e *errs, err error) {
+	msg := err.Error()
+	line := 1
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		// yaml.v3 counts the lines of its parser's errors (as opposed to
+		// its scanner's) from 0; they are the ones that say "did not find".
+		if strings.HasPrefix(msg, "did not find expected") {
+			line++
+		}
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	e.at(Position{Line: line}, "YAML: %s", msg)
+}
+
+// plainTree refuses what the model never needs and what makes a small file
+// large: anchors, aliases, merge keys and custom tags.
+func plainTree(e *errs, n *yaml.Node, depth int) bool {
+	switch {
+	case depth > 64:
+		e.at(pos(n), "nested more than 64 levels deep")
+		return false
+	case n.Kind == yaml.AliasNode:
+		e.at(pos(n), "YAML aliases (*%s) are not supported: write the value out", n.Value)
+		return false
+	case n.Anchor != "":
+		e.at(pos(n), "YAML anchors (&%s) are not supported: write the value out", n.Anchor)
+		return false
+	case n.ShortTag() == "!!merge":
+		e.at(pos(n), "YAML merge keys (<<) are not supported: write the keys out")
+		return false
+	case strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!"):
+		e.at(pos(n), "the YAML tag %s is not supported", n.Tag)
+		return false
+	}
+	for _, c := range n.Content {
+		if !plainTree(e, c, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// yamlName returns the key a field is written under, or "" for none.
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" || !f.IsExported() {
+		return ""
+	}
+	return name
+}
+
+// fieldKeys lists the keys of struct type t, in declaration order.
+func fieldKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		if k := yamlName(t.Field(i)); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// structValue decodes mapping n into the struct v. self is the position
+// reported for the struct as a whole.
+func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self Position) {
+	if n.Kind != yaml.MappingNode {
+		d.e.at(pos(n), "%sexpects a mapping of %s", label(path), strings.Join(fieldKeys(v.Type()), ", "))
+		return
+	}
+	t := v.Type()
+	spans := Spans{self: self, keys: map[string]Position{}, nodes: map[string]*yaml.Node{}}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		key, ok := d.key(kn, path)
+		if !ok {
+			continue
+		}
+		if _, dup := spans.keys[key]; dup {
+			d.e.at(pos(kn), "%s%s is written twice", label(path), key)
+			continue
+		}
+		fi := slices.IndexFunc(fieldKeysAll(t), func(k string) bool { return k == key })
+		if fi < 0 {
+			d.e.at(pos(kn), "%sunknown key %q (known: %s)", label(path), key, strings.Join(fieldKeys(t), ", "))
+			continue
+		}
+		f := t.Field(fi)
+		p := pos(vn)
+		if vn.Kind != yaml.ScalarNode {
+			p = pos(kn)
+		} else {
+			spans.nodes[key] = vn
+		}
+		spans.keys[key] = p
+		d.field(kn, vn, v.Field(fi), f, join(path, key), &spans, key)
+	}
+	if sf := v.FieldByName("Spans"); sf.IsValid() && sf.Type() == typeSpans {
+		sf.Set(reflect.ValueOf(spans))
+	}
+}
+
+// join and label build the dotted path that messages start with.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func label(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
+}
+
+// fieldKeysAll lists the key of every field of t, "" for those not in the
+// file, so that indexes are field indexes.
+func fieldKeysAll(t reflect.Type) []string {
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = yamlName(t.Field(i))
+	}
+	return keys
+}
+
+// key returns the text of a mapping key, which must be a plain string.
+func (d *decoder) key(kn *yaml.Node, path string) (string, bool) {
+	if kn.Kind != yaml.ScalarNode || kn.ShortTag() != "!!str" {
+		d.e.at(pos(kn), "%skeys must be strings", label(path))
+		return "", false
+	}
+	return kn.Value, true
+}
+
+// field decodes vn into the field fv of type f.
+func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructField, path string, spans *Spans, key string) {
+	if vn.ShortTag() == "!!null" {
+		d.e.at(pos(kn), "%s: has no value", path)
+		return
+	}
+	t := f.Type
+	switch {
+	case t == typeSecret:
+		s, ok := d.str(vn, path, true)
+		if !ok {
+			return
+		}
+		val, bad := expand(s, d.lookup)
+		if bad != "" {
+			d.e.at(pos(vn), "%s: %s", path, bad)
+			return
+		}
+		if val == "" {
+			spans.empty(key)
+			return
+		}
+		fv.Set(reflect.ValueOf(Secret{value: val, raw: s, set: true}))
+	case t == typeEnv:
+		s, ok := d.str(vn, path, true)
+		if !ok {
+			return
+		}
+		val, bad := expand(s, d.lookup)
+		if bad != "" {
+			d.e.at(pos(vn), "%s: %s", path, bad)
+			return
+		}
+		if val == "" {
+			spans.empty(key)
+			return
+		}
+		fv.SetString(val)
+	case t == typeDuration:
+		s, ok := d.str(vn, path, false)
+		if !ok {
+			return
+		}
+		dur, err := time.ParseDuration(s)
+		if err != nil || dur <= 0 {
+			d.e.at(pos(vn), "%s: %q is not a positive duration such as 30s or 1m30s", path, s)
+			return
+		}
+		fv.SetInt(int64(dur))
+	case t == typeByteSize:
+		if vn.Kind != yaml.ScalarNode || (vn.ShortTag() != "!!int" && vn.ShortTag() != "!!str") {
+			d.e.at(pos(vn), "%s: expects a byte size such as 65536 or 64KiB", path)
+			return
+		}
+		n, err := parseByteSize(vn.Value)
+		if err != nil {
+			d.e.at(pos(vn), "%s: %v", path, err)
+			return
+		}
+		fv.SetInt(int64(n))
+	case t.Kind() == reflect.String:
+		if s, ok := d.str(vn, path, false); ok {
+			fv.SetString(s)
+		}
+	case t.Kind() == reflect.Bool:
+		if vn.Kind != yaml.ScalarNode || vn.ShortTag() != "!!bool" {
+			d.e.at(pos(vn), "%s: expects true or false", path)
+			return
+		}
+		fv.SetBool(vn.Value == "true")
+	case t.Kind() == reflect.Int:
+		if vn.Kind != yaml.ScalarNode || vn.ShortTag() != "!!int" {
+			d.e.at(pos(vn), "%s: expects a whole number", path)
+			return
+		}
+		n, err := strconv.ParseInt(vn.Value, 0, 32)
+		if err != nil {
+			d.e.at(pos(vn), "%s: %s is not a whole number below 2^31", path, vn.Value)
+			return
+		}
+		fv.SetInt(n)
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Float64:
+		if vn.Kind != yaml.ScalarNode || (vn.ShortTag() != "!!int" && vn.ShortTag() != "!!float") {
+			d.e.at(pos(vn), "%s: expects a number", path)
+			return
+		}
+		x, err := strconv.ParseFloat(vn.Value, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			d.e.at(pos(vn), "%s: %s is not a finite number", path, vn.Value)
+			return
+		}
+		fv.Set(reflect.ValueOf(&x))
+	case t == typePolicy && vn.Kind == yaml.ScalarNode:
+		if vn.ShortTag() != "!!str" || vn.Value != PolicyDatabase {
+			d.e.at(pos(vn), "%s: expects %s or a mapping of source, decide and description", path, PolicyDatabase)
+			return
+		}
+		fv.Set(reflect.ValueOf(&Policy{Database: true, Spans: Spans{self: pos(vn)}}))
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		nv := reflect.New(t.Elem())
+		d.structValue(vn, nv.Elem(), path, pos(kn))
+		fv.Set(nv)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		if vn.Kind != yaml.SequenceNode {
+			d.e.at(pos(vn), "%s: expects a list of strings", path)
+			return
+		}
+		list := make([]string, 0, len(vn.Content))
+		for _, c := range vn.Content {
+			s, ok := d.str(c, path, false)
+			if !ok {
+				return
+			}
+			list = append(list, s)
+		}
+		fv.Set(reflect.ValueOf(list))
+	case t.Kind() == reflect.Map:
+		if vn.Kind != yaml.MappingNode {
+			d.e.at(pos(vn), "%s: expects a mapping of strings to strings", path)
+			return
+		}
+		m := make(map[string]string, len(vn.Content)/2)
+		for i := 0; i+1 < len(vn.Content); i += 2 {
+			k, ok := d.key(vn.Content[i], path)
+			if !ok {
+				continue
+			}
+			if _, dup := m[k]; dup {
+				d.e.at(pos(vn.Content[i]), "%s: %s is written twice", path, k)
+				continue
+			}
+			s, ok := d.str(vn.Content[i+1], path+"."+k, false)
+			if !ok {
+				continue
+			}
+			m[k] = s
+			spans.keys[key+"."+k] = pos(vn.Content[i+1])
+			spans.nodes[key+"."+k] = vn.Content[i+1]
+			spans.keys[key+"."+k+":key"] = pos(vn.Content[i])
+		}
+		fv.Set(reflect.ValueOf(m))
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		if _, keyed := f.Tag.Lookup("keyed"); !keyed {
+			panic("config: a list of structs must be keyed")
+		}
+		if vn.Kind != yaml.MappingNode {
+			d.e.at(pos(vn), "%s: expects a mapping of names to definitions", path)
+			return
+		}
+		list := reflect.MakeSlice(t, 0, len(vn.Content)/2)
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(vn.Content); i += 2 {
+			nk, nv := vn.Content[i], vn.Content[i+1]
+			name, ok := d.key(nk, path)
+			if !ok {
+				continue
+			}
+			if seen[name] {
+				d.e.at(pos(nk), "%s: %s is defined twice", path, name)
+				continue
+			}
+			seen[name] = true
+			if nv.ShortTag() == "!!null" {
+				d.e.at(pos(nk), "%s.%s: has no value", path, name)
+				continue
+			}
+			el := reflect.New(t.Elem()).Elem()
+			el.FieldByName("Name").SetString(name)
+			d.structValue(nv, el, path+"."+name, pos(nk))
+			list = reflect.Append(list, el)
+		}
+		fv.Set(list)
+	default:
+		panic(fmt.Sprintf("config: no decoder for %s", t))
+	}
+}
+
+// str returns a string scalar. Outside secret fields, ${ is refused: it
+// would not be expanded there, and a reader would think it is.
+func (d *decoder) str(n *yaml.Node, path string, secret bool) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		d.e.at(pos(n), "%s: expects a string (quote it)", path)
+		return "", false
+	}
+	if !secret && strings.Contains(n.Value, "${") {
+		d.e.at(pos(n), "%s: ${...} is expanded only in %s", path, secretFields)
+		return "", false
+	}
+	return n.Value, true
+}
+
+// byteUnits are the suffixes of a ByteSize, largest first.
+var byteUnits = []struct {
+	suffix string
+	shift  uint
+}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+func parseByteSize(s string) (ByteSize, error) {
+	num, shift := strings.TrimSpace(s), uint(0)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, shift = strings.TrimSpace(n), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)>>shift {
+		return 0, fmt.Errorf("%q is not a positive byte size (a whole number with an optional KiB, MiB or GiB)", s)
+	}
+	return ByteSize(n << shift), nil
+}
+
+// reflectValue is the addressable struct behind a pointer.
+func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }

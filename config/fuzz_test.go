@@ -1,0 +1,66 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// FuzzParse proves that no input ends the process or escapes the error
+// shape: Parse either loads the file or returns one *Error whose text is
+// one line starting with the file name and a line number, without the
+// environment's secret.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	for _, p := range []string{"../examples/documents/resources.yaml", "../examples/reference/resources.yaml"} {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X}', role: r}}}\nresources: {r: {uri: 'a://b', source: a, policy: database, plan: 'SELECT $x', body: 'SELECT $key, $version'}}\n"))
+	f.Add([]byte("a: &x [1]\nb: *x\n"))
+	f.Add([]byte("version: 1\n---\nversion: 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("fuzz.yaml", data, testOptions)
+		if err == nil {
+			if file == nil {
+				t.Fatal("nil file without an error")
+			}
+			return
+		}
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("not a *config.Error: %T", err)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "fuzz.yaml:") || strings.ContainsAny(msg, "\n\r") || e.Pos.Line < 0 {
+			t.Fatalf("bad error line %q", msg)
+		}
+		if strings.Contains(msg, canary) {
+			t.Fatalf("the error prints a secret: %q", msg)
+		}
+	})
+}
+
+// FuzzScanSQL proves that the parameter scanner never panics and that
+// every parameter it finds is a $name at the offset it reports.
+func FuzzScanSQL(f *testing.F) {
+	for _, s := range []string{"SELECT $a", "SELECT '$a', \"$b\", $c -- $d\n", "SELECT $$ $x $$, $t$ $y $t$, $z", "SELECT E'\\'$a', /* /* $b */ */ $c", "SELECT a$b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		params, problem, off := scanSQL(sql)
+		if problem != "" {
+			if off < 0 || off > len(sql) {
+				t.Fatalf("offset %d outside the statement", off)
+			}
+			return
+		}
+		for _, p := range params {
+			if p.Off < 0 || p.Off+1+len(p.Name) > len(sql) || sql[p.Off:p.Off+1+len(p.Name)] != "$"+p.Name {
+				t.Fatalf("parameter %+v is not at its offset in %q", p, sql)
+			}
+		}
+	})
+}

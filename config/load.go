@@ -1,0 +1,63 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Options configure [Load] and [Parse]. A nil *Options selects every
+// default.
+type Options struct {
+	// LookupEnv returns the value of an environment variable for a ${NAME}
+	// reference. Nil means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+}
+
+// Load reads the resources file at path and returns it decoded and
+// checked. Every error is one [*Error] (or, when the file cannot be read,
+// an error that names the path); see [Parse].
+func Load(path string, opts *Options) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: reading %s: %w", path, err)
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse decodes and checks the resources file data, which errors call
+// name. It returns the first mistake in file order as an [*Error]: a YAML
+// syntax error, an unknown key, a value of the wrong type, an unset
+// ${NAME}, or any rule of the file broken (see the package documentation).
+// It opens no connection: what needs the database (that a statement
+// prepares, that a column or role exists) is checked when the sources are
+// opened.
+func Parse(name string, data []byte, opts *Options) (*File, error) {
+	lookup := os.LookupEnv
+	if opts != nil && opts.LookupEnv != nil {
+		lookup = opts.LookupEnv
+	}
+	e := &errs{file: name}
+	root := parseYAML(e, data)
+	if root == nil {
+		return nil, e.first()
+	}
+	f := &File{Name: name}
+	d := &decoder{e: e, lookup: lookup}
+	d.structValue(root, reflectValue(f), "", Position{Line: root.Line, Column: root.Column})
+	if len(e.list) > 0 {
+		return nil, e.first()
+	}
+	c := &checker{e: e, f: f, lines: strings.Split(string(data), "\n")}
+	c.check()
+	if len(e.list) > 0 {
+		return nil, e.first()
+	}
+	return f, nil
+}

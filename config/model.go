@@ -1,0 +1,263 @@
+package config
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is a loaded and checked resources file.
+type File struct {
+	// Version is the file format's version; 1 is the only one.
+	Version int `yaml:"version"`
+	// Sources are the databases and buckets, in file order.
+	Sources []Source `yaml:"sources" keyed:""`
+	// Policy decides who may see and read what, for every resource of
+	// the file: "database" ([Policy].Database) or one decide statement.
+	Policy *Policy `yaml:"policy"`
+	// Resources are the resource definitions, in file order.
+	Resources []Resource `yaml:"resources" keyed:""`
+	// Limits override the gateway's limits; nil keeps every default.
+	Limits *Limits `yaml:"limits"`
+
+	// Name is the name the file was loaded under, as errors print it.
+	Name  string `yaml:"-"`
+	Spans Spans  `yaml:"-"`
+}
+
+// Spans records where each key of one mapping of the file was written.
+type Spans struct {
+	self  Position
+	keys  map[string]Position
+	nodes map[string]*yaml.Node // scalar values, for positions inside them
+}
+
+// Self is where the mapping itself starts (for a named entry, its name).
+func (s Spans) Self() Position { return s.self }
+
+// Of is where key's value was written, or Self when the key is absent.
+// Keys of nested plain mappings are joined with dots: "completion.tenant".
+func (s Spans) Of(key string) Position {
+	if p, ok := s.keys[key]; ok {
+		return p
+	}
+	return s.self
+}
+
+// Has reports whether key was written with a value: a [Secret] or [Env]
+// field whose ${NAME} expands to nothing counts as absent.
+func (s Spans) Has(key string) bool { _, ok := s.keys[key]; return ok && !s.Empty(key) }
+
+// Empty reports whether key was written but its ${NAME} references
+// expanded to nothing.
+func (s Spans) Empty(key string) bool { _, ok := s.keys[key+":empty"]; return ok }
+
+func (s *Spans) empty(key string) { s.keys[key+":empty"] = s.keys[key] }
+
+// Source is one named database or bucket: exactly one of Postgres and S3.
+type Source struct {
+	// Name is the source's key under sources.
+	Name string `yaml:"-"`
+	// Postgres is a PostgreSQL database.
+	Postgres *PostgresSource `yaml:"postgres"`
+	// S3 is a bucket of an S3-compatible server.
+	S3 *S3Source `yaml:"s3"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// PostgresSource is a PostgreSQL database.
+type PostgresSource struct {
+	// URL is the connection URL (postgres://user:${PASSWORD}@host:5432/db);
+	// a password must come from the environment.
+	URL Secret `yaml:"url"`
+	// Role is the role every statement runs as, with the principal set in
+	// mcp.principal; the URL's login must be a member of it. Required
+	// unless LoginRole is set.
+	Role string `yaml:"role"`
+	// ListenURL is a direct URL for the one connection that LISTENs for
+	// changes, when URL goes through a transaction-pooling PgBouncer.
+	// Empty means URL.
+	ListenURL Secret `yaml:"listen_url"`
+	// LoginRole keeps the URL's login role instead of switching to Role
+	// (which must then be absent); the login role must not bypass
+	// row-level security.
+	LoginRole bool `yaml:"login_role"`
+	// StatementTimeout bounds each statement when the request has no
+	// deadline; zero keeps the store's default.
+	StatementTimeout Duration `yaml:"statement_timeout"`
+	// MaxPlanItems bounds the items one plan or bundle statement may
+	// return; zero keeps the store's default.
+	MaxPlanItems int `yaml:"max_plan_items"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// S3Source is one bucket of an S3-compatible server.
+type S3Source struct {
+	// Bucket is the bucket's name.
+	Bucket Env `yaml:"bucket"`
+	// Endpoint is the server's base URL with scheme and without
+	// credentials; empty means AWS S3.
+	Endpoint Env `yaml:"endpoint"`
+	// Region is the signing region; empty means the default.
+	Region Env `yaml:"region"`
+	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY.
+	PathStyle bool `yaml:"path_style"`
+	// AccessKey and SecretKey are static credentials, both or neither
+	// (neither: the AWS default chain). SecretKey must be a ${NAME}.
+	AccessKey Secret `yaml:"access_key"`
+	// SecretKey is the secret of AccessKey.
+	SecretKey Secret `yaml:"secret_key"`
+	// SessionToken is the optional token of temporary credentials.
+	SessionToken Secret `yaml:"session_token"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Policy is the file's access policy: either the word "database"
+// (Database), or one statement run on a PostgreSQL source as its role with
+// the caller set, that decides every target of a read at once.
+type Policy struct {
+	// Database is set by writing policy: database. The plan and body
+	// statements' row-level security is then the only gate, and every
+	// caller may discover every definition.
+	Database bool `yaml:"-"`
+	// Source names the PostgreSQL source the statement runs on.
+	Source string `yaml:"source"`
+	// Decide is bound with $keys (text[]: the keys of the targets a plan
+	// names; a target that no SQL plan made, by its URI) and optionally
+	// $principal, and returns rows of key, visible, read and optionally
+	// discover and disclose; a key without a row is hidden.
+	Decide string `yaml:"decide"`
+	// Description is for the people who read the file.
+	Description string `yaml:"description"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// PolicyDatabase is the policy value that lets the database decide.
+const PolicyDatabase = "database"
+
+// Resource is one resource definition: a URI or a URI template, the
+// source that serves it, and how.
+type Resource struct {
+	// Name is the resource's key under resources, listed as its name.
+	Name string `yaml:"-"`
+	// URI is a concrete resource URI; exactly one of URI and Template.
+	URI string `yaml:"uri"`
+	// Template is a URI template of whole-segment {captures}. For an S3
+	// key family its last segment is "...": one more segment per depth,
+	// up to MaxDepth, captured as {k1}, {k2}, ...
+	Template string `yaml:"template"`
+	// Title is listed with the resource.
+	Title string `yaml:"title"`
+	// Description says what the resource is.
+	Description string `yaml:"description"`
+	// MIMEType is the MIME type listed for the resource; each item read
+	// declares its own.
+	MIMEType string `yaml:"mime_type"`
+	// Annotations are the client hints listed with the resource.
+	Annotations *Annotations `yaml:"annotations"`
+	// Source names the source that serves the resource.
+	Source string `yaml:"source"`
+
+	// Plan (PostgreSQL) selects the one item a request names, identity
+	// only, in columns named key, version, mime and optionally name,
+	// title, size, text, object_key, object_etag, object_version_id,
+	// object_size and object_mime. Its $names are the template's captures
+	// (every one used) and $principal.
+	Plan string `yaml:"plan"`
+	// Bundle (PostgreSQL) selects the items of a bundle, one per row, in
+	// the columns of Plan plus those ItemURI names.
+	Bundle string `yaml:"bundle"`
+	// ItemURI (with Bundle) is each row's item URI: literal text and
+	// {column} placeholders, each replaced by that column's value as one
+	// escaped path segment.
+	ItemURI string `yaml:"item_uri"`
+	// Body (PostgreSQL) reads one planned item by $key (and optionally
+	// $version, $principal): columns body and optionally version.
+	Body string `yaml:"body"`
+	// Completion (PostgreSQL) maps a capture to the statement that
+	// completes it: $prefix, optionally $limit, $principal and the other
+	// captures; one column, value.
+	Completion map[string]string `yaml:"completion"`
+	// Object serves the S3 object that a plan row's object_key references
+	// as a second item of the read; with a Plan and no Body, the object
+	// alone, as the request URI (register it under the object items' URI,
+	// such as doc://tenants/{tenant}/documents/{id}/object).
+	Object *ObjectRef `yaml:"object"`
+	// Listen (PostgreSQL) is a channel whose NOTIFY payloads are changed
+	// keys of this resource's items, for subscriptions.
+	Listen string `yaml:"listen"`
+
+	// Prefix (S3) is the key prefix: "" or whole segments ending in '/'.
+	// For a key family (a Template ending in "/...") it captures exactly
+	// the template's captures; otherwise it is literal and the template's
+	// captures, joined by '/', follow it.
+	Prefix string `yaml:"prefix"`
+	// MaxDepth (S3, key family) is how many segments "..." stands for at
+	// most, 1 to [MaxDepth].
+	MaxDepth int `yaml:"max_depth"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Annotations are the client hints listed with a resource.
+type Annotations struct {
+	// Audience is "user", "assistant" or both.
+	Audience []string `yaml:"audience"`
+	// Priority is from 0 (least) to 1 (most).
+	Priority *float64 `yaml:"priority"`
+	// LastModified is an RFC 3339 time.
+	LastModified string `yaml:"last_modified"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// ObjectRef says where the objects that plan rows reference are served
+// from.
+type ObjectRef struct {
+	// Source names the S3 source that holds the objects.
+	Source string `yaml:"source"`
+	// URI is the object item's URI, as Resource.ItemURI: literal text and
+	// {column} placeholders of the plan row. Empty means the row item's
+	// URI followed by "/object".
+	URI string `yaml:"uri"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Limits override the gateway's limits (core.ResourceLimits); zero or
+// absent keeps a default. Each field is the core.ResourceLimits field of the
+// same name; sizes are bytes or strings such as "4MiB", times "30s".
+type Limits struct {
+	MaxURIBytes             int      `yaml:"max_uri_bytes"`
+	MaxPlanItems            int      `yaml:"max_plan_items"`
+	MaxItems                int      `yaml:"max_items"`
+	MaxItemBytes            ByteSize `yaml:"max_item_bytes"`
+	MaxResponseBytes        ByteSize `yaml:"max_response_bytes"`
+	MaxResponseEncodedBytes ByteSize `yaml:"max_response_encoded_bytes"`
+	ReportPayloadBytes      ByteSize `yaml:"report_payload_bytes"`
+	ReportEncodedBytes      ByteSize `yaml:"report_encoded_bytes"`
+	MaxIssues               int      `yaml:"max_issues"`
+	ReadTimeout             Duration `yaml:"read_timeout"`
+	ItemTimeout             Duration `yaml:"item_timeout"`
+	ListPageSize            int      `yaml:"list_page_size"`
+	MaxListPageSize         int      `yaml:"max_list_page_size"`
+	ListPageBytes           ByteSize `yaml:"list_page_bytes"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Env is the value of a field that differs between deployments but is no
+// secret (a bucket name, an endpoint): ${NAME} references are expanded from
+// the environment as in a [Secret], and the value may be printed.
+type Env string
+
+// Duration is a time.Duration written as Go writes it: "30s", "1m30s".
+type Duration time.Duration
+
+// ByteSize is a count of bytes written as a number or with a binary
+// suffix: 512, "64KiB", "4MiB", "1GiB".
+type ByteSize int64

@@ -1,0 +1,426 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
+)
+
+// OpenTimeout bounds each request Open makes to check a source.
+const OpenTimeout = 10 * time.Second
+
+// Served is what a file serves once [File.Open] has opened and checked its
+// sources: the bindings and the policy for core.NewResources, and what a
+// server needs around them.
+type Served struct {
+	// Bindings are the file's bindings, in file order (a key family gives
+	// one per depth).
+	Bindings []core.ResourceBinding
+	// SourceOf names the source of each binding, index for index (a
+	// metric label).
+	SourceOf []string
+	// Policy is the file's policy.
+	Policy core.ResourcePolicy
+	// Ready has one check per source, in file order, for a readiness
+	// probe: whether the database or bucket answers now.
+	Ready []Ready
+	// Lines describe what is served, one line per definition, as
+	// mcp-resources check prints them.
+	Lines []string
+
+	closers []func()
+}
+
+// Ready is the readiness check of one source.
+type Ready struct {
+	// Source is the source's name.
+	Source string
+	// Check reports whether the source answers now.
+	Check func(ctx context.Context) error
+}
+
+// Close closes every connection pool Open opened.
+func (s *Served) Close() {
+	for _, c := range s.closers {
+		c()
+	}
+	s.closers = nil
+}
+
+// OpenOptions configure [File.Open]. A nil *OpenOptions selects every
+// default.
+type OpenOptions struct {
+	// Principal returns the caller of a request; nil means
+	// core.ContextPrincipal.
+	Principal core.PrincipalFunc
+}
+
+// Open connects to every source of the file and builds its bindings and
+// policy with the stores' own constructors (postgres.NewSource,
+// Source.Binding with SQLBinding.ObjectOnly for a plan without body,
+// Source.Policy or postgres.DatabaseDecides,
+// s3store.OpenBucket, Bucket.KeyBindings and Bucket.Binding), then checks
+// them against the servers (Source.Check prepares every statement and
+// checks its columns and the role; Bucket.Check asks for the bucket). A
+// mistake is one [*Error] at the place in the file it concerns; no error
+// holds a secret. On error nothing stays open.
+func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err error) {
+	if opts == nil {
+		opts = &OpenOptions{}
+	}
+	e := &errs{file: f.Name}
+	s := &Served{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	fail := func() (*Served, error) { return nil, e.first() }
+
+	for _, r := range f.Resources {
+		if r.Spans.Has("listen") {
+			e.at(r.Spans.Of("listen"), "resources.%s.listen: this server does not listen for key payloads yet: leave it out", r.Name)
+			return fail()
+		}
+	}
+	buckets := map[string]*s3store.Bucket{}
+	objects := map[string]postgres.ObjectSource{}
+	pools := map[string]*pgxpool.Pool{}
+	for _, src := range f.Sources {
+		switch {
+		case src.S3 != nil:
+			b := src.S3
+			client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
+				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.Value(), SecretAccessKey: b.SecretKey.Value(), SessionToken: b.SessionToken.Value()})
+			if err != nil {
+				e.at(src.Spans.Self(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
+				return fail()
+			}
+			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal})
+			if err != nil {
+				e.at(b.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+				return fail()
+			}
+			buckets[src.Name], objects[src.Name] = bucket, bucket
+			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
+		case src.Postgres != nil:
+			p := src.Postgres
+			cfg, err := pgxpool.ParseConfig(p.URL.Value())
+			if err != nil {
+				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
+				return fail()
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
+				return fail()
+			}
+			s.closers = append(s.closers, pool.Close)
+			pctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+			err = pool.Ping(pctx)
+			cancel()
+			if err != nil {
+				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.ConnConfig.Host, cfg.ConnConfig.Port, pgCause(err, src))
+				return fail()
+			}
+			pools[src.Name] = pool
+			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: pool.Ping})
+		}
+	}
+	sources := map[string]*postgres.Source{}
+	for _, src := range f.Sources {
+		p := src.Postgres
+		if p == nil {
+			continue
+		}
+		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
+			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
+		if err != nil {
+			return nil, f.storeError(err, src.Spans.Self())
+		}
+		sources[src.Name] = ps
+	}
+
+	families := map[string][]s3store.KeyFamily{}
+	familyAt := map[string]int{} // bucket -> index in s.Bindings where its families go
+	for _, r := range f.Resources {
+		def := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+		if a := r.Annotations; a != nil {
+			def.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
+		}
+		if ps := sources[r.Source]; ps != nil {
+			def.URI, def.URITemplate = r.URI, r.Template
+			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Body: r.Body, Complete: r.Completion}
+			if o := r.Object; o != nil {
+				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
+				sb.ObjectOnly = r.Plan != "" && r.Body == ""
+			}
+			b, err := ps.Binding(sb)
+			if err != nil {
+				return nil, f.storeError(err, r.Spans.Self())
+			}
+			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
+			s.Lines = append(s.Lines, describe(r, def.URI+def.URITemplate))
+			continue
+		}
+		bucket := buckets[r.Source]
+		if strings.HasSuffix(r.Template, "/...") {
+			if _, ok := familyAt[r.Source]; !ok {
+				familyAt[r.Source] = len(s.Bindings)
+			}
+			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth})
+			for d := 1; d <= r.MaxDepth; d++ {
+				s.Lines = append(s.Lines, describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
+			}
+			continue
+		}
+		def.URITemplate = r.Template
+		b, err := bucket.Binding(def, r.Prefix)
+		if err != nil {
+			return nil, f.storeError(err, r.Spans.Self())
+		}
+		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
+		s.Lines = append(s.Lines, describe(r, def.URITemplate))
+	}
+	// Key families go in at the place of their bucket's first one, so
+	// that the bindings keep the file's order.
+	for _, src := range f.Sources {
+		fams := families[src.Name]
+		if len(fams) == 0 {
+			continue
+		}
+		bs, err := buckets[src.Name].KeyBindings(fams...)
+		if err != nil {
+			return nil, f.storeError(err, src.Spans.Self())
+		}
+		at := familyAt[src.Name]
+		names := make([]string, len(bs))
+		for i := range names {
+			names[i] = src.Name
+		}
+		s.Bindings = append(s.Bindings[:at], append(bs, s.Bindings[at:]...)...)
+		s.SourceOf = append(s.SourceOf[:at], append(names, s.SourceOf[at:]...)...)
+		for name, i := range familyAt {
+			if i > at && name != src.Name {
+				familyAt[name] = i + len(bs)
+			}
+		}
+	}
+
+	if f.Policy.Database {
+		s.Policy = postgres.DatabaseDecides()
+	} else {
+		p, err := sources[f.Policy.Source].Policy(f.Policy.Decide)
+		if err != nil {
+			return nil, f.storeError(err, f.Policy.Spans.Of("decide"))
+		}
+		s.Policy = p
+	}
+
+	for _, src := range f.Sources {
+		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		var err error
+		if ps := sources[src.Name]; ps != nil {
+			err = ps.Check(cctx)
+		} else {
+			err = buckets[src.Name].Check(cctx)
+		}
+		cancel()
+		switch {
+		case err == nil:
+		case src.S3 != nil:
+			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+			return fail()
+		default:
+			return nil, f.storeError(err, src.Spans.Self())
+		}
+	}
+	return s, nil
+}
+
+// describe is the line check prints for one definition.
+func describe(r Resource, uri string) string {
+	kind := "item"
+	switch {
+	case r.Bundle != "":
+		kind = "bundle"
+	case r.Object != nil && r.Body == "":
+		kind = "object"
+	case r.Object != nil:
+		kind = "item+object"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind)
+}
+
+// The fields of the stores' ConfigErrors, mapped back to the file.
+var (
+	bindingField = regexp.MustCompile(`^source ([^:]+): binding "([^"]+)": (.+)$`)
+	policyField  = regexp.MustCompile(`^source ([^:]+): policy: `)
+	sourceField  = regexp.MustCompile(`^source ([^:]+): (Role|LoginRole|db)`)
+	familyField  = regexp.MustCompile(`^key family "([^"]+)": (\w+)`)
+	completeKind = regexp.MustCompile(`^complete "([^"]+)"`)
+)
+
+// storeError turns a store's error into one *Error at the key of the file
+// it concerns, else at def.
+func (f *File) storeError(err error, def Position) error {
+	e := &errs{file: f.Name}
+	var ce *core.ConfigError
+	if !errors.As(err, &ce) {
+		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
+		return e.first()
+	}
+	res := func(name string) *Resource {
+		for i := range f.Resources {
+			if f.Resources[i].Name == name {
+				return &f.Resources[i]
+			}
+		}
+		return nil
+	}
+	src := func(name string) *Source {
+		for i := range f.Sources {
+			if f.Sources[i].Name == name {
+				return &f.Sources[i]
+			}
+		}
+		return nil
+	}
+	reason := f.redactAll(ce.Reason)
+	if m := bindingField.FindStringSubmatch(ce.Field); m != nil && res(m[2]) != nil {
+		r := res(m[2])
+		key, at := bindingKey(r, m[3])
+		e.at(at, "resources.%s.%s: %s", r.Name, key, reason)
+		return e.first()
+	}
+	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.Policy != nil {
+		e.at(f.Policy.Spans.Of("decide"), "policy.decide: %s", reason)
+		return e.first()
+	}
+	if m := sourceField.FindStringSubmatch(ce.Field); m != nil && src(m[1]) != nil && src(m[1]).Postgres != nil {
+		s := src(m[1])
+		key := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[m[2]]
+		e.at(s.Postgres.Spans.Of(key), "sources.%s.postgres.%s: %s", s.Name, key, reason)
+		return e.first()
+	}
+	if m := familyField.FindStringSubmatch(ce.Field); m != nil && res(m[1]) != nil {
+		r := res(m[1])
+		key := map[string]string{"URI": "template", "Prefix": "prefix", "MaxDepth": "max_depth"}[m[2]]
+		if key == "" {
+			key = "template"
+		}
+		e.at(r.Spans.Of(key), "resources.%s.%s: %s", r.Name, key, reason)
+		return e.first()
+	}
+	e.at(def, "%s: %s", ce.Field, reason)
+	return e.first()
+}
+
+// bindingKey maps the field a SQL binding's error names to the file's key.
+func bindingKey(r *Resource, field string) (string, Position) {
+	kind, _, _ := strings.Cut(field, ": ")
+	if m := completeKind.FindStringSubmatch(kind); m != nil {
+		return "completion." + m[1], r.Spans.Of("completion." + m[1])
+	}
+	key := map[string]string{"plan": "plan", "bundle": "bundle", "body": "body", "ItemURI": "item_uri"}[kind]
+	switch {
+	case key != "":
+		return key, r.Spans.Of(key)
+	case kind == "ObjectURI" && r.Object != nil:
+		return "object.uri", r.Object.Spans.Of("uri")
+	case kind == "ObjectSource" && r.Object != nil:
+		return "object.source", r.Object.Spans.Of("source")
+	}
+	if r.Spans.Has("template") {
+		return "template", r.Spans.Of("template")
+	}
+	return "uri", r.Spans.Of("uri")
+}
+
+// redactAll removes the value of every secret of the file from s, in case
+// a driver quoted one.
+func (f *File) redactAll(s string) string {
+	for _, src := range f.Sources {
+		s = redactSource(s, src)
+	}
+	return s
+}
+
+func redactSource(s string, src Source) string {
+	var secrets []Secret
+	if p := src.Postgres; p != nil {
+		secrets = []Secret{p.URL, p.ListenURL}
+	}
+	if b := src.S3; b != nil {
+		secrets = []Secret{b.AccessKey, b.SecretKey, b.SessionToken}
+	}
+	for _, sec := range secrets {
+		if v := sec.Value(); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[secret]")
+		}
+	}
+	if p := src.Postgres; p != nil {
+		if cfg, err := pgconn.ParseConfig(p.URL.Value()); err == nil && len(cfg.Password) >= 4 {
+			s = strings.ReplaceAll(s, cfg.Password, "[secret]")
+		}
+	}
+	return s
+}
+
+// redact is an error's innermost text, without the source's secrets.
+func redact(err error, src Source) string {
+	return redactSource(strings.Join(strings.Fields(innermost(err).Error()), " "), src)
+}
+
+func reason(err error, src Source) string {
+	var ce *core.ConfigError
+	if errors.As(err, &ce) {
+		return redactSource(ce.Reason, src)
+	}
+	return redact(err, src)
+}
+
+// pgCause says in a few words why a connection failed.
+func pgCause(err error, src Source) string {
+	var pe *pgconn.PgError
+	var ne *net.OpError
+	switch {
+	case errors.As(err, &pe):
+		return redactSource(pe.Message+" (SQLSTATE "+pe.Code+")", src)
+	case errors.As(err, &ne):
+		return ne.Err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + OpenTimeout.String()
+	}
+	return redact(err, src)
+}
+
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// SourceNames returns the names of the sources, in file order.
+func (s *Served) SourceNames() []string {
+	out := make([]string, len(s.Ready))
+	for i, r := range s.Ready {
+		out[i] = r.Source
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"log/slog"
+	"strings"
+)
+
+// Secret is the value of a field that may hold credentials: a database
+// URL, an S3 key. Only in fields of this type and of type [Env] are
+// ${NAME} references expanded from the environment; the value is never
+// printed: String,
+// GoString, MarshalText and LogValue all give "[secret]", and no [Error]
+// quotes it.
+type Secret struct {
+	value string
+	raw   string // as written in the file, references unexpanded
+	set   bool
+}
+
+// Value returns the expanded value, to hand to a driver. Never log it.
+func (s Secret) Value() string { return s.value }
+
+// IsSet reports whether the field was written in the file.
+func (s Secret) IsSet() bool { return s.set }
+
+// String returns "[secret]" for a set value and "" for an unset one.
+func (s Secret) String() string {
+	if !s.set {
+		return ""
+	}
+	return "[secret]"
+}
+
+// GoString is String, so that %#v does not print the value either.
+func (s Secret) GoString() string { return s.String() }
+
+// MarshalText is String, so that encoders do not print the value either.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// LogValue is String, so that log/slog does not print the value either.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// referenceOnly reports whether raw is exactly one ${NAME} reference.
+func referenceOnly(raw string) bool {
+	name, ok := strings.CutPrefix(raw, "${")
+	if !ok {
+		return false
+	}
+	name, ok = strings.CutSuffix(name, "}")
+	return ok && validEnvName(name)
+}
+
+func validEnvName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// expand replaces every ${NAME} in raw by the environment's value. A $ not
+// followed by { stands for itself; values are not expanded again. The
+// error names the variable or the offset of the bad reference, never a
+// value.
+func expand(raw string, lookup func(string) (string, bool)) (string, string) {
+	var b strings.Builder
+	for i := 0; i < len(raw); {
+		j := strings.Index(raw[i:], "${")
+		if j < 0 {
+			b.WriteString(raw[i:])
+			break
+		}
+		b.WriteString(raw[i : i+j])
+		i += j + 2
+		end := strings.IndexByte(raw[i:], '}')
+		if end < 0 {
+			return "", "a ${ without its closing }"
+		}
+		name := raw[i : i+end]
+		if !validEnvName(name) {
+			return "", "${...} must name an environment variable ([A-Za-z_][A-Za-z0-9_]*)"
+		}
+		v, ok := lookup(name)
+		if !ok {
+			return "", "the environment variable " + name + " is not set"
+		}
+		b.WriteString(v)
+		i += end + 1
+	}
+	return b.String(), ""
+}
