@@ -127,7 +127,22 @@ func NewSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	}
 	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}}
 	s.hub = live.New(res, s.notify, sources, opts)
+	s.hub.OnRevoked(s.revoked)
 	return s
+}
+
+// revoked ends a subscriptions/listen stream whose last subscription was
+// dropped because its principal may no longer read the URI: the listen
+// request is answered and the client learns that the subscription ended.
+// Only a [Subscriptions.ListenOnly] server does this, where a listen
+// request has a session of its own; elsewhere the session goes on.
+func (s *Subscriptions) revoked(ss *mcp.ServerSession, remaining int) {
+	s.mu.Lock()
+	listenOnly := s.listenOnly
+	s.mu.Unlock()
+	if remaining == 0 && listenOnly && listens(ss) {
+		go ss.Close() // Close waits for the connection: never on the hub's goroutine
+	}
 }
 
 // ServerOptions returns a copy of base (nil: the SDK's defaults) with the
