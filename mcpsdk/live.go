@@ -171,9 +171,10 @@ func (s *Subscriptions) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOption
 // streamable HTTP server must: its sessions last one request, so a
 // resources/subscribe of an earlier revision would be released as soon as
 // it was answered. Such a request is refused with code -32601 (method not
-// found) and [ListenOnlyMessage], and an initialize result of an earlier
-// revision does not declare resources.subscribe; the discover result of
-// 2026-07-28 does. Call it before the server serves. It returns s.
+// found; the SDK words the message), as by a server without
+// subscriptions, and an initialize result of an earlier revision does not
+// declare resources.subscribe; the discover result of 2026-07-28 does.
+// Call it before the server serves. It returns s.
 func (s *Subscriptions) ListenOnly() *Subscriptions {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,10 +185,6 @@ func (s *Subscriptions) ListenOnly() *Subscriptions {
 // ListenProtocolVersion is the first protocol revision whose clients
 // subscribe through subscriptions/listen.
 const ListenProtocolVersion = "2026-07-28"
-
-// ListenOnlyMessage is the message of the error a resources/subscribe gets
-// from a [Subscriptions.ListenOnly] server.
-const ListenOnlyMessage = "resource subscriptions on this server need subscriptions/listen (protocol 2026-07-28)"
 
 // listens reports whether ss speaks a revision that subscribes through
 // subscriptions/listen.
@@ -224,7 +221,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	legacy, listenOnly := s.legacy, s.listenOnly
 	s.mu.Unlock()
 	if listenOnly && !listens(req.Session) {
-		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: ListenOnlyMessage}
+		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "resources/subscribe needs a session: use subscriptions/listen"}
 	}
 	// The principal is already in ctx: Install's middleware put it there for
 	// resources/subscribe and subscriptions/listen alike (the SDK calls this
