@@ -3,6 +3,7 @@ package mcpsdk
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -159,4 +161,74 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 		t.Fatalf("hub stats %+v after the write deadline: want only the reader's listen stream left", st)
 	}
 	t.Logf("dropped sessions: %d", subs.DroppedSessions())
+}
+
+// statelessServer serves res to alice with ListenOnly subscriptions on
+// stateless streamable HTTP.
+func statelessServer(t *testing.T, st *memory.Store, res *core.Resources) (*mcp.Server, *Subscriptions, string) {
+	t.Helper()
+	subs := NewSubscriptions(res, []core.ChangeSource{st}, nil).ListenOnly()
+	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
+	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { subs.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	return s, subs, srv.URL
+}
+
+func TestARevokedListenStreamEndsAndEarlierRevisionsAreNotOfferedSubscriptions(t *testing.T) {
+	st, res := liveStore(t)
+	s, subs, url := statelessServer(t, st, res)
+	open := func() int {
+		n := 0
+		for range s.Sessions() {
+			n++
+		}
+		return n
+	}
+	for _, v := range []string{"2025-11-25", ListenProtocolVersion} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		r := cs.InitializeResult()
+		if r.ProtocolVersion != v {
+			t.Fatalf("asked for %s, negotiated %s", v, r.ProtocolVersion)
+		}
+		declared := r.Capabilities != nil && r.Capabilities.Resources != nil && r.Capabilities.Resources.Subscribe
+		if want := v == ListenProtocolVersion; declared != want {
+			t.Fatalf("%s: resources.subscribe declared %v, want %v", v, declared, want)
+		}
+		err = cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")})
+		if v != ListenProtocolVersion {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != jsonrpc.CodeMethodNotFound {
+				t.Fatalf("%s resources/subscribe on a stateless server: %v, want -32601", v, err)
+			}
+			if n := subs.Hub().Stats().Subscriptions; n != 0 {
+				t.Fatalf("%s: a refused subscribe left %d subscriptions", v, n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitSubscribed(t, subs, 1)
+		if n := open(); n != 1 {
+			t.Fatalf("%d sessions open while listening, want the listen stream's one", n)
+		}
+		st.Revoke("a", "alice")
+		deadline := time.Now().Add(2 * time.Second)
+		for (open() != 0 || subs.Hub().Stats().Sessions != 0) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n, hs := open(), subs.Hub().Stats(); n != 0 || hs.Sessions != 0 || hs.Subscriptions != 0 || hs.Dropped != 1 {
+			t.Fatalf("after the revocation: %d sessions open, hub %+v; want the listen stream ended and its subscription dropped", n, hs)
+		}
+	}
 }
