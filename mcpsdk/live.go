@@ -437,7 +437,9 @@ func (a *adapter) completeResource(ctx context.Context, p *mcp.CompleteParams) (
 }
 
 // declareLive adds what Subscriptions and Completions serve to an
-// initialize or discover result: resources.subscribe and completions.
+// initialize or discover result: resources.subscribe (taken away where a
+// [Subscriptions.ListenOnly] cannot honour it) and completions. A host's
+// own capabilities are left alone when there are no Subscriptions.
 func (a *adapter) declareLive(res mcp.Result) {
 	if a.subs == nil && !a.complete {
 		return
@@ -447,7 +449,7 @@ func (a *adapter) declareLive(res mcp.Result) {
 		return
 	}
 	c := **caps // the SDK may share it with the server's options
-	if want := a.subs != nil && a.subs.honoured(res); c.Resources != nil && c.Resources.Subscribe != want {
+	if want := a.subs != nil && a.subs.honoured(res); a.subs != nil && c.Resources != nil && c.Resources.Subscribe != want {
 		r := *c.Resources
 		r.Subscribe = want
 		c.Resources = &r
