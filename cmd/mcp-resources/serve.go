@@ -443,7 +443,7 @@ func (t *tokenTable) verify(ctx context.Context, token string, _ *http.Request) 
 func (s *serveCmd) subscriptionsNote() string {
 	switch {
 	case s.HTTP == "":
-		return "resource subscriptions: on, per session over stdio (resources/subscribe)"
+		return "resource subscriptions: on, per session over stdio (resources/subscribe, or subscriptions/listen at 2026-07-28)"
 	case s.Stateless:
 		return "resource subscriptions: on, over subscriptions/listen streams (protocol 2026-07-28); " +
 			"resources/subscribe of 2025-11-25 and earlier has no session to keep them in stateless mode"
