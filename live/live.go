@@ -149,6 +149,7 @@ type Hub[S comparable] struct {
 	seq      uint64 // counts Changed calls
 	stats    Stats
 	wake     chan struct{}
+	revoked  func(S, int)
 }
 
 type session[S comparable] struct {
@@ -237,6 +238,18 @@ func authorize(ctx context.Context, auth Authorizer, uri string) (core.Authoriza
 		return core.Authorization{}, core.NewFailure(core.FailureUnavailable, errNothingReadable)
 	}
 	return a, nil
+}
+
+// OnRevoked sets f to be called after a subscription of session s was
+// dropped because its subscriber may no longer read its URI, with the
+// number of subscriptions s still holds; never while the hub holds its
+// lock. A host whose subscriptions live in a stream of their own (a
+// subscriptions/listen request) ends the stream when none remain. Call it
+// before Run.
+func (h *Hub[S]) OnRevoked(f func(s S, remaining int)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.revoked = f
 }
 
 // Options returns the effective options, defaults filled in.
@@ -617,7 +630,7 @@ func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 	h.mu.Lock()
 	h.inflight--
 	x.checking = false
-	notify := false
+	notify, revoked := false, false
 	switch {
 	case x.removed:
 	case err == nil:
@@ -630,13 +643,18 @@ func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 	case core.KindOf(err) == core.FailureUnavailable:
 		h.remove(x) // the subscriber may no longer read it: nothing, and gone
 		h.stats.Dropped++
+		revoked = true
 	default:
 		// An operational failure (storage down, timeout): no notification;
 		// the next change, or the reconnect that follows an outage, checks
 		// again.
 	}
 	ss := x.sess
+	onRevoked, remaining := h.revoked, len(ss.subs)
 	h.mu.Unlock()
+	if revoked && onRevoked != nil {
+		onRevoked(ss.id, remaining)
+	}
 	if notify {
 		ss.deliver.Lock()
 		h.mu.Lock()

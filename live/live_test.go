@@ -407,3 +407,47 @@ func TestOnePrincipalCannotTakeAnotherPrincipalsSubscriptions(t *testing.T) {
 		t.Fatalf("stats %+v, want 5 subscriptions", st)
 	}
 }
+
+func TestOnRevokedSaysHowManySubscriptionsTheSessionStillHolds(t *testing.T) {
+	g := newRig(t, nil)
+	type call struct {
+		session   string
+		remaining int
+	}
+	calls := make(chan call, 10)
+	g.hub.OnRevoked(func(s string, remaining int) { calls <- call{s, remaining} })
+	g.put("a", "v1")
+	g.put("b", "v1")
+	g.st.Grant("a", "alice", memory.Access{Read: true})
+	g.st.Grant("b", "alice", memory.Access{Read: true})
+	for _, id := range []string{"a", "b"} {
+		if err := g.sub("sa", "alice", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(want call) {
+		t.Helper()
+		select {
+		case c := <-calls:
+			if c != want {
+				t.Fatalf("OnRevoked(%q, %d), want (%q, %d)", c.session, c.remaining, want.session, want.remaining)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no OnRevoked within 2 s, want (%q, %d)", want.session, want.remaining)
+		}
+	}
+	g.st.Revoke("a", "alice")
+	wait(call{"sa", 1})
+	g.put("b", "v2") // a still readable subscription: notified, not revoked
+	g.expect("sa " + doc("b"))
+	select {
+	case c := <-calls:
+		t.Fatalf("OnRevoked(%q, %d) for a change the subscriber may still read", c.session, c.remaining)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.st.Revoke("b", "alice")
+	wait(call{"sa", 0})
+	if st := g.hub.Stats(); st.Sessions != 0 || st.Subscriptions != 0 || st.Dropped != 2 {
+		t.Fatalf("stats %+v: want nothing held and two dropped", st)
+	}
+}

@@ -50,13 +50,22 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 //	mcpsdk.Install(server, res, &mcpsdk.Options{Subscriptions: subs})
 //	go subs.Run(ctx) // until the server stops
 //
-// Notifications need a stream to the client: stdio, or streamable HTTP with
-// sessions. A stateless streamable HTTP server has none and must not
-// declare subscriptions (do not use Subscriptions there). Behind a load
-// balancer, every replica runs its own Subscriptions and change sources
-// (each Postgres replica LISTENs for itself), and a session must stay on
-// the replica that holds it (session affinity), which stateful streamable
-// HTTP needs anyway.
+// Notifications need a stream to the client: the session (stdio, stateful
+// streamable HTTP) or, on a stateless streamable HTTP server, the response
+// stream of a subscriptions/listen request (protocol 2026-07-28). There the
+// SDK serves each request in a session of its own: a listen request's
+// session lasts as long as its stream, so the per-session bounds, rate
+// limits, queue and write deadline below apply per listen stream, and its
+// subscriptions are released when the stream ends. Call
+// [Subscriptions.ListenOnly] for such a server: a resources/subscribe of
+// an earlier revision has no stream to be notified on there.
+//
+// Behind a load balancer, every replica runs its own Subscriptions and
+// change sources (each Postgres replica LISTENs for itself). A stateful
+// session must stay on the replica that holds it (session affinity); a
+// listen stream needs none: whichever replica holds it hears every change
+// and notifies it, and a client whose stream broke (a replica that went
+// away) listens again, on any replica.
 //
 // The adapter sends notifications/resources/updated through the server's
 // own subscription registry ([mcp.Server.ResourceUpdated]) and lets through
@@ -74,11 +83,12 @@ type Subscriptions struct {
 	res *core.Resources
 	hub *live.Hub[*mcp.ServerSession]
 
-	mu      sync.Mutex
-	server  *mcp.Server
-	legacy  bool
-	watched map[*mcp.ServerSession]*outbox
-	dropped int64 // sessions ended because they did not take their notifications
+	mu         sync.Mutex
+	server     *mcp.Server
+	legacy     bool
+	listenOnly bool
+	watched    map[*mcp.ServerSession]*outbox
+	dropped    int64 // sessions ended because they did not take their notifications
 
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
@@ -117,7 +127,22 @@ func NewSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	}
 	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}}
 	s.hub = live.New(res, s.notify, sources, opts)
+	s.hub.OnRevoked(s.revoked)
 	return s
+}
+
+// revoked ends a subscriptions/listen stream whose last subscription was
+// dropped because its principal may no longer read the URI: the listen
+// request is answered and the client learns that the subscription ended.
+// Only a [Subscriptions.ListenOnly] server does this, where a listen
+// request has a session of its own; elsewhere the session goes on.
+func (s *Subscriptions) revoked(ss *mcp.ServerSession, remaining int) {
+	s.mu.Lock()
+	listenOnly := s.listenOnly
+	s.mu.Unlock()
+	if remaining == 0 && listenOnly && listens(ss) {
+		go ss.Close() // Close waits for the connection: never on the hub's goroutine
+	}
 }
 
 // ServerOptions returns a copy of base (nil: the SDK's defaults) with the
@@ -139,6 +164,33 @@ func (s *Subscriptions) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOption
 	caps.Resources.Subscribe = true
 	o.Capabilities = caps
 	return &o
+}
+
+// ListenOnly makes s serve subscriptions only over subscriptions/listen
+// streams (protocol [ListenProtocolVersion] and later), as a stateless
+// streamable HTTP server must: its sessions last one request, so a
+// resources/subscribe of an earlier revision would be released as soon as
+// it was answered. Such a request is refused with code -32601 (method not
+// found; the SDK words the message), as by a server without
+// subscriptions, and an initialize result of an earlier revision does not
+// declare resources.subscribe; the discover result of 2026-07-28 does.
+// Call it before the server serves. It returns s.
+func (s *Subscriptions) ListenOnly() *Subscriptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listenOnly = true
+	return s
+}
+
+// ListenProtocolVersion is the first protocol revision whose clients
+// subscribe through subscriptions/listen.
+const ListenProtocolVersion = "2026-07-28"
+
+// listens reports whether ss speaks a revision that subscribes through
+// subscriptions/listen.
+func listens(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= ListenProtocolVersion
 }
 
 // Run runs the change sources and delivers notifications until ctx ends,
@@ -166,8 +218,11 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
 	}
 	s.mu.Lock()
-	legacy := s.legacy
+	legacy, listenOnly := s.legacy, s.listenOnly
 	s.mu.Unlock()
+	if listenOnly && !listens(req.Session) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "resources/subscribe needs a session: use subscriptions/listen"}
+	}
 	// The principal is already in ctx: Install's middleware put it there for
 	// resources/subscribe and subscriptions/listen alike (the SDK calls this
 	// handler from inside either, with a request that may lack Extra).
@@ -378,7 +433,9 @@ func (a *adapter) completeResource(ctx context.Context, p *mcp.CompleteParams) (
 }
 
 // declareLive adds what Subscriptions and Completions serve to an
-// initialize or discover result: resources.subscribe and completions.
+// initialize or discover result: resources.subscribe (taken away where a
+// [Subscriptions.ListenOnly] cannot honour it) and completions. A host's
+// own capabilities are left alone when there are no Subscriptions.
 func (a *adapter) declareLive(res mcp.Result) {
 	if a.subs == nil && !a.complete {
 		return
@@ -388,15 +445,28 @@ func (a *adapter) declareLive(res mcp.Result) {
 		return
 	}
 	c := **caps // the SDK may share it with the server's options
-	if a.subs != nil && c.Resources != nil && !c.Resources.Subscribe {
+	if want := a.subs != nil && a.subs.honoured(res); a.subs != nil && c.Resources != nil && c.Resources.Subscribe != want {
 		r := *c.Resources
-		r.Subscribe = true
+		r.Subscribe = want
 		c.Resources = &r
 	}
 	if a.complete && c.Completions == nil {
 		c.Completions = &mcp.CompletionCapabilities{}
 	}
 	*caps = &c
+}
+
+// honoured reports whether s serves subscriptions to the client an
+// initialize or discover result answers: a [Subscriptions.ListenOnly] one
+// serves only revisions that listen.
+func (s *Subscriptions) honoured(res mcp.Result) bool {
+	s.mu.Lock()
+	listenOnly := s.listenOnly
+	s.mu.Unlock()
+	if r, ok := res.(*mcp.InitializeResult); ok && listenOnly {
+		return r != nil && r.ProtocolVersion >= ListenProtocolVersion
+	}
+	return true
 }
 
 // safePrincipal calls the host's Principal function, turning a panic into

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/httpguard"
@@ -132,21 +133,22 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		Capabilities: mcpsdk.Capabilities(&mcp.ServerCapabilities{}),
 		Logger:       e.log.With("component", "mcp"),
 	}
-	// Subscriptions need a stream to notify on: stdio or stateful HTTP.
-	var subs *mcpsdk.Subscriptions
+	// Subscriptions are served on every transport, each over the stream it
+	// has: the session (stdio, stateful HTTP: resources/subscribe of
+	// 2025-11-25 and earlier) or a subscriptions/listen response stream
+	// (stateless HTTP: 2026-07-28). Every replica feeds its own streams from
+	// its own change sources.
+	subs := mcpsdk.NewSubscriptions(res, be.sources, &live.Options{Logger: e.log.With("component", "live"),
+		MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout})
 	if s.HTTP != "" && s.Stateless {
-		be.notes = append(be.notes, "resource subscriptions are off: stateless HTTP has no stream to send notifications on")
-	} else {
-		subs = mcpsdk.NewSubscriptions(res, be.sources, &live.Options{Logger: e.log.With("component", "live"),
-			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout})
-		sopts = subs.ServerOptions(sopts)
+		subs.ListenOnly()
 	}
+	sopts = subs.ServerOptions(sopts)
+	be.notes = append(be.notes, s.subscriptionsNote())
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, sopts)
 	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true,
 		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk")})
-	if subs != nil {
-		go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
-	}
+	go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
 	// Outermost: every request's context ends when the grace period does,
 	// so a read still running then fails as canceled instead of holding
 	// the process.
@@ -161,6 +163,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 	})
 	m.watchSessions(server)
+	watchSubscriptions(m, subs)
 
 	if s.HTTP == "" {
 		be.logNotes(e)
@@ -438,4 +441,32 @@ func (t *tokenTable) verify(ctx context.Context, token string, _ *http.Request) 
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{UserID: p}, nil
+}
+
+// subscriptionsNote says, for the start-up log, over which requests and
+// protocol revisions this server honours resource subscriptions.
+func (s *serveCmd) subscriptionsNote() string {
+	switch {
+	case s.HTTP == "":
+		return "resource subscriptions: on, per session over stdio (resources/subscribe, or subscriptions/listen at 2026-07-28)"
+	case s.Stateless:
+		return "resource subscriptions: on, over subscriptions/listen streams (protocol 2026-07-28); " +
+			"resources/subscribe of 2025-11-25 and earlier has no session to keep them in stateless mode"
+	default:
+		return "resource subscriptions: on, per session (resources/subscribe, protocol 2025-11-25 and earlier)"
+	}
+}
+
+// watchSubscriptions exports the subscriptions and subscribing streams
+// (sessions, or subscriptions/listen streams on a stateless server) held
+// now.
+func watchSubscriptions(m *metrics, subs *mcpsdk.Subscriptions) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcpres_subscriptions_active",
+		Help: "Resource subscriptions held now.",
+	}, func() float64 { return float64(subs.Hub().Stats().Subscriptions) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpres_subscribers_active",
+			Help: "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.",
+		}, func() float64 { return float64(subs.Hub().Stats().Sessions) }))
 }
