@@ -415,13 +415,17 @@ func (d *decoder) str(n *yaml.Node, path string, secret bool) (string, bool) {
 	return n.Value, true
 }
 
-// byteUnits are the suffixes of a ByteSize, largest first.
+// byteUnits are the suffixes of a byte size, largest first.
 var byteUnits = []struct {
 	suffix string
 	shift  uint
 }{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
 
-func parseByteSize(s string) (ByteSize, error) {
+// ParseByteSize parses a byte size as the file and the command's flags write
+// it: a whole number, optionally negative, with an optional B, KiB, MiB or
+// GiB suffix (4MiB is 4194304). Its magnitude is at most 2^62. Callers
+// decide which values their setting allows.
+func ParseByteSize(s string) (int64, error) {
 	num, shift := strings.TrimSpace(s), uint(0)
 	for _, u := range byteUnits {
 		if n, ok := strings.CutSuffix(num, u.suffix); ok {
@@ -430,10 +434,19 @@ func parseByteSize(s string) (ByteSize, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > (1<<50)>>shift {
+	if err != nil || n > (1<<62)>>shift || n < -(1<<62)>>shift {
+		return 0, fmt.Errorf("%q is not a byte size (a whole number with an optional KiB, MiB or GiB)", s)
+	}
+	return n << shift, nil
+}
+
+// parseByteSize parses a limit of the file: positive and at most 1 PiB.
+func parseByteSize(s string) (ByteSize, error) {
+	n, err := ParseByteSize(s)
+	if err != nil || n <= 0 || n > 1<<50 {
 		return 0, fmt.Errorf("%q is not a positive byte size (a whole number with an optional KiB, MiB or GiB)", s)
 	}
-	return ByteSize(n << shift), nil
+	return ByteSize(n), nil
 }
 
 // reflectValue is the addressable struct behind a pointer.

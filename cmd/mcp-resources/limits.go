@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
@@ -55,11 +53,6 @@ func (f limitFlags) limits() core.ResourceLimits {
 // gateway, not the flag parser, names the limit that rejects them.
 type byteSize int64
 
-var byteUnits = []struct {
-	suffix string
-	shift  uint
-}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
-
 // Decode parses a flag or environment value.
 func (b *byteSize) Decode(ctx *kong.DecodeContext) error {
 	var s string
@@ -75,16 +68,6 @@ func (b *byteSize) Decode(ctx *kong.DecodeContext) error {
 }
 
 func parseByteSize(s string) (byteSize, error) {
-	num, shift := strings.TrimSpace(s), uint(0)
-	for _, u := range byteUnits {
-		if n, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, shift = strings.TrimSpace(n), u.shift
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n > (1<<62)>>shift || n < -(1<<62)>>shift {
-		return 0, fmt.Errorf("%q is not a byte size (a whole number with an optional KiB, MiB or GiB)", s)
-	}
-	return byteSize(n << shift), nil
+	n, err := config.ParseByteSize(s)
+	return byteSize(n), err
 }
