@@ -1,0 +1,168 @@
+package mcpsdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// TracerName is the instrumentation scope name of the adapter's spans.
+const TracerName = "go.phpboyscout.uk/mcp/resources/mcpsdk"
+
+// Span and attribute names of the adapter's traces; the README lists them
+// with their values.
+const (
+	// SpanPhasePrefix prefixes the name of a gateway phase's span:
+	// "resources." followed by the [core.Phase] name.
+	SpanPhasePrefix = "resources."
+
+	AttrMethod          = "mcp.method.name"
+	AttrProtocolVersion = "mcp.protocol.version"
+	AttrOutcome         = "mcp.outcome" // "ok", "partial" or "error"
+	AttrFailureKind     = "mcp.failure.kind"
+	AttrErrorCode       = "rpc.jsonrpc.error_code"
+	AttrResourceURI     = "mcp.resource.uri" // only with Tracing.RequestURI
+	AttrPassStage       = "resources.pass.stage"
+	AttrItemIndex       = "resources.item.index"
+	AttrItemIssue       = "resources.item.issue"
+	AttrPlanItems       = "resources.plan.items"
+)
+
+// Tracing configures the adapter's OpenTelemetry spans (see
+// [Options.Tracing]): one span per MCP request the server receives and,
+// for resources/read, one child span per gateway phase ([core.Phase]),
+// under which the stores' spans nest. No attribute holds a principal,
+// URI, token, capture or private cause unless RequestURI is set.
+type Tracing struct {
+	// Provider makes the tracer. Nil disables tracing.
+	Provider trace.TracerProvider
+	// RequestURI adds the request's resource URI to the request span as
+	// [AttrResourceURI]. URIs can name private data: set it only for a
+	// private deployment.
+	RequestURI bool
+}
+
+// tracing is the adapter's tracing middleware and phase observer.
+type tracing struct {
+	tracer trace.Tracer
+	uri    bool
+}
+
+func newTracing(t *Tracing) *tracing {
+	if t == nil || t.Provider == nil {
+		return nil
+	}
+	return &tracing{tracer: t.Provider.Tracer(TracerName), uri: t.RequestURI}
+}
+
+// traceContext reads W3C trace context from a request's _meta.
+var traceContext = propagation.TraceContext{}
+
+// middleware starts the request's span, a child of the trace context the
+// client sent in the request's _meta (traceparent, tracestate) or else of
+// the span ctx already carries (the incoming HTTP request's), and makes
+// the gateway report its phases to it.
+func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		parent := ctx
+		if p := req.GetParams(); p != nil {
+			if m, ok := p.(interface{ GetMeta() map[string]any }); ok {
+				if tp, _ := m.GetMeta()["traceparent"].(string); tp != "" {
+					c := propagation.MapCarrier{"traceparent": tp}
+					if ts, _ := m.GetMeta()["tracestate"].(string); ts != "" {
+						c["tracestate"] = ts
+					}
+					parent = traceContext.Extract(ctx, c)
+				}
+			}
+		}
+		name := safeMethod(method)
+		attrs := []attribute.KeyValue{attribute.String(AttrMethod, name)}
+		if v := protocolVersion(req); v != "" {
+			attrs = append(attrs, attribute.String(AttrProtocolVersion, v))
+		}
+		if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && t.uri {
+			attrs = append(attrs, attribute.String(AttrResourceURI, p.URI))
+		}
+		ctx, span := t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		defer span.End()
+		res, err := next(core.WithObserver(ctx, t), method, req)
+		if err != nil {
+			span.SetAttributes(attribute.String(AttrOutcome, "error"))
+			var je *jsonrpc.Error
+			if errors.As(err, &je) {
+				span.SetAttributes(attribute.Int64(AttrErrorCode, je.Code))
+			}
+			span.SetStatus(codes.Error, "")
+		} else {
+			span.SetAttributes(attribute.String(AttrOutcome, outcomeOf(res)))
+		}
+		return res, err
+	}
+}
+
+// outcomeOf is the outcome of a successful answer: "partial" for a read
+// whose report (core's fixed encoding) says so, else "ok".
+func outcomeOf(res mcp.Result) string {
+	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
+		if rep, ok := r.Meta[core.ReportMetaKey].(json.RawMessage); ok && bytes.HasPrefix(rep, partialReport) {
+			return "partial"
+		}
+	}
+	return "ok"
+}
+
+// partialReport begins every partial read's report.
+var partialReport = []byte(`{"version":1,"partial":true`)
+
+// traceObservation adds the gateway's failure kind to the request span.
+func traceObservation(ctx context.Context, o Observation) {
+	var f *core.Failure
+	if errors.As(o.Err, &f) {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String(AttrFailureKind, f.Kind.String()))
+	}
+}
+
+// Start implements [core.Observer]: one span per phase.
+func (t *tracing) Start(ctx context.Context, p core.PhaseStart) (context.Context, func(core.PhaseEnd)) {
+	attrs := make([]attribute.KeyValue, 0, 3)
+	if p.Stage != 0 {
+		attrs = append(attrs, attribute.String(AttrPassStage, p.Stage.String()))
+	}
+	if p.Item >= 0 {
+		attrs = append(attrs, attribute.Int(AttrItemIndex, p.Item))
+	}
+	if p.Items > 0 {
+		attrs = append(attrs, attribute.Int(AttrPlanItems, p.Items))
+	}
+	ctx, span := t.tracer.Start(ctx, SpanPhasePrefix+p.Phase.String(), trace.WithAttributes(attrs...))
+	return ctx, func(e core.PhaseEnd) {
+		if p.Phase == core.PhaseItem {
+			issue := string(e.Issue)
+			if issue == "" {
+				issue = "none"
+			}
+			span.SetAttributes(attribute.String(AttrItemIssue, issue))
+		}
+		if e.Err != nil {
+			kind := "canceled"
+			var f *core.Failure
+			if errors.As(e.Err, &f) {
+				kind = f.Kind.String()
+			}
+			span.SetAttributes(attribute.String(AttrFailureKind, kind))
+			span.SetStatus(codes.Error, "")
+		}
+		span.End()
+	}
+}
