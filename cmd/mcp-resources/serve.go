@@ -86,6 +86,11 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	if err := checkLimitCombination(s.Limits.limits()); err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx) // tracing.go: off unless OTEL_* asks
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	be, err := s.backend(ctx, e)
 	if err != nil {
 		return err
@@ -141,7 +146,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, sopts)
 	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true,
-		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk")})
+		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions()})
 	if subs != nil {
 		go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
 	}
@@ -280,7 +285,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
 	drain := &drainer{}
-	handler = drain.track(handler)
+	handler = drain.track(traceHTTP(handler))
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
