@@ -1,9 +1,7 @@
 package mcpsdk
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -96,7 +94,8 @@ func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		ctx, span := t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		defer span.End()
-		res, err := next(core.WithObserver(ctx, t), method, req)
+		ro := &requestOutcome{}
+		res, err := next(context.WithValue(core.WithObserver(ctx, t), outcomeKey{}, ro), method, req)
 		if err != nil {
 			span.SetAttributes(attribute.String(AttrOutcome, "error"))
 			var je *jsonrpc.Error
@@ -105,31 +104,31 @@ func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			span.SetStatus(codes.Error, "")
 		} else {
-			span.SetAttributes(attribute.String(AttrOutcome, outcomeOf(res)))
+			outcome := "ok"
+			if ro.partial {
+				outcome = "partial"
+			}
+			span.SetAttributes(attribute.String(AttrOutcome, outcome))
 		}
 		return res, err
 	}
 }
 
-// outcomeOf is the outcome of a successful answer: "partial" for a read
-// whose report (core's fixed encoding) says so, else "ok".
-func outcomeOf(res mcp.Result) string {
-	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
-		if rep, ok := r.Meta[core.ReportMetaKey].(json.RawMessage); ok && bytes.HasPrefix(rep, partialReport) {
-			return "partial"
-		}
-	}
-	return "ok"
-}
+// requestOutcome carries the gateway's outcome from [traceObservation] to
+// the middleware that ends the request span.
+type requestOutcome struct{ partial bool }
 
-// partialReport begins every partial read's report.
-var partialReport = []byte(`{"version":1,"partial":true`)
+type outcomeKey struct{}
 
-// traceObservation adds the gateway's failure kind to the request span.
+// traceObservation records the gateway's failure kind on the request span
+// and whether a read was partial.
 func traceObservation(ctx context.Context, o Observation) {
 	var f *core.Failure
 	if errors.As(o.Err, &f) {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String(AttrFailureKind, f.Kind.String()))
+	}
+	if ro, ok := ctx.Value(outcomeKey{}).(*requestOutcome); ok && o.Err == nil && o.Result != nil {
+		ro.partial = o.Result.Partial()
 	}
 }
 
