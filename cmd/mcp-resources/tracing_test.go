@@ -49,7 +49,8 @@ func TestOTLPHTTPEndpointReceivesTheSpans(t *testing.T) {
 	}
 	h := traceHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-	r := httptest.NewRequest("POST", "/mcp", nil)
+	r := httptest.NewRequest("POST", "/mcp?secret-query=1", nil)
+	r.Header.Set("User-Agent", "agent-secret")
 	r.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	stop()
@@ -75,6 +76,11 @@ func TestOTLPHTTPEndpointReceivesTheSpans(t *testing.T) {
 					}
 					if hexID := fmtHex(s.TraceId); hexID != traceID {
 						t.Errorf("span %s in trace %s: want the header's %s", s.Name, hexID, traceID)
+					}
+					for _, a := range s.Attributes {
+						if a.Key != "http.request.method" && a.Key != "http.response.status_code" {
+							t.Errorf("span %s has attribute %s: want the method and status only", s.Name, a.Key)
+						}
 					}
 					names = append(names, s.Name)
 				}
