@@ -66,24 +66,11 @@ func newTracing(t *Tracing) *tracing {
 // traceContext reads W3C trace context from a request's _meta.
 var traceContext = propagation.TraceContext{}
 
-// middleware starts the request's span, a child of the trace context the
-// client sent in the request's _meta (traceparent, tracestate) or else of
-// the span ctx already carries (the incoming HTTP request's), and makes
+// middleware starts the request's span (see [tracing.parent]) and makes
 // the gateway report its phases to it.
 func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		parent := ctx
-		if p := req.GetParams(); p != nil {
-			if m, ok := p.(interface{ GetMeta() map[string]any }); ok {
-				if tp, _ := m.GetMeta()["traceparent"].(string); tp != "" {
-					c := propagation.MapCarrier{"traceparent": tp}
-					if ts, _ := m.GetMeta()["tracestate"].(string); ts != "" {
-						c["tracestate"] = ts
-					}
-					parent = traceContext.Extract(ctx, c)
-				}
-			}
-		}
+		parent, opts := t.parent(ctx, req)
 		name := safeMethod(method)
 		attrs := []attribute.KeyValue{attribute.String(AttrMethod, name)}
 		if v := protocolVersion(req); v != "" {
@@ -92,7 +79,8 @@ func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && t.uri {
 			attrs = append(attrs, attribute.String(AttrResourceURI, p.URI))
 		}
-		ctx, span := t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		opts = append(opts, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		ctx, span := t.tracer.Start(parent, name, opts...)
 		defer span.End()
 		ro := &requestOutcome{}
 		res, err := next(context.WithValue(core.WithObserver(ctx, t), outcomeKey{}, ro), method, req)
@@ -112,6 +100,35 @@ func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// parent is the context a request's span starts under: the W3C trace
+// context the client sent in the request's _meta (traceparent,
+// tracestate); else, for a request that came over HTTP, the one in the
+// headers of the HTTP request that carried it (see [TraceHTTP]: in a
+// stateful session ctx is the session's, whose span belongs to another
+// request); else the span ctx carries.
+func (t *tracing) parent(ctx context.Context, req mcp.Request) (context.Context, []trace.SpanStartOption) {
+	if p := req.GetParams(); p != nil {
+		if m, ok := p.(interface{ GetMeta() map[string]any }); ok {
+			meta := m.GetMeta()
+			if tp, _ := meta["traceparent"].(string); tp != "" {
+				c := propagation.MapCarrier{"traceparent": tp}
+				if ts, _ := meta["tracestate"].(string); ts != "" {
+					c["tracestate"] = ts
+				}
+				if sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), c)); sc.IsValid() {
+					return trace.ContextWithRemoteSpanContext(ctx, sc), nil
+				}
+			}
+		}
+	}
+	if x := req.GetExtra(); x != nil && x.Header != nil {
+		if sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.HeaderCarrier(x.Header))); sc.IsValid() {
+			return trace.ContextWithRemoteSpanContext(ctx, sc), nil
+		}
+	}
+	return ctx, nil
 }
 
 // requestOutcome carries the gateway's outcome from [traceObservation] to

@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -107,61 +106,12 @@ func tracingOptions() *mcpsdk.Tracing {
 	return &mcpsdk.Tracing{Provider: tp, RequestURI: os.Getenv(traceURIEnv) == "true"}
 }
 
-// traceHTTP wraps h so that each HTTP request is a server span, "HTTP"
-// and the method, continuing the W3C trace context of its headers; h
-// unchanged when tracing is off. The span holds the method and the status
-// only: the client's address and user agent can identify a principal and
-// the path and query could hold anything.
+// traceHTTP wraps h in [mcpsdk.TraceHTTP]; h unchanged when tracing is
+// off.
 func traceHTTP(h http.Handler) http.Handler {
 	tp := tracerProvider()
 	if tp == nil {
 		return h
 	}
-	tracer := tp.Tracer("go.phpboyscout.uk/mcp/resources/cmd/mcp-resources")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		method := r.Method
-		switch method {
-		case http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodOptions, http.MethodHead:
-		default:
-			method = "other"
-		}
-		ctx, span := tracer.Start(ctx, "HTTP "+method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", method)))
-		defer span.End()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(sw, r.WithContext(ctx))
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
-		if sw.status >= 500 {
-			span.SetStatus(codes.Error, "")
-		}
-	})
+	return mcpsdk.TraceHTTP(h, tp)
 }
-
-// statusWriter remembers the status a handler wrote; Unwrap keeps
-// http.ResponseController (flushes, deadlines for SSE) working.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
