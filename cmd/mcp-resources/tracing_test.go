@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -128,5 +130,54 @@ func TestTracingIsOffWithoutOTELVariables(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
 	if _, err := startTracing(context.Background()); err == nil {
 		t.Error("an unsupported OTLP protocol was accepted")
+	}
+}
+
+// grpcTraces is an OTLP/gRPC trace service that keeps the span names.
+type grpcTraces struct {
+	coltrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (g *grpcTraces) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				g.names = append(g.names, s.Name)
+			}
+		}
+	}
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+// TestOTLPGRPCEndpointReceivesTheSpans proves OTEL_EXPORTER_OTLP_PROTOCOL
+// =grpc selects the gRPC exporter: a loopback gRPC trace service gets the
+// HTTP span.
+func TestOTLPGRPCEndpointReceivesTheSpans(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	svc := &grpcTraces{}
+	coltrace.RegisterTraceServiceServer(gs, svc)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	stop, err := startTracing(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	traceHTTP(http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/mcp", nil))
+	stop()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if len(svc.names) != 1 || svc.names[0] != "HTTP GET" {
+		t.Fatalf("the gRPC endpoint received %v: want the one HTTP span", svc.names)
 	}
 }
