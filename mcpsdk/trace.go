@@ -3,6 +3,7 @@ package mcpsdk
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -109,7 +110,7 @@ func (t *tracing) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // stateful session ctx is the session's, whose span belongs to another
 // request); else the span ctx carries.
 func (t *tracing) parent(ctx context.Context, req mcp.Request) (context.Context, []trace.SpanStartOption) {
-	if p := req.GetParams(); p != nil {
+	if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() { // a typed nil's GetMeta panics
 		if m, ok := p.(interface{ GetMeta() map[string]any }); ok {
 			meta := m.GetMeta()
 			if tp, _ := meta["traceparent"].(string); tp != "" {
@@ -171,10 +172,13 @@ func (t *tracing) Start(ctx context.Context, p core.PhaseStart) (context.Context
 			span.SetAttributes(attribute.String(AttrItemIssue, issue))
 		}
 		if e.Err != nil {
-			kind := "canceled"
+			kind := core.FailureCanceled.String()
 			var f *core.Failure
-			if errors.As(e.Err, &f) {
+			switch {
+			case errors.As(e.Err, &f):
 				kind = f.Kind.String()
+			case errors.Is(e.Err, context.DeadlineExceeded):
+				kind = core.FailureTimeout.String()
 			}
 			span.SetAttributes(attribute.String(AttrFailureKind, kind))
 			span.SetStatus(codes.Error, "")

@@ -144,3 +144,22 @@ func BenchmarkReadTraced(b *testing.B) {
 	Install(s, r, &Options{Tracing: &Tracing{Provider: tp}})
 	benchRead(b, benchClient(b, s), uri)
 }
+
+// TestTracingMiddlewareTakesARequestWithoutParams proves a request whose
+// params are a typed nil (GetMeta would panic on it) gets its span and
+// reaches the next handler.
+func TestTracingMiddlewareTakesARequestWithoutParams(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := newTracing(&Tracing{Provider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	called := false
+	h := tr.middleware(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		called = true
+		return nil, nil
+	})
+	if _, err := h(context.Background(), MethodReadResource, &mcp.ServerRequest[*mcp.ReadResourceParams]{}); err != nil || !called {
+		t.Fatalf("err %v, called %v", err, called)
+	}
+	if s, ok := spanNamed(exp.GetSpans(), MethodReadResource); !ok || spanAttr(s, AttrOutcome) != "ok" {
+		t.Fatalf("spans %v", exp.GetSpans())
+	}
+}
