@@ -67,23 +67,34 @@ type budget struct {
 }
 
 func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, error) {
-	m, err := r.sel.match(uri)
-	if err != nil {
+	o := observerFrom(ctx)
+	var m ResourceMatch
+	if err := observed(ctx, o, PhaseStart{Phase: PhaseSelection, Item: -1}, func(context.Context) (err error) {
+		m, err = r.sel.match(uri)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	def := m.def
-	if err := r.discover(ctx, def); err != nil {
+	if err := observed(ctx, o, PhaseStart{Phase: PhaseDiscovery, Item: -1}, func(ctx context.Context) error {
+		return r.discover(ctx, def)
+	}); err != nil {
 		return nil, err
 	}
-	plan, err := r.resolve(ctx, def, m)
-	if err != nil {
+	var plan ResourceReadPlan
+	if err := observed(ctx, o, PhaseStart{Phase: PhasePlan, Item: -1}, func(ctx context.Context) (err error) {
+		plan, err = r.resolve(ctx, def, m)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	st := make([]itemState, len(plan.items))
 	for i, t := range plan.items {
 		st[i].target = t
 	}
-	if err := r.decidePlan(ctx, PassBeforeReads, def, plan, st); err != nil {
+	if err := observed(ctx, o, PhaseStart{Phase: PhaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+		return r.decidePlan(ctx, PassBeforeReads, def, plan, st)
+	}); err != nil {
 		return nil, err
 	}
 
@@ -111,15 +122,25 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := r.readItem(ctx, def, s, &b, sizeOf); err != nil {
+		ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+		err := r.readItem(ictx, def, s, &b, sizeOf)
+		end(PhaseEnd{Issue: s.code, Err: err})
+		if err != nil {
 			return nil, err
 		}
 	}
 
-	if err := r.decidePlan(ctx, PassRecheck, def, plan, st); err != nil {
+	if err := observed(ctx, o, PhaseStart{Phase: PhaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+		return r.decidePlan(ctx, PassRecheck, def, plan, st)
+	}); err != nil {
 		return nil, err
 	}
-	return r.assemble(st, sizeOf)
+	var res *ResourceResult
+	err := observed(ctx, o, PhaseStart{Phase: PhaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
+		res, err = r.assemble(st, sizeOf)
+		return err
+	})
+	return res, err
 }
 
 // discover checks that the caller may know of the definition.

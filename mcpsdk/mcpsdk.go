@@ -194,6 +194,10 @@ type Options struct {
 	// discards them.
 	Logger *slog.Logger
 
+	// Tracing, if set with a Provider, records OpenTelemetry spans for
+	// every request and the gateway's phases: see [Tracing]. Off when nil.
+	Tracing *Tracing
+
 	// Tools, if set, also serves the gateway as tools, for clients that
 	// offer a model tools only: see [ToolOptions]. Off when nil.
 	Tools *ToolOptions
@@ -252,12 +256,16 @@ func Install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.subs = opts.Subscriptions
 		a.log = opts.Logger
 		a.tools = newToolSurface(opts.Tools, a.complete) // tools.go
+		a.trace = newTracing(opts.Tracing)               // trace.go
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	// The recoverer is outermost, so a panic in any of these is recovered.
 	mw := []mcp.Middleware{a.recoverer, a.middleware}
+	if a.trace != nil {
+		mw = []mcp.Middleware{a.recoverer, a.trace.middleware, a.middleware}
+	}
 	if a.tools != nil {
 		mw = append(mw, a.toolMiddleware)
 	}
@@ -346,6 +354,7 @@ type adapter struct {
 	subs           *Subscriptions
 	log            *slog.Logger
 	tools          *toolSurface // nil: no tool surface
+	trace          *tracing     // nil: no spans (trace.go)
 }
 
 // PanicMessage is the message of the internal error a request that
@@ -504,6 +513,9 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 		if p := recover(); p != nil {
 			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 			o.Result, o.Err = nil, fmt.Errorf("mcpsdk: host function panicked: %v", p)
+		}
+		if a.trace != nil {
+			traceObservation(ctx, o)
 		}
 		if a.observe != nil {
 			if err != nil && o.Err == nil {

@@ -89,6 +89,11 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	if err := checkLimitCombination(s.Limits.limits()); err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx) // tracing.go: off unless OTEL_* asks
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	be, err := s.backend(ctx, e)
 	if err != nil {
 		return err
@@ -147,7 +152,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	be.notes = append(be.notes, s.subscriptionsNote())
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, sopts)
 	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true,
-		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk")})
+		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions()})
 	go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
 	// Outermost: every request's context ends when the grace period does,
 	// so a read still running then fails as canceled instead of holding
@@ -288,7 +293,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
 	drain := &drainer{}
-	handler = drain.track(handler)
+	handler = drain.track(traceHTTP(handler))
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {

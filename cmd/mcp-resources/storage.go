@@ -61,6 +61,9 @@ func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", unwrapAll(err))
 	}
+	if tp := tracerProvider(); tp != nil {
+		cfg.ConnConfig.Tracer = postgres.NewTracer(tp) // tracing.go
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--postgres: %w", err)
@@ -105,7 +108,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 // newClient builds the S3 client the flags describe.
 func (f *storageFlags) newClient(ctx context.Context) (*s3.Client, error) {
 	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: f.Endpoint, Region: f.Region,
-		UsePathStyle: f.Path, AccessKeyID: f.Access, SecretAccessKey: f.Secret})
+		UsePathStyle: f.Path, AccessKeyID: f.Access, SecretAccessKey: f.Secret}, s3store.WithTracing(tracerProvider()))
 	if err != nil {
 		return nil, fmt.Errorf("S3 client: %w", err)
 	}

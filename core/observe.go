@@ -1,0 +1,122 @@
+package core
+
+import "context"
+
+// Phase names one phase of [Resources.Read] that an [Observer] sees.
+type Phase uint8
+
+// The phases of a read, in the order a read passes them.
+const (
+	// PhaseSelection matches the request URI against the definitions.
+	PhaseSelection Phase = iota + 1
+	// PhaseDiscovery asks the policy whether the caller may know of the
+	// matched definition.
+	PhaseDiscovery
+	// PhasePlan asks the binding's resolver for the read plan.
+	PhasePlan
+	// PhaseDecide is the decision pass before the body reads
+	// ([PassBeforeReads]).
+	PhaseDecide
+	// PhaseItem is one planned item's body read; its end carries the item's
+	// issue code, empty when it was admitted.
+	PhaseItem
+	// PhaseRecheck is the final decision pass after the body reads
+	// ([PassRecheck]).
+	PhaseRecheck
+	// PhaseAssembly applies the final decisions and builds the result.
+	PhaseAssembly
+)
+
+// String returns the phase's name as the span and attribute tables use it:
+// "selection", "discovery", "plan", "decide", "item", "recheck" or
+// "assembly".
+func (p Phase) String() string {
+	switch p {
+	case PhaseSelection:
+		return "selection"
+	case PhaseDiscovery:
+		return "discovery"
+	case PhasePlan:
+		return "plan"
+	case PhaseDecide:
+		return "decide"
+	case PhaseItem:
+		return "item"
+	case PhaseRecheck:
+		return "recheck"
+	case PhaseAssembly:
+		return "assembly"
+	}
+	return "unknown"
+}
+
+// PhaseStart describes a phase as it begins. It holds no URI, principal or
+// authorization data.
+type PhaseStart struct {
+	Phase Phase
+	// Stage is the decision pass's stage for [PhaseDecide] and
+	// [PhaseRecheck], else zero.
+	Stage PassStage
+	// Item is the item's index in plan order for [PhaseItem], else -1.
+	Item int
+	// Items is the number of planned items, known from [PhaseDecide] on,
+	// else zero.
+	Items int
+}
+
+// PhaseEnd describes how a phase ended.
+type PhaseEnd struct {
+	// Issue is a [PhaseItem]'s issue code, empty when the item was admitted
+	// (a later recheck may still remove it).
+	Issue IssueCode
+	// Err is the phase's error, nil when it succeeded. It is a *[Failure]
+	// or the read's context error; its cause is private.
+	Err error
+}
+
+// Observer sees the phases of [Resources.Read], for example to record
+// trace spans. Start is called as a phase begins, with the read's context;
+// the context it returns is the one the phase's callbacks (policy, resolver,
+// reader) receive, so a span it carries parents their store calls. The
+// function it returns is called once as the phase ends. Both run on the
+// goroutine that runs the read's callbacks, possibly after Read has
+// returned on a timeout, and must not block.
+type Observer interface {
+	Start(ctx context.Context, p PhaseStart) (context.Context, func(PhaseEnd))
+}
+
+type observerKey struct{}
+
+// WithObserver returns a context whose reads [Resources.Read] reports to o.
+// A nil o removes an observer ctx carries.
+func WithObserver(ctx context.Context, o Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, o)
+}
+
+// observerFrom returns the observer ctx carries, or nil.
+func observerFrom(ctx context.Context) Observer {
+	o, _ := ctx.Value(observerKey{}).(Observer)
+	return o
+}
+
+// noEnd ends a phase no observer watches.
+func noEnd(PhaseEnd) {}
+
+// startPhase begins p under o, or does nothing when o is nil.
+func startPhase(ctx context.Context, o Observer, p PhaseStart) (context.Context, func(PhaseEnd)) {
+	if o == nil {
+		return ctx, noEnd
+	}
+	return o.Start(ctx, p)
+}
+
+// observed runs f as phase p under o: with o nil, f runs on ctx unobserved.
+func observed(ctx context.Context, o Observer, p PhaseStart, f func(context.Context) error) error {
+	if o == nil {
+		return f(ctx)
+	}
+	ctx, end := o.Start(ctx, p)
+	err := f(ctx)
+	end(PhaseEnd{Err: err})
+	return err
+}
