@@ -266,7 +266,7 @@ func (c *checker) statement(sql string, sp Spans, key, path string, captures, ex
 	for _, p := range params {
 		used[p.Name] = true
 		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
-			at := c.sqlPos(sp, key, sql, p.Off)
+			at := c.sqlPos(sp, key, sql, p.Offset)
 			if len(captures) == 0 {
 				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
 			} else {
