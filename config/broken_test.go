@@ -149,7 +149,7 @@ func TestBrokenFiles(t *testing.T) {
 			return edit(t, "WHERE id = $key AND xmin::text = $version", "WHERE xmin::text = $version")
 		}, 23, "must use $key"},
 		{"two statements", func(t *testing.T) string { return edit(t, "id = $key AND", "id = $key; DELETE FROM docs WHERE") }, 23, "one statement"},
-		{"a string left open", func(t *testing.T) string { return edit(t, "'text/plain' AS", "'text/plain AS") }, 21, "not closed"},
+		{"a string left open", func(t *testing.T) string { return edit(t, "'text/plain' AS", "'text/plain AS") }, 21, "unterminated"},
 		{"a plan without body", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "")
 		}, 20, "body is required"},

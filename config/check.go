@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 var (
@@ -266,7 +267,7 @@ func (c *checker) statement(sql string, sp Spans, key, path string, captures, ex
 	for _, p := range params {
 		used[p.Name] = true
 		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
-			at := c.sqlPos(sp, key, sql, p.Off)
+			at := c.sqlPos(sp, key, sql, p.Offset)
 			if len(captures) == 0 {
 				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
 			} else {
@@ -494,35 +495,16 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		return
 	}
 	at := sp.Of("prefix")
-	if r.Prefix != "" && !strings.HasSuffix(r.Prefix, "/") {
-		c.e.at(at, "%s.prefix: must be empty or end in /", path)
+	prefixCaps, err := s3store.KeyPrefixCaptures(r.Prefix)
+	if err != nil {
+		c.e.at(at, "%s.prefix: %s", path, strings.TrimPrefix(err.Error(), "s3store: "))
 		return
 	}
-	var segs []string
-	if r.Prefix != "" {
-		segs = strings.Split(strings.TrimSuffix(r.Prefix, "/"), "/")
-	}
-	var prefixCaps []string
-	for _, seg := range segs {
-		if m := captureRe.FindStringSubmatch(seg); m != nil {
-			if m[0] != seg {
-				c.e.at(at, "%s.prefix: %q: a capture is a whole segment", path, seg)
-				return
-			}
-			if slices.Contains(prefixCaps, m[1]) {
-				c.e.at(at, "%s.prefix: {%s} is used twice", path, m[1])
-				return
-			}
-			prefixCaps = append(prefixCaps, m[1])
-			continue
-		}
-		if msg := keySegmentProblem(seg); msg != "" {
-			c.e.at(at, "%s.prefix: %s", path, msg)
+	for i, v := range prefixCaps {
+		if slices.Contains(prefixCaps[:i], v) {
+			c.e.at(at, "%s.prefix: {%s} is used twice", path, v)
 			return
 		}
-	}
-	if len(r.Prefix) > 1024 {
-		c.e.at(at, "%s.prefix: is longer than 1024 bytes", path)
 	}
 	if !family {
 		switch {
@@ -551,20 +533,6 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 			return
 		}
 	}
-}
-
-func keySegmentProblem(seg string) string {
-	switch {
-	case seg == "":
-		return "an empty segment (a leading or doubled /)"
-	case seg == "." || seg == "..":
-		return fmt.Sprintf("a %q segment", seg)
-	case !utf8.ValidString(seg):
-		return "is not valid UTF-8"
-	case strings.ContainsFunc(seg, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' || r == '{' || r == '}' }):
-		return fmt.Sprintf("%q: a segment holds no backslash, brace or control character", seg)
-	}
-	return ""
 }
 
 func sameSet(a, b []string) bool {

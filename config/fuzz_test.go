@@ -58,7 +58,7 @@ func FuzzScanSQL(f *testing.F) {
 			return
 		}
 		for _, p := range params {
-			if p.Off < 0 || p.Off+1+len(p.Name) > len(sql) || sql[p.Off:p.Off+1+len(p.Name)] != "$"+p.Name {
+			if p.Offset < 0 || p.Offset+1+len(p.Name) > len(sql) || sql[p.Offset:p.Offset+1+len(p.Name)] != "$"+p.Name {
 				t.Fatalf("parameter %+v is not at its offset in %q", p, sql)
 			}
 		}

@@ -27,9 +27,9 @@ func TestScanSQL(t *testing.T) {
 		{"SELECT $id::uuid", []string{"id"}, ""},
 		{"SELECT $1", nil, "positional"},
 		{"SELECT 1;", nil, "semicolon"},
-		{"SELECT 'open", nil, "not closed"},
-		{"SELECT /* open", nil, "not closed"},
-		{"SELECT $q$ open", nil, "not closed"},
+		{"SELECT 'open", nil, "unterminated"},
+		{"SELECT /* open", nil, "unterminated"},
+		{"SELECT $q$ open", nil, "unterminated"},
 		{"SELECT $ 1", nil, "starts no parameter"},
 		{"   ", nil, "empty"},
 	}

@@ -13,7 +13,38 @@ import (
 type namedSQL struct {
 	SQL   string
 	Names []string
+	Uses  []NamedParam // every use of a name, in order, at its offset in the host statement
 }
+
+// NamedParam is one use of a $name parameter in a host statement: Name
+// without the '$', at byte offset Offset of the statement.
+type NamedParam struct {
+	Name   string
+	Offset int
+}
+
+// SQLError is a host statement that [NamedParams] refuses: Reason says
+// why, at byte offset Offset of the statement.
+type SQLError struct {
+	Offset int
+	Reason string
+}
+
+// Error returns the reason.
+func (e *SQLError) Error() string { return e.Reason }
+
+// NamedParams checks a host statement by the rules every statement of a
+// [Source] is bound by (one statement, $name parameters only, no
+// unterminated constant or comment) and returns every use of a parameter
+// in order. A statement it refuses is an [*SQLError] with the offset to
+// report. It is what a [Source] runs on each statement before preparing
+// it, for a caller that wants the refusal before it has a database.
+func NamedParams(sql string) ([]NamedParam, error) {
+	n, err := rewriteNamed(sql, nil)
+	return n.Uses, err
+}
+
+func sqlErr(off int, reason string) error { return &SQLError{Offset: off, Reason: reason} }
 
 // paramCast returns the cast the rewriter gives a named parameter: every
 // parameter is bound as text except the ones a statement kind declares
@@ -30,8 +61,8 @@ func textCast(string) string { return "text" }
 // once. It recognises string constants ('...', E'...'), quoted identifiers,
 // dollar-quoted strings, line and nested block comments, and identifiers
 // holding '$', none of which hold parameters. It refuses positional
-// parameters ($1), an empty statement, a trailing semicolon, and any
-// unterminated constant or comment. No SQL is ever built from a bound value:
+// parameters ($1), an empty statement, any semicolon outside constants and
+// comments, and any unterminated constant or comment. No SQL is ever built from a bound value:
 // the names only pick the position.
 func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 	if cast == nil {
@@ -40,8 +71,10 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 	var (
 		out   strings.Builder
 		names []string
+		uses  []NamedParam
 		pos   = map[string]int{}
 		last  = -1 // index of the last byte that is not space or comment
+		semi  = -1 // index of the first semicolon outside constants and comments
 	)
 	out.Grow(len(sql) + 16)
 	n := len(sql)
@@ -59,7 +92,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 		case c == '/' && i+1 < n && sql[i+1] == '*':
 			end, err := blockComment(sql, i)
 			if err != nil {
-				return namedSQL{}, err
+				return namedSQL{}, sqlErr(i, err.Error())
 			}
 			out.WriteString(sql[i:end])
 			i = end
@@ -68,7 +101,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 			escapes := i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i < 2 || !identByte(sql[i-2]))
 			end, err := quoted(sql, i, '\'', escapes)
 			if err != nil {
-				return namedSQL{}, err
+				return namedSQL{}, sqlErr(i, err.Error())
 			}
 			out.WriteString(sql[i:end])
 			last, i = end-1, end
@@ -76,7 +109,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 		case c == '"':
 			end, err := quoted(sql, i, '"', false)
 			if err != nil {
-				return namedSQL{}, err
+				return namedSQL{}, sqlErr(i, err.Error())
 			}
 			out.WriteString(sql[i:end])
 			last, i = end-1, end
@@ -84,7 +117,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 		case c == '$' && (i == 0 || !identByte(sql[i-1])):
 			j := i + 1
 			if j < n && sql[j] >= '0' && sql[j] <= '9' {
-				return namedSQL{}, errors.New("uses a positional parameter ($1); name the parameters ($tenant)")
+				return namedSQL{}, sqlErr(i, "uses a positional parameter ($1); name the parameters ($tenant)")
 			}
 			for j < n && identByte(sql[j]) && sql[j] != '$' {
 				j++
@@ -93,7 +126,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 				tag := sql[i : j+1]
 				end := strings.Index(sql[j+1:], tag)
 				if end < 0 {
-					return namedSQL{}, errors.New("has an unterminated dollar-quoted string")
+					return namedSQL{}, sqlErr(i, "has an unterminated dollar-quoted string")
 				}
 				stop := j + 1 + end + len(tag)
 				out.WriteString(sql[i:stop])
@@ -102,8 +135,9 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 			}
 			name := sql[i+1 : j]
 			if name == "" || !validParamName(name) {
-				return namedSQL{}, errors.New("has a '$' that starts no parameter name")
+				return namedSQL{}, sqlErr(i, "has a '$' that starts no parameter name")
 			}
+			uses = append(uses, NamedParam{Name: name, Offset: i})
 			p, ok := pos[name]
 			if !ok {
 				names = append(names, name)
@@ -121,16 +155,21 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 		if c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f' {
 			last = i
 		}
+		if c == ';' && semi < 0 {
+			semi = i
+		}
 		out.WriteByte(c)
 		i++
 	}
 	switch {
 	case last < 0:
-		return namedSQL{}, errors.New("is empty")
-	case sql[last] == ';':
-		return namedSQL{}, errors.New("ends with a semicolon; give one statement without it")
+		return namedSQL{}, sqlErr(0, "is empty")
+	case semi == last:
+		return namedSQL{}, sqlErr(last, "ends with a semicolon; give one statement without it")
+	case semi >= 0:
+		return namedSQL{}, sqlErr(semi, "holds more than one statement; give one statement without a semicolon")
 	}
-	return namedSQL{SQL: out.String(), Names: names}, nil
+	return namedSQL{SQL: out.String(), Names: names, Uses: uses}, nil
 }
 
 // identByte reports whether c continues an identifier: ASCII letters,

@@ -45,18 +45,20 @@ func TestRewriteNamedLeavesConstantsCommentsAndIdentifiersAlone(t *testing.T) {
 
 func TestRewriteNamedRefusesWhatIsNotOneNamedStatement(t *testing.T) {
 	for sql, want := range map[string]string{
-		"":                      "empty",
-		"  -- only a comment":   "empty",
-		"SELECT 1;":             "semicolon",
-		"SELECT 1; -- trailing": "semicolon",
-		"SELECT $1":             "positional",
-		"SELECT 'open":          "unterminated string",
-		`SELECT "open`:          "unterminated quoted identifier",
-		"SELECT /* open":        "unterminated block comment",
-		"SELECT $q$ open":       "unterminated dollar-quoted",
-		"SELECT $ FROM t":       "starts no parameter",
-		"SELECT E'\\' ":         "unterminated string",
-		"SELECT /* a /* b */ c": "unterminated block comment",
+		"":                        "empty",
+		"  -- only a comment":     "empty",
+		"SELECT 1;":               "semicolon",
+		"SELECT 1; -- trailing":   "semicolon",
+		"SELECT 1; DELETE FROM t": "more than one statement",
+		"SELECT ';' ; SELECT 2":   "more than one statement",
+		"SELECT $1":               "positional",
+		"SELECT 'open":            "unterminated string",
+		`SELECT "open`:            "unterminated quoted identifier",
+		"SELECT /* open":          "unterminated block comment",
+		"SELECT $q$ open":         "unterminated dollar-quoted",
+		"SELECT $ FROM t":         "starts no parameter",
+		"SELECT E'\\' ":           "unterminated string",
+		"SELECT /* a /* b */ c":   "unterminated block comment",
 	} {
 		_, err := rewriteNamed(sql, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -137,4 +139,31 @@ func itoa(i int) string {
 		return digits[i : i+1]
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// TestNamedParamsReportsEveryUseAndWhereARefusalIs proves the offsets the
+// exported checker gives: each use of a name at its '$', and a refused
+// statement at the byte that makes it wrong.
+func TestNamedParamsReportsEveryUseAndWhereARefusalIs(t *testing.T) {
+	sql := "SELECT '$no', $a, $b -- $no\n, $a"
+	got, err := NamedParams(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []NamedParam{{"a", strings.Index(sql, "$a")}, {"b", strings.Index(sql, "$b")}, {"a", strings.LastIndex(sql, "$a")}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("use %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	for sql, off := range map[string]int{"SELECT 'open": 7, "SELECT 1; SELECT 2": 8, "SELECT 1 ;": 9, "SELECT $1": 7, "SELECT /* x": 7} {
+		_, err := NamedParams(sql)
+		se, ok := err.(*SQLError)
+		if !ok || se.Offset != off {
+			t.Errorf("%q: %v, want an *SQLError at %d", sql, err, off)
+		}
+	}
 }

@@ -154,14 +154,37 @@ type keySegment struct {
 	capture bool
 }
 
+// KeyPrefixCaptures checks a key prefix by the rules
+// [Bucket.KeyBindings] applies to [KeyFamily].Prefix ("" or segments
+// ending in '/', each a valid key segment or a whole "{name}" capture, at
+// most [MaxKeyBytes] in all) and returns the names of its captures in
+// order, a repeated name as often as it occurs. It is for a caller that
+// wants the refusal before it has a bucket.
+func KeyPrefixCaptures(prefix string) ([]string, error) {
+	segs, err := parseKeyPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, seg := range segs {
+		if seg.capture {
+			names = append(names, seg.text)
+		}
+	}
+	return names, nil
+}
+
 // parseKeyPrefix parses "" or segments ending in '/'.
 func parseKeyPrefix(p string) ([]keySegment, error) {
 	if p == "" {
 		return nil, nil
 	}
+	if len(p) > MaxKeyBytes {
+		return nil, &KeyError{KeyTooLong}
+	}
 	body, ok := strings.CutSuffix(p, "/")
 	if !ok {
-		return nil, errors.New("must be empty or end in '/'")
+		return nil, errors.New("must be empty or end in /")
 	}
 	var out []keySegment
 	for _, seg := range strings.Split(body, "/") {

@@ -170,3 +170,29 @@ func FuzzKeyFamily(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyPrefixCapturesChecksWhatKeyBindingsChecks proves the exported
+// prefix checker: captures in order, and the refusals of a family's prefix
+// (no trailing '/', a dot segment, a partial capture, a backslash, a
+// prefix longer than a key may be).
+func TestKeyPrefixCapturesChecksWhatKeyBindingsChecks(t *testing.T) {
+	got, err := KeyPrefixCaptures("tenants/{tenant}/reports/{year}/")
+	if err != nil || !slices.Equal(got, []string{"tenant", "year"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if got, err := KeyPrefixCaptures(""); err != nil || got != nil {
+		t.Fatalf("the empty prefix: %v, %v", got, err)
+	}
+	for p, want := range map[string]string{
+		"tenants/{tenant}":        "end in /",
+		"tenants/../{tenant}/":    `".." segment`,
+		"tenants/x{tenant}/":      "captures are whole segments",
+		`tenants\x/`:              "backslash",
+		strings.Repeat("a/", 513): "exceeds 1024 bytes",
+		"tenants//":               "empty segment",
+	} {
+		if _, err := KeyPrefixCaptures(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.40q: %v, want an error about %q", p, err, want)
+		}
+	}
+}
