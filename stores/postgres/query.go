@@ -59,7 +59,7 @@ const queryKind = "q"
 func checkSQL(field, sql string) error {
 	s := strings.TrimSpace(sql)
 	if s == "" || strings.HasSuffix(s, ";") {
-		return &core.ConfigError{Definition: -1, Field: field, Reason: "must be one SQL statement without a trailing semicolon"}
+		return core.NewConfigError(field, "must be one SQL statement without a trailing semicolon", nil)
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func NewQueryResolver(db DB, q QueryPlan, opts *Options) (core.Resolver, error) 
 		return nil, err
 	}
 	if q.ItemURI == nil {
-		return nil, &core.ConfigError{Definition: -1, Field: "QueryPlan.ItemURI", Reason: "is nil"}
+		return nil, core.NewConfigError("QueryPlan.ItemURI", "is nil", nil)
 	}
 	repr := q.Representation
 	if repr == "" {

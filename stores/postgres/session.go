@@ -112,7 +112,7 @@ type session struct {
 
 func newSession(db DB, opts *Options) (*session, error) {
 	if db == nil {
-		return nil, &core.ConfigError{Definition: -1, Field: "db", Reason: "is nil"}
+		return nil, core.NewConfigError("db", "is nil", nil)
 	}
 	if err := checkQueryMode(db); err != nil {
 		return nil, err
@@ -131,17 +131,17 @@ func newSession(db DB, opts *Options) (*session, error) {
 	if o.LoginRole {
 		s.role = ""
 	} else if !utf8.ValidString(s.role) || strings.IndexByte(s.role, 0) >= 0 || len(s.role) > 63 {
-		return nil, &core.ConfigError{Definition: -1, Field: "Options.Role", Reason: "must be a role name of at most 63 bytes of UTF-8 without NUL"}
+		return nil, core.NewConfigError("Options.Role", "must be a role name of at most 63 bytes of UTF-8 without NUL", nil)
 	}
 	switch {
 	case s.timeout < 0:
-		return nil, &core.ConfigError{Definition: -1, Field: "Options.StatementTimeout", Reason: "is negative"}
+		return nil, core.NewConfigError("Options.StatementTimeout", "is negative", nil)
 	case s.timeout == 0:
 		s.timeout = DefaultStatementTimeout
 	}
 	switch {
 	case s.maxItems < 0:
-		return nil, &core.ConfigError{Definition: -1, Field: "Options.MaxPlanItems", Reason: "is negative"}
+		return nil, core.NewConfigError("Options.MaxPlanItems", "is negative", nil)
 	case s.maxItems == 0:
 		s.maxItems = DefaultMaxPlanItems
 	}
@@ -161,7 +161,7 @@ func checkQueryMode(db DB) error {
 		return nil
 	}
 	if mode == pgx.QueryExecModeSimpleProtocol {
-		return &core.ConfigError{Definition: -1, Field: "db", Reason: "uses the simple protocol; stores bind arguments with the extended protocol only"}
+		return core.NewConfigError("db", "uses the simple protocol; stores bind arguments with the extended protocol only", nil)
 	}
 	return nil
 }
