@@ -199,10 +199,36 @@ const (
 	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('statement_timeout', $2, true), set_config('transaction_read_only', 'on', true)"
 )
 
-// begin returns a batch whose implicit transaction is read-only, runs as
-// the store's role with the request's principal set transaction-locally
-// and has a statement timeout taken from ctx's deadline. The caller queues
-// one statement and sends the batch with run.
+// query runs sql with args as the one statement of a read-only implicit
+// transaction, sent as one round trip (one batch), and calls each for every
+// row it returns, in order, stopping at the first error. The transaction
+// runs as the store's role with the request's principal set
+// transaction-locally and a statement timeout taken from ctx's deadline.
+// It returns classified errors. Every read of the stores goes through it.
+func (s *session) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
+	b, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...)
+	return s.run(ctx, b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// begin returns a batch whose first statement makes the implicit
+// transaction read-only, switches to the store's role, sets the principal
+// and the statement timeout; query queues its statement after it.
 func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
@@ -229,7 +255,7 @@ func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 }
 
 // run sends b as one round trip (one implicit transaction) and lets scan
-// read the result of the one statement the caller queued. It returns
+// read the result of the one statement query queued. It returns
 // classified errors.
 func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchResults) error) error {
 	br := s.db.SendBatch(ctx, b)
