@@ -101,7 +101,7 @@ func TestWireBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 			for n := range reads {
 				uri := fmt.Sprintf("rand://r/%d", n)
 				want, werr := r.Read(ctx, uri) // as the adapter reads: core sizes items with its own formula
-				noCanary(t, c) // before the reset: every byte is checked once
+				noCanary(t, c)                 // before the reset: every byte is checked once
 				c.tap.reset()
 				_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 				if (err == nil) != (werr == nil) {
