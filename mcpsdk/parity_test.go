@@ -100,8 +100,9 @@ func TestWireBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 			minM, maxM, minMsg, maxMsg, partial, blobs := int64(1<<62), int64(-1), int64(1<<62), int64(-1), 0, 0
 			for n := range reads {
 				uri := fmt.Sprintf("rand://r/%d", n)
-				want, werr := r.Read(ctx, uri) // as the adapter reads: core sizes items with its own formula
-				noCanary(t, c)                 // before the reset: every byte is checked once
+				// As the adapter reads: core sizes items with its own formula.
+				want, werr := r.Read(ctx, uri)
+				noCanary(t, c) // before the reset: every byte is checked once
 				c.tap.reset()
 				_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 				if (err == nil) != (werr == nil) {
