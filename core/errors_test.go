@@ -55,3 +55,33 @@ func TestDeveloperErrorsCarryTheCorePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigErrorNamesTheDefinitionWithoutAnIndex proves a *ConfigError about
+// no binding index (Definition -1, as [NewConfigError] builds it) still names
+// the definition when a store sets Name, and that each shape of the message
+// keeps what it was given.
+func TestConfigErrorNamesTheDefinitionWithoutAnIndex(t *testing.T) {
+	named := NewConfigError("URITemplate", "needs a variable", nil)
+	named.Name = "docs"
+	nameOnly := NewConfigError("", "is empty", nil)
+	nameOnly.Name = "docs"
+	for _, c := range []struct {
+		err  *ConfigError
+		want string
+	}{
+		{named, `core: "docs": URITemplate: needs a variable`},
+		{nameOnly, `core: "docs": is empty`},
+		{NewConfigError("db", "is nil", nil), "core: db: is nil"},
+		{NewConfigError("", "r", nil), "core: r"},
+		{&ConfigError{Definition: 2, Name: "docs", Field: "URI", Reason: "bad"}, `core: binding 2 ("docs"): URI: bad`},
+		{&ConfigError{Definition: 0, Field: "URI", Reason: "bad"}, "core: binding 0: URI: bad"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+	cause := errors.New("cause")
+	if err := NewConfigError("f", "r", cause); !errors.Is(err, cause) || err.Definition != -1 {
+		t.Errorf("NewConfigError(…, cause) = %+v: want Definition -1 wrapping the cause", err)
+	}
+}

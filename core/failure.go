@@ -240,6 +240,10 @@ func (e *ConfigError) Error() string {
 		return fmt.Sprintf("core: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
 	case e.Definition >= 0:
 		return fmt.Sprintf("core: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
+	case e.Name != "" && e.Field != "":
+		return fmt.Sprintf("core: %q: %s: %s", e.Name, e.Field, e.Reason)
+	case e.Name != "":
+		return fmt.Sprintf("core: %q: %s", e.Name, e.Reason)
 	case e.Field != "":
 		return fmt.Sprintf("core: %s: %s", e.Field, e.Reason)
 	}

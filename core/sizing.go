@@ -3,6 +3,7 @@ package core
 import (
 	"unicode/utf8"
 
+	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
 	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
 )
 
@@ -80,32 +81,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// base64Len is the padded standard base64 length of n bytes.
-func base64Len(n int64) int64 { return (n + 2) / 3 * 4 }
-
 // itemEncodedSize is the exact encoded size of one content entry:
 // {"uri":U,"mimeType":M,"text":T} or {"uri":U,"mimeType":M,"blob":B}, with
-// ,"_meta":META before the closing brace when meta is set.
+// ,"_meta":META before the closing brace when meta is set. The formula is
+// [itemsize.Exact], which the go-sdk adapter's sizer is too.
 func itemEncodedSize(uri string, p ResourcePayload, meta []byte) int64 {
-	var s sizer
-	s.lit(`{"uri":`)
-	s.str(uri)
-	s.lit(`,"mimeType":`)
-	s.str(p.mimeType)
-	n := int64(0)
-	if p.kind == payloadBlob {
-		s.lit(`,"blob":""`)
-		n = base64Len(int64(len(p.blob)))
-	} else {
-		s.lit(`,"text":`)
-		s.str(p.text)
-	}
-	if meta != nil {
-		s.lit(`,"_meta":`)
-		s.n += len(meta)
-	}
-	s.lit(`}`)
-	return int64(s.n) + n
+	return itemsize.Exact(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
 }
 
 // resultEnvelope is the fixed JSON around a read result's parts:

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 var (
@@ -56,18 +55,6 @@ func removeServerBinary() {
 	}
 }
 
-// serverEnv is the environment the command runs with: the test's own,
-// without any MCPRES_* variable, so that only the flags configure it.
-func serverEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPRES_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // runServerCmd runs the command to completion and returns its exit code,
 // stdout and stderr.
 func runServerCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -75,7 +62,7 @@ func runServerCmd(t *testing.T, stdin string, args ...string) (int, string, stri
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, serverBinary(t), args...)
-	cmd.Env = serverEnv()
+	cmd.Env = serverproc.Env()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -131,48 +118,24 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var addrInLog = regexp.MustCompile(`msg="serving MCP over streamable HTTP" addr=(\S+)`)
-
 // startServer starts `serve --http 127.0.0.1:0` with args and returns once
 // it logs its address. The process is killed at the end of the test unless
 // it has exited.
 func startServer(t *testing.T, args ...string) *runningServer {
 	t.Helper()
-	cmd := exec.Command(serverBinary(t), append([]string{"serve", "--http=127.0.0.1:0"}, args...)...)
-	cmd.Env = serverEnv()
-	pr, pw := io.Pipe()
-	s := &runningServer{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
-	cmd.Stderr = io.MultiWriter(s.stderr, pw)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	stderr := &syncBuffer{}
+	p, err := serverproc.Start(serverBinary(t), stderr, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	go func() { s.done <- cmd.Wait(); pw.Close() }()
+	s := &runningServer{cmd: p.Cmd, addr: p.Addr, stderr: stderr, done: p.Done}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = s.cmd.Process.Kill()
 		<-s.done
 		if t.Failed() {
 			t.Logf("server stderr:\n%s", s.stderr.String())
 		}
 	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := addrInLog.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	select {
-	case s.addr = <-found:
-	case err := <-s.done:
-		s.done <- err
-		t.Fatalf("the server exited before serving: %v\n%s", err, s.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the server did not start:\n%s", s.stderr.String())
-	}
 	return s
 }
 
@@ -188,25 +151,13 @@ func (s *runningServer) get(t *testing.T, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens an MCP session over streamable HTTP with token ("" for
 // none) through the go-sdk client.
 func (s *runningServer) connect(t *testing.T, token string) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: http.DefaultTransport}
 	if token != "" {
-		hc.Transport = bearer{token: token, next: http.DefaultTransport}
+		hc.Transport = serverproc.Bearer{Token: token, Next: http.DefaultTransport}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "server-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp", HTTPClient: hc}, nil)

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 // connectLive opens a session with token whose resources/updated
@@ -26,7 +28,7 @@ func (s *runningServer) connectLive(t *testing.T, token string) (*mcp.ClientSess
 			}
 		},
 	})
-	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	hc := &http.Client{Transport: serverproc.Bearer{Token: token, Next: http.DefaultTransport}}
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp", HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nserver stderr:\n%s", err, s.stderr.String())

@@ -130,7 +130,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
 )
 
@@ -548,7 +547,7 @@ func (a *adapter) read(ctx context.Context, req mcp.Request, o *Observation) (mc
 		o.Err = core.NewFailure(core.FailureInvalidRequest, nil)
 		return nil, a.failure(o.Err)
 	}
-	result, err := a.r.Read(itemsize.With(ctx, itemSize), params.URI)
+	result, err := a.r.Read(ctx, params.URI)
 	o.Result, o.Err = result, err
 	if err != nil {
 		return nil, a.failure(err)

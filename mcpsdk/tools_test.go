@@ -843,10 +843,12 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 // SDK adds (resultType and serverInfo at 2026-07-28); every embedded
 // resource is exactly the sizer's estimate minus its separator.
 func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: it overlaps the other corpus reads
 	const reads = 1000
 	r, _ := newResources(t, core.ResourceLimits{}, randomBinding(t))
 	for _, v := range protocols {
 		t.Run(fmt.Sprintf("protocol %q", v), func(t *testing.T) {
+			t.Parallel()
 			c := connect(t, newServer(r, &Options{Tools: &ToolOptions{}}), pipes, v, "")
 			ctx := context.Background()
 			minM, maxM, partial, blobs, failed := int64(1<<62), int64(-1<<62), 0, 0, 0

@@ -352,6 +352,7 @@ func coreListing(t *testing.T, r *core.Resources, ctx context.Context) (resource
 // list_resources paging to the end. Its schema validation accepts every
 // result.
 func TestTypeScriptClientUsesTheToolSurface(t *testing.T) {
+	t.Parallel() // mostly waits for node processes
 	r, _ := newResources(t, core.ResourceLimits{}, toolBindings(t)...)
 	base := map[string]any{"calls": tsCalls(), "listTool": ToolListResources}
 	with := func(cfg map[string]any) map[string]any {
@@ -365,10 +366,12 @@ func TestTypeScriptClientUsesTheToolSurface(t *testing.T) {
 		return out
 	}
 	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
 		checkTSRun(t, r, runTS(t, with(tsStdio("tools"))), "(none)")
 	})
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("http stateless=%v", stateless), func(t *testing.T) {
+			t.Parallel()
 			url := tsHTTP(t, newServer(r, toolServerOptions()), stateless)
 			checkTSRun(t, r, runTS(t, with(map[string]any{"url": url})), "(none)")
 			// Two bearer tokens, each seeing its own data.
@@ -392,6 +395,7 @@ func TestTypeScriptClientUsesTheToolSurface(t *testing.T) {
 // With the surface off, the TypeScript client lists exactly the host's
 // tools, over stdio and HTTP.
 func TestTypeScriptClientSeesOnlyTheHostsToolsWhenTheSurfaceIsOff(t *testing.T) {
+	t.Parallel() // mostly waits for node processes
 	r, _ := newResources(t, core.ResourceLimits{})
 	on := runTS(t, tsStdio("tools"))
 	for name, cfg := range map[string]map[string]any{

@@ -8,7 +8,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
-	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
 )
 
 // newProtocolVersion is the first protocol version whose results carry
@@ -85,27 +84,12 @@ func marshal(v any) (json.RawMessage, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
-// itemSize is the sizer core admits items with: the exact encoded size of
-// the content entry newReadResult writes, plus one separating comma.
-// encoding/json writes a json.RawMessage _meta compacted; core's item
-// metadata is already compact, so its length is exact.
-func itemSize(it itemsize.Item) int64 {
-	n := int64(len(`{"uri":,"mimeType":,"text":}`)+1) + jsonStringLen(it.URI) + jsonStringLen(it.MIMEType)
-	if it.IsBlob {
-		n += 2 + int64((len(it.Blob)+2)/3*4) // "base64", padded
-	} else {
-		n += jsonStringLen(it.Text)
-	}
-	if it.Meta != nil {
-		n += int64(len(`,"_meta":`) + len(it.Meta))
-	}
-	return n
-}
-
-// jsonStringLen is the length of s as encoding/json writes it with HTML
-// escaping off, quotes included: invalid UTF-8 becomes \ufffd, U+2028 and
-// U+2029 are escaped, and so are '"', '\\' and control characters.
-func jsonStringLen(s string) int64 { return int64(jsonsize.StringLen(s)) }
+// itemSize is the encoded size of the content entry newReadResult writes,
+// plus one separating comma: core's own item formula ([itemsize.Exact]),
+// which core applies to resources/read without being told. encoding/json
+// writes a json.RawMessage _meta compacted; core's item metadata is
+// already compact, so its length is exact.
+func itemSize(it itemsize.Item) int64 { return itemsize.Exact(it) + 1 }
 
 // description is a listed resource or template in the shape core's page
 // sizing counts.

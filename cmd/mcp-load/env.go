@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -71,7 +70,7 @@ func createDatabase(ctx context.Context, serverURL string) (*database, error) {
 		return nil, err
 	}
 	db := &database{serverURL: serverURL, name: "mcpload_" + randomHex(6)}
-	if err := pgExec(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{db.name}.Sanitize()); err != nil {
+	if err := serverproc.PostgresExec(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{db.name}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("create database: %w", err)
 	}
 	u.Path = "/" + db.name
@@ -126,17 +125,7 @@ func (db *database) drop() error {
 	if db.conn != nil {
 		_ = db.conn.Close(ctx)
 	}
-	return pgExec(ctx, db.serverURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{db.name}.Sanitize()+" WITH (FORCE)")
-}
-
-func pgExec(ctx context.Context, url, sql string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	_, err = conn.Exec(ctx, sql)
-	return err
+	return serverproc.PostgresExec(ctx, db.serverURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{db.name}.Sanitize()+" WITH (FORCE)")
 }
 
 // s3server is the driver's own versitygw process, which the fault run
@@ -221,25 +210,9 @@ func (s *s3server) client() (*s3.Client, error) {
 
 // server is the mcp-resources process under load.
 type server struct {
-	cmd  *exec.Cmd
-	addr string
-	log  *os.File
-	done chan error
-	hc   *http.Client // for /metrics, without keep-alive so it holds no connection
-}
-
-var addrInLog = regexp.MustCompile(`msg="serving MCP over streamable HTTP" addr=(\S+)`)
-
-// serverEnv is the driver's environment without MCPRES_* variables, so
-// that only the flags configure the server.
-func serverEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPRES_") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	*serverproc.Process
+	log *os.File
+	hc  *http.Client // for /metrics, without keep-alive so it holds no connection
 }
 
 // runTool runs the server binary to completion (migrate, hash-token).
@@ -247,7 +220,7 @@ func runTool(ctx context.Context, bin, stdin string, args ...string) (string, er
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = serverEnv()
+	cmd.Env = serverproc.Env()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -264,64 +237,28 @@ func startServer(bin, logPath string, args ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--http=127.0.0.1:0"}, args...)...)
-	cmd.Env = serverEnv()
-	pr, pw := io.Pipe()
-	cmd.Stderr = io.MultiWriter(log, pw)
-	if err := cmd.Start(); err != nil {
+	p, err := serverproc.Start(bin, log, args...)
+	if err != nil {
 		log.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w (log %s)", err, logPath)
 	}
-	s := &server{cmd: cmd, log: log, done: make(chan error, 1),
-		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
-	go func() { s.done <- cmd.Wait(); pw.Close() }()
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := addrInLog.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	select {
-	case s.addr = <-found:
-		return s, nil
-	case err := <-s.done:
-		s.done <- err
-		return nil, fmt.Errorf("the server exited before serving: %v (log %s)", err, logPath)
-	case <-time.After(30 * time.Second):
-		s.stop()
-		return nil, fmt.Errorf("the server did not start within 30s (log %s)", logPath)
-	}
+	return &server{Process: p, log: log,
+		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}, nil
 }
 
 // stop asks the server to shut down (SIGTERM) and waits for it, killing it
 // after its grace period.
 func (s *server) stop() error {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-s.done:
+	case err := <-s.Done:
 		s.log.Close()
 		return err
 	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		err := <-s.done
+		_ = s.Cmd.Process.Kill()
+		err := <-s.Done
 		s.log.Close()
 		return fmt.Errorf("the server did not stop within 20s of SIGTERM: %v", err)
-	}
-}
-
-// alive reports whether the server process is still running.
-func (s *server) alive() bool {
-	select {
-	case err := <-s.done:
-		s.done <- err
-		return false
-	default:
-		return true
 	}
 }
 

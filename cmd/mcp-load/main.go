@@ -295,7 +295,7 @@ func (d *driver) setup(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "mcp-load: server %s (pid %d, stateless %v), %d projects x %d assets, principals %v, seed %d\n",
-		d.srv.addr, d.srv.cmd.Process.Pid, c.stateless, c.projects, c.assets, ds.principals, c.seed)
+		d.srv.Addr, d.srv.Cmd.Process.Pid, c.stateless, c.projects, c.assets, ds.principals, c.seed)
 	return nil
 }
 
@@ -405,7 +405,7 @@ func (d *driver) load(ctx context.Context) error {
 	if !after.atBaseline(base) {
 		d.fail("not back at baseline within %s: %s, baseline %s", c.settle, after, base)
 	}
-	if !d.srv.alive() {
+	if !d.srv.Alive() {
 		d.fail("the server process exited during the run")
 	}
 	return nil
@@ -449,7 +449,7 @@ func (d *driver) sweep(ctx context.Context, chk *checker, cold snapshot) error {
 
 // connect opens n client sessions, alternating principals.
 func (d *driver) connect(ctx context.Context, n int) ([]*client, error) {
-	endpoint := "http://" + d.srv.addr + "/mcp"
+	endpoint := "http://" + d.srv.Addr + "/mcp"
 	var clients []*client
 	for i := range n {
 		p := d.w.d.principals[i%len(d.w.d.principals)]

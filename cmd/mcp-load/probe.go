@@ -62,7 +62,7 @@ func (s snapshot) atBaseline(base snapshot) bool {
 // take measures the server now.
 func (srv *server) take(ctx context.Context, db *database) (snapshot, error) {
 	var s snapshot
-	resp, err := srv.hc.Get("http://" + srv.addr + "/metrics")
+	resp, err := srv.hc.Get("http://" + srv.Addr + "/metrics")
 	if err != nil {
 		return s, err
 	}
@@ -80,7 +80,7 @@ func (srv *server) take(ctx context.Context, db *database) (snapshot, error) {
 	if s.pgConns, err = db.clientConns(ctx); err != nil {
 		return s, err
 	}
-	_, port, _ := net.SplitHostPort(srv.addr)
+	_, port, _ := net.SplitHostPort(srv.Addr)
 	p, _ := strconv.Atoi(port)
 	s.httpConns, err = establishedTo(p)
 	return s, err

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 // requestTimeout bounds every MCP request of the driver.
@@ -23,23 +25,11 @@ type client struct {
 	tr        *http.Transport
 }
 
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens a session to endpoint with the go-sdk client over
 // streamable HTTP.
 func connect(ctx context.Context, endpoint, principal, token string) (*client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
-	hc := &http.Client{Transport: bearer{token: token, next: tr}}
+	hc := &http.Client{Transport: serverproc.Bearer{Token: token, Next: tr}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcp-load", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/internal/httpguard"
 	"go.phpboyscout.uk/mcp/resources/internal/linetransport"
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 // The tests in this file attack the built binary as a hostile client
@@ -162,7 +163,7 @@ type stdioServer struct {
 func startStdio(t *testing.T, args ...string) *stdioServer {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"serve"}, args...)...)
-	cmd.Env = envWithoutMCPRES()
+	cmd.Env = serverproc.Env()
 	s := &stdioServer{t: t, cmd: cmd, stderr: &wireTap{}, done: make(chan struct{}), answers: map[string]json.RawMessage{}, arrived: make(chan struct{}, 1)}
 	cmd.Stderr = s.stderr
 	var err error
@@ -213,16 +214,6 @@ func startStdio(t *testing.T, args ...string) *stdioServer {
 		}
 	})
 	return s
-}
-
-func envWithoutMCPRES() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPRES_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func (s *stdioServer) send(line string) {
@@ -339,7 +330,7 @@ var addrLine = regexp.MustCompile(`msg="serving MCP over streamable HTTP" addr=(
 func startHTTP(t *testing.T, args ...string) *httpServer {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"serve", "--http=127.0.0.1:0"}, args...)...)
-	cmd.Env = envWithoutMCPRES()
+	cmd.Env = serverproc.Env()
 	s := &httpServer{t: t, cmd: cmd, stderr: &wireTap{}, done: make(chan struct{}),
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 30 * time.Second}}
 	cmd.Stderr = s.stderr

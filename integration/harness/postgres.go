@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 var (
@@ -35,13 +37,13 @@ func Postgres(t testing.TB) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := pgExec(ctx, server, "CREATE DATABASE "+ident); err != nil {
+	if err := serverproc.PostgresExec(ctx, server, "CREATE DATABASE "+ident); err != nil {
 		t.Fatalf("harness: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		if err := pgExec(ctx, server, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+		if err := serverproc.PostgresExec(ctx, server, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
 			t.Errorf("harness: drop database %s: %v", name, err)
 		}
 	})
@@ -53,17 +55,6 @@ func Postgres(t testing.TB) string {
 	u.Path = "/" + name
 	u.RawPath = ""
 	return u.String()
-}
-
-// pgExec runs one statement on its own connection to server.
-func pgExec(ctx context.Context, server, sql string) error {
-	conn, err := pgx.Connect(ctx, server)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	_, err = conn.Exec(ctx, sql)
-	return err
 }
 
 // postgresServer returns the URL of the server that Postgres creates

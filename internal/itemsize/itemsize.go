@@ -1,8 +1,15 @@
-// Package itemsize is the hook through which an adapter supplies a
-// conservative sizer for its own wire representation of a content item.
+// Package itemsize holds the one formula for the encoded size of a content
+// item, {"uri":U,"mimeType":M,"text":T} or {"uri":U,"mimeType":M,"blob":B}
+// with an optional "_meta", which core admits items with and the go-sdk
+// adapter writes, and the hook through which an adapter whose wire shape
+// differs (the tool surface's embedded resource) supplies its own sizer.
 package itemsize
 
-import "context"
+import (
+	"context"
+
+	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
+)
 
 // Item is one content entry as the gateway will hand it to the adapter.
 type Item struct {
@@ -15,13 +22,33 @@ type Item struct {
 	Meta []byte
 }
 
+// Exact returns the exact length of it's content entry as encoding/json
+// writes it with HTML escaping off (the go-sdk's encoding), separators
+// not included: {"uri":U,"mimeType":M,"text":T} or, for a blob,
+// "blob":B with B padded standard base64, with ,"_meta":META before the
+// closing brace when Meta is set (META is counted as given: it must be
+// compact JSON, as encoding/json writes a json.RawMessage).
+func Exact(it Item) int64 {
+	n := int64(len(`{"uri":,"mimeType":,"text":}`) + jsonsize.StringLen(it.URI) + jsonsize.StringLen(it.MIMEType))
+	if it.IsBlob {
+		n += 2 + int64((len(it.Blob)+2)/3*4) // "base64", padded
+	} else {
+		n += int64(jsonsize.StringLen(it.Text))
+	}
+	if it.Meta != nil {
+		n += int64(len(`,"_meta":`) + len(it.Meta))
+	}
+	return n
+}
+
 // Func returns an upper bound of the bytes item adds to a response,
 // separators included. It must be pure and cheap.
 type Func func(item Item) int64
 
 type key struct{}
 
-// With returns ctx carrying f.
+// With returns ctx carrying f, for a read whose items the adapter wraps in
+// a shape other than the one [Exact] sizes.
 func With(ctx context.Context, f Func) context.Context {
 	return context.WithValue(ctx, key{}, f)
 }

@@ -230,19 +230,15 @@ func (s *Store) LookupAsset(ctx context.Context, project, id string) (Asset, err
 // lookupAsset is LookupAsset that also returns the principal's grant flags
 // on the asset, read in the same transaction.
 func (s *Store) lookupAsset(ctx context.Context, project, id string) (Asset, grantFlags, error) {
-	b, err := s.s.begin(ctx)
-	if err != nil {
-		return Asset{}, grantFlags{}, err
-	}
-	b.Queue(sqlLookupAsset, project, id)
 	var a Asset
 	var f grantFlags
 	var found bool
-	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		a, found, err = scanAsset(br.QueryRow(), nil, &f.Visible, &f.Read, &f.Disclose)
-		if errors.Is(err, pgx.ErrNoRows) {
+	err := s.s.query(ctx, sqlLookupAsset, []any{project, id}, func(rows pgx.Rows) error {
+		if found { // the key is unique: a second row is not expected
 			return nil
 		}
+		var err error
+		a, found, err = scanAsset(rows, nil, &f.Visible, &f.Read, &f.Disclose)
 		return err
 	})
 	if err != nil {
@@ -267,36 +263,24 @@ func (s *Store) ProjectAssets(ctx context.Context, project string) ([]Asset, err
 // projectAssets is ProjectAssets that also returns the principal's grant
 // flags on each asset and on the project, read in the same transaction.
 func (s *Store) projectAssets(ctx context.Context, project string) ([]Asset, []grantFlags, grantFlags, error) {
-	b, err := s.s.begin(ctx)
-	if err != nil {
-		return nil, nil, grantFlags{}, err
-	}
-	b.Queue(sqlProjectAssets, project, s.s.maxItems+1)
 	var assets []Asset
 	var flags []grantFlags
 	var pf grantFlags
 	projectVisible := false
-	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
+	err := s.s.query(ctx, sqlProjectAssets, []any{project, s.s.maxItems + 1}, func(rows pgx.Rows) error {
+		var pid string
+		var has bool
+		var f grantFlags
+		a, found, err := scanAsset(rows, []any{&pf.Visible, &pf.Read, &pf.Disclose, &pid, &has}, &f.Visible, &f.Read, &f.Disclose)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var pid string
-			var has bool
-			var f grantFlags
-			a, found, err := scanAsset(rows, []any{&pf.Visible, &pf.Read, &pf.Disclose, &pid, &has}, &f.Visible, &f.Read, &f.Disclose)
-			if err != nil {
-				return err
-			}
-			projectVisible = true
-			if found {
-				assets = append(assets, a)
-				flags = append(flags, f)
-			}
+		projectVisible = true
+		if found {
+			assets = append(assets, a)
+			flags = append(flags, f)
 		}
-		return rows.Err()
+		return nil
 	})
 	switch {
 	case err != nil:

@@ -73,28 +73,16 @@ func (s *Store) completeAssets(ctx context.Context, project, prefix string, limi
 
 func (s *Store) completeQuery(ctx context.Context, limit int, sql string, args ...any) (core.Completion, error) {
 	limit = min(max(limit, 1), core.MaxCompletionValues)
-	b, err := s.s.begin(ctx)
-	if err != nil {
-		return core.Completion{}, err
-	}
-	b.Queue(sql, args...)
 	c := core.Completion{Values: make([]string, 0, limit)}
-	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
+	err := s.s.query(ctx, sql, args, func(rows pgx.Rows) error {
+		var id string
+		var total int64
+		if err := rows.Scan(&id, &total); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var total int64
-			if err := rows.Scan(&id, &total); err != nil {
-				return err
-			}
-			c.Values = append(c.Values, id)
-			c.Total = int(total)
-		}
-		return rows.Err()
+		c.Values = append(c.Values, id)
+		c.Total = int(total)
+		return nil
 	})
 	if err != nil {
 		return core.Completion{}, err

@@ -69,7 +69,7 @@ type Listener struct {
 // see pgx.ParseConfig). Errors are *core.ConfigError.
 func NewListener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listener, error) {
 	if cfg == nil {
-		return nil, &core.ConfigError{Definition: -1, Field: "cfg", Reason: "is nil"}
+		return nil, core.NewConfigError("cfg", "is nil", nil)
 	}
 	l := &Listener{cfg: cfg.Copy(), min: DefaultListenMinBackoff, max: DefaultListenMaxBackoff}
 	if opts != nil {

@@ -61,9 +61,9 @@ type Objects struct {
 func (o *Objects) check() error {
 	switch {
 	case o.Target == nil:
-		return &core.ConfigError{Definition: -1, Field: "Options.Objects.Target", Reason: "is nil"}
+		return core.NewConfigError("Options.Objects.Target", "is nil", nil)
 	case o.Reader == nil:
-		return &core.ConfigError{Definition: -1, Field: "Options.Objects.Reader", Reason: "is nil"}
+		return core.NewConfigError("Options.Objects.Reader", "is nil", nil)
 	}
 	return nil
 }

@@ -68,10 +68,6 @@ var everything = core.TargetDecision{Visibility: core.Visibility{Visible: true, 
 
 // queryGrants returns the flags of every key, in order, in one round trip.
 func (s *Store) queryGrants(ctx context.Context, keys []grantKey) ([]grantFlags, error) {
-	b, err := s.s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
 	projects := make([]string, len(keys))
 	assets := make([]*string, len(keys))
 	for i := range keys {
@@ -80,22 +76,14 @@ func (s *Store) queryGrants(ctx context.Context, keys []grantKey) ([]grantFlags,
 			assets[i] = &keys[i].asset
 		}
 	}
-	b.Queue(sqlGrantPass, projects, assets)
 	out := make([]grantFlags, 0, len(keys))
-	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
+	err := s.s.query(ctx, sqlGrantPass, []any{projects, assets}, func(rows pgx.Rows) error {
+		var f grantFlags
+		if err := rows.Scan(&f.Visible, &f.Read, &f.Disclose); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var f grantFlags
-			if err := rows.Scan(&f.Visible, &f.Read, &f.Disclose); err != nil {
-				return err
-			}
-			out = append(out, f)
-		}
-		return rows.Err()
+		out = append(out, f)
+		return nil
 	})
 	if err == nil && len(out) != len(keys) {
 		err = errGrantRows

@@ -59,7 +59,7 @@ const queryKind = "q"
 func checkSQL(field, sql string) error {
 	s := strings.TrimSpace(sql)
 	if s == "" || strings.HasSuffix(s, ";") {
-		return &core.ConfigError{Definition: -1, Field: field, Reason: "must be one SQL statement without a trailing semicolon"}
+		return core.NewConfigError(field, "must be one SQL statement without a trailing semicolon", nil)
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func NewQueryResolver(db DB, q QueryPlan, opts *Options) (core.Resolver, error) 
 		return nil, err
 	}
 	if q.ItemURI == nil {
-		return nil, &core.ConfigError{Definition: -1, Field: "QueryPlan.ItemURI", Reason: "is nil"}
+		return nil, core.NewConfigError("QueryPlan.ItemURI", "is nil", nil)
 	}
 	repr := q.Representation
 	if repr == "" {
@@ -102,26 +102,14 @@ func NewQueryResolver(db DB, q QueryPlan, opts *Options) (core.Resolver, error) 
 			args = append(args, v)
 		}
 		args = append(args, s.maxItems+1)
-		b, err := s.begin(ctx)
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		b.Queue(sql, args...)
 		var refs []queryRef
-		err = s.run(ctx, b, func(br pgx.BatchResults) error {
-			rows, err := br.Query()
-			if err != nil {
+		err := s.query(ctx, sql, args, func(rows pgx.Rows) error {
+			r := queryRef{Kind: queryKind}
+			if err := rows.Scan(&r.Key, &r.Version, &r.MIME, &r.Text); err != nil {
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				r := queryRef{Kind: queryKind}
-				if err := rows.Scan(&r.Key, &r.Version, &r.MIME, &r.Text); err != nil {
-					return err
-				}
-				refs = append(refs, r)
-			}
-			return rows.Err()
+			refs = append(refs, r)
+			return nil
 		})
 		switch {
 		case err != nil:
@@ -188,32 +176,17 @@ FROM (` + bodySQL + "\n) AS q(version, body) WHERE $1::text IS NOT NULL"
 			return core.ResourcePayload{}, ErrBadTarget
 		}
 		limit := core.ReadLimit(ctx)
-		b, err := s.begin(ctx)
-		if err != nil {
-			return core.ResourcePayload{}, err
-		}
-		b.Queue(sql, r.Key, r.Version, limit)
 		var (
 			rowsSeen int
 			version  string
 			size     *int64
 			body     []byte
 		)
-		err = s.run(ctx, b, func(br pgx.BatchResults) error {
-			rows, err := br.Query()
-			if err != nil {
-				return err
+		err := s.query(ctx, sql, []any{r.Key, r.Version, limit}, func(rows pgx.Rows) error {
+			if rowsSeen++; rowsSeen > 1 {
+				return errors.New("postgres: the body SQL returned more than one row")
 			}
-			defer rows.Close()
-			for rows.Next() {
-				if rowsSeen++; rowsSeen > 1 {
-					return errors.New("postgres: the body SQL returned more than one row")
-				}
-				if err := rows.Scan(&version, &size, &body); err != nil {
-					return err
-				}
-			}
-			return rows.Err()
+			return rows.Scan(&version, &size, &body)
 		})
 		if err != nil {
 			return core.ResourcePayload{}, err

@@ -81,11 +81,6 @@ func (s *Store) read(ctx context.Context, t core.ResourceTarget) (core.ResourceP
 }
 
 func (s *Store) readPinned(ctx context.Context, sql string, r ref, limit int64) (core.ResourcePayload, error) {
-	b, err := s.s.begin(ctx)
-	if err != nil {
-		return core.ResourcePayload{}, err
-	}
-	b.Queue(sql, r.Project, r.Asset, r.Version, limit)
 	var (
 		found   bool
 		version int64
@@ -95,19 +90,12 @@ func (s *Store) readPinned(ctx context.Context, sql string, r ref, limit int64) 
 		size    *int64
 		body    []byte
 	)
-	err = s.s.run(ctx, b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return err
+	err := s.s.query(ctx, sql, []any{r.Project, r.Asset, r.Version, limit}, func(rows pgx.Rows) error {
+		if found { // pinned to one key: a second row is not expected
+			return nil
 		}
-		defer rows.Close()
-		if rows.Next() {
-			found = true
-			if err := rows.Scan(&version, &mime, &text, &ok, &size, &body); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		found = true
+		return rows.Scan(&version, &mime, &text, &ok, &size, &body)
 	})
 	if err != nil {
 		return core.ResourcePayload{}, err
@@ -135,15 +123,18 @@ func decide(visible, samePlan bool, size *int64, body []byte, limit int64, mime 
 }
 
 func (s *Store) readIndex(ctx context.Context, limit int64) (core.ResourcePayload, error) {
-	b, err := s.s.begin(ctx)
-	if err != nil {
-		return core.ResourcePayload{}, err
-	}
-	b.Queue(sqlReadIndex, limit)
 	var size int64
 	var doc *string
-	if err := s.s.run(ctx, b, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&size, &doc) }); err != nil {
+	found := false
+	err := s.s.query(ctx, sqlReadIndex, []any{limit}, func(rows pgx.Rows) error {
+		found = true
+		return rows.Scan(&size, &doc)
+	})
+	switch {
+	case err != nil:
 		return core.ResourcePayload{}, err
+	case !found: // the statement aggregates: it always returns one row
+		return core.ResourcePayload{}, classify(pgx.ErrNoRows)
 	}
 	if size > limit || doc == nil {
 		return core.ResourcePayload{}, core.TooLarge(size)

@@ -112,7 +112,7 @@ type session struct {
 
 func newSession(db DB, opts *Options) (*session, error) {
 	if db == nil {
-		return nil, &core.ConfigError{Definition: -1, Field: "db", Reason: "is nil"}
+		return nil, core.NewConfigError("db", "is nil", nil)
 	}
 	if err := checkQueryMode(db); err != nil {
 		return nil, err
@@ -131,17 +131,17 @@ func newSession(db DB, opts *Options) (*session, error) {
 	if o.LoginRole {
 		s.role = ""
 	} else if !utf8.ValidString(s.role) || strings.IndexByte(s.role, 0) >= 0 || len(s.role) > 63 {
-		return nil, &core.ConfigError{Definition: -1, Field: "Options.Role", Reason: "must be a role name of at most 63 bytes of UTF-8 without NUL"}
+		return nil, core.NewConfigError("Options.Role", "must be a role name of at most 63 bytes of UTF-8 without NUL", nil)
 	}
 	switch {
 	case s.timeout < 0:
-		return nil, &core.ConfigError{Definition: -1, Field: "Options.StatementTimeout", Reason: "is negative"}
+		return nil, core.NewConfigError("Options.StatementTimeout", "is negative", nil)
 	case s.timeout == 0:
 		s.timeout = DefaultStatementTimeout
 	}
 	switch {
 	case s.maxItems < 0:
-		return nil, &core.ConfigError{Definition: -1, Field: "Options.MaxPlanItems", Reason: "is negative"}
+		return nil, core.NewConfigError("Options.MaxPlanItems", "is negative", nil)
 	case s.maxItems == 0:
 		s.maxItems = DefaultMaxPlanItems
 	}
@@ -161,7 +161,7 @@ func checkQueryMode(db DB) error {
 		return nil
 	}
 	if mode == pgx.QueryExecModeSimpleProtocol {
-		return &core.ConfigError{Definition: -1, Field: "db", Reason: "uses the simple protocol; stores bind arguments with the extended protocol only"}
+		return core.NewConfigError("db", "uses the simple protocol; stores bind arguments with the extended protocol only", nil)
 	}
 	return nil
 }
@@ -199,10 +199,36 @@ const (
 	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('statement_timeout', $2, true), set_config('transaction_read_only', 'on', true)"
 )
 
-// begin returns a batch whose implicit transaction is read-only, runs as
-// the store's role with the request's principal set transaction-locally
-// and has a statement timeout taken from ctx's deadline. The caller queues
-// one statement and sends the batch with run.
+// query runs sql with args as the one statement of a read-only implicit
+// transaction, sent as one round trip (one batch), and calls each for every
+// row it returns, in order, stopping at the first error. The transaction
+// runs as the store's role with the request's principal set
+// transaction-locally and a statement timeout taken from ctx's deadline.
+// It returns classified errors. Every read of the stores goes through it.
+func (s *session) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
+	b, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...)
+	return s.run(ctx, b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// begin returns a batch whose first statement makes the implicit
+// transaction read-only, switches to the store's role, sets the principal
+// and the statement timeout; query queues its statement after it.
 func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
@@ -229,7 +255,7 @@ func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 }
 
 // run sends b as one round trip (one implicit transaction) and lets scan
-// read the result of the one statement the caller queued. It returns
+// read the result of the one statement query queued. It returns
 // classified errors.
 func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchResults) error) error {
 	br := s.db.SendBatch(ctx, b)

@@ -527,32 +527,17 @@ func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.Res
 	}
 	limit := core.ReadLimit(ctx)
 	args := append(sb.body.named.args(vals), ref.Version, limit)
-	b, err := sb.src.s.begin(ctx)
-	if err != nil {
-		return core.ResourcePayload{}, err
-	}
-	b.Queue(p.sql, args...)
 	var (
 		n       int
 		version string
 		size    *int64
 		body    []byte
 	)
-	err = sb.src.s.run(ctx, b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return err
+	err = sb.src.s.query(ctx, p.sql, args, func(rows pgx.Rows) error {
+		if n++; n > 1 {
+			return fmt.Errorf("postgres: binding %q: the body statement returned more than one row", sb.name)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if n++; n > 1 {
-				return fmt.Errorf("postgres: binding %q: the body statement returned more than one row", sb.name)
-			}
-			if err := rows.Scan(&version, &size, &body); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return rows.Scan(&version, &size, &body)
 	})
 	if err != nil {
 		return core.ResourcePayload{}, err
@@ -659,26 +644,14 @@ func columnOf(name string) column {
 }
 
 func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan func(pgx.Rows) (row, error)) ([]row, error) {
-	b, err := src.s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b.Queue(sql, args...)
 	var out []row
-	err = src.s.run(ctx, b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
+	err := src.s.query(ctx, sql, args, func(rows pgx.Rows) error {
+		r, err := scan(rows)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scan(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
+		out = append(out, r)
+		return nil
 	})
 	return out, err
 }

@@ -25,17 +25,14 @@ import (
 // *core.ConfigError values.
 func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.ResourceBinding, error) {
 	if def.URITemplate == "" {
-		return core.ResourceBinding{}, &core.ConfigError{Definition: -1, Name: def.Name, Field: "URITemplate",
-			Reason: "an s3store binding needs a URI template"}
+		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store binding needs a URI template", nil)
 	}
 	names := templateVars(def.URITemplate)
 	if len(names) == 0 {
-		return core.ResourceBinding{}, &core.ConfigError{Definition: -1, Name: def.Name, Field: "URITemplate",
-			Reason: "an s3store template needs at least one {variable} to form the key"}
+		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store template needs at least one {variable} to form the key", nil)
 	}
 	if err := checkPrefix(prefix); err != nil {
-		return core.ResourceBinding{}, &core.ConfigError{Definition: -1, Name: def.Name, Field: "prefix",
-			Reason: "must be empty or a key prefix that ends with '/'", Err: err}
+		return core.ResourceBinding{}, bindingError(def, "prefix", "must be empty or a key prefix that ends with '/'", err)
 	}
 	resolve := func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		var key strings.Builder
@@ -80,4 +77,12 @@ func templateVars(tmpl string) []string {
 		names = append(names, tmpl[open+1:open+end])
 		tmpl = tmpl[open+end+1:]
 	}
+}
+
+// bindingError is the *core.ConfigError of a rejected [Bucket.Binding]
+// call: about no binding index, but naming the definition.
+func bindingError(def core.ResourceDefinition, field, reason string, err error) *core.ConfigError {
+	e := core.NewConfigError(field, reason, err)
+	e.Name = def.Name
+	return e
 }

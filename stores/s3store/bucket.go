@@ -65,7 +65,7 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 		panic("s3store: OpenBucket with a nil *s3.Client")
 	}
 	if err := checkBucket(bucket); err != nil {
-		return nil, &core.ConfigError{Definition: -1, Field: "bucket", Reason: "bucket name " + err.Error()}
+		return nil, core.NewConfigError("bucket", "bucket name "+err.Error(), nil)
 	}
 	b := &Bucket{client: client, name: bucket, principal: core.ContextPrincipal, maxList: 100}
 	if opts != nil {
@@ -75,7 +75,7 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 		b.clientFor, b.check = opts.Client, opts.Check
 		switch {
 		case opts.MaxListKeys < 0:
-			return nil, &core.ConfigError{Definition: -1, Field: "Options.MaxListKeys", Reason: "must not be negative"}
+			return nil, core.NewConfigError("Options.MaxListKeys", "must not be negative", nil)
 		case opts.MaxListKeys > 1000:
 			b.maxList = 1000
 		case opts.MaxListKeys > 0:

@@ -64,16 +64,14 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.Endpoint",
-				Reason: "must be an http or https URL with a host and no credentials", Err: err}
+			return nil, core.NewConfigError("ClientConfig.Endpoint", "must be an http or https URL with a host and no credentials", err)
 		}
 	}
 	if (cfg.AccessKeyID == "") != (cfg.SecretAccessKey == "") {
-		return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.AccessKeyID",
-			Reason: "set both AccessKeyID and SecretAccessKey, or neither for the default chain"}
+		return nil, core.NewConfigError("ClientConfig.AccessKeyID", "set both AccessKeyID and SecretAccessKey, or neither for the default chain", nil)
 	}
 	if cfg.RetryMaxAttempts < 0 {
-		return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.RetryMaxAttempts", Reason: "must not be negative"}
+		return nil, core.NewConfigError("ClientConfig.RetryMaxAttempts", "must not be negative", nil)
 	}
 	region := cfg.Region
 	if region == "" && cfg.Endpoint != "" {
@@ -100,8 +98,7 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 	fns := append([]func(*s3.Options){settings}, optFns...)
 	if cfg.AccessKeyID != "" {
 		if region == "" {
-			return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.Region",
-				Reason: "required with static credentials and no endpoint"}
+			return nil, core.NewConfigError("ClientConfig.Region", "required with static credentials and no endpoint", nil)
 		}
 		var o s3.Options
 		o.Credentials = credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)
@@ -116,8 +113,7 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 		return nil, fmt.Errorf("s3store: load the default AWS configuration: %w", err)
 	}
 	if awsCfg.Region == "" {
-		return nil, &core.ConfigError{Definition: -1, Field: "ClientConfig.Region",
-			Reason: "no region configured and the default chain has none"}
+		return nil, core.NewConfigError("ClientConfig.Region", "no region configured and the default chain has none", nil)
 	}
 	return s3.NewFromConfig(awsCfg, fns...), nil
 }
