@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 	"go.phpboyscout.uk/mcp/resources/live"
 )
 
@@ -175,7 +176,7 @@ func connectListener(t *testing.T, endpoint, token string) *listener {
 			}
 		},
 	})
-	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	hc := &http.Client{Transport: serverproc.Bearer{Token: token, Next: http.DefaultTransport}}
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint + "/mcp", HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
