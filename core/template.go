@@ -282,3 +282,21 @@ func checkCapture(v string) CaptureReason {
 	}
 	return 0
 }
+
+// TemplateVariables returns the variable names of a URI template in the
+// order they appear, after checking the template as [NewResources] does
+// (whole path segments only, valid and distinct names). Store authors use
+// it to bind a template's captures to their own parameters.
+func TemplateVariables(uriTemplate string) ([]string, error) {
+	t, err := parseTemplate(uriTemplate, maxURIHardLimit)
+	if err != nil {
+		return nil, fmt.Errorf("core: URI template: %w", err)
+	}
+	var names []string
+	for _, s := range t.segs {
+		if s.name != "" {
+			names = append(names, s.name)
+		}
+	}
+	return names, nil
+}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,4 +244,22 @@ func FuzzParseTemplate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTemplateVariablesNamesEachCaptureInOrderAndChecksTheTemplate: store
+// authors get a template's variables in order, and a template NewResources
+// would reject is an error, not a guess.
+func TestTemplateVariablesNamesEachCaptureInOrderAndChecksTheTemplate(t *testing.T) {
+	got, err := TemplateVariables("doc://tenants/{tenant}/docs/{id}?v=1")
+	if err != nil || !slices.Equal(got, []string{"tenant", "id"}) {
+		t.Fatalf("TemplateVariables = %q, %v; want [tenant id]", got, err)
+	}
+	if got, err := TemplateVariables("doc://static/path"); err != nil || len(got) != 0 {
+		t.Errorf("a template without variables: %q, %v", got, err)
+	}
+	for _, bad := range []string{"doc://{host}/x", "doc://x/{+path}", "doc://x/a{id}", "doc://x/{id}/{id}", ""} {
+		if _, err := TemplateVariables(bad); err == nil {
+			t.Errorf("TemplateVariables(%q) accepted a template NewResources rejects", bad)
+		}
+	}
 }

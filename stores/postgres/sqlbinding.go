@@ -180,7 +180,14 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	fail := func(field, reason string) (core.ResourceBinding, error) {
 		return core.ResourceBinding{}, core.NewConfigError(owner+": "+field, reason, nil)
 	}
-	vars := templateNames(b.Definition.URITemplate)
+	var vars []string
+	if b.Definition.URITemplate != "" {
+		v, err := core.TemplateVariables(b.Definition.URITemplate)
+		if err != nil {
+			return fail("URITemplate", err.Error())
+		}
+		vars = v
+	}
 	sb := &sqlBinding{src: src, name: name, repr: b.Representation, objSource: b.ObjectSource, complete: map[string]*statement{}}
 	if sb.repr == "" {
 		sb.repr = ReprRow
@@ -654,23 +661,6 @@ func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan fu
 		return nil
 	})
 	return out, err
-}
-
-// templateNames returns the {name} variables of a template in order.
-func templateNames(tmpl string) []string {
-	var names []string
-	for {
-		open := strings.IndexByte(tmpl, '{')
-		if open < 0 {
-			return names
-		}
-		end := strings.IndexByte(tmpl[open:], '}')
-		if end < 0 {
-			return names
-		}
-		names = append(names, tmpl[open+1:open+end])
-		tmpl = tmpl[open+end+1:]
-	}
 }
 
 // uriPattern is literal text with {column} placeholders.

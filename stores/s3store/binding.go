@@ -27,7 +27,10 @@ func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.Resou
 	if def.URITemplate == "" {
 		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store binding needs a URI template", nil)
 	}
-	names := templateVars(def.URITemplate)
+	names, err := core.TemplateVariables(def.URITemplate)
+	if err != nil {
+		return core.ResourceBinding{}, bindingError(def, "URITemplate", err.Error(), err)
+	}
 	if len(names) == 0 {
 		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store template needs at least one {variable} to form the key", nil)
 	}
@@ -59,24 +62,6 @@ func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.Resou
 		return core.NewResourceReadPlan(t, t)
 	}
 	return core.ResourceBinding{Definition: def, Resolver: core.ResolverFunc(resolve), Reader: b}, nil
-}
-
-// templateVars returns the names of a template's {name} variables in order.
-// The gateway validates the template itself when the binding is registered.
-func templateVars(tmpl string) []string {
-	var names []string
-	for {
-		open := strings.IndexByte(tmpl, '{')
-		if open < 0 {
-			return names
-		}
-		end := strings.IndexByte(tmpl[open:], '}')
-		if end < 0 {
-			return names
-		}
-		names = append(names, tmpl[open+1:open+end])
-		tmpl = tmpl[open+end+1:]
-	}
 }
 
 // bindingError is the *core.ConfigError of a rejected [Bucket.Binding]

@@ -41,8 +41,8 @@ func TestBindingRefusesConfigurationThatCouldNotFormAKey(t *testing.T) {
 			t.Errorf("Binding with prefix %q: %v", prefix, err)
 		}
 	}
-	if got := templateVars("asset://p/{project}/x/{file}?q=1"); !slices.Equal(got, []string{"project", "file"}) {
-		t.Errorf("templateVars = %q", got)
+	if got, err := core.TemplateVariables("asset://p/{project}/x/{file}?q=1"); err != nil || !slices.Equal(got, []string{"project", "file"}) {
+		t.Errorf("TemplateVariables = %q, %v", got, err)
 	}
 }
 
