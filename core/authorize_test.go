@@ -74,15 +74,14 @@ func TestAuthorizeOperationalPolicyErrorFailsAsPolicy(t *testing.T) {
 	wantKind(t, err, FailurePolicy)
 }
 
-// completerResolver is a template resolver that also offers completion.
-type completerResolver struct {
-	ResolverFunc
+// listCompleter completes with the values that start with the prefix.
+type listCompleter struct {
 	values []string
 	total  int
 	calls  *[]CompletionRequest
 }
 
-func (c completerResolver) Complete(ctx context.Context, req CompletionRequest) (Completion, error) {
+func (c listCompleter) Complete(ctx context.Context, req CompletionRequest) (Completion, error) {
 	*c.calls = append(*c.calls, req)
 	var out []string
 	for _, v := range c.values {
@@ -107,8 +106,9 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 	})
 	bs := append([]ResourceBinding{{
 		Definition: ResourceDefinition{URITemplate: "test://p/{project}/a/{asset}", Name: "asset"},
-		Resolver:   completerResolver{ResolverFunc: plan, values: values, total: total, calls: calls},
+		Resolver:   plan,
 		Reader:     read,
+		Completer:  listCompleter{values: values, total: total, calls: calls},
 	}}, extra...)
 	pol := ResourcePolicy{
 		Discover: func(context.Context, ResourceDescription) error {
@@ -202,13 +202,19 @@ func TestCompleteDropsValuesWhoseURIAnotherRegistrationTakes(t *testing.T) {
 	}
 }
 
-func TestCompletingResolverKeepsCompletionThroughAWrapper(t *testing.T) {
+func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 	var calls []CompletionRequest
-	inner := completerResolver{values: []string{"alpha"}, calls: &calls, ResolverFunc: func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+	comp := listCompleter{values: []string{"alpha"}, calls: &calls}
+	plan := ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
 		tg, _ := NewResourceTarget(m.URI(), "item", nil)
 		return NewResourceReadPlan(tg, tg)
-	}}
-	wrapped := ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) { return inner.Resolve(ctx, m) })
+	})
+	// A resolver that has a Complete method but no Completer field: the
+	// gateway no longer looks for the method.
+	withMethod := struct {
+		ResolverFunc
+		listCompleter
+	}{plan, comp}
 	pol := ResourcePolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
@@ -217,20 +223,45 @@ func TestCompletingResolverKeepsCompletionThroughAWrapper(t *testing.T) {
 	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return TextPayload("text/plain", "x"), nil
 	})
-	for name, c := range map[string]struct {
-		r    Resolver
-		want int
-	}{"plain wrapper": {wrapped, 0}, "CompletingResolver": {CompletingResolver{Resolver: wrapped, Completer: inner}, 1}} {
-		r, err := NewResources([]ResourceBinding{{Definition: ResourceDefinition{URITemplate: "test://x/{id}", Name: "x"}, Resolver: c.r, Reader: read}}, pol)
+	base := ResourceBinding{Definition: ResourceDefinition{URITemplate: "test://x/{id}", Name: "x"}, Resolver: plan, Reader: read, Completer: comp}
+	wrapped := base // what a host's timing wrapper does: copy the binding, replace the callbacks
+	wrapped.Resolver = ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+		return base.Resolver.Resolve(ctx, m)
+	})
+	wrapped.Reader = ReaderFunc(func(ctx context.Context, t ResourceTarget) (ResourcePayload, error) { return base.Reader.Read(ctx, t) })
+	for _, c := range []struct {
+		name  string
+		b     ResourceBinding
+		want  int
+		calls int
+	}{
+		{"wrapped binding", wrapped, 1, 1},
+		{"method on the resolver, no field", ResourceBinding{Definition: base.Definition, Resolver: withMethod, Reader: read}, 0, 0},
+		{"method on the reader, no field", ResourceBinding{Definition: base.Definition, Resolver: plan, Reader: struct {
+			ReaderFunc
+			listCompleter
+		}{read, comp}}, 0, 0},
+	} {
+		calls = nil
+		r, err := NewResources([]ResourceBinding{c.b}, pol)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := r.Complete(context.Background(), "test://x/{id}", "id", "a", nil)
-		if err != nil || len(got.Values) != c.want {
-			t.Fatalf("%s: %v %v, want %d values", name, got.Values, err, c.want)
+		if err != nil || len(got.Values) != c.want || len(calls) != c.calls {
+			t.Fatalf("%s: %v %v after %d completer calls, want %d values and %d calls", c.name, got.Values, err, len(calls), c.want, c.calls)
 		}
 		if _, err := r.Read(context.Background(), "test://x/alpha"); err != nil {
-			t.Fatalf("%s: read: %v", name, err)
+			t.Fatalf("%s: read: %v", c.name, err)
+		}
+	}
+	for name, nilComp := range map[string]Completer{"nil CompleterFunc": CompleterFunc(nil), "nil pointer": (*listCompleter)(nil)} {
+		b := base
+		b.Completer = nilComp
+		_, err := NewResources([]ResourceBinding{b}, pol)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "Completer" || ce.Definition != 0 {
+			t.Fatalf("%s: err = %v, want a ConfigError about Completer of definition 0", name, err)
 		}
 	}
 }

@@ -71,11 +71,19 @@ func (f ReaderFunc) Read(ctx context.Context, t ResourceTarget) (ResourcePayload
 	return f(ctx, t)
 }
 
-// ResourceBinding registers one definition with its two required callbacks.
+// ResourceBinding registers one definition with its two required callbacks
+// and its optional completion.
 type ResourceBinding struct {
 	Definition ResourceDefinition
 	Resolver   Resolver
 	Reader     Reader
+	// Completer, when set, offers completion for the variables of a
+	// template definition (see [Resources.Complete]); nil offers none. It
+	// is a field, not an interface the gateway looks for on Resolver or
+	// Reader, so a host that wraps those keeps it by copying the binding.
+	// A nil func or nil pointer in it is a [ConfigError], as for the
+	// callbacks.
+	Completer Completer
 }
 
 // Visibility is a policy's decision about one target.

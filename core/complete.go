@@ -42,15 +42,22 @@ type Completion struct {
 	HasMore bool
 }
 
-// Completer is an optional capability of a binding: a Resolver or Reader
-// that also implements it offers completion for its template's variables.
-// The gateway finds it at run time, as database/sql finds a driver's
-// optional interfaces. Complete must scope its answer to the principal in
+// Completer is the optional completion of a binding, set in
+// [ResourceBinding.Completer]: it offers values for its template's
+// variables. Complete must scope its answer to the principal in
 // ctx, exactly as the resolver would: a value is offered only when the URI
 // it completes would be discoverable by the caller. It must honor ctx,
 // allow concurrent calls and read no bodies.
 type Completer interface {
 	Complete(ctx context.Context, req CompletionRequest) (Completion, error)
+}
+
+// CompleterFunc adapts a function to [Completer].
+type CompleterFunc func(ctx context.Context, req CompletionRequest) (Completion, error)
+
+// Complete calls f.
+func (f CompleterFunc) Complete(ctx context.Context, req CompletionRequest) (Completion, error) {
+	return f(ctx, req)
 }
 
 // Complete returns values for variable of the registered template tmpl
@@ -91,7 +98,7 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	if def == nil || !t.hasVar(variable) {
 		return empty, nil
 	}
-	comp := completerOf(def)
+	comp := def.complete
 	if comp == nil {
 		return empty, nil
 	}
@@ -163,17 +170,6 @@ func (r *Resources) completes(t *template, def *definition, variable, v string, 
 	return err == nil && m.def == def
 }
 
-// completerOf returns the binding's optional Completer, if any.
-func completerOf(def *definition) Completer {
-	if c, ok := def.resolver.(Completer); ok {
-		return c
-	}
-	if c, ok := def.reader.(Completer); ok {
-		return c
-	}
-	return nil
-}
-
 // hasVar reports whether the template has a variable called name.
 func (t *template) hasVar(name string) bool {
 	for _, s := range t.segs {
@@ -223,20 +219,4 @@ func escapeSegment(v string) string {
 		b.WriteByte(hex[c&15])
 	}
 	return b.String()
-}
-
-// CompletingResolver joins a Resolver and a Completer into one value that
-// has both capabilities. Hosts that wrap a binding's Resolver (to time or
-// count it, say) keep its completion this way:
-//
-//	wrapped := core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) { ... })
-//	b.Resolver = wrapped
-//	if c, ok := inner.(core.Completer); ok {
-//		b.Resolver = core.CompletingResolver{Resolver: wrapped, Completer: c}
-//	}
-//
-// Both fields are required.
-type CompletingResolver struct {
-	Resolver
-	Completer
 }

@@ -122,7 +122,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 			}}
 			r, err := NewResources([]ResourceBinding{
 				{Definition: ResourceDefinition{URI: "test://one", Name: "one"}, Resolver: comp, Reader: ReaderFunc(nil2)},
-				{Definition: ResourceDefinition{URITemplate: "test://t/{id}", Name: "t"}, Resolver: comp, Reader: ReaderFunc(nil2)},
+				{Definition: ResourceDefinition{URITemplate: "test://t/{id}", Name: "t"}, Resolver: comp, Reader: ReaderFunc(nil2), Completer: comp},
 			}, policy)
 			if err != nil {
 				t.Fatal(err)

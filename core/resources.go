@@ -25,6 +25,7 @@ type definition struct {
 	extras   []byte             // encodeExtras(desc)
 	resolver Resolver
 	reader   Reader
+	complete Completer // nil: no completion
 }
 
 // description returns a copy that owns its metadata.
@@ -118,6 +119,8 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		return nil, fail("Resolver", nilCallbackReason(b.Resolver))
 	case isNilCallback(b.Reader):
 		return nil, fail("Reader", nilCallbackReason(b.Reader))
+	case b.Completer != nil && isNilCallback(b.Completer):
+		return nil, fail("Completer", nilCallbackReason(b.Completer)+"; leave the field nil for no completion")
 	case (d.URI == "") == (d.URITemplate == ""):
 		return nil, fail("URI", "exactly one of URI and URITemplate must be set")
 	case d.Name == "":
@@ -160,7 +163,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	if n := definitionSize(d); n > MaxDefinitionBytes {
 		return nil, fail("Definition", "encoded definition exceeds 64 KiB")
 	}
-	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader}, nil
+	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader, complete: b.Completer}, nil
 }
 
 // definitionSize is the encoded JSON size of a definition as listed.

@@ -64,7 +64,7 @@ type afterPlanning struct {
 
 func (a *afterPlanning) wrap(b core.ResourceBinding) core.ResourceBinding {
 	inner := b.Resolver
-	wrapped := core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+	b.Resolver = core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		p, err := inner.Resolve(ctx, m)
 		a.mu.Lock()
 		hook := a.hooks[m.URI()]
@@ -75,11 +75,7 @@ func (a *afterPlanning) wrap(b core.ResourceBinding) core.ResourceBinding {
 		}
 		return p, err
 	})
-	b.Resolver = wrapped
-	if c, ok := inner.(core.Completer); ok {
-		b.Resolver = core.CompletingResolver{Resolver: wrapped, Completer: c}
-	}
-	return b
+	return b // b.Completer, if any, is kept
 }
 
 // refusalWorld is one store with four identities for one principal:

@@ -52,21 +52,19 @@ func TestOutageAnswersRetryableDataOnReadSubscribeAndComplete(t *testing.T) {
 	st.Grant("a", "alice", memory.Access{Read: true})
 	b := st.KeyBinding(core.ResourceDefinition{URITemplate: liveTemplate, Name: "doc"}, "id", "")
 	var down atomic.Bool
-	inner, completer := b.Resolver, b.Resolver.(core.Completer)
-	b.Resolver = core.CompletingResolver{
-		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-			if down.Load() {
-				return core.ResourceReadPlan{}, core.Outage(canaryErr("connection refused"))
-			}
-			return inner.Resolve(ctx, m)
-		}),
-		Completer: completerFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
-			if down.Load() {
-				return core.Completion{}, core.Outage(canaryErr("connection refused"))
-			}
-			return completer.Complete(ctx, req)
-		}),
-	}
+	inner, completer := b.Resolver, b.Completer
+	b.Resolver = core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		if down.Load() {
+			return core.ResourceReadPlan{}, core.Outage(canaryErr("connection refused"))
+		}
+		return inner.Resolve(ctx, m)
+	})
+	b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+		if down.Load() {
+			return core.Completion{}, core.Outage(canaryErr("connection refused"))
+		}
+		return completer.Complete(ctx, req)
+	})
 	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
 	if err != nil {
 		t.Fatal(err)

@@ -149,21 +149,11 @@ func (s *Subscriptions) revoked(ss *mcp.ServerSession, remaining int) {
 // subscribe and unsubscribe handlers set and the resources capability
 // declaring subscribe. The SDK takes these from the options at
 // mcp.NewServer, so pass the result there.
+//
+// Deprecated: use [New] with [Options.Live]; its [Adapter.ServerOptions]
+// declares these and completions at once.
 func (s *Subscriptions) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
-	var o mcp.ServerOptions
-	if base != nil {
-		o = *base
-	}
-	o.SubscribeHandler = s.subscribe
-	o.UnsubscribeHandler = s.unsubscribe
-	caps := Capabilities(o.Capabilities)
-	if o.Capabilities != nil && o.Capabilities.Resources != nil {
-		r := *o.Capabilities.Resources
-		caps.Resources = &r
-	}
-	caps.Resources.Subscribe = true
-	o.Capabilities = caps
-	return &o
+	return (&Adapter{opts: Options{Subscriptions: s}}).ServerOptions(base)
 }
 
 // ListenOnly makes s serve subscriptions only over subscriptions/listen

@@ -46,15 +46,16 @@ func liveStore(t *testing.T) (*memory.Store, *core.Resources) {
 // liveServer serves res to principal with subscriptions and completion.
 func liveServer(t *testing.T, st *memory.Store, res *core.Resources, principal string, hostComplete mcp.ServerOptions) (*mcp.Server, *Subscriptions) {
 	t.Helper()
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, nil)
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(&hostComplete))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return principal }, Subscriptions: subs, Completions: true})
+	a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return principal }, Completions: true,
+		Live: &live.Options{}, Sources: []core.ChangeSource{st}})
+	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, a.ServerOptions(&hostComplete))
+	a.Install(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
+	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	time.Sleep(10 * time.Millisecond)
-	return s, subs
+	return s, a.Subscriptions()
 }
 
 // liveClient connects to s at version and records the updates it gets.

@@ -1,7 +1,16 @@
 // Package mcpsdk serves a [core.Resources] gateway through the official MCP
-// Go SDK (github.com/modelcontextprotocol/go-sdk).
+// Go SDK (github.com/modelcontextprotocol/go-sdk). A host wires it as one
+// value, the [Adapter]:
 //
-// [Install] takes over three methods of an [mcp.Server] with receiving
+//	a := mcpsdk.New(res, &mcpsdk.Options{
+//		Completions: true,                             // completion/complete for the templates
+//		Live:        &live.Options{}, Sources: sources, // resource subscriptions, fed by the stores' changes
+//	})
+//	server := mcp.NewServer(impl, a.ServerOptions(nil)) // handlers and capabilities, declared once
+//	a.Install(server)
+//	go a.Run(ctx) // the change sources, until ctx ends
+//
+// The adapter takes over three methods of an [mcp.Server] with receiving
 // middleware: resources/list, resources/templates/list and resources/read.
 // Every other method stays with the SDK, so tools, prompts and completions
 // a host registers keep working beside the gateway. Do not also register
@@ -131,6 +140,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
+	"go.phpboyscout.uk/mcp/resources/live"
 )
 
 // The methods the adapter answers.
@@ -145,7 +155,8 @@ const (
 // [Options.LegacyNotFoundCode] to answer with it.
 const LegacyResourceNotFoundCode int64 = -32002
 
-// Options configures [Install]. A nil *Options selects every default.
+// Options configures [New] (and the deprecated [Install]). A nil *Options
+// selects every default.
 type Options struct {
 	// Principal returns the principal that the host authenticated for req,
 	// or "" for none. The default is [TokenPrincipal].
@@ -177,8 +188,24 @@ type Options struct {
 	// the request's goroutine: keep it fast and do not block.
 	Observe func(ctx context.Context, o Observation)
 
-	// Subscriptions, if set, serves resource subscriptions (see
-	// [Subscriptions]); build the server with its ServerOptions.
+	// Live, if set, makes [New] serve resource subscriptions (see
+	// [Subscriptions]) with these bounds, coalescing and rate limits (an
+	// empty value: live's defaults), fed by Sources. Install ignores it.
+	Live *live.Options
+
+	// Sources are the change sources of the subscriptions that Live asks
+	// for; the adapter's Run runs them.
+	Sources []core.ChangeSource
+
+	// ListenOnly serves the subscriptions of Live only over
+	// subscriptions/listen streams, as a stateless streamable HTTP server
+	// must (see [Subscriptions.ListenOnly]).
+	ListenOnly bool
+
+	// Subscriptions, if set, serves these subscriptions instead of the
+	// ones Live would build.
+	//
+	// Deprecated: set Live and Sources and use [New], which builds them.
 	Subscriptions *Subscriptions
 
 	// Completions makes the adapter answer completion/complete for
@@ -234,7 +261,14 @@ type Observation struct {
 //
 // Install panics if s or r is nil. Call it before the server accepts
 // sessions; it may be combined with any other middleware.
-func Install(s *mcp.Server, r *core.Resources, opts *Options) {
+//
+// Deprecated: use [New], whose [Adapter] also gives the server options and
+// runs the change sources; Install, [Capabilities], [NewSubscriptions] and
+// [Subscriptions.ServerOptions] are the four steps it replaces.
+func Install(s *mcp.Server, r *core.Resources, opts *Options) { install(s, r, opts) }
+
+// install is Install and [Adapter.Install].
+func install(s *mcp.Server, r *core.Resources, opts *Options) {
 	if s == nil {
 		panic("mcpsdk: Install with a nil *mcp.Server")
 	}

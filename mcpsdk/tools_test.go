@@ -25,7 +25,7 @@ import (
 func toolBindings(t testing.TB) []core.ResourceBinding {
 	completing := func(def core.ResourceDefinition, values []string) core.ResourceBinding {
 		b := bundle(t, def, []string{"{uri}"}, text("doc"))
-		b.Resolver = core.CompletingResolver{Resolver: b.Resolver, Completer: completerFunc(func(_ context.Context, req core.CompletionRequest) (core.Completion, error) {
+		b.Completer = core.CompleterFunc(func(_ context.Context, req core.CompletionRequest) (core.Completion, error) {
 			var out []string
 			for _, v := range values {
 				if strings.HasPrefix(v, req.Prefix) {
@@ -33,7 +33,7 @@ func toolBindings(t testing.TB) []core.ResourceBinding {
 				}
 			}
 			return core.Completion{Values: out, Total: len(out)}, nil
-		})}
+		})
 		return b
 	}
 	outage := bundle(t, core.ResourceDefinition{URI: "outage://x", Name: "outage"}, []string{"{uri}"}, text("o"))
@@ -45,12 +45,6 @@ func toolBindings(t testing.TB) []core.ResourceBinding {
 		completing(core.ResourceDefinition{URITemplate: "adocs://d/{id}", Name: "alice-docs"}, []string{"x1"}),
 		outage,
 	}
-}
-
-type completerFunc func(context.Context, core.CompletionRequest) (core.Completion, error)
-
-func (f completerFunc) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
-	return f(ctx, req)
 }
 
 // toolServerOptions are the options of a server with the tool surface.

@@ -103,23 +103,28 @@ func (m *metrics) watchSessions(s *mcp.Server) {
 	}))
 }
 
-// instrument wraps every binding's resolver and reader so that each store
-// round trip is counted and timed: a resolve under resolveStore, a read
-// under the store that storeOf names for its target (a binding that joins
-// rows and objects reads from two stores).
+// instrument wraps every binding's resolver, reader and completer (when it
+// has one) so that each store round trip is counted and timed: a resolve
+// and a completion under resolveStore, a read under the store that storeOf
+// names for its target (a binding that joins rows and objects reads from
+// two stores).
 func (m *metrics) instrument(bs []core.ResourceBinding, resolveStore string, storeOf func(core.ResourceTarget) string) []core.ResourceBinding {
 	out := make([]core.ResourceBinding, len(bs))
 	for i, b := range bs {
-		resolver, reader := b.Resolver, b.Reader
-		wrapped := core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
+		resolver, reader, completer := b.Resolver, b.Reader, b.Completer
+		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
 			start := time.Now()
 			p, err := resolver.Resolve(ctx, match)
 			m.storeCall(resolveStore, "resolve", start, err)
 			return p, err
 		})
-		b.Resolver = wrapped
-		if c, ok := resolver.(core.Completer); ok { // keep the binding's completion
-			b.Resolver = core.CompletingResolver{Resolver: wrapped, Completer: c}
+		if completer != nil {
+			b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+				start := time.Now()
+				c, err := completer.Complete(ctx, req)
+				m.storeCall(resolveStore, "complete", start, err)
+				return c, err
+			})
 		}
 		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
 			start := time.Now()

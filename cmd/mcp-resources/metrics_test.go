@@ -11,6 +11,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+	"go.phpboyscout.uk/mcp/resources/stores/memory"
 )
 
 // TestMetricsCountEachFailureKindApartWithAFixedVocabulary proves that the
@@ -57,5 +58,43 @@ func TestMetricsCountEachFailureKindApartWithAFixedVocabulary(t *testing.T) {
 	}
 	if strings.Contains(text, "CANARY") || strings.Contains(text, "FailureKind(") {
 		t.Errorf("a label carries a cause or an unnamed kind")
+	}
+}
+
+// TestInstrumentKeepsAndTimesTheBindingsCompletion proves that the metrics
+// wrapper keeps a binding's completion (the values a store offers still
+// reach the caller through the gateway) and counts each completion as a
+// store call, while a binding without completion stays without it.
+func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
+	st := memory.New(nil)
+	for _, key := range []string{"note/alpha", "note/beta"} {
+		if _, err := st.Put(key, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		st.Grant(key, "alice", memory.Access{Read: true})
+	}
+	completing := st.KeyBinding(core.ResourceDefinition{URITemplate: "mem://notes/{id}", Name: "notes"}, "id", "note/")
+	plain := st.Binding(core.ResourceDefinition{URITemplate: "mem://plain/{id}", Name: "plain"}, func(m core.ResourceMatch) ([]memory.Ref, error) {
+		return []memory.Ref{{URI: m.URI(), Key: "note/alpha"}}, nil
+	})
+	m := newMetrics()
+	bs := m.instrument([]core.ResourceBinding{completing, plain}, "memory", func(core.ResourceTarget) string { return "memory" })
+	if bs[0].Completer == nil || bs[1].Completer != nil {
+		t.Fatalf("completers after instrument: %v, %v; want the first kept and the second still nil", bs[0].Completer, bs[1].Completer)
+	}
+	res, err := core.NewResources(bs, st.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := core.WithPrincipal(context.Background(), "alice")
+	c, err := res.Complete(ctx, "mem://notes/{id}", "id", "al", nil)
+	if err != nil || strings.Join(c.Values, ",") != "alpha" {
+		t.Fatalf("completion through the wrapper = %q, %v; want [alpha]", c.Values, err)
+	}
+	rec := httptest.NewRecorder()
+	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	if want := `mcpres_store_calls_total{op="complete",outcome="ok",store="memory"} 1`; !strings.Contains(string(body), want) {
+		t.Errorf("metrics lack %s", want)
 	}
 }

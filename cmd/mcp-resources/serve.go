@@ -134,26 +134,21 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	if tokens != nil {
 		principal = mcpsdk.TokenPrincipal
 	}
-	sopts := &mcp.ServerOptions{
-		Capabilities: mcpsdk.Capabilities(&mcp.ServerCapabilities{}),
-		Logger:       e.log.With("component", "mcp"),
-	}
 	// Subscriptions are served on every transport, each over the stream it
 	// has: the session (stdio, stateful HTTP: resources/subscribe of
 	// 2025-11-25 and earlier) or a subscriptions/listen response stream
 	// (stateless HTTP: 2026-07-28). Every replica feeds its own streams from
 	// its own change sources.
-	subs := mcpsdk.NewSubscriptions(res, be.sources, &live.Options{Logger: e.log.With("component", "live"),
-		MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout})
-	if s.HTTP != "" && s.Stateless {
-		subs.ListenOnly()
-	}
-	sopts = subs.ServerOptions(sopts)
-	be.notes = append(be.notes, s.subscriptionsNote())
-	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()}, sopts)
-	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Subscriptions: subs, Completions: true,
+	adapter := mcpsdk.New(res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Completions: true,
+		Live: &live.Options{Logger: e.log.With("component", "live"),
+			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout},
+		Sources: be.sources, ListenOnly: s.HTTP != "" && s.Stateless,
 		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions()})
-	go func() { _ = subs.Run(ctx) }() // stops with ctx, like the server
+	be.notes = append(be.notes, s.subscriptionsNote())
+	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
+		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: e.log.With("component", "mcp")}))
+	adapter.Install(server)
+	go func() { _ = adapter.Run(ctx) }() // stops with ctx, like the server
 	// Outermost: every request's context ends when the grace period does,
 	// so a read still running then fails as canceled instead of holding
 	// the process.
@@ -168,7 +163,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 	})
 	m.watchSessions(server)
-	watchSubscriptions(m, subs)
+	watchSubscriptions(m, adapter.Subscriptions())
 
 	if s.HTTP == "" {
 		be.logNotes(e)

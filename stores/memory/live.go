@@ -81,7 +81,7 @@ var _ core.ChangeSource = (*Store)(nil)
 // KeyBinding returns a binding of the template def whose variable names the
 // rest of a key after keyPrefix (mem://notes/{id} with keyPrefix "note/"
 // reads the item "note/ID"), like Binding with a one-item plan at the
-// request URI. Its resolver also offers completion (core.Completer) for
+// request URI. Its Completer offers completion for
 // that variable: the keys under keyPrefix that start with the typed prefix
 // and on which the caller holds a grant, in key order, at most
 // core.MaxCompletionValues of them, with their total. Keys whose rest holds
@@ -96,21 +96,21 @@ func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix stri
 	}
 	return core.ResourceBinding{
 		Definition: def,
-		Resolver:   keyResolver{Resolver: s.Resolver(refs), s: s, variable: variable, keyPrefix: keyPrefix},
+		Resolver:   s.Resolver(refs),
 		Reader:     s,
+		Completer:  keyCompleter{s: s, variable: variable, keyPrefix: keyPrefix},
 	}
 }
 
-// keyResolver is a KeyBinding's resolver with its completion.
-type keyResolver struct {
-	core.Resolver
+// keyCompleter is a KeyBinding's completion.
+type keyCompleter struct {
 	s         *Store
 	variable  string
 	keyPrefix string
 }
 
 // Complete offers the keys the caller may discover (see KeyBinding).
-func (k keyResolver) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+func (k keyCompleter) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 	if req.Variable != k.variable {
 		return core.Completion{}, nil
 	}

@@ -335,7 +335,7 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: ProjectTemplate, Name: "project",
 			Title: "Project assets", Description: "The fields of every asset of a project", MIMEType: "application/json"},
-		Resolver: completing{s: s, Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 			project, _ := m.Var("project")
 			assets, flags, pf, err := s.projectAssets(ctx, project)
 			if err != nil {
@@ -352,8 +352,9 @@ func (s *Store) ProjectBinding() core.ResourceBinding {
 				}
 			}
 			return core.NewResourceReadPlan(requested, items...)
-		})},
-		Reader: s.Reader(),
+		}),
+		Reader:    s.Reader(),
+		Completer: completer{s: s},
 	}
 }
 
@@ -364,8 +365,9 @@ func (s *Store) FieldsBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: FieldsTemplate, Name: "asset",
 			Title: "Asset", Description: "An asset's fields", MIMEType: "application/json"},
-		Resolver: completing{Resolver: s.assetResolver(ReprFields), s: s},
-		Reader:   s.Reader(),
+		Resolver:  s.assetResolver(ReprFields),
+		Reader:    s.Reader(),
+		Completer: completer{s: s},
 	}
 }
 
@@ -374,8 +376,9 @@ func (s *Store) BodyBinding() core.ResourceBinding {
 	return core.ResourceBinding{
 		Definition: core.ResourceDefinition{URITemplate: BodyTemplate, Name: "asset-body",
 			Title: "Asset body", Description: "An asset's inline body"},
-		Resolver: completing{Resolver: s.assetResolver(ReprBody), s: s, bodyOnly: true},
-		Reader:   s.Reader(),
+		Resolver:  s.assetResolver(ReprBody),
+		Reader:    s.Reader(),
+		Completer: completer{s: s, bodyOnly: true},
 	}
 }
 

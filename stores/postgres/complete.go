@@ -25,19 +25,18 @@ const (
 	ORDER BY a.id LIMIT $4`
 )
 
-// completing is a reference-schema resolver that also completes its
-// template's variables (core.Completer): {project} with the ids of the
+// completer is the [core.Completer] of the reference-schema template
+// bindings: it completes {project} with the ids of the
 // projects the caller may discover, and {asset}, given the project, with
 // the ids of its assets the caller may discover whose id or name starts
 // with the prefix (for the body template, only assets with an inline body).
-type completing struct {
-	core.Resolver
+type completer struct {
 	s        *Store
 	bodyOnly bool
 }
 
 // Complete implements core.Completer; see the Store's completion methods.
-func (c completing) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+func (c completer) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 	limit := min(max(req.Limit, 1), core.MaxCompletionValues)
 	switch req.Variable {
 	case "project":

@@ -291,7 +291,11 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
 		src.add(sb.complete[v])
 	}
-	return core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}, nil
+	out := core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}
+	if len(sb.complete) > 0 {
+		out.Completer = sb
+	}
+	return out, nil
 }
 
 // prepareSelect checks desc's columns against want (plus extra) and returns
@@ -552,8 +556,8 @@ func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.Res
 	return decide(n == 1, version == ref.Version, size, body, limit, ref.MIME, ref.Text)
 }
 
-// Complete implements core.Completer with the binding's completion
-// statements; a variable without one completes to nothing.
+// Complete is the binding's [core.Completer] (set when it has completion
+// statements); a variable without one completes to nothing.
 func (sb *sqlBinding) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 	st, ok := sb.complete[req.Variable]
 	if !ok {

@@ -45,9 +45,10 @@ func serve(ctx context.Context, env func(string) string) error {
 	if err != nil {
 		return err
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, nil)
 	principal := env("DOCS_PRINCIPAL")
-	mcpsdk.Install(server, res, &mcpsdk.Options{Completions: true,
+	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true,
 		Principal: func(context.Context, mcp.Request) string { return principal }})
+	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, a.ServerOptions(nil))
+	a.Install(server)
 	return server.Run(ctx, &mcp.StdioTransport{})
 }

@@ -1,0 +1,92 @@
+package mcpsdk
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// Adapter is a [core.Resources] gateway served over MCP, as one value a
+// host creates once with [New]: it gives the server options (handlers and
+// capabilities, declared once), installs itself on the server built with
+// them, and runs its change sources:
+//
+//	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true, Live: &live.Options{}, Sources: sources})
+//	server := mcp.NewServer(impl, a.ServerOptions(nil))
+//	a.Install(server)
+//	go a.Run(ctx)
+type Adapter struct {
+	res  *core.Resources
+	opts Options
+}
+
+// New returns the adapter of res configured by opts (nil: every default;
+// opts is copied). With [Options.Live] set it also serves resource
+// subscriptions fed by [Options.Sources] (see [Subscriptions]). Panics if
+// res is nil.
+func New(res *core.Resources, opts *Options) *Adapter {
+	if res == nil {
+		panic("mcpsdk: New with a nil *core.Resources")
+	}
+	a := &Adapter{res: res}
+	if opts != nil {
+		a.opts = *opts
+	}
+	if a.opts.Live != nil && a.opts.Subscriptions == nil {
+		a.opts.Subscriptions = NewSubscriptions(res, a.opts.Sources, a.opts.Live)
+		if a.opts.ListenOnly {
+			a.opts.Subscriptions.ListenOnly()
+		}
+	}
+	return a
+}
+
+// ServerOptions returns a copy of base (nil: the SDK's defaults) with what
+// the adapter serves: the resources capability, subscribe and the
+// subscribe and unsubscribe handlers when it serves subscriptions, and the
+// completions capability with [Options.Completions]. The SDK takes these
+// at [mcp.NewServer], so pass the result there. base is not modified.
+func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
+	var o mcp.ServerOptions
+	if base != nil {
+		o = *base
+	}
+	caps := Capabilities(o.Capabilities)
+	if o.Capabilities != nil && o.Capabilities.Resources != nil {
+		r := *o.Capabilities.Resources
+		caps.Resources = &r
+	}
+	o.Capabilities = caps
+	if s := a.opts.Subscriptions; s != nil {
+		o.SubscribeHandler = s.subscribe
+		o.UnsubscribeHandler = s.unsubscribe
+		caps.Resources.Subscribe = true
+	}
+	if a.opts.Completions && caps.Completions == nil {
+		caps.Completions = &mcp.CompletionCapabilities{}
+	}
+	return &o
+}
+
+// Install makes s, built with [Adapter.ServerOptions], serve the gateway
+// (see the package documentation for what it takes over and how panics
+// are answered). Call it once, before s accepts sessions. Panics if s is
+// nil, or if the adapter's subscriptions already serve another server.
+func (a *Adapter) Install(s *mcp.Server) { install(s, a.res, &a.opts) }
+
+// Run runs the change sources and delivers notifications until ctx ends,
+// then returns ctx's error; without subscriptions it just waits for ctx.
+// Call it once, after Install.
+func (a *Adapter) Run(ctx context.Context) error {
+	if a.opts.Subscriptions == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return a.opts.Subscriptions.Run(ctx)
+}
+
+// Subscriptions returns the adapter's subscriptions, for their Hub's Stats
+// and DroppedSessions, or nil when it serves none.
+func (a *Adapter) Subscriptions() *Subscriptions { return a.opts.Subscriptions }
