@@ -232,36 +232,22 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 	}
 	t := f.Type
 	switch {
-	case t == typeSecret:
+	case t == typeSecret, t == typeEnv:
 		s, ok := d.str(vn, path, true)
 		if !ok {
 			return
 		}
 		val, bad := expand(s, d.lookup)
-		if bad != "" {
+		switch {
+		case bad != "":
 			d.e.at(pos(vn), "%s: %s", path, bad)
-			return
-		}
-		if val == "" {
+		case val == "":
 			spans.empty(key)
-			return
+		case t == typeSecret:
+			fv.Set(reflect.ValueOf(Secret{value: val, raw: s, set: true}))
+		default:
+			fv.SetString(val)
 		}
-		fv.Set(reflect.ValueOf(Secret{value: val, raw: s, set: true}))
-	case t == typeEnv:
-		s, ok := d.str(vn, path, true)
-		if !ok {
-			return
-		}
-		val, bad := expand(s, d.lookup)
-		if bad != "" {
-			d.e.at(pos(vn), "%s: %s", path, bad)
-			return
-		}
-		if val == "" {
-			spans.empty(key)
-			return
-		}
-		fv.SetString(val)
 	case t == typeDuration:
 		s, ok := d.str(vn, path, false)
 		if !ok {

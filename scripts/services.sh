@@ -227,16 +227,22 @@ start_versitygw() {
 	die "versitygw did not start"
 }
 
+# stop_pid NAME PID: TERM, up to 10 s to exit, then KILL.
+stop_pid() {
+	local i
+	say "$1: stopping (pid $2)"
+	kill "$2" 2>/dev/null || true
+	for i in $(seq 1 50); do
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -9 "$2" 2>/dev/null || true
+}
+
 stop_versitygw() {
-	local pid i
+	local pid
 	if pid=$(vgw_pid); then
-		say "versitygw: stopping (pid $pid)"
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 1 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -9 "$pid" 2>/dev/null || true
+		stop_pid versitygw "$pid"
 	fi
 	rm -rf "$STATE/s3"
 	rm -f "$STATE/versitygw.pid" "$STATE/versitygw.log"
@@ -276,15 +282,9 @@ start_minio() {
 }
 
 stop_minio() {
-	local pid i
+	local pid
 	if pid=$(minio_pid); then
-		say "minio: stopping (pid $pid)"
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 1 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -9 "$pid" 2>/dev/null || true
+		stop_pid minio "$pid"
 	fi
 	rm -rf "$STATE/minio"
 	rm -f "$STATE/minio.pid" "$STATE/minio.log" "$ENV_FILE.minio"
