@@ -37,22 +37,34 @@ func newLiveInstance(t *testing.T, d *pgDB, principal string, opts *live.Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	subs := mcpsdk.NewSubscriptions(res, []core.ChangeSource{l}, opts)
-	server := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	mcpsdk.Install(server, res, &mcpsdk.Options{
-		Principal:     func(context.Context, mcp.Request) string { return principal },
-		Subscriptions: subs, Completions: true,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	server, subs := liveServer(t, res, []core.ChangeSource{l}, opts, principal)
 	for deadline := time.Now().Add(5 * time.Second); l.PID() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the listener did not connect within 5 s")
 		}
 	}
 	return &liveInstance{server: server, subs: subs, listener: l, res: res}
+}
+
+// liveServer serves res as principal with completion and with
+// subscriptions fed by sources (opts nil: the defaults), through the one
+// adapter value; the subscriptions run until the test ends.
+func liveServer(t *testing.T, res *core.Resources, sources []core.ChangeSource, opts *live.Options, principal string) (*mcp.Server, *mcpsdk.Subscriptions) {
+	t.Helper()
+	if opts == nil {
+		opts = &live.Options{}
+	}
+	a := mcpsdk.New(res, &mcpsdk.Options{
+		Principal:   func(context.Context, mcp.Request) string { return principal },
+		Completions: true, Live: opts, Sources: sources,
+	})
+	server := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, a.ServerOptions(nil))
+	a.Install(server)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return server, a.Subscriptions()
 }
 
 // liveClient is a client session that records the updates it receives.

@@ -16,7 +16,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
-	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -28,16 +27,7 @@ import (
 // test sees the JSON-RPC errors exactly as a client does.
 func wireSession(t *testing.T, res *core.Resources, principal string) *mcp.ClientSession {
 	t.Helper()
-	subs := mcpsdk.NewSubscriptions(res, nil, nil)
-	server := mcp.NewServer(&mcp.Implementation{Name: "wire", Version: "v0"}, subs.ServerOptions(nil))
-	mcpsdk.Install(server, res, &mcpsdk.Options{
-		Principal:     func(context.Context, mcp.Request) string { return principal },
-		Subscriptions: subs, Completions: true,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	server, _ := liveServer(t, res, nil, nil, principal)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(context.Background(), st, nil)
 	if err != nil {
