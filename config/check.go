@@ -373,7 +373,7 @@ func (c *checker) resource(r *Resource) {
 // s3Only and pgOnly are the keys that make sense for one kind of source.
 var (
 	s3Only = []string{"prefix", "max_depth"}
-	pgOnly = []string{"plan", "body", "bundle", "item_uri", "completion", "object", "listen"}
+	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
 )
 
 func (c *checker) pgResource(r *Resource, caps []string, path string) {
@@ -392,6 +392,9 @@ func (c *checker) pgResource(r *Resource, caps []string, path string) {
 		c.statement(r.Plan, sp, "plan", path, caps, planParams, caps)
 		if sp.Has("item_uri") {
 			c.e.at(sp.Of("item_uri"), "%s.item_uri: is for a bundle; a plan's item is the request URI", path)
+		}
+		if sp.Has("anchored") {
+			c.e.at(sp.Of("anchored"), "%s.anchored: is for a bundle; a plan's missing row is already unavailable", path)
 		}
 	default:
 		planKey = "bundle"

@@ -175,6 +175,12 @@ type Resource struct {
 	// {column} placeholders, each replaced by that column's value as one
 	// escaped path segment.
 	ItemURI string `yaml:"item_uri"`
+	// Anchored (with Bundle) says the bundle statement selects from the
+	// bundle's own row (a project, a tenant) LEFT JOINed with its items:
+	// no row at all is unavailable, like a plan's missing row, and a row
+	// with a NULL key is a bundle without items. Without it, no row is an
+	// empty bundle.
+	Anchored bool `yaml:"anchored"`
 	// Body (PostgreSQL) reads one planned item by $key (and optionally
 	// $version, $principal): columns body and optionally version.
 	Body string `yaml:"body"`

@@ -161,7 +161,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		if ps := sources[r.Source]; ps != nil {
 			def.URI, def.URITemplate = r.URI, r.Template
-			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Body: r.Body, Complete: r.Completion}
+			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Body: r.Body, Complete: r.Completion}
 			if o := r.Object; o != nil {
 				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
 				sb.ObjectOnly = r.Plan != "" && r.Body == ""

@@ -198,3 +198,26 @@ func newRow(cols []column, dest []any) row {
 func (r row) str(name string) (string, bool) { s, ok := r[name].(string); return s, ok }
 func (r row) int(name string) (int64, bool)  { n, ok := r[name].(int64); return n, ok }
 func (r row) bool(name string) (bool, bool)  { b, ok := r[name].(bool); return b, ok }
+
+// nullIsFalse sets each named column that is NULL (absent) to false.
+func (r row) nullIsFalse(names ...string) {
+	for _, n := range names {
+		if _, ok := r[n]; !ok {
+			r[n] = false
+		}
+	}
+}
+
+// grants returns the policy's answer a plan row carries in its visible,
+// read and disclose columns (see [row.nullIsFalse]), or nil when the plan
+// has none.
+func (r row) grants() *grantFlags {
+	if _, ok := r["visible"]; !ok {
+		return nil
+	}
+	var f grantFlags
+	f.Visible, _ = r.bool("visible")
+	f.Read, _ = r.bool("read")
+	f.Disclose, _ = r.bool("disclose")
+	return &f
+}

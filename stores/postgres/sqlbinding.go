@@ -36,13 +36,24 @@ import (
 //	text               (boolean)             serve the body as text; default: by MIME type
 //	object_key         (text)                a referenced object: a second item, read from an ObjectSource
 //	object_source      (text)                which of SourceOptions.Objects holds it (default ObjectSource)
+//	object_bucket      (text)                the bucket the row names: a row naming another bucket than its object source's Name has no object item
 //	object_etag        (text)                the ETag that pins it
 //	object_version_id  (text)                the version id that pins it
 //	object_size        (integer)             its size, checked when it is read
 //	object_mime        (text)                its MIME type; default: the object store's
+//	visible, read      (boolean, together)   the policy's answer for the row, read in the plan
+//	disclose           (boolean)             issues about the row may carry its URI
 //
 // plus any column ItemURI or ObjectURI names. A NULL object_key is a row
 // without an object. Any other column is a mistake that Check reports.
+//
+// The visible, read and disclose columns fold the policy's decision into
+// the plan: the [Source.Policy] of the same source decides the pass before
+// the body reads from them, with no statement of its own, and runs its
+// decide statement only for the recheck after the reads. Compute them with
+// the same predicate as the decide statement (a LATERAL join on the grants
+// table, say), so that both stages answer alike; the row's object item
+// takes the row's answer.
 type SQLBinding struct {
 	// Definition is the resource's definition: a URITemplate whose
 	// variables the statements use by name, or a concrete URI.
@@ -57,6 +68,13 @@ type SQLBinding struct {
 	// the statement's order: zero rows is a legitimately empty bundle.
 	// Parameters as for Plan; ItemURI is required.
 	Bundle string
+	// Anchored makes a bundle statement select from the bundle's own row (a
+	// project, a tenant) LEFT JOINed with its items: zero rows means the
+	// bundle does not exist or is refused, and is unavailable exactly like
+	// a plan with no row, while one row with a NULL key is the anchor of a
+	// bundle without items and plans none. Without Anchored, zero rows is
+	// an empty bundle and a NULL key is an error.
+	Anchored bool
 	// ItemURI is the pattern of a bundle row's item URI: literal text and
 	// {column} placeholders, each replaced by that column's value escaped
 	// as one path segment (doc://tenants/{tenant_id}/{id}).
@@ -109,8 +127,9 @@ const (
 var planColumns = []column{
 	{"key", colAny, true}, {"version", colAny, true}, {"mime", colText, true},
 	{"name", colText, false}, {"title", colText, false}, {"size", colInteger, false}, {"text", colBool, false},
-	{"object_key", colText, false}, {"object_source", colText, false}, {"object_etag", colText, false},
+	{"object_key", colText, false}, {"object_source", colText, false}, {"object_bucket", colText, false}, {"object_etag", colText, false},
 	{"object_version_id", colText, false}, {"object_size", colInteger, false}, {"object_mime", colText, false},
+	{"visible", colBool, false}, {"read", colBool, false}, {"disclose", colBool, false},
 }
 
 var bodyColumns = []column{{"body", colBody, true}, {"version", colAny, false}}
@@ -130,6 +149,10 @@ type sqlRef struct {
 	// own target.
 	ObjectSource string     `json:"os,omitempty"`
 	Object       *objectRef `json:"o,omitempty"`
+	// Grants is the policy's answer read by the plan statement (its
+	// visible, read and disclose columns), for the decision before the
+	// reads; nil when the plan has no such columns.
+	Grants *grantFlags `json:"g,omitempty"`
 }
 
 const (
@@ -163,6 +186,7 @@ type sqlBinding struct {
 	objectURI uriPattern
 	objSource string
 	objOnly   bool
+	anchored  bool
 }
 
 // Binding returns the binding that b defines over src. It checks what it
@@ -209,6 +233,10 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	case b.ItemURI != "":
 		return fail("ItemURI", "is for bundles; a plan's item is the request URI")
 	}
+	if b.Anchored && b.Bundle == "" {
+		return fail("Anchored", "is for bundles: a plan's missing row is already unavailable")
+	}
+	sb.anchored = b.Anchored
 	switch {
 	case b.ObjectOnly && (b.Bundle != "" || b.Body != "" || b.ObjectURI != ""):
 		return fail("ObjectOnly", "serves a plan's object alone: leave Bundle, Body and ObjectURI empty")
@@ -322,10 +350,13 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []string{"object_source", "object_etag", "object_version_id", "object_size", "object_mime"} {
+	for _, c := range []string{"object_source", "object_bucket", "object_etag", "object_version_id", "object_size", "object_mime"} {
 		if p.has[c] && !p.has["object_key"] {
 			return nil, sb.plan.configError(fmt.Sprintf("column %q needs an object_key column", c), nil)
 		}
+	}
+	if p.has["visible"] != p.has["read"] || (p.has["disclose"] && !p.has["visible"]) {
+		return nil, sb.plan.configError(`columns "visible" and "read" go together (and "disclose" needs them): they are the policy's answer folded into the plan`, nil)
 	}
 	if sb.objOnly && !p.has["object_key"] {
 		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
@@ -380,12 +411,15 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	switch {
 	case len(rows) > maxItems:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: the request plans more than %d items (SourceOptions.MaxPlanItems)", maxItems)
-	case !sb.bundle && len(rows) == 0:
+	case (!sb.bundle || sb.anchored) && len(rows) == 0:
 		return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
 	case !sb.bundle && len(rows) > 1:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: the plan statement returned %d rows for one item", sb.name, len(rows))
 	}
 	if sb.objOnly {
+		if p.has["visible"] {
+			rows[0].nullIsFalse("visible", "read", "disclose")
+		}
 		ot, ok, err := sb.objectTarget(ctx, m.URI(), rows[0])
 		switch {
 		case err != nil:
@@ -398,6 +432,12 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	items := make([]core.ResourceTarget, 0, len(rows))
 	requested := core.ResourceTarget{}
 	for _, r := range rows {
+		if p.has["visible"] {
+			r.nullIsFalse("visible", "read", "disclose")
+		}
+		if _, ok := r.str("key"); !ok && sb.anchored {
+			continue // the anchor of a bundle without items
+		}
 		uri := m.URI()
 		if sb.bundle {
 			if uri, err = sb.itemURI.expand(r); err != nil {
@@ -438,6 +478,7 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	if ref.Version, ok = r.str("version"); !ok {
 		return core.ResourceTarget{}, fmt.Errorf("postgres: binding %q: a plan row has a NULL version", sb.name)
 	}
+	ref.Grants = r.grants()
 	ref.MIME, _ = r.str("mime")
 	if text, ok := r.bool("text"); ok {
 		ref.Text = text
@@ -467,6 +508,11 @@ func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (c
 	if !ok {
 		return core.ResourceTarget{}, false, nil
 	}
+	if bucket, ok := r.str("object_bucket"); ok {
+		if named, ok := os.(interface{ Name() string }); ok && named.Name() != bucket {
+			return core.ResourceTarget{}, false, nil // another bucket's object: the row stands alone
+		}
+	}
 	uri := rowURI + "/object"
 	if sb.objOnly {
 		uri = rowURI
@@ -495,7 +541,7 @@ func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (c
 	key, _ = r.str("key")
 	version, _ := r.str("version")
 	authz, err := json.Marshal(sqlRef{Kind: refObject, Source: sb.src.name, Binding: sb.name, Key: key, Version: version,
-		ObjectSource: srcName, Object: &objectRef{Repr: inner.Representation(), Data: inner.AuthorizationData()}})
+		ObjectSource: srcName, Object: &objectRef{Repr: inner.Representation(), Data: inner.AuthorizationData()}, Grants: r.grants()})
 	if err != nil {
 		return core.ResourceTarget{}, false, err
 	}

@@ -41,7 +41,9 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // every other.
 //
 // Decide answers a whole plan with one statement in one round trip, before
-// the body reads and again for the recheck; Visibility and Read run the
+// the body reads and again for the recheck; before the reads it needs no
+// statement at all for targets whose plan statement returned the answer
+// itself (the visible and read columns of [SQLBinding]); Visibility and Read run the
 // same statement for one key, for a gateway that asks per target. Discover
 // allows every definition to a caller with a valid principal. The statement
 // is checked by [Source.Check] with the source's other statements. Errors
@@ -146,26 +148,34 @@ func (p *sqlPolicy) ask(ctx context.Context, keys []string) (map[string]flags, e
 
 // keyOf returns the policy key of t: its row's key for a target of this
 // source, its URI for any other; bundle is true for the requested target of
-// a bundle of this source. ok is always true.
-func (p *sqlPolicy) keyOf(t core.ResourceTarget) (key string, bundle, ok bool) {
+// a bundle of this source, and planned is the answer t's plan statement
+// read, if it had visible and read columns.
+func (p *sqlPolicy) keyOf(t core.ResourceTarget) (key string, bundle bool, planned *grantFlags) {
 	r, ok := parseSQLRef(t)
 	if !ok || r.Source != p.src.name {
-		return t.URI(), false, true
+		return t.URI(), false, nil
 	}
 	if r.Kind == refBundle {
-		return "", true, true
+		return "", true, nil
 	}
-	return r.Key, false, true
+	return r.Key, false, r.Grants
 }
 
+// decide answers a pass. Before the reads, a target whose plan read the
+// policy's answer is decided from it, so a plan whose statements all fold
+// the answer in costs no statement here; every other key, and every key of
+// the recheck, is decided by the decide statement, all in one round trip.
 func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+	useplanned := pass.Stage == core.PassBeforeReads
 	keys := make([]string, 0, len(pass.Targets))
 	seen := map[string]bool{}
 	for _, t := range pass.Targets {
-		if k, bundle, ok := p.keyOf(t); ok && !bundle && !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
+		k, bundle, planned := p.keyOf(t)
+		if bundle || (useplanned && planned != nil) || seen[k] {
+			continue
 		}
+		seen[k] = true
+		keys = append(keys, k)
 	}
 	var answers map[string]flags
 	if len(keys) > 0 {
@@ -178,15 +188,15 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 	}
 	out := make([]core.TargetDecision, len(pass.Targets))
 	for i, t := range pass.Targets {
-		k, bundle, ok := p.keyOf(t)
-		switch {
-		case !ok:
-			continue // hidden
-		case bundle:
+		k, bundle, planned := p.keyOf(t)
+		if bundle {
 			out[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
 			continue
 		}
 		f := answers[k]
+		if useplanned && planned != nil {
+			f = flags{discover: true, visible: planned.Visible, read: planned.Read, disclose: planned.Disclose}
+		}
 		if i == 0 && !f.discover {
 			return nil, core.Unavailable(fmt.Errorf("%w: not discoverable", errPolicyHidden))
 		}
@@ -196,11 +206,8 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 }
 
 func (p *sqlPolicy) one(ctx context.Context, t core.ResourceTarget) (flags, error) {
-	k, bundle, ok := p.keyOf(t)
-	switch {
-	case !ok:
-		return flags{}, nil
-	case bundle:
+	k, bundle, _ := p.keyOf(t)
+	if bundle {
 		return flags{discover: true, visible: true, read: true}, nil
 	}
 	answers, err := p.ask(ctx, []string{k})
