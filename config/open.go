@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -30,6 +32,9 @@ type Served struct {
 	// SourceOf names the source of each binding, index for index (a
 	// metric label).
 	SourceOf []string
+	// ObjectSourceOf names, index for index, the S3 source of the objects
+	// a binding's rows reference (its object.source), or "".
+	ObjectSourceOf []string
 	// Policy is the file's policy.
 	Policy core.ResourcePolicy
 	// Ready has one check per source, in file order, for a readiness
@@ -38,6 +43,11 @@ type Served struct {
 	// Lines describe what is served, one line per definition, as
 	// mcp-resources check prints them.
 	Lines []string
+	// Changes are the change sources of the file's listen channels, one
+	// per PostgreSQL source whose resources name one (postgres
+	// Source.Listener, connecting with the source's listen_url or url).
+	// Open does not start them: a server watches them for subscriptions.
+	Changes []core.ChangeSource
 
 	closers []func()
 }
@@ -64,6 +74,9 @@ type OpenOptions struct {
 	// Principal returns the caller of a request; nil means
 	// core.ContextPrincipal.
 	Principal core.PrincipalFunc
+	// Logger receives the listeners' disconnects and reconnects; nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Open connects to every source of the file and builds its bindings and
@@ -88,12 +101,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	}()
 	fail := func() (*Served, error) { return nil, e.first() }
 
-	for _, r := range f.Resources {
-		if r.Spans.Has("listen") {
-			e.at(r.Spans.Of("listen"), "resources.%s.listen: this server does not listen for key payloads yet: leave it out", r.Name)
-			return fail()
-		}
-	}
 	buckets := map[string]*s3store.Bucket{}
 	objects := map[string]postgres.ObjectSource{}
 	pools := map[string]*pgxpool.Pool{}
@@ -161,7 +168,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		if ps := sources[r.Source]; ps != nil {
 			def.URI, def.URITemplate = r.URI, r.Template
-			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Body: r.Body, Complete: r.Completion}
+			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
 			if o := r.Object; o != nil {
 				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
 				sb.ObjectOnly = r.Plan != "" && r.Body == ""
@@ -170,7 +177,12 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if err != nil {
 				return nil, f.storeError(err, r.Spans.Self())
 			}
+			objSrc := ""
+			if r.Object != nil {
+				objSrc = r.Object.Source
+			}
 			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
+			s.ObjectSourceOf = append(s.ObjectSourceOf, objSrc)
 			s.Lines = append(s.Lines, describe(r, def.URI+def.URITemplate))
 			continue
 		}
@@ -191,6 +203,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			return nil, f.storeError(err, r.Spans.Self())
 		}
 		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
+		s.ObjectSourceOf = append(s.ObjectSourceOf, "")
 		s.Lines = append(s.Lines, describe(r, def.URITemplate))
 	}
 	// Key families go in at the place of their bucket's first one, so
@@ -211,6 +224,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Bindings = append(s.Bindings[:at], append(bs, s.Bindings[at:]...)...)
 		s.SourceOf = append(s.SourceOf[:at], append(names, s.SourceOf[at:]...)...)
+		s.ObjectSourceOf = append(s.ObjectSourceOf[:at], append(make([]string, len(bs)), s.ObjectSourceOf[at:]...)...)
 		for name, i := range familyAt {
 			if i > at && name != src.Name {
 				familyAt[name] = i + len(bs)
@@ -246,7 +260,52 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			return nil, f.storeError(err, src.Spans.Self())
 		}
 	}
+	for _, src := range f.Sources {
+		p, ps := src.Postgres, sources[src.Name]
+		if p == nil || !f.listens(src.Name) {
+			continue
+		}
+		lcfg := pools[src.Name].Config().ConnConfig.Copy()
+		at, key := p.Spans.Of("url"), "url"
+		if v := p.ListenURL.Value(); v != "" {
+			at, key = p.Spans.Of("listen_url"), "listen_url"
+			c, err := pgx.ParseConfig(v)
+			if err != nil {
+				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
+				return fail()
+			}
+			cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+			conn, err := pgx.ConnectConfig(cctx, c)
+			cancel()
+			if err != nil {
+				e.at(at, "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, c.Host, c.Port, pgCause(err, src))
+				return fail()
+			}
+			_ = conn.Close(context.WithoutCancel(ctx))
+			lcfg = c
+		}
+		var log *slog.Logger
+		if opts.Logger != nil {
+			log = opts.Logger.With("source", src.Name)
+		}
+		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: log})
+		if err != nil {
+			e.at(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
+			return fail()
+		}
+		s.Changes = append(s.Changes, l)
+	}
 	return s, nil
+}
+
+// listens reports whether a resource of source name names a channel.
+func (f *File) listens(name string) bool {
+	for _, r := range f.Resources {
+		if r.Source == name && r.Listen != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // describe is the line check prints for one definition.

@@ -27,7 +27,10 @@
 // channel [ChangeChannel] with the changed ids as JSON, never rows or bodies
 // ({"t":"a","p":PROJECT,"a":ASSET}, "t" being p, a or g for a project, an
 // asset or a grant, and "a" absent for a project-wide grant), delivered when
-// the writing transaction commits.
+// the writing transaction commits. Version 3 adds key notifications on the
+// channel [KeyChannel] for the reference schema's resources file
+// (examples/reference): the changed item's key PROJECT/ASSET, PROJECT/* for
+// every asset of a project, and "projects" for the project list.
 //
 // Applying is safe to repeat and to run concurrently: goose takes a
 // session-level advisory lock in the database for the whole run, and records
@@ -66,6 +69,9 @@ const (
 	// ChangeChannel is the channel on which the schema's triggers NOTIFY
 	// changed ids (version 2).
 	ChangeChannel = "mcpres_changes"
+	// KeyChannel is the channel on which the schema's triggers NOTIFY the
+	// keys of changed items as a key listener reads them (version 3).
+	KeyChannel = "mcpres_keys"
 	// LockID is the key of the advisory lock held while migrating.
 	LockID int64 = 0x6d63707265730001 // "mcpres" 0001
 )

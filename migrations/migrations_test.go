@@ -31,7 +31,7 @@ func TestEveryMigrationHasUpAndDown(t *testing.T) {
 
 // TestVersionIsTheNewestFile proves Version reads the newest embedded version.
 func TestVersionIsTheNewestFile(t *testing.T) {
-	if got := Version(); got != 2 {
-		t.Fatalf("Version() = %d, want 2 (00002_change_notifications.sql is the newest)", got)
+	if got := Version(); got != 3 {
+		t.Fatalf("Version() = %d, want 3 (00003_key_notifications.sql is the newest)", got)
 	}
 }

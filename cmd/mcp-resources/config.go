@@ -67,12 +67,29 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 	if err != nil {
 		return nil, err
 	}
-	served, err := f.Open(ctx, nil)
+	be, err := servedBackend(ctx, e, f)
 	if err != nil {
 		return nil, err
 	}
-	be := &backend{name: "config " + s.Config, bindings: served.Bindings, policy: served.Policy, close: served.Close,
-		resolveStore: "config", storeOf: storeKind}
+	be.name = "config " + s.Config
+	return be, nil
+}
+
+// servedBackend opens and checks f's sources and serves its bindings: the
+// one code path of a resources file and of the reference schema (whose
+// file is embedded; see storageBackend).
+func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error) {
+	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener")})
+	if err != nil {
+		return nil, err
+	}
+	be := &backend{bindings: served.Bindings, policy: served.Policy, close: served.Close, sources: served.Changes,
+		storeOf: func(i int, t core.ResourceTarget) string {
+			if !t.IsZero() && t.Representation() == s3store.Representation && served.ObjectSourceOf[i] != "" {
+				return served.ObjectSourceOf[i]
+			}
+			return served.SourceOf[i]
+		}}
 	for _, r := range served.Ready {
 		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
 	}
@@ -80,16 +97,8 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 		be.limits = &l
 	}
 	be.notes = append(be.notes, fmt.Sprintf("serving the resources file %s: %d definitions from the sources %s",
-		s.Config, len(served.Bindings), strings.Join(served.SourceNames(), ",")))
+		f.Name, len(served.Bindings), strings.Join(served.SourceNames(), ",")))
 	return be, nil
-}
-
-// storeKind names the kind of store that reads t, a metric label.
-func storeKind(t core.ResourceTarget) string {
-	if t.Representation() == s3store.Representation {
-		return "s3"
-	}
-	return "postgres"
 }
 
 // fileLimits lays the flags' limits over the file's: a flag that is set

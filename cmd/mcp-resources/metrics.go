@@ -104,14 +104,16 @@ func (m *metrics) watchSessions(s *mcp.Server) {
 }
 
 // instrument wraps every binding's resolver, reader and completer (when it
-// has one) so that each store round trip is counted and timed: a resolve
-// and a completion under resolveStore, a read under the store that storeOf
-// names for its target (a binding that joins rows and objects reads from
-// two stores).
-func (m *metrics) instrument(bs []core.ResourceBinding, resolveStore string, storeOf func(core.ResourceTarget) string) []core.ResourceBinding {
+// has one) so that each store round trip is counted and timed under the
+// store that storeOf names: for binding i's resolves and completions
+// storeOf(i, zero target), for a read storeOf(i, target), since a binding
+// that joins rows and objects reads from two stores. The names are the
+// sources of a resources file, operator-chosen and fixed.
+func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int, t core.ResourceTarget) string) []core.ResourceBinding {
 	out := make([]core.ResourceBinding, len(bs))
 	for i, b := range bs {
 		resolver, reader, completer := b.Resolver, b.Reader, b.Completer
+		resolveStore := storeOf(i, core.ResourceTarget{})
 		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
 			start := time.Now()
 			p, err := resolver.Resolve(ctx, match)
@@ -129,7 +131,7 @@ func (m *metrics) instrument(bs []core.ResourceBinding, resolveStore string, sto
 		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
 			start := time.Now()
 			p, err := reader.Read(ctx, t)
-			m.storeCall(storeOf(t), "read", start, err)
+			m.storeCall(storeOf(i, t), "read", start, err)
 			return p, err
 		})
 		out[i] = b

@@ -78,7 +78,7 @@ func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
 		return []memory.Ref{{URI: m.URI(), Key: "note/alpha"}}, nil
 	})
 	m := newMetrics()
-	bs := m.instrument([]core.ResourceBinding{completing, plain}, "memory", func(core.ResourceTarget) string { return "memory" })
+	bs := m.instrument([]core.ResourceBinding{completing, plain}, func(int, core.ResourceTarget) string { return "memory" })
 	if bs[0].Completer == nil || bs[1].Completer != nil {
 		t.Fatalf("completers after instrument: %v, %v; want the first kept and the second still nil", bs[0].Completer, bs[1].Completer)
 	}

@@ -51,10 +51,9 @@ type backend struct {
 	ready    []readyCheck
 	sources  []core.ChangeSource // what tells subscriptions that storage changed
 	close    func()
-	// resolveStore and storeOf name the store (a metric label) that
-	// resolves plans and that reads a target.
-	resolveStore string
-	storeOf      func(core.ResourceTarget) string
+	// storeOf names the store (a metric label) of binding i that resolves
+	// its plans and completes its variables (t zero) or reads target t.
+	storeOf func(i int, t core.ResourceTarget) string
 	limits       *core.ResourceLimits // a resources file's limits, under the flags'
 	// notes are INFO lines about the configuration, logged only once the
 	// server starts serving, so that a configuration error stays the one
@@ -109,7 +108,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		opts = append(opts, core.WithCursorKey(key))
 	}
 	m := newMetrics()
-	res, err := core.NewResources(m.instrument(be.bindings, be.resolveStore, be.storeOf), be.policy, opts...)
+	res, err := core.NewResources(m.instrument(be.bindings, be.storeOf), be.policy, opts...)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -191,7 +190,7 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 		return nil, err
 	}
 	return &backend{name: "memory", bindings: bindings, policy: demoPolicy(st), sources: []core.ChangeSource{st}, close: func() {},
-		resolveStore: "memory", storeOf: func(core.ResourceTarget) string { return "memory" }}, nil
+		storeOf: func(int, core.ResourceTarget) string { return "memory" }}, nil
 }
 
 // cursorKey returns the shared cursor key, or nil for a random one.

@@ -16,7 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/config"
+	"go.phpboyscout.uk/mcp/resources/examples/reference"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -158,43 +159,33 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 
 // storageBackend serves the reference schema from PostgreSQL, joined with
 // the bucket's objects when --bucket is set, under the grants table's
-// policy.
+// policy, through the reference schema's resources file embedded in the
+// binary (examples/reference): the one code path of every resources file.
 // Subscriptions learn of changes from one dedicated LISTEN connection to
 // listenURL, or to the --postgres server when it is empty.
+//
+// The flags are checked first, with messages in their own terms (the
+// server cannot be reached, the schema is not migrated, the bucket does
+// not exist), before the file is opened with their values.
 func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string) (*backend, error) {
 	pool, err := f.openPool(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*backend, error) { pool.Close(); return nil, err }
-	if err := checkSchema(ctx, pool, true); err != nil {
-		return fail(err)
-	}
-	be := &backend{name: "postgres", close: pool.Close, ready: []readyCheck{{"postgres", pool.Ping}}}
-	var opts postgres.Options
-	if f.Bucket != "" {
-		client, err := f.openBucket(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		bucket, err := s3store.OpenBucket(ctx, client, f.Bucket, nil)
-		if err != nil {
-			return fail(fmt.Errorf("--bucket: %w", err))
-		}
-		opts.Objects = &postgres.Objects{Target: objectTarget(bucket.Name()), Reader: bucket}
-		be.name = "postgres+s3"
-		be.ready = append(be.ready, readyCheck{"s3", func(ctx context.Context) error { return headBucket(ctx, client, f.Bucket) }})
-	} else {
-		be.notes = append(be.notes, "no --bucket: asset rows are served without the objects they reference")
-	}
-	st, err := postgres.NewStore(pool, &opts)
+	err = checkSchema(ctx, pool, true)
+	pool.Close()
 	if err != nil {
-		return fail(fmt.Errorf("postgres store: %w", err))
+		return nil, err
 	}
-	lcfg := pool.Config().ConnConfig.Copy()
+	if f.Bucket != "" {
+		if _, err := f.openBucket(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if listenURL != "" {
-		if lcfg, err = pgx.ParseConfig(listenURL); err != nil {
-			return fail(errors.New("--listen-postgres is not a valid PostgreSQL URL"))
+		lcfg, err := pgx.ParseConfig(listenURL)
+		if err != nil {
+			return nil, errors.New("--listen-postgres is not a valid PostgreSQL URL")
 		}
 		// Subscriptions depend on this one connection: refuse to start
 		// without it rather than serve subscriptions that never fire.
@@ -202,42 +193,57 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		conn, err := pgx.ConnectConfig(cctx, lcfg)
 		cancel()
 		if err != nil {
-			return fail(fmt.Errorf("cannot reach PostgreSQL at %s:%d for --listen-postgres: %s", lcfg.Host, lcfg.Port, pgCause(err)))
+			return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d for --listen-postgres: %s", lcfg.Host, lcfg.Port, pgCause(err))
 		}
 		conn.Close(context.Background())
 	}
-	listener, err := postgres.NewListener(lcfg, &postgres.ListenerOptions{Logger: e.log.With("component", "listener")})
+	file, err := f.referenceFile(listenURL)
 	if err != nil {
-		return fail(fmt.Errorf("change listener: %w", err))
+		return nil, err
 	}
-	be.sources = []core.ChangeSource{listener}
-	be.bindings = st.Bindings()
-	be.policy = st.Policy()
-	be.storeOf = func(t core.ResourceTarget) string {
-		if t.Representation() == postgres.ReprObject {
-			return "s3"
-		}
-		return "postgres"
+	be, err := servedBackend(ctx, e, file)
+	if err != nil {
+		return nil, err
 	}
-	be.resolveStore = "postgres"
+	be.name = "postgres"
+	if f.Bucket != "" {
+		be.name = "postgres+s3"
+	} else {
+		be.notes = append(be.notes, "no --bucket: asset rows are served without the objects they reference")
+	}
 	return be, nil
 }
 
-// objectTarget pins the object an asset row references, in bucket only. A
-// reference to another bucket, or one without an ETag or version id to pin,
-// is not served: the joined bundle holds the fields alone.
-func objectTarget(bucket string) func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
-	return func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
-		if a.Object.Bucket != bucket {
-			return core.ResourceTarget{}, core.Unavailable(errors.New("the row references an object of another bucket"))
-		}
-		t, err := s3store.NewObjectTarget(uri, s3store.Object{Bucket: a.Object.Bucket, Key: a.Object.Key,
-			ETag: a.Object.ETag, VersionID: a.Object.VersionID, Size: a.Object.Size, ContentType: a.MIMEType})
-		if err != nil {
-			return core.ResourceTarget{}, core.Unavailable(err)
-		}
-		return t, nil
+// referenceSource names the embedded reference file in messages.
+const referenceSource = "examples/reference/resources.yaml (built in)"
+
+// referenceFile is the embedded reference schema's resources file with the
+// flags' values for its ${MCPRES_...} references. Without --bucket its S3
+// source is left out, with the resources that serve objects alone and the
+// object items of the others.
+func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
+	env := map[string]string{
+		"MCPRES_DATABASE_URL": f.Postgres, "MCPRES_LISTEN_DATABASE_URL": listenURL,
+		"MCPRES_BUCKET": f.Bucket, "MCPRES_BUCKET_ENDPOINT": f.Endpoint, "MCPRES_BUCKET_REGION": f.Region,
+		"MCPRES_BUCKET_ACCESS_KEY": f.Access, "MCPRES_BUCKET_SECRET_KEY": f.Secret,
 	}
+	if f.Bucket == "" {
+		env["MCPRES_BUCKET"] = "unused" // its source is left out below
+	}
+	file, err := config.Parse(referenceSource, reference.Config, &config.Options{
+		LookupEnv: func(name string) (string, bool) { v, ok := env[name]; return v, ok }})
+	if err != nil {
+		return nil, fmt.Errorf("the built-in reference file: %w", err)
+	}
+	for i := range file.Sources {
+		if s3 := file.Sources[i].S3; s3 != nil {
+			s3.PathStyle = f.Path
+		}
+	}
+	if f.Bucket == "" {
+		file.WithoutS3()
+	}
+	return file, nil
 }
 
 // pgCause says in a few words why a connection failed: the server's own

@@ -59,6 +59,11 @@ type ListenerOptions struct {
 // sessions.
 type Listener struct {
 	cfg        *pgx.ConnConfig
+	// channels, keys and changeKeys are the key listener's (see
+	// [Source.Listener]); nil channels mean the reference schema's.
+	channels   []string
+	keys       func(channel, payload string) []string
+	changeKeys func(core.ResourceTarget) []string
 	min, max   time.Duration
 	log        *slog.Logger
 	pid        atomic.Uint32
@@ -142,12 +147,18 @@ func (l *Listener) session(ctx context.Context, changed func(core.Change)) error
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ChangeChannel}.Sanitize()); err != nil {
-		return err
+	channels := l.channels
+	if channels == nil {
+		channels = []string{ChangeChannel}
+	}
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
 	}
 	l.pid.Store(conn.PgConn().PID())
 	l.reconnects.Add(1)
-	l.log.Info("postgres listener connected", "channel", ChangeChannel)
+	l.log.Info("postgres listener connected", "channels", strings.Join(channels, ","))
 	changed(core.Change{All: true}) // anything may have changed while we were not listening
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -158,7 +169,13 @@ func (l *Listener) session(ctx context.Context, changed func(core.Change)) error
 			l.log.Warn("postgres listener lost its connection", "err", err)
 			return nil
 		}
-		if keys := notificationKeys(n.Payload); len(keys) > 0 {
+		var keys []string
+		if l.keys != nil {
+			keys = l.keys(n.Channel, n.Payload)
+		} else {
+			keys = notificationKeys(n.Payload)
+		}
+		if len(keys) > 0 {
 			changed(core.Change{Keys: keys})
 		} else {
 			changed(core.Change{All: true}) // a payload we cannot read: be safe
@@ -216,6 +233,9 @@ func notificationKeys(payload string) []string {
 // the asset's URI, and the row's ETag or version id changes with the
 // object.
 func (l *Listener) ChangeKeys(t core.ResourceTarget) []string {
+	if l.changeKeys != nil {
+		return l.changeKeys(t)
+	}
 	if r, err := parseRef(t); err == nil {
 		switch r.Kind {
 		case ReprIndex:

@@ -79,8 +79,22 @@ type Source struct {
 	login   bool
 	objects map[string]ObjectSource
 
-	mu    sync.Mutex
-	stmts []*statement
+	mu     sync.Mutex
+	stmts  []*statement
+	listen map[string]string // binding name -> channel
+}
+
+// watch records that the binding name's changes arrive on channel, if any.
+func (src *Source) watch(name, channel string) {
+	if channel == "" {
+		return
+	}
+	src.mu.Lock()
+	if src.listen == nil {
+		src.listen = map[string]string{}
+	}
+	src.listen[name] = channel
+	src.mu.Unlock()
 }
 
 // ErrNotChecked is the cause of a resolve, read, policy decision or

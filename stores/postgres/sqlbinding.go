@@ -105,6 +105,11 @@ type SQLBinding struct {
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled by their object store.
 	Representation string
+	// Listen is the channel on which the host's triggers NOTIFY the keys of
+	// changed items (see [Source.Listener]), for subscriptions; empty
+	// means the binding's reads are not watched. Lowercase letters, digits
+	// and _.
+	Listen string
 	// ObjectOnly makes the binding serve the row's object alone, as the
 	// request URI: register it beside the row's binding under the object
 	// item's URI (doc://tenants/{tenant}/documents/{id}/object) so that
@@ -244,6 +249,9 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		return fail("body", "is required")
 	}
 	sb.objOnly = b.ObjectOnly
+	if b.Listen != "" && !validChannel(b.Listen) {
+		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
+	}
 	var err error
 	if sb.itemURI, err = parseURIPattern(b.ItemURI); err != nil {
 		return fail("ItemURI", err.Error())
@@ -269,6 +277,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	sb.plan.prepare = sb.preparePlan
 	if sb.objOnly {
 		src.add(sb.plan)
+		src.watch(name, b.Listen)
 		return core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}, nil
 	}
 	// The body.
@@ -319,6 +328,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
 		src.add(sb.complete[v])
 	}
+	src.watch(name, b.Listen)
 	out := core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}
 	if len(sb.complete) > 0 {
 		out.Completer = sb

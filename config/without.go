@@ -1,0 +1,33 @@
+package config
+
+// WithoutS3 leaves the file's S3 sources out, with every resource that
+// reads from one alone (a key pattern, or a plan without body that serves
+// its row's object) and the object item of every other resource: what a
+// server serves when it has no bucket to read objects from. Call it on a
+// file that [Parse] accepted, before [File.Open].
+func (f *File) WithoutS3() {
+	s3 := map[string]bool{}
+	sources := f.Sources[:0]
+	for _, src := range f.Sources {
+		if src.S3 != nil {
+			s3[src.Name] = true
+			continue
+		}
+		sources = append(sources, src)
+	}
+	f.Sources = sources
+	resources := f.Resources[:0]
+	for _, r := range f.Resources {
+		switch {
+		case s3[r.Source]:
+			continue
+		case r.Object != nil && s3[r.Object.Source]:
+			if r.Body == "" {
+				continue // the object alone
+			}
+			r.Object = nil
+		}
+		resources = append(resources, r)
+	}
+	f.Resources = resources
+}
