@@ -54,7 +54,7 @@ type backend struct {
 	// storeOf names the store (a metric label) of binding i that resolves
 	// its plans and completes its variables (t zero) or reads target t.
 	storeOf func(i int, t core.ResourceTarget) string
-	limits       *core.ResourceLimits // a resources file's limits, under the flags'
+	limits  *core.ResourceLimits // a resources file's limits, under the flags'
 	// notes are INFO lines about the configuration, logged only once the
 	// server starts serving, so that a configuration error stays the one
 	// line on stderr.

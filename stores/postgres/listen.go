@@ -58,7 +58,7 @@ type ListenerOptions struct {
 // reaches every listening connection, so each replica notifies its own
 // sessions.
 type Listener struct {
-	cfg        *pgx.ConnConfig
+	cfg *pgx.ConnConfig
 	// channels, keys and changeKeys are the key listener's (see
 	// [Source.Listener]); nil channels mean the reference schema's.
 	channels   []string
