@@ -23,6 +23,10 @@ type File struct {
 	// Name is the name the file was loaded under, as errors print it.
 	Name  string `yaml:"-"`
 	Spans Spans  `yaml:"-"`
+
+	// withoutObjects names the resources whose object items [File.WithoutS3]
+	// left out.
+	withoutObjects map[string]bool
 }
 
 // Spans records where each key of one mapping of the file was written.

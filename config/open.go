@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -77,6 +79,10 @@ type OpenOptions struct {
 	// Logger receives the listeners' disconnects and reconnects; nil
 	// discards them.
 	Logger *slog.Logger
+	// TracerProvider, when set, traces every PostgreSQL statement
+	// (postgres.NewTracer) and S3 request (s3store.WithTracing) of the
+	// file's sources.
+	TracerProvider trace.TracerProvider
 }
 
 // Open connects to every source of the file and builds its bindings and
@@ -109,7 +115,8 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		case src.S3 != nil:
 			b := src.S3
 			client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
-				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.Value(), SecretAccessKey: b.SecretKey.Value(), SessionToken: b.SessionToken.Value()})
+				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.Value(), SecretAccessKey: b.SecretKey.Value(), SessionToken: b.SessionToken.Value()},
+				s3store.WithTracing(opts.TracerProvider))
 			if err != nil {
 				e.at(src.Spans.Self(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
 				return fail()
@@ -127,6 +134,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if err != nil {
 				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
 				return fail()
+			}
+			if opts.TracerProvider != nil {
+				cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
 			}
 			pool, err := pgxpool.NewWithConfig(ctx, cfg)
 			if err != nil {
@@ -169,7 +179,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if ps := sources[r.Source]; ps != nil {
 			def.URI, def.URITemplate = r.URI, r.Template
 			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
-			if o := r.Object; o != nil {
+			if f.withoutObjects[r.Name] {
+				sb.WithoutObjects, sb.ObjectURI = true, r.Object.URI
+			} else if o := r.Object; o != nil {
 				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
 				sb.ObjectOnly = r.Plan != "" && r.Body == ""
 			}
@@ -178,7 +190,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return nil, f.storeError(err, r.Spans.Self())
 			}
 			objSrc := ""
-			if r.Object != nil {
+			if r.Object != nil && !f.withoutObjects[r.Name] {
 				objSrc = r.Object.Source
 			}
 			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)

@@ -25,7 +25,10 @@ func (f *File) WithoutS3() {
 			if r.Body == "" {
 				continue // the object alone
 			}
-			r.Object = nil
+			if f.withoutObjects == nil {
+				f.withoutObjects = map[string]bool{}
+			}
+			f.withoutObjects[r.Name] = true
 		}
 		resources = append(resources, r)
 	}

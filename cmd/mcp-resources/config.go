@@ -79,7 +79,7 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 // one code path of a resources file and of the reference schema (whose
 // file is embedded; see storageBackend).
 func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error) {
-	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener")})
+	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener"), TracerProvider: tracerProvider()})
 	if err != nil {
 		return nil, err
 	}

@@ -105,6 +105,11 @@ type SQLBinding struct {
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled by their object store.
 	Representation string
+	// WithoutObjects serves every row alone: the plan's object columns are
+	// accepted and ignored, for a host that serves a definition written
+	// with objects but has no object store (the reference server without
+	// --bucket).
+	WithoutObjects bool
 	// Listen is the channel on which the host's triggers NOTIFY the keys of
 	// changed items (see [Source.Listener]), for subscriptions; empty
 	// means the binding's reads are not watched. Lowercase letters, digits
@@ -192,6 +197,7 @@ type sqlBinding struct {
 	objSource string
 	objOnly   bool
 	anchored  bool
+	noObjects bool
 }
 
 // Binding returns the binding that b defines over src. It checks what it
@@ -249,6 +255,10 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		return fail("body", "is required")
 	}
 	sb.objOnly = b.ObjectOnly
+	if b.WithoutObjects && (b.ObjectOnly || b.ObjectSource != "") {
+		return fail("WithoutObjects", "serves rows alone: leave ObjectOnly and ObjectSource unset")
+	}
+	sb.noObjects = b.WithoutObjects
 	if b.Listen != "" && !validChannel(b.Listen) {
 		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
 	}
@@ -371,7 +381,7 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	if sb.objOnly && !p.has["object_key"] {
 		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
 	}
-	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" {
+	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" && !sb.noObjects {
 		return nil, sb.plan.configError(`column "object_key" needs an object_source column or SQLBinding.ObjectSource`, nil)
 	}
 	return p, nil
@@ -507,7 +517,7 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 // (the row's item then stands alone).
 func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (core.ResourceTarget, bool, error) {
 	key, ok := r.str("object_key")
-	if !ok {
+	if !ok || sb.noObjects {
 		return core.ResourceTarget{}, false, nil
 	}
 	srcName, ok := r.str("object_source")
