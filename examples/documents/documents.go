@@ -46,7 +46,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}", Name: "document",
 			Description: "A document's body, then its file"},
 		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.title, octet_length(d.body) AS size,
-			d.s3_key AS object_key, d.s3_etag AS object_etag, true AS visible, true AS read
+			d.s3_key AS object_key, d.s3_etag AS object_etag, true AS visible, true AS read, true AS disclose
 			FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
 		Body:         `SELECT d.body, d.xmin AS version FROM documents d WHERE d.id::text = $key`,
 		ObjectSource: "files",
@@ -63,7 +63,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}/object", Name: "document-file",
 			Description: "A document's file alone"},
 		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key, d.s3_etag AS object_etag,
-			true AS visible, true AS read FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
+			true AS visible, true AS read, true AS disclose FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
 		ObjectSource: "files", ObjectOnly: true,
 	})
 	if err != nil {
@@ -73,7 +73,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents", Name: "tenant-documents",
 			Description: "A tenant's latest documents"},
 		Bundle: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.title, d.tenant_id, d.id,
-			true AS visible, true AS read FROM documents d WHERE d.tenant_id = $tenant ORDER BY d.updated_at DESC, d.id LIMIT 100`,
+			true AS visible, true AS read, true AS disclose FROM documents d WHERE d.tenant_id = $tenant ORDER BY d.updated_at DESC, d.id LIMIT 100`,
 		ItemURI: "doc://tenants/{tenant_id}/documents/{id}",
 		Body:    `SELECT d.body, d.xmin AS version FROM documents d WHERE d.id::text = $key`,
 	})
