@@ -198,6 +198,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"a bad LISTEN channel", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    listen: Changes!\n    body: SELECT body")
 		}, 23, "not a channel name"},
+		{"anchored on a plan", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body", "    anchored: true\n    body: SELECT body")
+		}, 23, "anchored: is for a bundle"},
 		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 17, "a name is a letter"},
 		{"a bundle without item_uri", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    body: SELECT $key\n"

@@ -3,6 +3,9 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const documentsConfig = "../examples/documents/resources.yaml"
@@ -72,4 +75,64 @@ func TestConfigServesTheDocumentsExampleWithTwoTokens(t *testing.T) {
 			t.Errorf("alice read %s after her membership was revoked", uri)
 		}
 	}
+}
+
+// TestConfigSubscriptionsFollowTheListenChannel runs the documents example
+// from its file with the triggers of its schema.sql: a subscriber to a
+// document hears of an UPDATE committed by another connection (the payload
+// is the document's id), a subscriber to the tenant's bundle hears of a
+// document inserted into it, and a document of another tenant changing
+// tells neither.
+func TestConfigSubscriptionsFollowTheListenChannel(t *testing.T) {
+	r := newDocsRig(t)
+	id := r.document(t, "acme", "Plan", "the plan", "", "", nil)
+	other := r.document(t, "globex", "Other", "not alice's", "", "", nil)
+	t.Setenv("DOCS_DATABASE_URL", r.url)
+	t.Setenv("DOCS_BUCKET", r.env.Bucket)
+	t.Setenv("S3_ENDPOINT", r.env.Endpoint)
+	t.Setenv("S3_ACCESS_KEY", r.env.AccessKey)
+	t.Setenv("S3_SECRET_KEY", r.env.SecretKey)
+	s := startServer(t, "--config", documentsConfig, "--tokens", tokensFile(t, "alice"))
+	alice, updates := s.connectLive(t, "alice-token")
+	ctx := t.Context()
+	doc, bundle := docURI("acme", id), "doc://tenants/acme/documents"
+	for _, uri := range []string{doc, bundle} {
+		if err := alice.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe %s: %v", uri, err)
+		}
+	}
+	expect := func(what string, want ...string) {
+		t.Helper()
+		got := map[string]bool{}
+		deadline := time.After(5 * time.Second)
+		for len(got) < len(want) {
+			select {
+			case uri := <-updates:
+				got[uri] = true
+			case <-deadline:
+				t.Fatalf("%s: notified of %v within 5 s, want %v\nserver stderr:\n%s", what, got, want, s.stderr.String())
+			}
+		}
+		for _, w := range want {
+			if !got[w] {
+				t.Fatalf("%s: notified of %v, want %v", what, got, want)
+			}
+		}
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case uri := <-updates:
+			t.Fatalf("%s: notified of %s", what, uri)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	// The listener connects after the server starts: wait until a change
+	// is heard before asserting silence.
+	r.exec(t, `UPDATE documents SET title = 'Plan!' WHERE id = $1`, id)
+	expect("the document's UPDATE", doc, bundle)
+	r.exec(t, `UPDATE documents SET title = 'Other!' WHERE id = $1`, other)
+	quiet("another tenant's document changing")
+	r.document(t, "acme", "New", "a new one", "", "", nil)
+	expect("a document inserted into the bundle", bundle)
 }

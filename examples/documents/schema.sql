@@ -42,3 +42,22 @@ CREATE POLICY member_documents ON documents FOR SELECT TO docs_reader
 		  AND m.user_id = NULLIF(current_setting('mcp.principal', true), '')));
 
 GRANT SELECT ON tenants, memberships, documents TO docs_reader;
+
+-- Change notifications for subscriptions (resources.yaml's listen:
+-- docs_keys): a document's id when its row changes, and "*" (everything)
+-- when a membership does, since that changes which documents exist for
+-- whom. Payloads carry keys only, never rows or principals.
+CREATE FUNCTION docs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_TABLE_NAME = 'memberships' THEN
+		PERFORM pg_notify('docs_keys', '*');
+	ELSE
+		IF TG_OP <> 'INSERT' THEN PERFORM pg_notify('docs_keys', OLD.id::text); END IF;
+		IF TG_OP <> 'DELETE' THEN PERFORM pg_notify('docs_keys', NEW.id::text); END IF;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER documents_notify AFTER INSERT OR UPDATE OR DELETE ON documents
+	FOR EACH ROW EXECUTE FUNCTION docs_notify();
+CREATE TRIGGER memberships_notify AFTER INSERT OR UPDATE OR DELETE ON memberships
+	FOR EACH ROW EXECUTE FUNCTION docs_notify();
