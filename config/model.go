@@ -197,8 +197,12 @@ type Resource struct {
 	// alone, as the request URI (register it under the object items' URI,
 	// such as doc://tenants/{tenant}/documents/{id}/object).
 	Object *ObjectRef `yaml:"object"`
-	// Listen (PostgreSQL) is a channel whose NOTIFY payloads are changed
-	// keys of this resource's items, for subscriptions.
+	// Listen (PostgreSQL) is a channel whose NOTIFY payloads name changed
+	// items of this resource, for subscriptions: KEY (as the plan's key
+	// column renders it), PREFIX/* (every key under PREFIX/) or * (every
+	// item); every payload also rechecks the channel's bundles. One
+	// connection per source LISTENs on all of its resources' channels
+	// (postgres Source.Listener), through listen_url when it is set.
 	Listen string `yaml:"listen"`
 
 	// Prefix (S3) is the key prefix: "" or whole segments ending in '/'.

@@ -83,15 +83,20 @@ func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	var schema, role, super bool
+	var schema, role, super, keys bool
 	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = 'mcpres' AND tablename = 'assets'),
 		EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
-		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)`, migrations.ReaderRole).Scan(&schema, &role, &super)
+		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false),
+		EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+			WHERE n.nspname = 'mcpres' AND p.proname = 'notify_keys')`, migrations.ReaderRole).Scan(&schema, &role, &super, &keys)
 	if err != nil {
 		return fmt.Errorf("checking the reference schema: %w", unwrapAll(err))
 	}
 	if !schema || !role {
 		return errors.New("the database has no reference schema: run `mcp-resources migrate` first")
+	}
+	if !keys && reader {
+		return errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
 	}
 	if !reader || super {
 		return nil
