@@ -40,13 +40,16 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // LogValue is String, so that log/slog does not print the value either.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-// referenceOnly reports whether raw is exactly one ${NAME} reference.
+// referenceOnly reports whether raw is exactly one ${NAME} reference, or
+// ${NAME:-} (empty when unset): a secret's default could only be a secret
+// written in the file.
 func referenceOnly(raw string) bool {
 	name, ok := strings.CutPrefix(raw, "${")
 	if !ok {
 		return false
 	}
 	name, ok = strings.CutSuffix(name, "}")
+	name = strings.TrimSuffix(name, ":-")
 	return ok && validEnvName(name)
 }
 
@@ -66,10 +69,12 @@ func validEnvName(name string) bool {
 	return true
 }
 
-// expand replaces every ${NAME} in raw by the environment's value. A $ not
-// followed by { stands for itself; values are not expanded again. The
-// error names the variable or the offset of the bad reference, never a
-// value.
+// expand replaces every ${NAME} in raw by the environment's value, and
+// every ${NAME:-DEFAULT} by its value or, when NAME is unset or empty, by
+// DEFAULT (literal text without '}'; empty is allowed), as a shell does. A
+// $ not followed by { stands for itself; values are not expanded again.
+// The error names the variable or the offset of the bad reference, never
+// a value.
 func expand(raw string, lookup func(string) (string, bool)) (string, string) {
 	var b strings.Builder
 	for i := 0; i < len(raw); {
@@ -84,13 +89,16 @@ func expand(raw string, lookup func(string) (string, bool)) (string, string) {
 		if end < 0 {
 			return "", "a ${ without its closing }"
 		}
-		name := raw[i : i+end]
+		name, def, hasDef := strings.Cut(raw[i:i+end], ":-")
 		if !validEnvName(name) {
-			return "", "${...} must name an environment variable ([A-Za-z_][A-Za-z0-9_]*)"
+			return "", "${...} must name an environment variable ([A-Za-z_][A-Za-z0-9_]*), optionally with :-DEFAULT"
 		}
 		v, ok := lookup(name)
-		if !ok {
-			return "", "the environment variable " + name + " is not set"
+		switch {
+		case hasDef && v == "":
+			v = def
+		case !ok:
+			return "", "the environment variable " + name + " is not set (write ${" + name + ":-} for an optional value)"
 		}
 		b.WriteString(v)
 		i += end + 1

@@ -39,17 +39,22 @@ func TestSecretsNeverPrint(t *testing.T) {
 // lone $ kept, a bad or unset reference refused by name only.
 func TestExpand(t *testing.T) {
 	env := func(n string) (string, bool) {
-		if n == "A" {
+		switch n {
+		case "A":
 			return "${B}$", true
+		case "E":
+			return "", true // set but empty: the default applies
 		}
 		return "", false
 	}
-	for raw, want := range map[string]string{"x${A}y": "x${B}$y", "$5 and $x": "$5 and $x", "${A}${A}": "${B}$${B}$"} {
+	for raw, want := range map[string]string{"x${A}y": "x${B}$y", "$5 and $x": "$5 and $x", "${A}${A}": "${B}$${B}$",
+		"${B:-}": "", "${B:-us-east-1}": "us-east-1", "${A:-x}": "${B}$", "${E:-d}": "d", "a${B:-:-}b": "a:-b"} {
 		if got, bad := expand(raw, env); bad != "" || got != want {
 			t.Errorf("expand(%q) = %q, %q; want %q", raw, got, bad, want)
 		}
 	}
-	for raw, want := range map[string]string{"${B}": "B is not set", "${A": "closing", "${1A}": "must name", "${}": "must name"} {
+	for raw, want := range map[string]string{"${B}": "B is not set", "${A": "closing", "${1A}": "must name", "${}": "must name",
+		"${:-x}": "must name", "${B-x}": "must name", "${A:-x": "closing"} {
 		if _, bad := expand(raw, env); !strings.Contains(bad, want) {
 			t.Errorf("expand(%q) problem %q, want %q", raw, bad, want)
 		}
