@@ -167,7 +167,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	if s.HTTP == "" {
 		be.logNotes(e)
 		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
-		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes))
+		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
 	return s.serveHTTP(ctx, e, server, tokens, be, m, stopAll)
 }
@@ -223,8 +223,10 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 // closes them or ctx ends. Lines are framed by the command (package
 // linetransport): a malformed line or a batch is answered with an error
 // and the session goes on.
-func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int) error {
-	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine}
+func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
+	// When stdin ends, the requests read before it are answered within
+	// the same grace as a signal's.
+	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond)}
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil

@@ -14,6 +14,11 @@
 //     discarding it up to its newline without keeping it.
 //
 // Blank lines are skipped. The session goes on after each of these.
+//
+// When In ends (a client that pipes its requests in and closes stdin), the
+// connection reports the end only once every request it has read has been
+// answered, or after [Transport].DrainTimeout: no request a client sent is
+// dropped because its input ended first.
 package linetransport
 
 import (
@@ -51,7 +56,15 @@ type Transport struct {
 	Out io.Writer
 	// MaxMessageBytes bounds one line; zero selects DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// DrainTimeout bounds how long the connection waits, once In has
+	// ended, for the answers to the requests it has read; zero selects
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout is the wait for pending answers after In ends when
+// DrainTimeout is zero.
+const DefaultDrainTimeout = 30 * time.Second
 
 var _ mcp.Transport = (*Transport)(nil)
 
@@ -61,7 +74,12 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
-	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{})}
+	drain := t.DrainTimeout
+	if drain <= 0 {
+		drain = DefaultDrainTimeout
+	}
+	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{}), drain: drain,
+		pending: map[any]struct{}{}, answered: make(chan struct{}, 1)}
 	go c.readLines(t.In, max)
 	return c, nil
 }
@@ -73,6 +91,35 @@ type conn struct {
 	rerr  error       // set before lines is closed
 	done  chan struct{}
 	once  sync.Once
+
+	drain    time.Duration
+	pmu      sync.Mutex
+	pending  map[any]struct{} // ids of the requests read and not yet answered
+	answered chan struct{}    // a pending request was answered
+}
+
+// drainPending waits, once In has ended, until every request read has been
+// answered, the connection closes, ctx ends or the drain timeout passes.
+func (c *conn) drainPending(ctx context.Context) {
+	timer := time.NewTimer(c.drain)
+	defer timer.Stop()
+	for {
+		c.pmu.Lock()
+		n := len(c.pending)
+		c.pmu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // readLines sends every line of in to c.lines until in ends or c closes.
@@ -130,12 +177,18 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case line, ok = <-c.lines:
 		}
 		if !ok {
+			c.drainPending(ctx)
 			if c.rerr == nil || errors.Is(c.rerr, io.EOF) {
 				return nil, io.EOF
 			}
 			return nil, c.rerr
 		}
 		msg, code, text := Classify(line)
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.pmu.Lock()
+			c.pending[req.ID.Raw()] = struct{}{}
+			c.pmu.Unlock()
+		}
 		if msg != nil {
 			return msg, nil
 		}
@@ -215,7 +268,17 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.write(ctx, b)
+	err = c.write(ctx, b)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.pmu.Lock()
+		delete(c.pending, resp.ID.Raw())
+		c.pmu.Unlock()
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 // Close stops reading and writing; it may be called more than once.

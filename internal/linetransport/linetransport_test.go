@@ -182,3 +182,61 @@ func FuzzFraming(f *testing.F) {
 		}
 	})
 }
+
+// TestInputEndReportedOnlyAfterEveryRequestIsAnswered: a client that pipes
+// its requests in and closes its input still gets every answer: the
+// connection reports the end of input only once each request it has read
+// has been answered (a notification needs no answer), and a request never
+// answered holds it no longer than DrainTimeout.
+func TestInputEndReportedOnlyAfterEveryRequestIsAnswered(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":"b","method":"ping"}` + "\n"
+	var out bytes.Buffer
+	c, err := (&Transport{In: strings.NewReader(in), Out: &out, DrainTimeout: time.Minute}).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []jsonrpc.ID
+	for range 3 {
+		msg, err := c.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+			ids = append(ids, r.ID)
+		}
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := c.Read(t.Context()); ended <- err }()
+	for i, id := range ids {
+		select {
+		case err := <-ended:
+			t.Fatalf("Read ended (%v) with %d of %d requests unanswered", err, len(ids)-i, len(ids))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if err := c.Write(t.Context(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-ended:
+		if err != io.EOF {
+			t.Fatalf("Read after the answers: %v, want io.EOF", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read did not report the end of input after every request was answered")
+	}
+	if n := strings.Count(out.String(), "\n"); n != 2 {
+		t.Fatalf("wrote %d lines, want the 2 answers:\n%s", n, out.String())
+	}
+
+	c, err = (&Transport{In: strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n"), Out: io.Discard, DrainTimeout: 50 * time.Millisecond}).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(t.Context()); err != io.EOF {
+		t.Fatalf("Read with a request never answered: %v, want io.EOF after DrainTimeout", err)
+	}
+}
