@@ -13,13 +13,13 @@ import (
 // payload without the database, and a target the store did not plan never
 // reaches the database.
 func FuzzReaderRefusesMalformedTargets(f *testing.F) {
-	f.Add(ReprBody, `{"k":"body","p":"p","a":"a","v":1}`)
-	f.Add(ReprFields, `{"k":"body","p":"p","a":"a","v":1}`)
-	f.Add(ReprIndex, `{"k":"index"}`)
-	f.Add(ReprObject, `{"k":"object","p":"p","a":"a","v":1,"o":{"r":"s3-object","d":{"bucket":"b","key":"k"}}}`)
+	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"p/a","v":"1"}`)
+	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"projects","key":"projects","v":""}`)
+	f.Add("s3-object", `{"k":"object","s":"postgres","b":"asset","key":"p/a","v":"1","os":"s3","o":{"r":"s3-object","d":{"bucket":"b","key":"k"}}}`)
+	f.Add(ReprRow, `{"k":"bundle","s":"postgres","b":"project"}`)
 	f.Add("q", `{"k":"q","args":["x"]}`)
-	f.Add(ReprBody, `null`)
-	f.Add(ReprBody, `{"k":"body","p":"' OR 1=1 --","a":"\u0000","v":-9}`)
+	f.Add(ReprRow, `null`)
+	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"' OR 1=1 --","v":"\u0000"}`)
 	f.Fuzz(func(t *testing.T, repr, authz string) {
 		db := &countingDB{}
 		st, err := NewStore(db, nil)
