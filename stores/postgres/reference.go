@@ -171,7 +171,7 @@ WHERE a.project_id = $project AND a.id = $asset`,
 FROM mcpres.assets a
 CROSS JOIN LATERAL ` + refGrantFlags + `
 WHERE a.project_id = $project AND a.id = $asset AND a.body IS NOT NULL`,
-			Body: `SELECT a.body, a.version ` + refPinnedAsset,
+			Body:     `SELECT a.body, a.version ` + refPinnedAsset,
 			Complete: map[string]string{"project": refCompleteProject, "asset": refCompleteBodyAsset},
 		},
 		{
