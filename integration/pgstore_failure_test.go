@@ -30,18 +30,15 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
 	ctx := as(t.Context(), "alice")
-	a, err := st.LookupAsset(ctx, "p", "big")
-	if err != nil || a.BodySize != big {
-		t.Fatalf("lookup: %+v, %v", a, err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
+	target := planned(t, ctx, r, "asset://project/p/asset/big/body")
 	// Prepare the statement on the pool's connection first.
 	if _, err := st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target); err == nil {
 		t.Fatal("warm-up read of the big body succeeded")
 	}
 
 	before := c.wire.received.Load()
-	_, err = st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target)
+	_, err := st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target)
 	received := c.wire.received.Load() - before
 	var tooLarge *core.TooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Size != big {
@@ -54,7 +51,6 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 
 	// Through the gateway with a 1 MiB item limit: budget_exceeded, and the
 	// sibling still fits.
-	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
 	before = c.wire.received.Load()
 	_, err = r.Read(ctx, "asset://project/p/asset/big/body")
 	if core.KindOf(err) != core.FailureNoItems {

@@ -15,9 +15,9 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// joinRig is a reference-schema database and a bucket joined the way the
-// reference command joins them: postgres.Options.Objects wired to
-// s3store.NewObjectTarget and (*s3store.Bucket).Read.
+// joinRig is a reference-schema database and a bucket joined as the
+// reference server joins them: the bucket is the store's object source
+// (postgres.Options.Objects, an *s3store.Bucket).
 type joinRig struct {
 	d      *pgDB
 	env    harness.S3Env
@@ -34,13 +34,7 @@ func newJoinRig(t *testing.T) *joinRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: &postgres.Objects{
-		Target: func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
-			return s3store.NewObjectTarget(uri, s3store.Object{Bucket: a.Object.Bucket, Key: a.Object.Key,
-				ETag: a.Object.ETag, VersionID: a.Object.VersionID, Size: a.Object.Size, ContentType: a.MIMEType})
-		},
-		Reader: bucket,
-	}})
+	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: bucket})
 	j.res = pgGateway(t, st.Bindings(), st.Policy())
 	j.d.project(t, "p")
 	return j

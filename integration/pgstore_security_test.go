@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,15 +63,31 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 		t.Fatalf("the read ran as %q, want %q", got, want)
 	}
 
-	// Without the switch the superuser login would see an ungranted asset.
+	// Without the switch the superuser login would see an ungranted asset;
+	// with it, the store does not.
 	d.project(t, "p")
 	d.textAsset(t, "p", "a", "secret")
 	ctx := as(t.Context(), "alice")
-	if _, err := newStore(t, pool, nil).LookupAsset(ctx, "p", "a"); core.KindOf(err) != core.FailureUnavailable {
+	st := newStore(t, pool, nil)
+	if _, err := pgGateway(t, st.Bindings(), pgAllowAll(nil)).Read(ctx, "asset://project/p/asset/a"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("as mcpres_reader: %v, want unavailable (no grant)", err)
 	}
-	if _, err := newStore(t, pool, &postgres.Options{LoginRole: true}).LookupAsset(ctx, "p", "a"); err != nil {
-		t.Fatalf("as the superuser login: %v; this test expects the login to bypass RLS", err)
+	var seen int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM mcpres.assets`).Scan(&seen); err != nil || seen != 1 {
+		t.Fatalf("the superuser login sees %d assets (%v); this test expects it to bypass RLS", seen, err)
+	}
+	// So a store that keeps this login is refused by its check, before
+	// any read.
+	login, err := postgres.NewStore(pool, &postgres.Options{LoginRole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *core.ConfigError
+	if err := login.Check(t.Context()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "bypasses row-level security") {
+		t.Fatalf("Check of a store on a superuser login without the switch: %v, want a *core.ConfigError", err)
+	}
+	if _, err := pgGateway(t, login.Bindings(), pgAllowAll(nil)).Read(ctx, "asset://project/p/asset/a"); !errors.As(err, &ce) {
+		t.Fatalf("a read through the refused store: %v, want the check's error", err)
 	}
 }
 
@@ -123,10 +140,11 @@ func TestPGStoreReaderRoleCannotBypassRowLevelSecurity(t *testing.T) {
 
 	pool := newPool(t, loginAsReader(t, d), nil)
 	st := newStore(t, pool, nil)
-	if _, err := st.LookupAsset(as(ctx, "alice"), "p", "a"); err != nil {
+	gw := pgGateway(t, st.Bindings(), pgAllowAll(nil))
+	if _, err := gw.Read(as(ctx, "alice"), "asset://project/p/asset/a"); err != nil {
 		t.Fatalf("the reader login reads alice's grant: %v (%v)", err, errors.Unwrap(err))
 	}
-	if _, err := st.LookupAsset(as(ctx, "alice"), "p", "b"); core.KindOf(err) != core.FailureUnavailable {
+	if _, err := gw.Read(as(ctx, "alice"), "asset://project/p/asset/b"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("the reader login reads beyond alice's grant: %v", err)
 	}
 
@@ -245,11 +263,7 @@ func TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
-	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	target := planned(t, as(t.Context(), "alice"), pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/a/body")
 	batches, trips := c.tracer.batches.Load(), c.wire.roundTrips.Load()
 	ctx := as(t.Context(), "alice\x00' OR true --")
 	if _, err := st.Reader().Read(ctx, target); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
@@ -354,7 +368,7 @@ func TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 	c := countedPool(t, d.url, 1) // one connection: the next query reuses it
 	st := newStore(t, c.pool, &postgres.Options{StatementTimeout: 1234 * time.Millisecond})
-	if _, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a"); err != nil {
+	if _, err := pgGateway(t, st.Bindings(), pgAllowAll(nil)).Read(as(t.Context(), "alice"), "asset://project/p/asset/a"); err != nil {
 		t.Fatal(err)
 	}
 	var principal, role, timeout string
