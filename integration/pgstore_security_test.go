@@ -17,26 +17,16 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
-// probeBindings returns a query-driven binding over template probe://x/{key}
-// whose body is whatever bodySQL computes inside the store's transaction.
-func probeBinding(t testing.TB, db postgres.DB, bodySQL string, opts *postgres.Options) core.ResourceBinding {
+// probeBinding returns a binding of template probe://x/{key}, planned
+// without a table, whose body is whatever expr (text) computes inside the
+// store's transaction.
+func probeBinding(t testing.TB, db postgres.DB, expr string) core.ResourceBinding {
 	t.Helper()
-	res, err := postgres.NewQueryResolver(db, postgres.QueryPlan{
-		SQL:     `SELECT $1::text, 1, 'text/plain', true`,
-		Params:  []string{"key"},
-		ItemURI: func(key string) string { return "probe://x/" + url.PathEscape(key) },
-	}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := postgres.NewQueryReader(db, bodySQL, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return core.ResourceBinding{
+	return hostBinding(t, db, postgres.SourceOptions{Name: "probe"}, postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "probe://x/{key}", Name: "probe"},
-		Resolver:   res, Reader: rd,
-	}
+		Plan:       `SELECT $key AS key, 1 AS version, 'text/plain' AS mime, true AS text`,
+		Body:       `SELECT 1 AS version, ` + expr + ` AS body WHERE $key IS NOT NULL`,
+	})
 }
 
 // TestPGStoreReadsRunAsTheReaderRole proves the statement of a read runs as
@@ -50,7 +40,7 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 	d := newPGDB(t)
 	pool := newPool(t, d.url, nil)
 	r := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool,
-		`SELECT 1, current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`, nil)}, pgAllowAll(nil))
+		`current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`)}, pgAllowAll(nil))
 	res, err := r.Read(as(t.Context(), "alice"), "probe://x/who")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +212,7 @@ func TestPGStoreHostilePrincipalIsOnlyABindArgument(t *testing.T) {
 	d.grant(t, hostile[0], "p", "b")
 	pool := newPool(t, d.url, nil)
 	st := newStore(t, pool, nil)
-	echo := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool, `SELECT 1, current_setting('mcp.principal')`, nil)}, pgAllowAll(nil))
+	echo := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool, `current_setting('mcp.principal')`)}, pgAllowAll(nil))
 	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
 
 	for _, p := range hostile[:len(hostile)-1] {
@@ -303,26 +293,16 @@ func TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments(t *testing.T) {
 		d.exec(t, `INSERT INTO notes (key, body) VALUES ($1, $2)`, k, "body of "+k+" #"+string(rune('0'+i)))
 	}
 	pool := newPool(t, d.url, nil)
-	res, err := postgres.NewQueryResolver(pool, postgres.QueryPlan{
-		SQL:     `SELECT key, version, 'text/plain', true FROM notes WHERE key = $1`,
-		Params:  []string{"key"},
-		ItemURI: func(key string) string { return "note://all/" + url.PathEscape(key) },
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := postgres.NewQueryReader(pool, `SELECT version, body FROM notes WHERE key = $1`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	note := hostBinding(t, pool, postgres.SourceOptions{Name: "notes"}, postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
+		Plan:       `SELECT key, version, 'text/plain' AS mime, true AS text FROM notes WHERE key = $key`,
+		Body:       `SELECT version, body FROM notes WHERE key = $key`,
+	})
 	d.project(t, "p")
 	d.textAsset(t, "p", "x", "reference x")
 	d.grant(t, "alice", "p", "")
 	st := newStore(t, pool, nil)
-	r := pgGateway(t, append(st.Bindings(), core.ResourceBinding{
-		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
-		Resolver:   res, Reader: rd,
-	}), pgAllowAll(nil))
+	r := pgGateway(t, append(st.Bindings(), note), pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 
 	for i, k := range keys {

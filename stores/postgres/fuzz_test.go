@@ -17,7 +17,7 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"projects","key":"projects","v":""}`)
 	f.Add("s3-object", `{"k":"object","s":"postgres","b":"asset","key":"p/a","v":"1","os":"s3","o":{"r":"s3-object","d":{"bucket":"b","key":"k"}}}`)
 	f.Add(ReprRow, `{"k":"bundle","s":"postgres","b":"project"}`)
-	f.Add("q", `{"k":"q","args":["x"]}`)
+	f.Add(ReprRow, `{"k":"row","s":"notes","b":"note","key":"x","v":"1"}`)
 	f.Add(ReprRow, `null`)
 	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"' OR 1=1 --","v":"\u0000"}`)
 	f.Fuzz(func(t *testing.T, repr, authz string) {
@@ -26,10 +26,16 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qr, err := NewQueryReader(db, "SELECT $1::text, 1", nil)
+		src, err := NewSource(db, SourceOptions{Name: "notes", Role: "notes_reader"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, err := src.Binding(SQLBinding{Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
+			Plan: "SELECT $key AS key, 1 AS version, 'text/plain' AS mime", Body: "SELECT body, version FROM notes WHERE key = $key"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr := b.Reader
 		target, err := core.NewResourceTarget("asset://project/p/asset/a/body", repr, json.RawMessage(authz))
 		if err != nil {
 			return

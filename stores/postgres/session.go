@@ -29,7 +29,7 @@ type DB interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Options configures a store. A nil *Options selects every default.
+// Options configures a [Store]. A nil *Options selects every default.
 type Options struct {
 	// Principal returns the principal of the request in ctx; it is called
 	// on every resolve, read and policy check. Nil means
