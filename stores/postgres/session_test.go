@@ -145,6 +145,25 @@ func TestAStoreThatCannotBeCheckedServesNothing(t *testing.T) {
 	}
 }
 
+// TestAStoreWhoseDatabaseIsDownIsAnOutage proves a check that cannot reach
+// the database is the retryable core.Outage matching ErrConnection, not a
+// configuration error.
+func TestAStoreWhoseDatabaseIsDownIsAnOutage(t *testing.T) {
+	pool, err := pgxpool.New(t.Context(), "postgres://u@127.0.0.1:1/db?connect_timeout=2") // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := NewStore(pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Check(t.Context())
+	if core.KindOf(err) != core.FailureOutage || !errors.Is(err, ErrConnection) {
+		t.Fatalf("Check with the database down: %v, want an Outage matching ErrConnection", err)
+	}
+}
+
 // TestConstructorsRefuseBadConfiguration proves that a nil db, a pool in
 // simple-protocol mode, bad options and bad host SQL are *core.ConfigError.
 func TestConstructorsRefuseBadConfiguration(t *testing.T) {
