@@ -145,17 +145,23 @@ func (s *Store) principal(ctx context.Context) (string, error) {
 	return p, nil
 }
 
-// guard returns b reading through [Store.Reader] and checking the store
-// before its resolver and completer run.
+// guard returns b checking the store before its resolver, reader and
+// completer run. Its reader is the binding's own, which reads what its
+// resolver plans (its rows and their objects) and refuses any other target.
 func (s *Store) guard(b core.ResourceBinding) core.ResourceBinding {
-	inner := b.Resolver
+	inner, rd := b.Resolver, b.Reader
 	b.Resolver = core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		if err := s.ready(ctx); err != nil {
 			return core.ResourceReadPlan{}, err
 		}
 		return inner.Resolve(ctx, m)
 	})
-	b.Reader = s.Reader()
+	b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		if err := s.ready(ctx); err != nil {
+			return core.ResourcePayload{}, err
+		}
+		return rd.Read(ctx, t)
+	})
 	if c := b.Completer; c != nil {
 		b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 			if err := s.ready(ctx); err != nil {
@@ -191,8 +197,7 @@ func (s *Store) guardPolicy(p core.ResourcePolicy) core.ResourcePolicy {
 	return p
 }
 
-// Bindings returns the reference schema's bindings, all reading through
-// [Store.Reader]: [Store.IndexBinding], [Store.ProjectBinding],
+// Bindings returns the reference schema's bindings: [Store.IndexBinding], [Store.ProjectBinding],
 // [Store.FieldsBinding] and [Store.BodyBinding], and with [Options].Objects
 // [Store.ObjectBinding] too.
 func (s *Store) Bindings() []core.ResourceBinding {
@@ -228,7 +233,8 @@ func (s *Store) BodyBinding() core.ResourceBinding { return s.bindings["asset-bo
 // [Options].Objects.
 func (s *Store) ObjectBinding() core.ResourceBinding { return s.bindings["asset-object"] }
 
-// Reader returns the reader of every target the store's bindings plan: a
+// Reader returns the reader of every target the store's bindings plan (each
+// binding's own reader reads those it plans): a
 // row through its binding's body statement, pinned to the planned key and
 // version and bounded by core.ReadLimit in the statement (one read-only
 // transaction in one round trip), an object through [Options].Objects.
