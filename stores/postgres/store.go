@@ -42,8 +42,9 @@ type Store struct {
 }
 
 // NewStore returns a store of the reference schema over db, usually a
-// *pgxpool.Pool (a *pgx.Conn works too). It makes no request: see
-// [Store.Check]. With [Options].Objects, an asset whose row references an
+// *pgxpool.Pool (a *pgx.Conn works too; any other [DB] must offer
+// Acquire like a pool, because the check prepares the statements on a
+// connection of its own). It makes no request: see [Store.Check]. With [Options].Objects, an asset whose row references an
 // object is served with it: the asset's URI plans its fields and then the
 // object, pinned by the row's ETag and version id, and [ObjectTemplate]
 // serves the object alone. Errors are *core.ConfigError values.
