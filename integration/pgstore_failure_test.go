@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -30,18 +29,15 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
 	ctx := as(t.Context(), "alice")
-	a, err := st.LookupAsset(ctx, "p", "big")
-	if err != nil || a.BodySize != big {
-		t.Fatalf("lookup: %+v, %v", a, err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
+	target := planned(t, ctx, r, "asset://project/p/asset/big/body")
 	// Prepare the statement on the pool's connection first.
 	if _, err := st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target); err == nil {
 		t.Fatal("warm-up read of the big body succeeded")
 	}
 
 	before := c.wire.received.Load()
-	_, err = st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target)
+	_, err := st.Reader().Read(core.WithReadLimit(ctx, 1<<20), target)
 	received := c.wire.received.Load() - before
 	var tooLarge *core.TooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Size != big {
@@ -54,7 +50,6 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 
 	// Through the gateway with a 1 MiB item limit: budget_exceeded, and the
 	// sibling still fits.
-	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
 	before = c.wire.received.Load()
 	_, err = r.Read(ctx, "asset://project/p/asset/big/body")
 	if core.KindOf(err) != core.FailureNoItems {
@@ -67,28 +62,43 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 
 // slowNotes makes a host table of notes a, slow, z whose body SQL sleeps on
 // "slow" while the flag says so, and a bundle binding of all notes.
-func slowNotes(t *testing.T, d *pgDB, db postgres.DB) core.ResourceBinding {
+func slowNotes(t *testing.T, d *pgDB, db postgres.DB, opts postgres.SourceOptions) core.ResourceBinding {
 	t.Helper()
 	d.exec(t, `CREATE TABLE notes (key text PRIMARY KEY, version int NOT NULL DEFAULT 1, body text NOT NULL)`)
 	d.exec(t, `CREATE TABLE sleepy (on_ boolean NOT NULL)`)
 	d.exec(t, `INSERT INTO notes (key, body) VALUES ('a', 'note a'), ('slow', 'note slow'), ('z', 'note z')`)
 	d.exec(t, `INSERT INTO sleepy VALUES (true)`)
 	d.exec(t, `GRANT SELECT ON notes, sleepy TO mcpres_reader`)
-	res, err := postgres.NewQueryResolver(db, postgres.QueryPlan{
-		SQL:     `SELECT key, version, 'text/plain', true FROM notes ORDER BY key`,
-		ItemURI: func(key string) string { return "note://item/" + url.PathEscape(key) },
-		Bundle:  true,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
+	return hostBinding(t, db, opts, slowNotesBinding(`(SELECT on_ FROM sleepy)`))
+}
+
+// slowNotesBinding is the bundle note://all of every note, whose body
+// statement sleeps 30 s on note "slow" while the SQL condition sleepy holds.
+func slowNotesBinding(sleepy string) postgres.SQLBinding {
+	return postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URI: "note://all", Name: "notes"},
+		Bundle:     `SELECT key, version, 'text/plain' AS mime, true AS text FROM notes ORDER BY key`,
+		ItemURI:    "note://item/{key}",
+		Body: `SELECT n.version, n.body FROM notes n
+		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' AND ` + sleepy + ` THEN 30 ELSE 0 END)) s
+		WHERE n.key = $key`,
 	}
-	rd, err := postgres.NewQueryReader(db, `SELECT n.version, n.body FROM notes n
-		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' AND (SELECT on_ FROM sleepy) THEN 30 ELSE 0 END)) s
-		WHERE n.key = $1`, nil)
+}
+
+// item returns the planned item of a bundle read of r with URI uri.
+func item(t *testing.T, ctx context.Context, r *core.Resources, bundle, uri string) core.ResourceTarget {
+	t.Helper()
+	a, err := r.Authorize(ctx, bundle)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("plan %s: %v", bundle, err)
 	}
-	return core.ResourceBinding{Definition: core.ResourceDefinition{URI: "note://all", Name: "notes"}, Resolver: res, Reader: rd}
+	for i := range a.Len() {
+		if a.Item(i).URI() == uri {
+			return a.Item(i)
+		}
+	}
+	t.Fatalf("%s plans no item %s", bundle, uri)
+	return core.ResourceTarget{}
 }
 
 // TestPGStoreTerminatedBackendFailsOnlyThatItem proves a backend killed by
@@ -98,7 +108,7 @@ func TestPGStoreTerminatedBackendFailsOnlyThatItem(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
 	pool := newPool(t, d.url, nil)
-	r := pgGateway(t, []core.ResourceBinding{slowNotes(t, d, pool)}, pgAllowAll(nil))
+	r := pgGateway(t, []core.ResourceBinding{slowNotes(t, d, pool, postgres.SourceOptions{})}, pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 
 	killed := make(chan error, 1)
@@ -147,7 +157,7 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
 	pool := newPool(t, d.url, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
-	binding := slowNotes(t, d, pool)
+	binding := slowNotes(t, d, pool, postgres.SourceOptions{})
 	r := pgGateway(t, []core.ResourceBinding{binding}, pgAllowAll(nil),
 		core.WithResourceLimits(core.ResourceLimits{ItemTimeout: 400 * time.Millisecond}))
 	ctx := as(t.Context(), "alice")
@@ -165,18 +175,14 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 
 	// The reader alone, without a context deadline: the store's own
 	// statement timeout applies and the server cancels the statement.
-	rd, err := postgres.NewQueryReader(pool, `SELECT n.version, n.body FROM notes n
-		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' THEN 30 ELSE 0 END)) s
-		WHERE n.key = $1`, &postgres.Options{StatementTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, _ := core.NewResourceTarget("note://item/slow", "body", []byte(`{"k":"q","key":"slow","v":"1","m":"text/plain","t":true}`))
+	shortB := hostBinding(t, pool, postgres.SourceOptions{Name: "short", StatementTimeout: 200 * time.Millisecond}, slowNotesBinding("true"))
+	short, rd := pgGateway(t, []core.ResourceBinding{shortB}, pgAllowAll(nil)), shortB.Reader
+	slow := item(t, ctx, short, "note://all", "note://item/slow")
 	_, err = rd.Read(ctx, slow)
 	if !errors.Is(err, postgres.ErrStatementTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slow statement: %v, want ErrStatementTimeout", err)
 	}
-	fast, _ := core.NewResourceTarget("note://item/a", "body", []byte(`{"k":"q","key":"a","v":"1","m":"text/plain","t":true}`))
+	fast := item(t, ctx, short, "note://all", "note://item/a")
 	if p, err := rd.Read(ctx, fast); err != nil || !strings.HasPrefix(p.Text(), "note a") {
 		t.Fatalf("the next read on the one-connection pool: %v", err)
 	}
@@ -188,23 +194,19 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 func TestPGStoreSingleConnectionRecoversAfterAFailedRead(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
-	slowNotes(t, d, d.admin)
+	slowNotes(t, d, d.admin, postgres.SourceOptions{})
 	conn := connect(t, d.url)
-	rd, err := postgres.NewQueryReader(conn, `SELECT n.version, n.body FROM notes n
-		CROSS JOIN LATERAL (SELECT pg_sleep(CASE WHEN n.key = 'slow' THEN 30 ELSE 0 END)) s
-		WHERE n.key = $1`, &postgres.Options{StatementTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oneB := hostBinding(t, conn, postgres.SourceOptions{StatementTimeout: 100 * time.Millisecond}, slowNotesBinding("true"))
+	one, rd := pgGateway(t, []core.ResourceBinding{oneB}, pgAllowAll(nil)), oneB.Reader
 	ctx := as(t.Context(), "alice")
-	slow, _ := core.NewResourceTarget("note://item/slow", "body", []byte(`{"k":"q","key":"slow","v":"1","m":"text/plain","t":true}`))
+	slow := item(t, ctx, one, "note://all", "note://item/slow")
 	if _, err := rd.Read(ctx, slow); !errors.Is(err, postgres.ErrStatementTimeout) {
 		t.Fatalf("slow read: %v, want ErrStatementTimeout", err)
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
 		t.Fatalf("the connection was left in transaction status %q", status)
 	}
-	fast, _ := core.NewResourceTarget("note://item/a", "body", []byte(`{"k":"q","key":"a","v":"1","m":"text/plain","t":true}`))
+	fast := item(t, ctx, one, "note://all", "note://item/a")
 	if p, err := rd.Read(ctx, fast); err != nil || p.Text() != "note a" {
 		t.Fatalf("the next read on the same connection: %v", err)
 	}

@@ -15,9 +15,9 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// joinRig is a reference-schema database and a bucket joined the way the
-// reference command joins them: postgres.Options.Objects wired to
-// s3store.NewObjectTarget and (*s3store.Bucket).Read.
+// joinRig is a reference-schema database and a bucket joined as the
+// reference server joins them: the bucket is the store's object source
+// (postgres.Options.Objects, an *s3store.Bucket).
 type joinRig struct {
 	d      *pgDB
 	env    harness.S3Env
@@ -34,13 +34,7 @@ func newJoinRig(t *testing.T) *joinRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: &postgres.Objects{
-		Target: func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
-			return s3store.NewObjectTarget(uri, s3store.Object{Bucket: a.Object.Bucket, Key: a.Object.Key,
-				ETag: a.Object.ETag, VersionID: a.Object.VersionID, Size: a.Object.Size, ContentType: a.MIMEType})
-		},
-		Reader: bucket,
-	}})
+	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: bucket})
 	j.res = pgGateway(t, st.Bindings(), st.Policy())
 	j.d.project(t, "p")
 	return j
@@ -215,5 +209,32 @@ func TestJoinedAssetGrantRevokedInPostgresDeniesBothItems(t *testing.T) {
 	}
 	if _, err := j.res.Read(as(t.Context(), "mallory"), "asset://project/p/asset/secret/object"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("a principal never granted: %v, want unavailable", err)
+	}
+}
+
+// TestStoreWithoutObjectsServesAJoinedAssetAsItsFieldsAlone proves a store
+// without Options.Objects (the reference server without a bucket) serves
+// the same rows: an asset whose row references an object is its fields
+// alone, the object URI is unavailable, and no binding is registered for
+// it.
+func TestStoreWithoutObjectsServesAJoinedAssetAsItsFieldsAlone(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, mime_type, object_bucket, object_key, object_etag, object_size)
+		VALUES ('p', 'pic', 'pic.bin', 'application/octet-stream', 'bkt', 'media/pic.bin', '"e1"', 3)`)
+	d.grant(t, "alice", "p", "")
+	st := newStore(t, newPool(t, d.url, nil), nil)
+	if n := len(st.Bindings()); n != 4 {
+		t.Fatalf("%d bindings without objects, want 4 (no object binding)", n)
+	}
+	ctx := as(t.Context(), "alice")
+	res, err := pgGateway(t, st.Bindings(), st.Policy()).Read(ctx, "asset://project/p/asset/pic")
+	if err != nil || res.Partial() || len(res.Items()) != 1 || res.Items()[0].URI() != "asset://project/p/asset/pic" {
+		t.Fatalf("the asset without an object store: %v, want its fields alone", err)
+	}
+	alone := pgGateway(t, []core.ResourceBinding{st.ObjectBinding()}, st.Policy())
+	if _, err := alone.Read(ctx, "asset://project/p/asset/pic/object"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("the object binding of a store without objects: %v, want unavailable", err)
 	}
 }

@@ -138,11 +138,7 @@ func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
 	// The same through the reader alone: the target planned before the
 	// revocation is refused by the storage request itself.
 	d.grant(t, "alice", "p", "revoked")
-	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "revoked")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	target := planned(t, as(t.Context(), "alice"), pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/revoked/body")
 	d.revoke(t, "alice", "p", "revoked")
 	p, err := st.Reader().Read(as(t.Context(), "alice"), target)
 	if core.KindOf(err) != core.FailureUnavailable || !p.IsZero() {
@@ -187,11 +183,7 @@ func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testi
 
 	// The reader alone, with a plan made before the update.
 	d.exec(t, `UPDATE mcpres.assets SET body = 'version three' WHERE project_id = 'p' AND id = 'b'`)
-	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	target := planned(t, as(t.Context(), "alice"), r, "asset://project/p/asset/b/body")
 	d.exec(t, `UPDATE mcpres.assets SET body = 'version four' WHERE project_id = 'p' AND id = 'b'`)
 	if _, err := st.Reader().Read(as(t.Context(), "alice"), target); !errors.Is(err, postgres.ErrChanged) {
 		t.Fatalf("reader after update: %v, want ErrChanged", err)
@@ -215,17 +207,13 @@ func TestPGStoreChangedBodyIsNotTransferred(t *testing.T) {
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
 	ctx := as(t.Context(), "alice")
-	a, err := st.LookupAsset(ctx, "p", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	target := planned(t, ctx, pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/a/body")
 	if p, err := st.Reader().Read(ctx, target); err != nil || len(p.Blob()) != 1<<20 {
 		t.Fatalf("read before the change: %v", err) // also prepares the statement
 	}
 	d.exec(t, `UPDATE mcpres.assets SET name = 'renamed.bin' WHERE project_id = 'p' AND id = 'a'`)
 	before := c.wire.received.Load()
-	_, err = st.Reader().Read(ctx, target)
+	_, err := st.Reader().Read(ctx, target)
 	if received := c.wire.received.Load() - before; !errors.Is(err, postgres.ErrChanged) || received >= 64<<10 {
 		t.Fatalf("read after the change: %v with %d bytes received; want ErrChanged under 64 KiB", err, received)
 	}

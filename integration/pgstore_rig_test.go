@@ -100,14 +100,51 @@ func countedPool(t testing.TB, dbURL string, maxConns int32) *counted {
 	return c
 }
 
-// newStore returns a reference-schema store over pool.
+// newStore returns a reference-schema store over pool, checked against
+// the database.
 func newStore(t testing.TB, pool postgres.DB, opts *postgres.Options) *postgres.Store {
 	t.Helper()
 	st, err := postgres.NewStore(pool, opts)
 	if err != nil {
 		t.Fatalf("NewStore: %v", err)
 	}
+	if err := st.Check(t.Context()); err != nil {
+		t.Fatalf("Store.Check: %v", err)
+	}
 	return st
+}
+
+// hostBinding returns b over a Source of db of its own that runs as
+// mcpres_reader unless opts names another role, checked against the
+// database.
+func hostBinding(t testing.TB, db postgres.DB, opts postgres.SourceOptions, b postgres.SQLBinding) core.ResourceBinding {
+	t.Helper()
+	if opts.Role == "" && !opts.LoginRole {
+		opts.Role = postgres.ReaderRole
+	}
+	src, err := postgres.NewSource(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding, err := src.Binding(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Check(t.Context()); err != nil {
+		t.Fatalf("Source.Check: %v", err)
+	}
+	return binding
+}
+
+// planned returns the first item a read of uri would read, as the gateway
+// r plans and authorizes it for ctx (Resources.Authorize: no body read).
+func planned(t testing.TB, ctx context.Context, r *core.Resources, uri string) core.ResourceTarget {
+	t.Helper()
+	a, err := r.Authorize(ctx, uri)
+	if err != nil || a.Len() == 0 {
+		t.Fatalf("plan %s: %v (%d items)", uri, err, a.Len())
+	}
+	return a.Item(0)
 }
 
 // allowAll is a gateway policy that allows everything; beforeRead, when not

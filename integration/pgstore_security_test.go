@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,26 +17,16 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
-// probeBindings returns a query-driven binding over template probe://x/{key}
-// whose body is whatever bodySQL computes inside the store's transaction.
-func probeBinding(t testing.TB, db postgres.DB, bodySQL string, opts *postgres.Options) core.ResourceBinding {
+// probeBinding returns a binding of template probe://x/{key}, planned
+// without a table, whose body is whatever expr (text) computes inside the
+// store's transaction.
+func probeBinding(t testing.TB, db postgres.DB, expr string) core.ResourceBinding {
 	t.Helper()
-	res, err := postgres.NewQueryResolver(db, postgres.QueryPlan{
-		SQL:     `SELECT $1::text, 1, 'text/plain', true`,
-		Params:  []string{"key"},
-		ItemURI: func(key string) string { return "probe://x/" + url.PathEscape(key) },
-	}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := postgres.NewQueryReader(db, bodySQL, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return core.ResourceBinding{
+	return hostBinding(t, db, postgres.SourceOptions{Name: "probe"}, postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "probe://x/{key}", Name: "probe"},
-		Resolver:   res, Reader: rd,
-	}
+		Plan:       `SELECT $key AS key, 1 AS version, 'text/plain' AS mime, true AS text`,
+		Body:       `SELECT 1 AS version, ` + expr + ` AS body WHERE $key IS NOT NULL`,
+	})
 }
 
 // TestPGStoreReadsRunAsTheReaderRole proves the statement of a read runs as
@@ -49,7 +40,7 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 	d := newPGDB(t)
 	pool := newPool(t, d.url, nil)
 	r := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool,
-		`SELECT 1, current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`, nil)}, pgAllowAll(nil))
+		`current_user::text || ' as ' || session_user::text || ' ro=' || current_setting('transaction_read_only')`)}, pgAllowAll(nil))
 	res, err := r.Read(as(t.Context(), "alice"), "probe://x/who")
 	if err != nil {
 		t.Fatal(err)
@@ -62,15 +53,31 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 		t.Fatalf("the read ran as %q, want %q", got, want)
 	}
 
-	// Without the switch the superuser login would see an ungranted asset.
+	// Without the switch the superuser login would see an ungranted asset;
+	// with it, the store does not.
 	d.project(t, "p")
 	d.textAsset(t, "p", "a", "secret")
 	ctx := as(t.Context(), "alice")
-	if _, err := newStore(t, pool, nil).LookupAsset(ctx, "p", "a"); core.KindOf(err) != core.FailureUnavailable {
+	st := newStore(t, pool, nil)
+	if _, err := pgGateway(t, st.Bindings(), pgAllowAll(nil)).Read(ctx, "asset://project/p/asset/a"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("as mcpres_reader: %v, want unavailable (no grant)", err)
 	}
-	if _, err := newStore(t, pool, &postgres.Options{LoginRole: true}).LookupAsset(ctx, "p", "a"); err != nil {
-		t.Fatalf("as the superuser login: %v; this test expects the login to bypass RLS", err)
+	var seen int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM mcpres.assets`).Scan(&seen); err != nil || seen != 1 {
+		t.Fatalf("the superuser login sees %d assets (%v); this test expects it to bypass RLS", seen, err)
+	}
+	// So a store that keeps this login is refused by its check, before
+	// any read.
+	login, err := postgres.NewStore(pool, &postgres.Options{LoginRole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *core.ConfigError
+	if err := login.Check(t.Context()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "bypasses row-level security") {
+		t.Fatalf("Check of a store on a superuser login without the switch: %v, want a *core.ConfigError", err)
+	}
+	if _, err := pgGateway(t, login.Bindings(), pgAllowAll(nil)).Read(ctx, "asset://project/p/asset/a"); !errors.As(err, &ce) {
+		t.Fatalf("a read through the refused store: %v, want the check's error", err)
 	}
 }
 
@@ -123,10 +130,11 @@ func TestPGStoreReaderRoleCannotBypassRowLevelSecurity(t *testing.T) {
 
 	pool := newPool(t, loginAsReader(t, d), nil)
 	st := newStore(t, pool, nil)
-	if _, err := st.LookupAsset(as(ctx, "alice"), "p", "a"); err != nil {
+	gw := pgGateway(t, st.Bindings(), pgAllowAll(nil))
+	if _, err := gw.Read(as(ctx, "alice"), "asset://project/p/asset/a"); err != nil {
 		t.Fatalf("the reader login reads alice's grant: %v (%v)", err, errors.Unwrap(err))
 	}
-	if _, err := st.LookupAsset(as(ctx, "alice"), "p", "b"); core.KindOf(err) != core.FailureUnavailable {
+	if _, err := gw.Read(as(ctx, "alice"), "asset://project/p/asset/b"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("the reader login reads beyond alice's grant: %v", err)
 	}
 
@@ -204,7 +212,7 @@ func TestPGStoreHostilePrincipalIsOnlyABindArgument(t *testing.T) {
 	d.grant(t, hostile[0], "p", "b")
 	pool := newPool(t, d.url, nil)
 	st := newStore(t, pool, nil)
-	echo := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool, `SELECT 1, current_setting('mcp.principal')`, nil)}, pgAllowAll(nil))
+	echo := pgGateway(t, []core.ResourceBinding{probeBinding(t, pool, `current_setting('mcp.principal')`)}, pgAllowAll(nil))
 	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
 
 	for _, p := range hostile[:len(hostile)-1] {
@@ -245,11 +253,7 @@ func TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
-	a, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := postgres.BodyTarget(a)
+	target := planned(t, as(t.Context(), "alice"), pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/a/body")
 	batches, trips := c.tracer.batches.Load(), c.wire.roundTrips.Load()
 	ctx := as(t.Context(), "alice\x00' OR true --")
 	if _, err := st.Reader().Read(ctx, target); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
@@ -289,26 +293,16 @@ func TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments(t *testing.T) {
 		d.exec(t, `INSERT INTO notes (key, body) VALUES ($1, $2)`, k, "body of "+k+" #"+string(rune('0'+i)))
 	}
 	pool := newPool(t, d.url, nil)
-	res, err := postgres.NewQueryResolver(pool, postgres.QueryPlan{
-		SQL:     `SELECT key, version, 'text/plain', true FROM notes WHERE key = $1`,
-		Params:  []string{"key"},
-		ItemURI: func(key string) string { return "note://all/" + url.PathEscape(key) },
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := postgres.NewQueryReader(pool, `SELECT version, body FROM notes WHERE key = $1`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	note := hostBinding(t, pool, postgres.SourceOptions{Name: "notes"}, postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
+		Plan:       `SELECT key, version, 'text/plain' AS mime, true AS text FROM notes WHERE key = $key`,
+		Body:       `SELECT version, body FROM notes WHERE key = $key`,
+	})
 	d.project(t, "p")
 	d.textAsset(t, "p", "x", "reference x")
 	d.grant(t, "alice", "p", "")
 	st := newStore(t, pool, nil)
-	r := pgGateway(t, append(st.Bindings(), core.ResourceBinding{
-		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
-		Resolver:   res, Reader: rd,
-	}), pgAllowAll(nil))
+	r := pgGateway(t, append(st.Bindings(), note), pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 
 	for i, k := range keys {
@@ -354,7 +348,7 @@ func TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 	c := countedPool(t, d.url, 1) // one connection: the next query reuses it
 	st := newStore(t, c.pool, &postgres.Options{StatementTimeout: 1234 * time.Millisecond})
-	if _, err := st.LookupAsset(as(t.Context(), "alice"), "p", "a"); err != nil {
+	if _, err := pgGateway(t, st.Bindings(), pgAllowAll(nil)).Read(as(t.Context(), "alice"), "asset://project/p/asset/a"); err != nil {
 		t.Fatal(err)
 	}
 	var principal, role, timeout string

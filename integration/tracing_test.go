@@ -54,13 +54,7 @@ func TestTracedPartialReadIsOneNestedTraceWithoutPrivateValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := newPool(t, d.url, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = postgres.NewTracer(tp) })
-	st := newStore(t, pool, &postgres.Options{Objects: &postgres.Objects{
-		Target: func(uri string, a postgres.Asset) (core.ResourceTarget, error) {
-			return s3store.NewObjectTarget(uri, s3store.Object{Bucket: a.Object.Bucket, Key: a.Object.Key,
-				ETag: a.Object.ETag, VersionID: a.Object.VersionID, Size: a.Object.Size, ContentType: a.MIMEType})
-		},
-		Reader: bucket,
-	}})
+	st := newStore(t, pool, &postgres.Options{Objects: bucket})
 	res := pgGateway(t, st.Bindings(), st.Policy())
 	d.project(t, project)
 	obj := putObject(t, j.client, j.env.Bucket, key, "text/plain", []byte("first words"))

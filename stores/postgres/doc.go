@@ -59,19 +59,18 @@
 //	asset://project/{project}/asset/{asset}/body   one asset's inline body (its own MIME type)
 //
 // An asset's fields and body are two representations with distinct
-// canonical URIs. With [Options].Objects the store also joins each row with
-// the object it references (see [Objects]):
+// canonical URIs. With [Options].Objects (an [ObjectSource], such as
+// package s3store's *Bucket) the store also joins each row with the object
+// it references:
 //
 //	asset://project/{project}/asset/{asset}          the joined bundle: the fields, then the object
 //	asset://project/{project}/asset/{asset}/object   the object alone, pinned by the row's ETag and version id
 //
-// This package never imports an object store's SDK: the host passes a
-// function that turns the row's reference into a target and the reader of
-// such targets (package s3store has both). [Store.LookupAsset] and [Store.ProjectAssets] are the
-// resolver helpers (identity metadata only, including the object reference,
-// never a body), for bindings of one's own such as one that joins a row with
-// its S3 object. [Store.Policy] is a [core.ResourcePolicy] backed by the
-// grants table.
+// A Store is nothing but a [Source] with the statements [ReferenceBindings]
+// and [ReferenceDecide], the same statements that the reference server
+// serves from examples/reference/resources.yaml (a test keeps the two
+// equal). [Store.Policy] is the grants table's policy. [Listener] reports
+// the reference triggers' changes for the store's targets.
 //
 // # Hosts with their own schema
 //
@@ -96,7 +95,4 @@
 // by the row's ETag and version id; the two packages never import each
 // other. Each Source takes its own pool, so one host can serve several
 // databases, each with its own credentials.
-//
-// [NewQueryResolver] and [NewQueryReader] are the older, positional form of
-// the same machinery.
 package postgres

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/url"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -28,6 +27,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Optional: check the statements now (migrations applied, the login a
+	// member of mcpres_reader) rather than at the first request.
+	if err := store.Check(ctx); err != nil {
+		log.Fatal(err)
+	}
 	res, err := core.NewResources(store.Bindings(), store.Policy())
 	if err != nil {
 		log.Fatal(err)
@@ -47,33 +51,29 @@ func Example() {
 // A host with its own table of notes, protected by its own row-level
 // security on current_setting('mcp.principal', true), serves each note at
 // note://all/{key} with the same guarantees as the reference schema.
-func ExampleNewQueryReader() {
+func ExampleSource_Binding() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, "postgres://app@127.0.0.1:5432/notes")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	opts := &postgres.Options{Role: "notes_reader"}
-
-	resolver, err := postgres.NewQueryResolver(pool, postgres.QueryPlan{
-		// Identity only: key, version, MIME type, text or not.
-		SQL:     `SELECT id::text, revision, 'text/markdown', true FROM notes WHERE id::text = $1`,
-		Params:  []string{"key"},
-		ItemURI: func(key string) string { return "note://all/" + url.PathEscape(key) },
-	}, opts)
+	src, err := postgres.NewSource(pool, postgres.SourceOptions{Name: "notes", Role: "notes_reader"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	reader, err := postgres.NewQueryReader(pool,
-		`SELECT revision, markdown FROM notes WHERE id::text = $1`, opts)
-	if err != nil {
-		log.Fatal(err)
-	}
-	binding := core.ResourceBinding{
+	binding, err := src.Binding(postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
-		Resolver:   resolver,
-		Reader:     reader,
+		// Identity only: key, version, MIME type, text or not.
+		Plan: `SELECT id AS key, revision AS version, 'text/markdown' AS mime, true AS text FROM notes WHERE id::text = $key`,
+		Body: `SELECT markdown AS body, revision AS version FROM notes WHERE id::text = $key`,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Prepare and check every statement before serving.
+	if err := src.Check(ctx); err != nil {
+		log.Fatal(err) // one line naming the binding, the statement and the column
 	}
 	_ = binding // register it with core.NewResources
 }

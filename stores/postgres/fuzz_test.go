@@ -13,23 +13,29 @@ import (
 // payload without the database, and a target the store did not plan never
 // reaches the database.
 func FuzzReaderRefusesMalformedTargets(f *testing.F) {
-	f.Add(ReprBody, `{"k":"body","p":"p","a":"a","v":1}`)
-	f.Add(ReprFields, `{"k":"body","p":"p","a":"a","v":1}`)
-	f.Add(ReprIndex, `{"k":"index"}`)
-	f.Add(ReprObject, `{"k":"object","p":"p","a":"a","v":1,"o":{"r":"s3-object","d":{"bucket":"b","key":"k"}}}`)
-	f.Add("q", `{"k":"q","args":["x"]}`)
-	f.Add(ReprBody, `null`)
-	f.Add(ReprBody, `{"k":"body","p":"' OR 1=1 --","a":"\u0000","v":-9}`)
+	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"p/a","v":"1"}`)
+	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"projects","key":"projects","v":""}`)
+	f.Add("s3-object", `{"k":"object","s":"postgres","b":"asset","key":"p/a","v":"1","os":"s3","o":{"r":"s3-object","d":{"bucket":"b","key":"k"}}}`)
+	f.Add(ReprRow, `{"k":"bundle","s":"postgres","b":"project"}`)
+	f.Add(ReprRow, `{"k":"row","s":"notes","b":"note","key":"x","v":"1"}`)
+	f.Add(ReprRow, `null`)
+	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"' OR 1=1 --","v":"\u0000"}`)
 	f.Fuzz(func(t *testing.T, repr, authz string) {
 		db := &countingDB{}
 		st, err := NewStore(db, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		qr, err := NewQueryReader(db, "SELECT $1::text, 1", nil)
+		src, err := NewSource(db, SourceOptions{Name: "notes", Role: "notes_reader"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, err := src.Binding(SQLBinding{Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
+			Plan: "SELECT $key AS key, 1 AS version, 'text/plain' AS mime", Body: "SELECT body, version FROM notes WHERE key = $key"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr := b.Reader
 		target, err := core.NewResourceTarget("asset://project/p/asset/a/body", repr, json.RawMessage(authz))
 		if err != nil {
 			return

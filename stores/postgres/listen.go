@@ -223,40 +223,38 @@ func notificationKeys(payload string) []string {
 	return nil
 }
 
-// ChangeKeys returns the change keys a target depends on: for the reference
-// schema's targets, the asset and its project's grants (fields, body), the
-// project (its bundle) or the project list (the index); for any other
-// target whose URI lies under an asset's URI,
-// asset://project/{project}/asset/{asset}/..., that asset. The latter is
-// how an object that an asset row references is covered by the row's
-// change: a binding that joins the row with its S3 object serves it under
-// the asset's URI, and the row's ETag or version id changes with the
-// object.
+// ChangeKeys returns the change keys a target depends on, by its URI: the
+// project list for [IndexURI]; the project and its project-wide grants for
+// a project bundle (asset://project/{project}); the asset and its project's
+// grants for any target at or under an asset's URI,
+// asset://project/{project}/asset/{asset}[/...], which covers the asset's
+// fields, its body and the object its row references (the row's ETag or
+// version id changes with the object). Any other target has none.
 func (l *Listener) ChangeKeys(t core.ResourceTarget) []string {
 	if l.changeKeys != nil {
 		return l.changeKeys(t)
 	}
-	if r, err := parseRef(t); err == nil {
-		switch r.Kind {
-		case ReprIndex:
-			return []string{keyProjects}
-		case ReprProject:
-			return []string{keyProject + r.Project, keyGrants + r.Project}
-		case ReprFields, ReprBody:
-			return []string{AssetChangeKey(r.Project, r.Asset), keyGrants + r.Project}
-		}
+	uri := t.URI()
+	if uri == IndexURI {
+		return []string{keyProjects}
 	}
-	rest, ok := strings.CutPrefix(t.URI(), assetPrefix)
+	rest, ok := strings.CutPrefix(uri, assetPrefix)
 	if !ok {
 		return nil
 	}
 	segs := strings.SplitN(rest, "/", 4)
+	p, err := url.PathUnescape(segs[0])
+	if err != nil || p == "" {
+		return nil
+	}
+	if len(segs) == 1 {
+		return []string{keyProject + p, keyGrants + p}
+	}
 	if len(segs) < 3 || segs[1] != "asset" {
 		return nil
 	}
-	p, err1 := url.PathUnescape(segs[0])
-	a, err2 := url.PathUnescape(segs[2])
-	if err1 != nil || err2 != nil || p == "" || a == "" {
+	a, err := url.PathUnescape(segs[2])
+	if err != nil || a == "" {
 		return nil
 	}
 	return []string{AssetChangeKey(p, a), keyGrants + p}

@@ -31,11 +31,13 @@ func TestChangeKeysMatchWhatTheTriggersReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Asset{Project: "p1", ID: "x", Version: 3}
-	fields, _ := FieldsTarget(a)
-	body, _ := BodyTarget(a)
-	project, _ := newTarget(ProjectURI("p1"), ref{Kind: ReprProject, Project: "p1"})
-	index, _ := newTarget(IndexURI, ref{Kind: ReprIndex})
+	// The targets as the store's bindings plan them.
+	fields := rowTarget(t, "asset://project/p1/asset/x", "asset", "p1/x")
+	body := rowTarget(t, "asset://project/p1/asset/x/body", "asset-body", "p1/x")
+	index := rowTarget(t, IndexURI, "projects", "projects")
+	project, _ := core.NewResourceTarget("asset://project/p1", reprSQLBundle, []byte(`{"k":"bundle","s":"postgres","b":"project"}`))
+	escaped := rowTarget(t, "asset://project/p%2D1/asset/x%2Ey/body", "asset-body", "p-1/x.y")
+	notAsset := rowTarget(t, "asset://project/p1/thing/x", "asset", "p1/x")
 	joined, _ := core.NewResourceTarget("asset://project/p1/asset/x/object", "s3-object", []byte(`{"bucket":"b"}`))
 	other, _ := core.NewResourceTarget("s3://bucket/key", "s3-object", nil)
 	for name, c := range map[string]struct {
@@ -48,6 +50,8 @@ func TestChangeKeysMatchWhatTheTriggersReport(t *testing.T) {
 		"index":                  {index, []string{keyProjects}},
 		"object under the asset": {joined, []string{AssetChangeKey("p1", "x"), keyGrants + "p1"}},
 		"foreign":                {other, nil},
+		"escaped ids":            {escaped, []string{AssetChangeKey("p-1", "x.y"), keyGrants + "p-1"}},
+		"not an asset's URI":     {notAsset, nil},
 	} {
 		if got := l.ChangeKeys(c.t); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", name, got, c.want)

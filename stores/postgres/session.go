@@ -29,7 +29,7 @@ type DB interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Options configures a store. A nil *Options selects every default.
+// Options configures a [Store]. A nil *Options selects every default.
 type Options struct {
 	// Principal returns the principal of the request in ctx; it is called
 	// on every resolve, read and policy check. Nil means
@@ -55,9 +55,10 @@ type Options struct {
 	// MaxPlanItems bounds the items a resolver plans; a request that would
 	// plan more fails. Zero means [DefaultMaxPlanItems].
 	MaxPlanItems int
-	// Objects, when not nil, joins assets with the objects their rows
-	// reference (see [Objects]); nil serves rows only.
-	Objects *Objects
+	// Objects, when not nil, is the object store of the objects that the
+	// reference schema's asset rows reference ([NewStore] serves them; a
+	// *s3store.Bucket of the bucket the rows name); nil serves rows only.
+	Objects ObjectSource
 }
 
 const (

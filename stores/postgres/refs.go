@@ -1,0 +1,47 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// grantFlags are the policy's answer for one key, as a plan statement's
+// visible, read and disclose columns read it in the planning transaction:
+// whether the principal may discover (visible) or read the item, and
+// whether issues about it may carry its URI.
+type grantFlags struct {
+	Visible  bool `json:"v,omitempty"`
+	Read     bool `json:"r,omitempty"`
+	Disclose bool `json:"d,omitempty"`
+}
+
+// objectRef carries an object store's own target inside a Source's private
+// authorization data: its representation and authorization data.
+type objectRef struct {
+	Repr string          `json:"r"`
+	Data json.RawMessage `json:"d,omitempty"`
+}
+
+// decide turns what a pinned body statement returned into a payload or an
+// error: visible is whether it returned the row, samePlan whether the row
+// has the planned version, size the content's size (nil: no content) and
+// body the content, which the statement returns only within limit.
+func decide(visible, samePlan bool, size *int64, body []byte, limit int64, mime string, text bool) (core.ResourcePayload, error) {
+	switch {
+	case !visible:
+		return core.ResourcePayload{}, core.Unavailable(ErrNotVisible)
+	case !samePlan:
+		return core.ResourcePayload{}, ErrChanged
+	case size == nil:
+		return core.ResourcePayload{}, core.Unavailable(fmt.Errorf("%w: no content", ErrNotVisible))
+	case *size > limit:
+		return core.ResourcePayload{}, core.TooLarge(*size)
+	case body == nil && *size > 0:
+		return core.ResourcePayload{}, fmt.Errorf("postgres: content of %d bytes missing", *size)
+	case text:
+		return core.TextPayload(mime, string(body)), nil
+	}
+	return core.BlobPayload(mime, body), nil
+}
