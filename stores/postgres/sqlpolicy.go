@@ -167,10 +167,17 @@ func (p *sqlPolicy) keyOf(t core.ResourceTarget) (key string, bundle bool, plann
 // the recheck, is decided by the decide statement, all in one round trip.
 func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 	useplanned := pass.Stage == core.PassBeforeReads
+	type target struct {
+		key     string
+		bundle  bool
+		planned *grantFlags
+	}
+	ts := make([]target, len(pass.Targets)) // each target's private data parsed once
 	keys := make([]string, 0, len(pass.Targets))
 	seen := map[string]bool{}
-	for _, t := range pass.Targets {
+	for i, t := range pass.Targets {
 		k, bundle, planned := p.keyOf(t)
+		ts[i] = target{k, bundle, planned}
 		if bundle || (useplanned && planned != nil) || seen[k] {
 			continue
 		}
@@ -187,15 +194,14 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 		return nil, err
 	}
 	out := make([]core.TargetDecision, len(pass.Targets))
-	for i, t := range pass.Targets {
-		k, bundle, planned := p.keyOf(t)
-		if bundle {
+	for i, t := range ts {
+		if t.bundle {
 			out[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
 			continue
 		}
-		f := answers[k]
-		if useplanned && planned != nil {
-			f = flags{discover: true, visible: planned.Visible, read: planned.Read, disclose: planned.Disclose}
+		f := answers[t.key]
+		if useplanned && t.planned != nil {
+			f = flags{discover: true, visible: t.planned.Visible, read: t.planned.Read, disclose: t.planned.Disclose}
 		}
 		if i == 0 && !f.discover {
 			return nil, core.Unavailable(fmt.Errorf("%w: not discoverable", errPolicyHidden))
