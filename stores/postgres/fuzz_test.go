@@ -21,21 +21,7 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 	f.Add(ReprRow, `null`)
 	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"' OR 1=1 --","v":"\u0000"}`)
 	f.Fuzz(func(t *testing.T, repr, authz string) {
-		db := &countingDB{}
-		st, err := NewStore(db, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, err := NewSource(db, SourceOptions{Name: "notes", Role: "notes_reader"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := src.Binding(SQLBinding{Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
-			Plan: "SELECT $key AS key, 1 AS version, 'text/plain' AS mime", Body: "SELECT body, version FROM notes WHERE key = $key"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		qr := b.Reader
+		st, qr, db := storeAndNotes(t)
 		target, err := core.NewResourceTarget("asset://project/p/asset/a/body", repr, json.RawMessage(authz))
 		if err != nil {
 			return

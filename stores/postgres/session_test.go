@@ -210,18 +210,7 @@ func TestConstructorsRefuseBadConfiguration(t *testing.T) {
 // TestReaderRefusesTargetsItDidNotPlan proves a target with foreign or
 // malformed authorization data is an error, not a read of something else.
 func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
-	db := &countingDB{}
-	st, _ := NewStore(db, nil)
-	src, err := NewSource(db, SourceOptions{Name: "notes", Role: "notes_reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := src.Binding(SQLBinding{Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
-		Plan: "SELECT $key AS key, 1 AS version, 'text/plain' AS mime", Body: "SELECT body, version FROM notes WHERE key = $key"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qr := b.Reader // a reader of another source, which plans none of these
+	st, qr, db := storeAndNotes(t) // qr: a reader of another source, which plans none of these
 	ctx := core.WithPrincipal(t.Context(), "alice")
 	for _, authz := range []string{``, `null`, `{"k":"fields"}`, `{"k":"q"}`, `[1]`,
 		`{"k":"row","s":"billing","b":"asset-body","key":"p/a","v":"1"}`, // another source's
@@ -246,4 +235,25 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 	if db.sent.Load() > 1 {
 		t.Fatalf("%d batches sent for foreign targets", db.sent.Load())
 	}
+}
+
+// storeAndNotes returns a reference store and the reader of a binding of
+// another source ("notes") over one database that counts what reaches it.
+func storeAndNotes(t testing.TB) (*Store, core.Reader, *countingDB) {
+	t.Helper()
+	db := &countingDB{}
+	st, err := NewStore(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewSource(db, SourceOptions{Name: "notes", Role: "notes_reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Binding(SQLBinding{Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
+		Plan: "SELECT $key AS key, 1 AS version, 'text/plain' AS mime", Body: "SELECT body, version FROM notes WHERE key = $key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, b.Reader, db
 }
