@@ -16,8 +16,8 @@ import (
 )
 
 // liveInstance is one server instance on a test database: its own pool,
-// gateway, Postgres listener and subscriptions, serving every client as
-// one principal.
+// gateway, store listener (Store.Listener, on migration 3's key channel)
+// and subscriptions, serving every client as one principal.
 type liveInstance struct {
 	server   *mcp.Server
 	subs     *mcpsdk.Subscriptions
@@ -33,7 +33,7 @@ func newLiveInstance(t *testing.T, d *pgDB, principal string, opts *live.Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := postgres.NewListener(cfg, &postgres.ListenerOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
+	l, err := st.Listener(cfg, &postgres.ListenerOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

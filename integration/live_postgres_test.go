@@ -16,9 +16,16 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
+// TestLiveChannelNamesAgree: every reference binding names the channel on
+// which migration 3's triggers send key payloads.
 func TestLiveChannelNamesAgree(t *testing.T) {
-	if postgres.ChangeChannel != migrations.ChangeChannel {
-		t.Fatalf("the listener listens on %q, the triggers notify %q", postgres.ChangeChannel, migrations.ChangeChannel)
+	if postgres.ReferenceKeyChannel != migrations.KeyChannel {
+		t.Fatalf("the store listens on %q, the triggers notify %q", postgres.ReferenceKeyChannel, migrations.KeyChannel)
+	}
+	for _, b := range postgres.ReferenceBindings() {
+		if b.Listen != migrations.KeyChannel {
+			t.Errorf("binding %s listens on %q, want %q", b.Definition.Name, b.Listen, migrations.KeyChannel)
+		}
 	}
 }
 

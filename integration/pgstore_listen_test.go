@@ -4,14 +4,16 @@ import (
 	"testing"
 	"time"
 
+	"go.phpboyscout.uk/mcp/resources/live"
+
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
-// TestPGStoreListenerNotifiesTheIndexAndProjectBundles proves the reference
-// Listener gives the store's bundle and index targets (planned by the
-// generic machinery) the change keys the triggers report: a new asset
-// notifies its project's bundle and not the index, and a renamed project
-// notifies the index.
+// TestPGStoreListenerNotifiesTheIndexAndProjectBundles proves the store's
+// listener (Store.Listener) gives the store's bundle and index targets
+// (planned by the generic machinery) the change keys of migration 3's key
+// payloads: a new asset (PROJECT/ASSET) notifies its project's bundle and
+// not the index, and a renamed project ("projects") notifies the index.
 func TestPGStoreListenerNotifiesTheIndexAndProjectBundles(t *testing.T) {
 	t.Parallel()
 	d := liveDB(t)
@@ -35,4 +37,46 @@ func TestPGStoreListenerNotifiesTheIndexAndProjectBundles(t *testing.T) {
 
 	d.exec(t, `UPDATE mcpres.projects SET title = 'Renamed' WHERE id = 'p'`)
 	lc.await(t, postgres.IndexURI, 2*time.Second)
+}
+
+// TestPGStoreListenerProjectWideGrantChangeReachesEveryAssetOfTheProject
+// proves a change to a project-wide grant (payload PROJECT/*) reaches the
+// subscriptions of every asset of that project and of no other project:
+// alice's project grant on p loses disclose_issue_uri, which changes what a
+// read of a1 and of a2 would show her (their grant flags), so both are
+// notified; her subscription to an asset of q is not even re-checked.
+func TestPGStoreListenerProjectWideGrantChangeReachesEveryAssetOfTheProject(t *testing.T) {
+	t.Parallel()
+	d := liveDB(t)
+	d.project(t, "q")
+	d.textAsset(t, "q", "qa", "elsewhere")
+	d.grant(t, "alice", "q", "")
+	in := newLiveInstance(t, d, "alice", nil)
+	lc := in.connect(t, "2025-11-25")
+	const a2, qa = "asset://project/p/asset/a2", "asset://project/q/asset/qa"
+	for _, uri := range []string{liveA1, a2, qa} {
+		lc.subscribe(t, uri)
+	}
+	waitLive(t, in, 3)
+	lc.drain()
+	checks := in.subs.Hub().Stats().Checks
+
+	d.exec(t, `UPDATE mcpres.grants SET disclose_issue_uri = false WHERE principal = 'alice' AND project_id = 'p' AND asset_id IS NULL`)
+	seen := map[string]bool{}
+	for deadline := time.After(time.Second); !seen[liveA1] || !seen[a2]; {
+		select {
+		case u := <-lc.ch:
+			seen[u.uri] = true
+		case <-deadline:
+			t.Fatalf("after a project-wide grant change, notified %v; want %s and %s", seen, liveA1, a2)
+		}
+	}
+	time.Sleep(live.DefaultMinInterval + 200*time.Millisecond)
+	lc.drain()
+	if seen[qa] {
+		t.Fatalf("a grant change in project p notified %s", qa)
+	}
+	if n := in.subs.Hub().Stats().Checks - checks; n != 2 {
+		t.Fatalf("%d subscriptions re-checked, want 2 (a1 and a2, not q's asset)", n)
+	}
 }

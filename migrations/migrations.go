@@ -27,10 +27,13 @@
 // channel [ChangeChannel] with the changed ids as JSON, never rows or bodies
 // ({"t":"a","p":PROJECT,"a":ASSET}, "t" being p, a or g for a project, an
 // asset or a grant, and "a" absent for a project-wide grant), delivered when
-// the writing transaction commits. Version 3 adds key notifications on the
-// channel [KeyChannel] for the reference schema's resources file
-// (examples/reference): the changed item's key PROJECT/ASSET, PROJECT/* for
-// every asset of a project, and "projects" for the project list.
+// the writing transaction commits; this module no longer reads that
+// channel, and the version stays because applied versions are never
+// edited. Version 3 adds key notifications on the channel [KeyChannel] for
+// the reference schema's resources file (examples/reference) and for
+// stores/postgres Store.Listener: the changed item's key PROJECT/ASSET,
+// PROJECT/* for every asset of a project, and "projects" for the project
+// list.
 //
 // Applying is safe to repeat and to run concurrently: goose takes a
 // session-level advisory lock in the database for the whole run, and records
@@ -67,7 +70,8 @@ const (
 	// goose records the applied versions.
 	VersionTable = "mcpres_migrations"
 	// ChangeChannel is the channel on which the schema's triggers NOTIFY
-	// changed ids (version 2).
+	// changed ids (version 2). Nothing in this module listens on it any
+	// more: see [KeyChannel].
 	ChangeChannel = "mcpres_changes"
 	// KeyChannel is the channel on which the schema's triggers NOTIFY the
 	// keys of changed items as a key listener reads them (version 3).

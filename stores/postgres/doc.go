@@ -69,8 +69,8 @@
 // A Store is nothing but a [Source] with the statements [ReferenceBindings]
 // and [ReferenceDecide], the same statements that the reference server
 // serves from examples/reference/resources.yaml (a test keeps the two
-// equal). [Store.Policy] is the grants table's policy. [Listener] reports
-// the reference triggers' changes for the store's targets.
+// equal). [Store.Policy] is the grants table's policy. [Store.Listener]
+// reports the key notifications of migration 3 for the store's targets.
 //
 // # Hosts with their own schema
 //

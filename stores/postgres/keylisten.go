@@ -53,8 +53,8 @@ func itemKeys(channel, key string) []string {
 // each notification's payload is a changed key (see the payload forms
 // above). A target's change keys are its row's key on its binding's
 // channel; a bundle depends on every change on its channel. The listener
-// reconnects exactly like the reference schema's [Listener] and reports
-// core.Change{All: true} after each connection.
+// reconnects with backoff and reports core.Change{All: true} after each
+// connection (see [Listener]).
 //
 // Register every binding first: bindings added later are not covered. It
 // returns a *core.ConfigError when no binding of the source names a
@@ -69,7 +69,7 @@ func (src *Source) Listener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listen
 	if len(channels) == 0 {
 		return nil, core.NewConfigError("source "+src.name+": Listener", "no binding names a channel (SQLBinding.Listen)", nil)
 	}
-	l, err := NewListener(cfg, opts)
+	l, err := newListener(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,6 @@ func (src *Source) Listener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listen
 		}
 	}
 	slices.Sort(l.channels)
-	l.keys = payloadKeys
 	name := src.name
 	l.changeKeys = func(t core.ResourceTarget) []string {
 		r, ok := parseSQLRef(t)

@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,11 +12,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
-
-// ChangeChannel is the channel on which the reference schema's triggers
-// (migrations version 2) NOTIFY the ids of changed projects, assets and
-// grants.
-const ChangeChannel = "mcpres_changes"
 
 // Defaults of ListenerOptions.
 const (
@@ -40,12 +33,14 @@ type ListenerOptions struct {
 	Logger *slog.Logger
 }
 
-// Listener is the core.ChangeSource of the reference schema: one dedicated
-// connection LISTENs on ChangeChannel and turns each notification into the
-// change keys of the targets it concerns.
+// Listener is the [core.ChangeSource] of a [Source]'s bindings that name a
+// channel ([SQLBinding].Listen), made by [Source.Listener] or, for the
+// reference schema, [Store.Listener]: one dedicated connection LISTENs on
+// those channels and turns each key payload into the change keys of the
+// targets it concerns.
 //
 // The connection is a plain *pgx.Conn of its own, opened from the
-// configuration given to NewListener, never a pooled connection held
+// configuration given to [Source.Listener], never a pooled connection held
 // forever. It must reach PostgreSQL directly: a transaction-pooling
 // PgBouncer breaks LISTEN (the readers' transaction-local settings, by
 // contrast, work through one). When the connection is lost or its backend
@@ -59,10 +54,9 @@ type ListenerOptions struct {
 // sessions.
 type Listener struct {
 	cfg *pgx.ConnConfig
-	// channels, keys and changeKeys are the key listener's (see
-	// [Source.Listener]); nil channels mean the reference schema's.
+	// channels are the channels it LISTENs on; changeKeys gives a target's
+	// change keys (see [Source.Listener]).
 	channels   []string
-	keys       func(channel, payload string) []string
 	changeKeys func(core.ResourceTarget) []string
 	min, max   time.Duration
 	log        *slog.Logger
@@ -70,9 +64,9 @@ type Listener struct {
 	reconnects atomic.Int64
 }
 
-// NewListener returns a listener that connects with cfg (which it copies;
-// see pgx.ParseConfig). Errors are *core.ConfigError.
-func NewListener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listener, error) {
+// newListener returns a listener without channels that connects with cfg
+// (which it copies; see pgx.ParseConfig). Errors are *core.ConfigError.
+func newListener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listener, error) {
 	if cfg == nil {
 		return nil, core.NewConfigError("cfg", "is nil", nil)
 	}
@@ -147,18 +141,14 @@ func (l *Listener) session(ctx context.Context, changed func(core.Change)) error
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	channels := l.channels
-	if channels == nil {
-		channels = []string{ChangeChannel}
-	}
-	for _, ch := range channels {
+	for _, ch := range l.channels {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return err
 		}
 	}
 	l.pid.Store(conn.PgConn().PID())
 	l.reconnects.Add(1)
-	l.log.Info("postgres listener connected", "channels", strings.Join(channels, ","))
+	l.log.Info("postgres listener connected", "channels", strings.Join(l.channels, ","))
 	changed(core.Change{All: true}) // anything may have changed while we were not listening
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -169,95 +159,14 @@ func (l *Listener) session(ctx context.Context, changed func(core.Change)) error
 			l.log.Warn("postgres listener lost its connection", "err", err)
 			return nil
 		}
-		var keys []string
-		if l.keys != nil {
-			keys = l.keys(n.Channel, n.Payload)
-		} else {
-			keys = notificationKeys(n.Payload)
-		}
-		if len(keys) > 0 {
-			changed(core.Change{Keys: keys})
-		} else {
-			changed(core.Change{All: true}) // a payload we cannot read: be safe
-		}
+		changed(core.Change{Keys: payloadKeys(n.Channel, n.Payload)})
 	}
 }
 
-// The change keys of the reference schema.
-const (
-	keyProjects = "pg:projects"
-	keyProject  = "pg:project:" // + project: the project, its bundle membership
-	keyGrants   = "pg:grants:"  // + project: a project-wide grant
-	keyAsset    = "pg:asset:"   // + project "/" asset
-	assetPrefix = "asset://project/"
-)
-
-// AssetChangeKey returns the change key under which the Listener reports a
-// change of the asset (its row or a grant on it).
-func AssetChangeKey(project, asset string) string { return keyAsset + project + "/" + asset }
-
-// notificationKeys turns one payload of the triggers into change keys.
-func notificationKeys(payload string) []string {
-	var n struct {
-		T string  `json:"t"`
-		P string  `json:"p"`
-		A *string `json:"a"`
-	}
-	if json.Unmarshal([]byte(payload), &n) != nil || n.P == "" {
-		return nil
-	}
-	switch n.T {
-	case "p":
-		return []string{keyProject + n.P, keyProjects}
-	case "a":
-		if n.A == nil {
-			return nil
-		}
-		return []string{AssetChangeKey(n.P, *n.A), keyProject + n.P}
-	case "g":
-		if n.A == nil {
-			return []string{keyGrants + n.P, keyProject + n.P, keyProjects}
-		}
-		return []string{AssetChangeKey(n.P, *n.A), keyProject + n.P, keyProjects}
-	}
-	return nil
-}
-
-// ChangeKeys returns the change keys a target depends on, by its URI: the
-// project list for [IndexURI]; the project and its project-wide grants for
-// a project bundle (asset://project/{project}); the asset and its project's
-// grants for any target at or under an asset's URI,
-// asset://project/{project}/asset/{asset}[/...], which covers the asset's
-// fields, its body and the object its row references (the row's ETag or
-// version id changes with the object). Any other target has none.
-func (l *Listener) ChangeKeys(t core.ResourceTarget) []string {
-	if l.changeKeys != nil {
-		return l.changeKeys(t)
-	}
-	uri := t.URI()
-	if uri == IndexURI {
-		return []string{keyProjects}
-	}
-	rest, ok := strings.CutPrefix(uri, assetPrefix)
-	if !ok {
-		return nil
-	}
-	segs := strings.SplitN(rest, "/", 4)
-	p, err := url.PathUnescape(segs[0])
-	if err != nil || p == "" {
-		return nil
-	}
-	if len(segs) == 1 {
-		return []string{keyProject + p, keyGrants + p}
-	}
-	if len(segs) < 3 || segs[1] != "asset" {
-		return nil
-	}
-	a, err := url.PathUnescape(segs[2])
-	if err != nil || a == "" {
-		return nil
-	}
-	return []string{AssetChangeKey(p, a), keyGrants + p}
-}
+// ChangeKeys returns the change keys a target depends on (see
+// [Source.Listener]): a row's or object's key on its binding's channel, a
+// bundle's any change on its channel. A target of another source, or of a
+// binding without a channel, has none.
+func (l *Listener) ChangeKeys(t core.ResourceTarget) []string { return l.changeKeys(t) }
 
 var _ core.ChangeSource = (*Listener)(nil)

@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -9,52 +12,84 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-func TestNotificationPayloadsBecomeTheKeysOfTheTargetsTheyConcern(t *testing.T) {
-	for payload, want := range map[string][]string{
-		`{"t":"a","p":"p1","a":"x"}`: {AssetChangeKey("p1", "x"), keyProject + "p1"},
-		`{"t":"g","p":"p1","a":"x"}`: {AssetChangeKey("p1", "x"), keyProject + "p1", keyProjects},
-		`{"t":"g","p":"p1"}`:         {keyGrants + "p1", keyProject + "p1", keyProjects},
-		`{"t":"p","p":"p1"}`:         {keyProject + "p1", keyProjects},
-		`{"t":"a","p":"p1"}`:         nil,
-		`{"t":"z","p":"p1"}`:         nil,
-		`not json`:                   nil,
-		``:                           nil,
-	} {
-		if got := notificationKeys(payload); !slices.Equal(got, want) {
-			t.Errorf("%s: %v, want %v", payload, got, want)
-		}
-	}
+// noObjects is an ObjectSource that is never asked for anything: it lets a
+// Store register the bindings that join objects.
+type noObjects struct{}
+
+func (noObjects) Read(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+	return core.ResourcePayload{}, core.Unavailable(nil)
 }
 
-func TestChangeKeysMatchWhatTheTriggersReport(t *testing.T) {
-	l, err := NewListener(mustConfig(t), nil)
+func (noObjects) PinObject(context.Context, string, string, string, string, int64, string) (core.ResourceTarget, error) {
+	return core.ResourceTarget{}, core.Unavailable(nil)
+}
+
+// TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns proves the
+// reference store's listener LISTENs on ReferenceKeyChannel only and that
+// each payload migration 3 sends changes exactly the store's targets it
+// concerns, built as its bindings build them: an asset's key its fields,
+// body and object (the object joined to the row and the object alone) and
+// its project's bundle; PROJECT/* (a project-wide grant, the project's
+// row) every asset of the project and not another project's; "projects"
+// the index and not an asset. A target of another source has no keys.
+func TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns(t *testing.T) {
+	st, err := NewStore(&countingDB{}, &Options{Objects: noObjects{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The targets as the store's bindings plan them.
-	fields := rowTarget(t, "asset://project/p1/asset/x", "asset", "p1/x")
-	body := rowTarget(t, "asset://project/p1/asset/x/body", "asset-body", "p1/x")
-	index := rowTarget(t, IndexURI, "projects", "projects")
-	project, _ := core.NewResourceTarget("asset://project/p1", reprSQLBundle, []byte(`{"k":"bundle","s":"postgres","b":"project"}`))
-	escaped := rowTarget(t, "asset://project/p%2D1/asset/x%2Ey/body", "asset-body", "p-1/x.y")
-	notAsset := rowTarget(t, "asset://project/p1/thing/x", "asset", "p1/x")
-	joined, _ := core.NewResourceTarget("asset://project/p1/asset/x/object", "s3-object", []byte(`{"bucket":"b"}`))
-	other, _ := core.NewResourceTarget("s3://bucket/key", "s3-object", nil)
-	for name, c := range map[string]struct {
-		t    core.ResourceTarget
-		want []string
+	if _, err := st.Listener(nil, nil); err == nil {
+		t.Fatal("a nil configuration was accepted")
+	}
+	l, err := st.Listener(mustConfig(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.channels, []string{ReferenceKeyChannel}) {
+		t.Fatalf("channels %q, want %q", l.channels, ReferenceKeyChannel)
+	}
+	target := func(uri string, r sqlRef) core.ResourceTarget {
+		r.Source = storeSource
+		authz, _ := json.Marshal(r)
+		tg, err := core.NewResourceTarget(uri, ReprRow, authz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg
+	}
+	fields := target("asset://project/p1/asset/x", sqlRef{Kind: refRow, Binding: "asset", Key: "p1/x"})
+	body := target("asset://project/p1/asset/x/body", sqlRef{Kind: refRow, Binding: "asset-body", Key: "p1/x"})
+	joined := target("asset://project/p1/asset/x/object", sqlRef{Kind: refObject, Binding: "asset", Key: "p1/x"})
+	object := target("asset://project/p1/asset/x/object", sqlRef{Kind: refObject, Binding: "asset-object", Key: "p1/x"})
+	other := target("asset://project/p1/asset/y", sqlRef{Kind: refRow, Binding: "asset", Key: "p1/y"})
+	elsewhere := target("asset://project/p10/asset/x", sqlRef{Kind: refRow, Binding: "asset", Key: "p10/x"})
+	project := target("asset://project/p1", sqlRef{Kind: refBundle, Binding: "project"})
+	index := target(IndexURI, sqlRef{Kind: refRow, Binding: "projects", Key: "projects"})
+	foreign, _ := core.NewResourceTarget("asset://project/p1/asset/x", ReprRow, []byte(`{"k":"row","s":"docs","b":"asset","key":"p1/x"}`))
+	if k := l.ChangeKeys(foreign); k != nil {
+		t.Errorf("a target of another source has keys %q", k)
+	}
+	all := map[string]core.ResourceTarget{"fields": fields, "body": body, "joined object": joined, "object alone": object,
+		"other asset": other, "other project's asset": elsewhere, "project bundle": project, "index": index}
+	for _, c := range []struct {
+		payload string
+		changes []string
 	}{
-		"fields":                 {fields, []string{AssetChangeKey("p1", "x"), keyGrants + "p1"}},
-		"body":                   {body, []string{AssetChangeKey("p1", "x"), keyGrants + "p1"}},
-		"project":                {project, []string{keyProject + "p1", keyGrants + "p1"}},
-		"index":                  {index, []string{keyProjects}},
-		"object under the asset": {joined, []string{AssetChangeKey("p1", "x"), keyGrants + "p1"}},
-		"foreign":                {other, nil},
-		"escaped ids":            {escaped, []string{AssetChangeKey("p-1", "x.y"), keyGrants + "p-1"}},
-		"not an asset's URI":     {notAsset, nil},
+		{"p1/x", []string{"fields", "body", "joined object", "object alone", "project bundle"}},
+		{"p1/*", []string{"fields", "body", "joined object", "object alone", "other asset", "project bundle"}},
+		{"projects", []string{"index", "project bundle"}},
+		{"*", []string{"fields", "body", "joined object", "object alone", "other asset", "other project's asset", "project bundle", "index"}},
 	} {
-		if got := l.ChangeKeys(c.t); !slices.Equal(got, c.want) {
-			t.Errorf("%s: %v, want %v", name, got, c.want)
+		keys := payloadKeys(ReferenceKeyChannel, c.payload)
+		for name, tg := range all {
+			deps := l.ChangeKeys(tg)
+			if len(deps) == 0 {
+				t.Fatalf("%s: no change keys", name)
+			}
+			hit := slices.ContainsFunc(deps, func(k string) bool { return slices.Contains(keys, k) })
+			if want := slices.Contains(c.changes, name); hit != want {
+				t.Errorf("payload %q: %s changed %v, want %v (keys %q, depends on %q)", c.payload, name, hit, want,
+					strings.Join(keys, " "), strings.Join(deps, " "))
+			}
 		}
 	}
 }

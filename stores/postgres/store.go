@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
@@ -196,6 +198,21 @@ func (s *Store) guardPolicy(p core.ResourcePolicy) core.ResourcePolicy {
 		return dec(ctx, pass)
 	}
 	return p
+}
+
+// Listener returns the [core.ChangeSource] of the store's targets: the
+// store's [Source.Listener], whose one dedicated connection, opened from
+// cfg, LISTENs on [ReferenceKeyChannel] ("mcpres_keys"), where the
+// triggers of migrations version 3 NOTIFY the keys of changed items
+// (PROJECT/ASSET, PROJECT/* for every asset of a project, "projects" for
+// the index). A database without version 3 sends nothing on it. cfg must
+// reach PostgreSQL directly, never through a transaction-pooling
+// PgBouncer, which breaks LISTEN; the store's own pool may go through
+// one. An asset's fields, body and object depend on the asset's key and
+// its project's PROJECT/*, a project bundle on any change, the index on
+// "projects". A nil cfg is a *core.ConfigError.
+func (s *Store) Listener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listener, error) {
+	return s.src.Listener(cfg, opts)
 }
 
 // Bindings returns the reference schema's bindings: [Store.IndexBinding], [Store.ProjectBinding],
