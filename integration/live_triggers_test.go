@@ -107,3 +107,53 @@ func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
 		t.Fatalf("a rolled-back change was notified: %s", p)
 	}
 }
+
+// TestKeyTriggersNotifyTheKeysOfChangedItems proves what migration 3 sends
+// on its key channel, per committed change: PROJECT/* and projects for a
+// project row, PROJECT/ASSET for an asset row (both keys when it moves),
+// and for a grant the key it covers (PROJECT/* for a project-wide one)
+// with projects; never row data.
+func TestKeyTriggersNotifyTheKeysOfChangedItems(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN "+migrations.KeyChannel); err != nil {
+		t.Fatal(err)
+	}
+	collect := func() []string {
+		var out []string
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			n, err := listener.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				slices.Sort(out)
+				return out
+			}
+			out = append(out, n.Payload)
+		}
+	}
+	for _, step := range []struct {
+		what string
+		do   func()
+		want []string
+	}{
+		{"a project", func() { d.project(t, "p") }, []string{"p/*", "projects"}},
+		{"an asset", func() { d.textAsset(t, "p", "a1", strings.Repeat("BODY-CANARY ", 1000)) }, []string{"p/a1"}},
+		{"a project-wide grant", func() { d.grant(t, "alice", "p", "") }, []string{"p/*", "projects"}},
+		{"a grant on one asset", func() { d.grant(t, "bob", "p", "a1") }, []string{"p/a1", "projects"}},
+		{"a revoked grant on one asset", func() { d.exec(t, `DELETE FROM mcpres.grants WHERE asset_id = 'a1'`) }, []string{"p/a1", "projects"}},
+		{"an asset moved", func() { d.exec(t, `UPDATE mcpres.assets SET id = 'a2' WHERE id = 'a1'`) }, []string{"p/a1", "p/a2"}},
+		{"a revoked grant", func() { d.exec(t, `DELETE FROM mcpres.grants WHERE principal = 'alice'`) }, []string{"p/*", "projects"}},
+	} {
+		step.do()
+		if got := collect(); !slices.Equal(got, step.want) {
+			t.Fatalf("%s: payloads %q, want %q", step.what, got, step.want)
+		}
+	}
+}
