@@ -127,10 +127,24 @@ func TestConfigSubscriptionsFollowTheListenChannel(t *testing.T) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	// The listener connects after the server starts: wait until a change
-	// is heard before asserting silence.
+	// The listener connects after the server starts, and then rechecks
+	// every subscription once: wait for it, so that the UPDATE below is
+	// heard as its own notification.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stderr.String(), "postgres listener connected"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener did not connect\n%s", s.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	r.exec(t, `UPDATE documents SET title = 'Plan!' WHERE id = $1`, id)
 	expect("the document's UPDATE", doc, bundle)
+	for drained := false; !drained; { // a repeat of the same change may follow
+		select {
+		case <-updates:
+		case <-time.After(300 * time.Millisecond):
+			drained = true
+		}
+	}
 	r.exec(t, `UPDATE documents SET title = 'Other!' WHERE id = $1`, other)
 	quiet("another tenant's document changing")
 	r.document(t, "acme", "New", "a new one", "", "", nil)
