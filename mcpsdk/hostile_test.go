@@ -46,6 +46,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childGORACE is the GORACE of this test binary started as a stdio
+// server: the parent's, with atexit_sleep_ms=0, so that a race-built child
+// exits as soon as its stdin closes instead of a second later (the race
+// runtime's default pause at exit, which only waits for other goroutines to
+// report). A race the child found is still reported, and still makes it
+// exit with status 66.
+func childGORACE() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+}
+
 // stdioTB lets the test host's helpers run outside a test.
 type stdioTB struct{ testing.TB }
 
@@ -96,7 +106,7 @@ func TestHostileURIsNeverEndAStdioSession(t *testing.T) {
 		t.Fatalf("%d hostile URIs, want 50", len(uris))
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveStdioEnv+"=1")
+	cmd.Env = append(os.Environ(), serveStdioEnv+"=1", "GORACE="+childGORACE())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

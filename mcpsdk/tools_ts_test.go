@@ -140,7 +140,7 @@ func runTS(t *testing.T, cfg map[string]any) tsOutput {
 // the plain test host when "1".
 func tsStdio(mode string) map[string]any {
 	exe, _ := filepath.Abs(os.Args[0])
-	return map[string]any{"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{serveStdioEnv: mode}}
+	return map[string]any{"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{serveStdioEnv: mode, "GORACE": childGORACE()}}
 }
 
 // tsHTTP serves s over streamable HTTP with the test's bearer tokens.
