@@ -40,6 +40,7 @@ func rawMeta(t testing.TB, result json.RawMessage) map[string]json.RawMessage {
 }
 
 func TestClientSeesEveryCoreBehaviour(t *testing.T) {
+	t.Parallel() // independent; overlaps the tests that wait
 	r, _ := newResources(t, core.ResourceLimits{})
 	direct := func(uri string) *core.ResourceResult {
 		res, err := r.Read(context.Background(), uri)

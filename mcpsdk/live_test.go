@@ -125,6 +125,7 @@ func (lc *liveClient) none(t *testing.T, d time.Duration) {
 var liveProtocols = []string{"2025-11-25", "2026-07-28"}
 
 func TestSubscribedClientIsNotifiedOfAChangeOnBothProtocols(t *testing.T) {
+	t.Parallel() // mostly waits for notifications, or for none
 	for _, v := range liveProtocols {
 		t.Run(v, func(t *testing.T) {
 			st, res := liveStore(t)
@@ -182,6 +183,7 @@ func TestSubscribeToHiddenOrMissingURIAnswersExactlyLikeARead(t *testing.T) {
 }
 
 func TestRevokedSubscriberIsNotNotifiedWhileOthersAre(t *testing.T) {
+	t.Parallel() // mostly waits for notifications, or for none
 	st, res := liveStore(t)
 	sa, subsA := liveServer(t, st, res, "alice", mcp.ServerOptions{})
 	sb, _ := liveServer(t, st, res, "bob", mcp.ServerOptions{})

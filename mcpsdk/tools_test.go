@@ -126,6 +126,7 @@ var warningURI = regexp.MustCompile(`mcp-warning://read/[0-9a-f]{32}`)
 // entries resources/read writes (the random warning URI aside), with the
 // same report in _meta; failures carry the same fixed messages.
 func TestReadResourceToolShowsWhatAResourceReadShows(t *testing.T) {
+	t.Parallel() // independent; overlaps the tests that wait
 	r, _ := newResources(t, core.ResourceLimits{}, toolBindings(t)...)
 	forEachClient(t, func(t *testing.T, kind transportKind, version string) {
 		c := connect(t, newServer(r, toolServerOptions()), kind, version, "")
