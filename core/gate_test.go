@@ -229,6 +229,7 @@ func gateReadCallbacks(t *testing.T) []string {
 }
 
 func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
+	t.Parallel() // mostly waits: settleTime
 	want := gateReadCallbacks(t)
 	proveNoStartAfterReturn(t, want, func(k int) string { return fmt.Sprintf("%02d %s", k, want[k]) },
 		func(l *startLog, timeout time.Duration) func() error {
@@ -245,6 +246,7 @@ func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
 // Every case runs at once (runAttempts), then each is checked in its
 // subtest.
 func TestNoCallbackStartsAfterCanceledReadReturned(t *testing.T) {
+	t.Parallel() // mostly waits: settleTime
 	want := gateReadCallbacks(t)
 	got := runAttempts(len(want), time.Minute, func(l *startLog, timeout time.Duration) func() error {
 		r := gateResources(t, l, timeout)
@@ -277,6 +279,7 @@ func TestNoCallbackStartsAfterCanceledReadReturned(t *testing.T) {
 }
 
 func TestNoCallbackStartsAfterListReturned(t *testing.T) {
+	t.Parallel() // mostly waits: settleTime
 	defs := []ResourceDefinition{
 		{URI: "a://1", Name: "r1"}, {URI: "a://2", Name: "r2"}, {URI: "a://3", Name: "r3"},
 		{URITemplate: "a://t/{x}", Name: "t1"}, {URITemplate: "a://u/{x}", Name: "t2"}, {URITemplate: "a://v/{x}", Name: "t3"},
