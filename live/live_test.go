@@ -215,7 +215,7 @@ func TestAnotherPrincipalsGrantChangeIsNotNotified(t *testing.T) {
 }
 
 func TestWriteStormIsCoalescedToTheStatedBound(t *testing.T) {
-	t.Parallel() // each test has a hub of its own and mostly waits
+	t.Parallel()        // each test has a hub of its own and mostly waits
 	g := newRig(t, nil) // defaults: MinInterval 500 ms
 	g.put("a", "v0")
 	g.st.Grant("a", "alice", memory.Access{Read: true})
