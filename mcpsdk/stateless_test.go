@@ -89,13 +89,13 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 	}
 	st.Grant(doc, "alice", memory.Access{Read: true})
 	const writeTimeout = 300 * time.Millisecond
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, &live.Options{MinInterval: time.Millisecond,
-		SessionBurst: 1000, SessionInterval: time.Millisecond, WriteTimeout: writeTimeout}).ListenOnly()
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+		Live:    &live.Options{MinInterval: time.Millisecond, SessionBurst: 1000, SessionInterval: time.Millisecond, WriteTimeout: writeTimeout},
+		Sources: []core.ChangeSource{st}, ListenOnly: true})
+	subs := a.Subscriptions()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
+	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	h := httpguard.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
@@ -178,12 +178,12 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 // stateless streamable HTTP.
 func statelessServer(t *testing.T, st *memory.Store, res *core.Resources) (*mcp.Server, *Subscriptions, string) {
 	t.Helper()
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, nil).ListenOnly()
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+		Live: &live.Options{}, Sources: []core.ChangeSource{st}, ListenOnly: true})
+	subs := a.Subscriptions()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
+	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(srv.Close)

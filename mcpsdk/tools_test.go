@@ -673,14 +673,12 @@ func TestToolsListIsTheHostsWhenTheSurfaceIsOff(t *testing.T) {
 		}
 	}
 	// A host without tools of its own gets the capability from the surface.
-	s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
-	Install(s, r, &Options{Tools: &ToolOptions{}})
+	s, _ := adapted(&mcp.Implementation{Name: "x", Version: "1"}, nil, r, &Options{Tools: &ToolOptions{}})
 	c := connect(t, s, inMemory, "", "")
 	if caps := c.cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Resources == nil {
 		t.Errorf("capabilities %+v", caps)
 	}
-	s = mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
-	Install(s, r, nil)
+	s, _ = adapted(&mcp.Implementation{Name: "x", Version: "1"}, nil, r, nil)
 	c = connect(t, s, inMemory, "", "")
 	if caps := c.cs.InitializeResult().Capabilities; caps.Tools != nil {
 		t.Errorf("without the surface the tools capability is declared: %+v", caps.Tools)
@@ -823,10 +821,10 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 					t.Errorf("prefix %q: no panic", bad)
 				}
 			}()
-			Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil), r, &Options{Tools: &ToolOptions{NamePrefix: bad}})
+			New(r, &Options{Tools: &ToolOptions{NamePrefix: bad}}).Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil))
 		}()
 	}
-	Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil), r, &Options{Tools: &ToolOptions{NamePrefix: "My-db.v2_"}})
+	New(r, &Options{Tools: &ToolOptions{NamePrefix: "My-db.v2_"}}).Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil))
 }
 
 // TestToolReadBytesStayWithinWhatCoreAdmitted is the parity test of reads
@@ -971,13 +969,12 @@ func TestToolReadsAreAdmittedForTheToolShape(t *testing.T) {
 // on the last page only, and no page repeats them.
 func TestSurfaceToolsFollowTheHostsOnTheLastToolsPage(t *testing.T) {
 	r, _ := newResources(t, core.ResourceLimits{})
-	s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, &mcp.ServerOptions{PageSize: 1})
+	s, _ := adapted(&mcp.Implementation{Name: "x", Version: "1"}, &mcp.ServerOptions{PageSize: 1}, r, &Options{Tools: &ToolOptions{}})
 	for _, name := range []string{"a", "b"} {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
 	}
-	Install(s, r, &Options{Tools: &ToolOptions{}})
 	c := connect(t, s, inMemory, "", "")
 	var pages [][]string
 	cursor := ""
