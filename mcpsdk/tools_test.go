@@ -828,7 +828,7 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 }
 
 // TestToolReadBytesStayWithinWhatCoreAdmitted is the parity test of reads
-// for read_resource: 1,000 random results per protocol, each result's
+// for read_resource: [corpusReads] random results per protocol, each result's
 // bytes on the wire never more than core admitted under the tool's sizer
 // plus the wire reserve, in fact within a fixed margin: from -2 (the
 // envelope says "content", one byte shorter than the "contents" core
@@ -837,15 +837,15 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 // resource is exactly the sizer's estimate minus its separator.
 func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: it overlaps the other corpus reads
-	const reads = 1000
 	r, _ := newResources(t, core.ResourceLimits{}, randomBinding(t))
 	for _, v := range protocols {
 		t.Run(fmt.Sprintf("protocol %q", v), func(t *testing.T) {
 			t.Parallel()
 			c := connect(t, newServer(r, &Options{Tools: &ToolOptions{}}), pipes, v, "")
 			ctx := context.Background()
-			minM, maxM, partial, blobs, failed := int64(1<<62), int64(-1<<62), 0, 0, 0
-			for n := range reads {
+			minM, maxM := int64(1<<62), int64(-1<<62)
+			var seen corpusCoverage
+			for n := range corpusReads {
 				uri := fmt.Sprintf("rand://r/%d", n)
 				want, werr := r.Read(itemsize.With(ctx, toolItemSize), uri)
 				noCanary(t, c)
@@ -854,8 +854,8 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 				if err != nil || res.IsError != (werr != nil) {
 					t.Fatalf("%s: tool %+v %v, core %v", uri, res, err, werr)
 				}
+				seen.add(want, werr)
 				if werr != nil {
-					failed++
 					continue
 				}
 				msg := c.tap.last(t)
@@ -883,21 +883,13 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 					if est := toolItemSize(itemOf(it)); int64(len(raws.Content[i]))+1 != est {
 						t.Fatalf("%s item %d: %d bytes on the wire, sizer %d: %s", uri, i, len(raws.Content[i]), est, raws.Content[i])
 					}
-					if it.IsBlob() {
-						blobs++
-					}
-				}
-				if want.Partial() {
-					partial++
 				}
 			}
-			t.Logf("protocol %q: tool result margin over core's admitted size %d..%d bytes; %d partial, %d blobs, %d no item survived", v, minM, maxM, partial, blobs, failed)
+			t.Logf("protocol %q: tool result margin over core's admitted size %d..%d bytes", v, minM, maxM)
 			if maxM > core.ConfigOverheadBytes || minM < -2 {
 				t.Errorf("margin %d..%d is not the small fixed one", minM, maxM)
 			}
-			if partial == 0 || blobs == 0 {
-				t.Error("the corpus lacks partial results or blobs")
-			}
+			seen.check(t)
 		})
 	}
 }
