@@ -66,38 +66,92 @@ const (
 	settleTime = 250 * time.Millisecond
 )
 
-// proveNoStartAfterReturn runs op with callback k blocking and a whole-read
-// deadline, and checks that op failed with FailureTimeout, that exactly the
-// callbacks want[:k+1] started, all of them before op returned, and that
-// none started afterwards. An attempt in which the deadline passed before
-// callback k started (a machine too slow for the deadline) proves nothing;
-// it is repeated with a longer deadline.
-func proveNoStartAfterReturn(t *testing.T, want []string, k int, op func(l *startLog, timeout time.Duration) error) {
+// attempt is one run of an operation with one callback blocking: its
+// error and, settleTime after the blocked callback was released, the
+// callbacks' log.
+type attempt struct {
+	err    error
+	events []string
+}
+
+// runAttempts runs op once for every k below n, all at once, each with
+// callback k blocking and the whole-read deadline timeout; op builds its
+// Resources on the test's goroutine and returns the operation to run. Each
+// blocked callback is released as soon as its operation returned, and the
+// logs are taken settleTime after the last release, so every attempt gets
+// at least settleTime to start a callback it must not: one settle for all
+// attempts instead of one each.
+func runAttempts(n int, timeout time.Duration, op func(l *startLog, timeout time.Duration) func() error) []attempt {
+	logs := make([]*startLog, n)
+	runs := make([]func() error, n)
+	for k := range n {
+		logs[k] = newStartLog(k)
+		runs[k] = op(logs[k], timeout)
+	}
+	out := make([]attempt, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() {
+			out[k].err = runs[k]()
+			logs[k].mark(returned)
+			close(logs[k].release)
+		})
+	}
+	wg.Wait()
+	time.Sleep(settleTime)
+	for k := range n {
+		out[k].events = logs[k].snapshot()
+	}
+	return out
+}
+
+// firstTimeout is the whole-read deadline of the first attempts: every
+// attempt of a test runs at once, so the deadline leaves room for all of
+// them to reach their blocking callback on a loaded machine.
+const firstTimeout = 200 * time.Millisecond
+
+// proveNoStartAfterReturn checks every callback k of want: op, run with
+// callback k blocking and a whole-read deadline, failed with
+// FailureTimeout, exactly the callbacks want[:k+1] started, all of them
+// before op returned, and none started afterwards. The first attempts run
+// at once (runAttempts); each is then checked in a subtest named by name.
+// An attempt in which the deadline passed before callback k started (a
+// machine too slow for the deadline) proves nothing; it is repeated alone,
+// with a longer deadline each time.
+func proveNoStartAfterReturn(t *testing.T, want []string, name func(k int) string, op func(l *startLog, timeout time.Duration) func() error) {
 	t.Helper()
-	for timeout := 50 * time.Millisecond; ; timeout *= 4 {
-		l := newStartLog(k)
-		err := op(l, timeout)
-		l.mark(returned)
-		close(l.release)
-		time.Sleep(settleTime)
-		events := l.snapshot()
-		if KindOf(err) != FailureTimeout {
-			t.Fatalf("operation returned %v; want FailureTimeout", err)
-		}
-		ret := slices.Index(events, returned)
-		before, after := events[:ret], events[ret+1:]
-		if len(before) == k+1 {
-			if !slices.Equal(before, want[:k+1]) {
-				t.Fatalf("callbacks started before the return: %q; want %q", before, want[:k+1])
+	first := runAttempts(len(want), firstTimeout, op)
+	for k := range want {
+		t.Run(name(k), func(t *testing.T) {
+			a := first[k]
+			for timeout := firstTimeout; ; {
+				if KindOf(a.err) != FailureTimeout {
+					t.Fatalf("operation returned %v; want FailureTimeout", a.err)
+				}
+				ret := slices.Index(a.events, returned)
+				before, after := a.events[:ret], a.events[ret+1:]
+				if len(before) == k+1 {
+					if !slices.Equal(before, want[:k+1]) {
+						t.Fatalf("callbacks started before the return: %q; want %q", before, want[:k+1])
+					}
+					if len(after) > 0 {
+						t.Fatalf("callbacks started after the operation returned: %q (log %q)", after, a.events)
+					}
+					return
+				}
+				if timeout > 10*time.Second {
+					t.Fatalf("the deadline passed before callback %d (%s) started, even with %v", k, want[k], timeout)
+				}
+				timeout *= 4
+				l := newStartLog(k)
+				run := op(l, timeout)
+				a.err = run()
+				l.mark(returned)
+				close(l.release)
+				time.Sleep(settleTime)
+				a.events = l.snapshot()
 			}
-			if len(after) > 0 {
-				t.Fatalf("callbacks started after the operation returned: %q (log %q)", after, events)
-			}
-			return
-		}
-		if timeout > 10*time.Second {
-			t.Fatalf("the deadline passed before callback %d (%s) started, even with %v", k, want[k], timeout)
-		}
+		})
 	}
 }
 
@@ -175,40 +229,44 @@ func gateReadCallbacks(t *testing.T) []string {
 }
 
 func TestNoCallbackStartsAfterReadReturned(t *testing.T) {
+	t.Parallel() // mostly waits: settleTime
 	want := gateReadCallbacks(t)
-	for k := range want {
-		t.Run(fmt.Sprintf("%02d %s", k, want[k]), func(t *testing.T) {
-			t.Parallel()
-			proveNoStartAfterReturn(t, want, k, func(l *startLog, timeout time.Duration) error {
-				_, err := gateResources(t, l, timeout).Read(context.Background(), bundleURI)
+	proveNoStartAfterReturn(t, want, func(k int) string { return fmt.Sprintf("%02d %s", k, want[k]) },
+		func(l *startLog, timeout time.Duration) func() error {
+			r := gateResources(t, l, timeout)
+			return func() error {
+				_, err := r.Read(context.Background(), bundleURI)
 				return err
-			})
+			}
 		})
-	}
 }
 
 // The caller canceling the read ends it just as the deadline does: the
 // callback running when the caller canceled is the last one to start.
+// Every case runs at once (runAttempts), then each is checked in its
+// subtest.
 func TestNoCallbackStartsAfterCanceledReadReturned(t *testing.T) {
+	t.Parallel() // mostly waits: settleTime
 	want := gateReadCallbacks(t)
-	for k := range want {
-		t.Run(fmt.Sprintf("%02d %s", k, want[k]), func(t *testing.T) {
-			t.Parallel()
-			l := newStartLog(k)
+	got := runAttempts(len(want), time.Minute, func(l *startLog, timeout time.Duration) func() error {
+		r := gateResources(t, l, timeout)
+		return func() error {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
 				<-l.blocked
 				cancel()
 			}()
-			_, err := gateResources(t, l, time.Minute).Read(ctx, bundleURI)
-			l.mark(returned)
-			close(l.release)
-			time.Sleep(settleTime)
+			_, err := r.Read(ctx, bundleURI)
+			return err
+		}
+	})
+	for k := range want {
+		t.Run(fmt.Sprintf("%02d %s", k, want[k]), func(t *testing.T) {
+			err, events := got[k].err, got[k].events
 			if KindOf(err) != FailureCanceled {
 				t.Fatalf("Read returned %v; want FailureCanceled", err)
 			}
-			events := l.snapshot()
 			ret := slices.Index(events, returned)
 			if before := events[:ret]; !slices.Equal(before, want[:k+1]) {
 				t.Fatalf("callbacks started before the return: %q; want %q", before, want[:k+1])
@@ -221,6 +279,7 @@ func TestNoCallbackStartsAfterCanceledReadReturned(t *testing.T) {
 }
 
 func TestNoCallbackStartsAfterListReturned(t *testing.T) {
+	t.Parallel() // mostly waits: settleTime
 	defs := []ResourceDefinition{
 		{URI: "a://1", Name: "r1"}, {URI: "a://2", Name: "r2"}, {URI: "a://3", Name: "r3"},
 		{URITemplate: "a://t/{x}", Name: "t1"}, {URITemplate: "a://u/{x}", Name: "t2"}, {URITemplate: "a://v/{x}", Name: "t3"},
@@ -250,15 +309,14 @@ func TestNoCallbackStartsAfterListReturned(t *testing.T) {
 		if got := l.snapshot(); !slices.Equal(got, m.want) {
 			t.Fatalf("%s started %q; want %q", m.name, got, m.want)
 		}
-		for k := range m.want {
-			t.Run(fmt.Sprintf("%s %d %s", m.name, k, m.want[k]), func(t *testing.T) {
-				t.Parallel()
-				proveNoStartAfterReturn(t, m.want, k, func(l *startLog, timeout time.Duration) error {
-					_, err := m.list(newResources(t, l, timeout))(context.Background(), ListRequest{ScopeKey: listScope})
+		proveNoStartAfterReturn(t, m.want, func(k int) string { return fmt.Sprintf("%s %d %s", m.name, k, m.want[k]) },
+			func(l *startLog, timeout time.Duration) func() error {
+				list := m.list(newResources(t, l, timeout))
+				return func() error {
+					_, err := list(context.Background(), ListRequest{ScopeKey: listScope})
 					return err
-				})
+				}
 			})
-		}
 	}
 }
 

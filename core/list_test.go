@@ -278,6 +278,7 @@ func listSame(t *testing.T, got, want []ResourceDescription) {
 }
 
 func TestListWalksEveryPageOnceInOrder(t *testing.T) {
+	t.Parallel() // independent and CPU-bound: overlaps the tests that wait
 	defs := listCorpus(60, 25, 1)
 	wantRes, wantTmpl := listExpected(defs, false), listExpected(defs, true)
 	for _, pageBytes := range []int64{0, WireReserveBytes + minListEnvelopeBytes + 700, WireReserveBytes + minListEnvelopeBytes + 2000} {
@@ -594,6 +595,7 @@ func TestListPolicyFailures(t *testing.T) {
 }
 
 func TestListCancellationAndTimeout(t *testing.T) {
+	t.Parallel() // waits out deadlines
 	defs := []ResourceDefinition{{URI: "a://1", Name: "a"}, {URI: "a://2", Name: "b"}, {URI: "a://3", Name: "c"}}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })

@@ -651,6 +651,7 @@ func TestWholeReadFailuresReturnNoBundle(t *testing.T) {
 }
 
 func TestItemFailuresProducePartialResultsWhenSiblingsSurvive(t *testing.T) {
+	t.Parallel() // waits out an item deadline
 	g := newRig(t, "test://ok", "test://err", "test://bad", "test://slow")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 200 * time.Millisecond})}
 	g.item("test://err").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
@@ -675,6 +676,7 @@ func TestItemFailuresProducePartialResultsWhenSiblingsSurvive(t *testing.T) {
 }
 
 func TestItemsFailingInEveryWayAtOnce(t *testing.T) {
+	t.Parallel() // waits out an item deadline
 	uris := []string{"test://ok", "test://hidden", "test://denied", "test://err", "test://unavail", "test://bad",
 		"test://slow", "test://huge", "test://panic", "test://revoked", "test://gone", "test://new", "test://ok2"}
 	g := newRig(t, uris...)
@@ -746,6 +748,7 @@ func TestAbandonedReaderIsNotKilledAndItsLateResultIsDiscarded(t *testing.T) {
 }
 
 func TestPayloadReturnedAfterItemDeadlineIsTimeoutNotAdmitted(t *testing.T) {
+	t.Parallel() // waits out an item deadline
 	g := newRig(t, "test://a", "test://late")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 100 * time.Millisecond})}
 	g.item("test://late").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
@@ -762,6 +765,7 @@ func TestPayloadReturnedAfterItemDeadlineIsTimeoutNotAdmitted(t *testing.T) {
 }
 
 func TestNextBodyReadStartsOnlyAfterPreviousReturned(t *testing.T) {
+	t.Parallel() // waits out an item deadline
 	g := newRig(t, "test://slow", "test://next")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 100 * time.Millisecond})}
 	var slowDone atomic.Bool

@@ -102,6 +102,7 @@ func (g *rig) quiet(d time.Duration) {
 }
 
 func TestSubscribeToHiddenOrMissingURIFailsExactlyLikeARead(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	g.put("secret", "x")
 	g.st.Grant("secret", "bob", memory.Access{Read: true})
@@ -124,6 +125,7 @@ func TestSubscribeToHiddenOrMissingURIFailsExactlyLikeARead(t *testing.T) {
 // bundle), while a bundle with one readable item is admitted, and an
 // admitted subscription whose items all become read-denied is dropped.
 func TestSubscribeToABundleOfOnlyReadDeniedItemsFailsLikeItsRead(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	st := memory.New(nil)
 	for _, id := range []string{"a", "b"} {
 		if _, err := st.Put(id, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("x")}); err != nil {
@@ -157,6 +159,7 @@ func TestSubscribeToABundleOfOnlyReadDeniedItemsFailsLikeItsRead(t *testing.T) {
 }
 
 func TestChangeNotifiesAnAuthorizedSubscriber(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	g.put("a", "v1")
 	g.st.Grant("a", "alice", memory.Access{Read: true})
@@ -168,6 +171,7 @@ func TestChangeNotifiesAnAuthorizedSubscriber(t *testing.T) {
 }
 
 func TestRevokedSubscriberGetsNothingAndIsDropped(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	g.put("a", "v1")
 	g.st.Grant("a", "alice", memory.Access{Read: true})
@@ -195,6 +199,7 @@ func TestRevokedSubscriberGetsNothingAndIsDropped(t *testing.T) {
 }
 
 func TestAnotherPrincipalsGrantChangeIsNotNotified(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	g.put("a", "v1")
 	g.st.Grant("a", "alice", memory.Access{Read: true})
@@ -210,6 +215,7 @@ func TestAnotherPrincipalsGrantChangeIsNotNotified(t *testing.T) {
 }
 
 func TestWriteStormIsCoalescedToTheStatedBound(t *testing.T) {
+	t.Parallel()        // each test has a hub of its own and mostly waits
 	g := newRig(t, nil) // defaults: MinInterval 500 ms
 	g.put("a", "v0")
 	g.st.Grant("a", "alice", memory.Access{Read: true})
@@ -242,6 +248,7 @@ func TestWriteStormIsCoalescedToTheStatedBound(t *testing.T) {
 }
 
 func TestSessionRateLimitBoundsNotificationsAcrossURIs(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, &Options{SessionBurst: 3, SessionInterval: time.Second})
 	for i := range 20 {
 		id := fmt.Sprint("d", i)
@@ -261,6 +268,7 @@ func TestSessionRateLimitBoundsNotificationsAcrossURIs(t *testing.T) {
 }
 
 func TestSubscriptionBoundsPerSessionAndPerHub(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, &Options{MaxPerSession: 2, MaxTotal: 3})
 	for _, id := range []string{"a", "b", "c", "d"} {
 		g.put(id, "x")
@@ -298,6 +306,7 @@ func TestSubscriptionBoundsPerSessionAndPerHub(t *testing.T) {
 }
 
 func TestLostTrackNotifiesEveryStillAuthorizedSubscriber(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	g.put("a", "x")
 	g.put("b", "x")
@@ -319,6 +328,7 @@ func TestLostTrackNotifiesEveryStillAuthorizedSubscriber(t *testing.T) {
 }
 
 func TestEndSessionStopsNotifications(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	g.put("a", "x")
 	g.st.Grant("a", "alice", memory.Access{Read: true})
@@ -345,6 +355,7 @@ func (r *racingAuthorizer) Authorize(ctx context.Context, uri string) (core.Auth
 }
 
 func TestAChangeWhileSubscribingIsNotMissed(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	st := memory.New(nil)
 	st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v1")})
 	st.Grant("a", "alice", memory.Access{Read: true})
@@ -374,6 +385,7 @@ func TestAChangeWhileSubscribingIsNotMissed(t *testing.T) {
 }
 
 func TestOnePrincipalCannotTakeAnotherPrincipalsSubscriptions(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, &Options{MaxPerSession: 10, MaxPerPrincipal: 3, MaxTotal: 5})
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		g.put(id, "x")
@@ -409,6 +421,7 @@ func TestOnePrincipalCannotTakeAnotherPrincipalsSubscriptions(t *testing.T) {
 }
 
 func TestOnRevokedSaysHowManySubscriptionsTheSessionStillHolds(t *testing.T) {
+	t.Parallel() // each test has a hub of its own and mostly waits
 	g := newRig(t, nil)
 	type call struct {
 		session   string

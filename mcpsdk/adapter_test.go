@@ -40,6 +40,7 @@ func rawMeta(t testing.TB, result json.RawMessage) map[string]json.RawMessage {
 }
 
 func TestClientSeesEveryCoreBehaviour(t *testing.T) {
+	t.Parallel() // independent; overlaps the tests that wait
 	r, _ := newResources(t, core.ResourceLimits{})
 	direct := func(uri string) *core.ResourceResult {
 		res, err := r.Read(context.Background(), uri)
@@ -451,8 +452,8 @@ func TestResultTypeAndServerInfoFollowTheProtocol(t *testing.T) {
 func TestInstallPanicsOnNilArguments(t *testing.T) {
 	r, _ := newResources(t, core.ResourceLimits{})
 	for name, fn := range map[string]func(){
-		"nil server":    func() { Install(nil, r, nil) },
-		"nil resources": func() { Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil), nil, nil) },
+		"nil server":    func() { New(r, nil).Install(nil) },
+		"nil resources": func() { New(nil, nil) },
 	} {
 		func() {
 			defer func() {

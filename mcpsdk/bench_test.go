@@ -119,8 +119,7 @@ func BenchmarkReadExact(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("adapter", func(b *testing.B) {
-		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
-		Install(s, r, nil)
+		s, _ := adapted(&mcp.Implementation{Name: "bench", Version: "v1"}, nil, r, nil)
 		benchRead(b, benchClient(b, s), uri)
 	})
 	b.Run("core", func(b *testing.B) { benchCore(b, r, uri) })
@@ -149,8 +148,7 @@ func BenchmarkReadLastOf10kTemplates(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
-		Install(s, r, nil)
+		s, _ := adapted(&mcp.Implementation{Name: "bench", Version: "v1"}, nil, r, nil)
 		benchRead(b, benchClient(b, s), uri)
 	})
 }
@@ -195,8 +193,7 @@ func BenchmarkReadBlob(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
-		Install(s, r, nil)
+		s, _ := adapted(&mcp.Implementation{Name: "bench", Version: "v1"}, nil, r, nil)
 		read(b, benchClient(b, s))
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
 )
@@ -31,14 +32,15 @@ func ExampleSubscriptions() {
 		log.Fatal(err)
 	}
 
-	subs := mcpsdk.NewSubscriptions(res, []core.ChangeSource{st}, nil)
-	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1"}, subs.ServerOptions(nil))
-	mcpsdk.Install(server, res, &mcpsdk.Options{
-		Principal:     func(context.Context, mcp.Request) string { return "alice" },
-		Subscriptions: subs,
-		Completions:   true,
+	a := mcpsdk.New(res, &mcpsdk.Options{
+		Principal:   func(context.Context, mcp.Request) string { return "alice" },
+		Live:        &live.Options{}, // subscriptions, with live's default bounds
+		Sources:     []core.ChangeSource{st},
+		Completions: true,
 	})
-	go subs.Run(ctx)
+	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1"}, a.ServerOptions(nil))
+	a.Install(server)
+	go a.Run(ctx)
 
 	updated := make(chan string, 1)
 	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, &mcp.ClientOptions{
@@ -66,7 +68,7 @@ func ExampleSubscriptions() {
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://notes/1"}); err != nil {
 		log.Fatal(err)
 	}
-	for subs.Hub().Stats().Subscriptions == 0 { // a 2026-07-28 client subscribes in the background
+	for a.Subscriptions().Hub().Stats().Subscriptions == 0 { // a 2026-07-28 client subscribes in the background
 		time.Sleep(time.Millisecond)
 	}
 	st.Put("note/1", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("final")})

@@ -46,9 +46,9 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1.0.0"},
-		&mcp.ServerOptions{Capabilities: mcpsdk.Capabilities(nil)})
-	mcpsdk.Install(server, res, nil)
+	a := mcpsdk.New(res, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1.0.0"}, a.ServerOptions(nil))
+	a.Install(server)
 
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()

@@ -189,10 +189,19 @@ func newResources(t testing.TB, limits core.ResourceLimits, extra ...core.Resour
 	return r, h
 }
 
+// adapted wires r as a host does: the adapter of [New] with opts, a
+// server built with its options over base, the adapter installed on it.
+func adapted(impl *mcp.Implementation, base *mcp.ServerOptions, r *core.Resources, opts *Options) (*mcp.Server, *Adapter) {
+	a := New(r, opts)
+	s := mcp.NewServer(impl, a.ServerOptions(base))
+	a.Install(s)
+	return s, a
+}
+
 // newServer returns a server with the gateway installed and one tool the
 // SDK serves beside it.
 func newServer(r *core.Resources, opts *Options) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "v0.0.1"}, nil)
+	s, _ := adapted(&mcp.Implementation{Name: "test-server", Version: "v0.0.1"}, nil, r, opts)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 		Say string `json:"say"`
 	}) (*mcp.CallToolResult, any, error) {
@@ -201,7 +210,6 @@ func newServer(r *core.Resources, opts *Options) *mcp.Server {
 	s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
 	})
-	Install(s, r, opts)
 	return s
 }
 
@@ -256,12 +264,9 @@ func (w *tap) messages(t testing.TB) []wireMessage {
 		if len(line) == 0 || line[0] != '{' {
 			continue
 		}
-		if !json.Valid(line) {
-			t.Fatalf("the server wrote invalid JSON: %q", line)
-		}
 		var m wireMessage
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatal(err)
+		if err := json.Unmarshal(line, &m); err != nil { // Unmarshal checks the whole line is valid JSON first
+			t.Fatalf("the server wrote invalid JSON: %q: %v", line, err)
 		}
 		m.Raw = bytes.Clone(line)
 		out = append(out, m)

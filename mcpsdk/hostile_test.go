@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +46,31 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// Many of these tests wait (for notifications, node processes,
+	// timeouts) while others are CPU-bound; at -test.parallel's default of
+	// GOMAXPROCS, a 2-core machine runs only two at once and a waiting test
+	// holds a core's turn. Unless the command line sets it, run up to
+	// parallelTests at once so that the waits overlap the work.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < parallelTests {
+		flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 	os.Exit(m.Run())
+}
+
+// parallelTests is the least -test.parallel that TestMain runs with.
+const parallelTests = 4
+
+// childGORACE is the GORACE of this test binary started as a stdio
+// server: the parent's, with atexit_sleep_ms=0, so that a race-built child
+// exits as soon as its stdin closes instead of a second later (the race
+// runtime's default pause at exit, which only waits for other goroutines to
+// report). A race the child found is still reported, and still makes it
+// exit with status 66.
+func childGORACE() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }
 
 // stdioTB lets the test host's helpers run outside a test.
@@ -88,6 +115,7 @@ func hostileURIs() []string {
 }
 
 func TestHostileURIsNeverEndAStdioSession(t *testing.T) {
+	t.Parallel() // a subprocess of its own
 	if testing.Short() {
 		t.Skip("starts a subprocess")
 	}
@@ -96,7 +124,7 @@ func TestHostileURIsNeverEndAStdioSession(t *testing.T) {
 		t.Fatalf("%d hostile URIs, want 50", len(uris))
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveStdioEnv+"=1")
+	cmd.Env = append(os.Environ(), serveStdioEnv+"=1", "GORACE="+childGORACE())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -204,6 +232,7 @@ func rawJSONString(s string) string {
 }
 
 func TestHostileURIsNeverEndAnHTTPOrInMemorySession(t *testing.T) {
+	t.Parallel() // independent; overlaps the tests that wait
 	r, _ := newResources(t, core.ResourceLimits{})
 	forEachClient(t, func(t *testing.T, kind transportKind, version string) {
 		c := connect(t, newServer(r, nil), kind, version, "")
@@ -338,6 +367,7 @@ func TestAnEmptyCustomScopeKeyIsAnInternalError(t *testing.T) {
 }
 
 func TestHostileURIBytesOverStatelessHTTPGetValidErrors(t *testing.T) {
+	t.Parallel() // a server of its own
 	r, _ := newResources(t, core.ResourceLimits{})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer(r, nil) },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})

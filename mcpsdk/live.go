@@ -43,12 +43,13 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // subscriber's principal before every notifications/resources/updated,
 // coalesced per URI and rate-limited per session: see package live.
 //
-// Wiring, in this order:
+// A host gets them from [New] with [Options.Live] and the stores as
+// [Options.Sources]:
 //
-//	subs := mcpsdk.NewSubscriptions(res, []core.ChangeSource{store}, nil)
-//	server := mcp.NewServer(impl, subs.ServerOptions(&mcp.ServerOptions{...}))
-//	mcpsdk.Install(server, res, &mcpsdk.Options{Subscriptions: subs})
-//	go subs.Run(ctx) // until the server stops
+//	a := mcpsdk.New(res, &mcpsdk.Options{Live: &live.Options{}, Sources: []core.ChangeSource{store}})
+//	server := mcp.NewServer(impl, a.ServerOptions(&mcp.ServerOptions{...}))
+//	a.Install(server)
+//	go a.Run(ctx) // until the server stops
 //
 // Notifications need a stream to the client: the session (stdio, stateful
 // streamable HTTP) or, on a stateless streamable HTTP server, the response

@@ -125,6 +125,7 @@ func (lc *liveClient) none(t *testing.T, d time.Duration) {
 var liveProtocols = []string{"2025-11-25", "2026-07-28"}
 
 func TestSubscribedClientIsNotifiedOfAChangeOnBothProtocols(t *testing.T) {
+	t.Parallel() // mostly waits for notifications, or for none
 	for _, v := range liveProtocols {
 		t.Run(v, func(t *testing.T) {
 			st, res := liveStore(t)
@@ -182,6 +183,7 @@ func TestSubscribeToHiddenOrMissingURIAnswersExactlyLikeARead(t *testing.T) {
 }
 
 func TestRevokedSubscriberIsNotNotifiedWhileOthersAre(t *testing.T) {
+	t.Parallel() // mostly waits for notifications, or for none
 	st, res := liveStore(t)
 	sa, subsA := liveServer(t, st, res, "alice", mcp.ServerOptions{})
 	sb, _ := liveServer(t, st, res, "bob", mcp.ServerOptions{})
@@ -202,9 +204,8 @@ func TestRevokedSubscriberIsNotNotifiedWhileOthersAre(t *testing.T) {
 
 func TestSubscriptionLimitAnswersOnlyReadableURIs(t *testing.T) {
 	st, res := liveStore(t)
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, &live.Options{MaxPerSession: 1})
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "bob" }, Subscriptions: subs})
+	s, _ := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "bob" },
+		Live: &live.Options{MaxPerSession: 1}, Sources: []core.ChangeSource{st}})
 	lc := connectLive(t, s, "2025-11-25")
 	if err := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")}); err != nil {
 		t.Fatal(err)
@@ -265,16 +266,15 @@ func TestCompletionOffersOnlyDiscoverableValuesAndLeavesPromptsToTheHost(t *test
 
 func TestSubscribeFollowsTheLegacyNotFoundCodeAndSurvivesAPanickingPrincipal(t *testing.T) {
 	st, res := liveStore(t)
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, nil)
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
 	calls := 0
-	Install(s, res, &Options{LegacyNotFoundCode: true, Subscriptions: subs, Principal: func(context.Context, mcp.Request) string {
-		calls++
-		if calls > 2 {
-			panic("host bug")
-		}
-		return "alice"
-	}})
+	s, _ := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{LegacyNotFoundCode: true,
+		Live: &live.Options{}, Sources: []core.ChangeSource{st}, Principal: func(context.Context, mcp.Request) string {
+			calls++
+			if calls > 2 {
+				panic("host bug")
+			}
+			return "alice"
+		}})
 	lc := connectLive(t, s, "2025-11-25")
 	_, rerr := lc.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: liveDoc("s")})
 	serr := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("s")})

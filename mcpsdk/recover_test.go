@@ -26,10 +26,9 @@ func TestAPanickingHandlerIsOneLogRecordAndAnInternalErrorWithARequestID(t *test
 	_, res := liveStore(t)
 	logs := &syncBuf{}
 	const canary = "canary-private-panic-text demo://secret"
-	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, &mcp.ServerOptions{
+	s, _ := adapted(&mcp.Implementation{Name: "t", Version: "v0"}, &mcp.ServerOptions{
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) { panic(canary) },
-	})
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Completions: true,
+	}, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Completions: true,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	lc := connectLive(t, s, "2025-11-25")
 	_, err := lc.cs.Complete(context.Background(), &mcp.CompleteParams{
@@ -60,8 +59,8 @@ func TestAPanickingHandlerIsOneLogRecordAndAnInternalErrorWithARequestID(t *test
 
 func TestADuplicateInitializeIsInvalidRequestAndTheSessionGoesOn(t *testing.T) {
 	_, res := liveStore(t)
-	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Completions: true})
+	s, _ := adapted(&mcp.Implementation{Name: "t", Version: "v0"}, nil, res,
+		&Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Completions: true})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(context.Background(), st, nil)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,14 +78,24 @@ func (s stallListens) RoundTrip(r *http.Request) (*http.Response, error) {
 // stream's session ends after the write deadline, freeing its subscription.
 func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) {
 	st, res := liveStore(t)
+	// A document with a 1,500-byte id, so that each notification is about
+	// 1.6 KiB: the changes below write some 300 KiB to the stuck stream,
+	// far more than its socket buffers hold (about 30 KiB, which 200
+	// notifications of a short URI did not always fill, so that the stuck
+	// stream was sometimes never stuck).
+	doc := strings.Repeat("x", 1500)
+	if _, err := st.Put(doc, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	st.Grant(doc, "alice", memory.Access{Read: true})
 	const writeTimeout = 300 * time.Millisecond
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, &live.Options{MinInterval: time.Millisecond,
-		SessionBurst: 1000, SessionInterval: time.Millisecond, WriteTimeout: writeTimeout}).ListenOnly()
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+		Live:    &live.Options{MinInterval: time.Millisecond, SessionBurst: 1000, SessionInterval: time.Millisecond, WriteTimeout: writeTimeout},
+		Sources: []core.ChangeSource{st}, ListenOnly: true})
+	subs := a.Subscriptions()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
+	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	h := httpguard.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
@@ -125,7 +136,7 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 		if v := cs.InitializeResult().ProtocolVersion; v != ListenProtocolVersion {
 			t.Fatalf("negotiated %q, want %s", v, ListenProtocolVersion)
 		}
-		if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")}); err != nil {
+		if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc(doc)}); err != nil {
 			t.Fatal(err)
 		}
 		return cs, ch
@@ -141,7 +152,7 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 	start := time.Now()
 	got := 0
 	for i := range changes {
-		if _, err := st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: bytes.Repeat([]byte{byte('0' + i%10)}, i+1)}); err != nil {
+		if _, err := st.Put(doc, memory.Item{MIMEType: "text/plain", Text: true, Body: bytes.Repeat([]byte{byte('0' + i%10)}, i+1)}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -167,12 +178,12 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 // stateless streamable HTTP.
 func statelessServer(t *testing.T, st *memory.Store, res *core.Resources) (*mcp.Server, *Subscriptions, string) {
 	t.Helper()
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, nil).ListenOnly()
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+		Live: &live.Options{}, Sources: []core.ChangeSource{st}, ListenOnly: true})
+	subs := a.Subscriptions()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
+	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(srv.Close)
@@ -219,13 +230,22 @@ func TestARevokedListenStreamEndsAndEarlierRevisionsAreNotOfferedSubscriptions(t
 			t.Fatal(err)
 		}
 		waitSubscribed(t, subs, 1)
+		// Each request of a stateless server has a session of its own,
+		// closed once it is answered, and the server may still be closing
+		// the subscribe request's when the client has its answer: wait for
+		// the one that lasts, the listen stream's.
+		for deadline := time.Now().Add(10 * time.Second); open() != 1 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if n := open(); n != 1 {
 			t.Fatalf("%d sessions open while listening, want the listen stream's one", n)
 		}
 		st.Revoke("a", "alice")
-		deadline := time.Now().Add(2 * time.Second)
+		// The bound only limits a failing run: the loop ends as soon as
+		// the stream has ended.
+		deadline := time.Now().Add(10 * time.Second)
 		for (open() != 0 || subs.Hub().Stats().Sessions != 0) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
 		}
 		if n, hs := open(), subs.Hub().Stats(); n != 0 || hs.Sessions != 0 || hs.Subscriptions != 0 || hs.Dropped != 1 {
 			t.Fatalf("after the revocation: %d sessions open, hub %+v; want the listen stream ended and its subscription dropped", n, hs)

@@ -56,12 +56,12 @@ func (c *stuckConn) Close() error {
 func TestAStuckSubscriberDelaysOnlyItselfAndIsDroppedAfterItsWriteDeadline(t *testing.T) {
 	st, res := liveStore(t)
 	const writeTimeout = 300 * time.Millisecond
-	subs := NewSubscriptions(res, []core.ChangeSource{st}, &live.Options{MinInterval: 20 * time.Millisecond, WriteTimeout: writeTimeout})
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	Install(s, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
+	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+		Live: &live.Options{MinInterval: 20 * time.Millisecond, WriteTimeout: writeTimeout}, Sources: []core.ChangeSource{st}})
+	subs := a.Subscriptions()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
+	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	time.Sleep(10 * time.Millisecond)
 

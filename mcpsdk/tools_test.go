@@ -126,6 +126,7 @@ var warningURI = regexp.MustCompile(`mcp-warning://read/[0-9a-f]{32}`)
 // entries resources/read writes (the random warning URI aside), with the
 // same report in _meta; failures carry the same fixed messages.
 func TestReadResourceToolShowsWhatAResourceReadShows(t *testing.T) {
+	t.Parallel() // independent; overlaps the tests that wait
 	r, _ := newResources(t, core.ResourceLimits{}, toolBindings(t)...)
 	forEachClient(t, func(t *testing.T, kind transportKind, version string) {
 		c := connect(t, newServer(r, toolServerOptions()), kind, version, "")
@@ -672,14 +673,12 @@ func TestToolsListIsTheHostsWhenTheSurfaceIsOff(t *testing.T) {
 		}
 	}
 	// A host without tools of its own gets the capability from the surface.
-	s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
-	Install(s, r, &Options{Tools: &ToolOptions{}})
+	s, _ := adapted(&mcp.Implementation{Name: "x", Version: "1"}, nil, r, &Options{Tools: &ToolOptions{}})
 	c := connect(t, s, inMemory, "", "")
 	if caps := c.cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Resources == nil {
 		t.Errorf("capabilities %+v", caps)
 	}
-	s = mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
-	Install(s, r, nil)
+	s, _ = adapted(&mcp.Implementation{Name: "x", Version: "1"}, nil, r, nil)
 	c = connect(t, s, inMemory, "", "")
 	if caps := c.cs.InitializeResult().Capabilities; caps.Tools != nil {
 		t.Errorf("without the surface the tools capability is declared: %+v", caps.Tools)
@@ -822,14 +821,14 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 					t.Errorf("prefix %q: no panic", bad)
 				}
 			}()
-			Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil), r, &Options{Tools: &ToolOptions{NamePrefix: bad}})
+			New(r, &Options{Tools: &ToolOptions{NamePrefix: bad}}).Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil))
 		}()
 	}
-	Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil), r, &Options{Tools: &ToolOptions{NamePrefix: "My-db.v2_"}})
+	New(r, &Options{Tools: &ToolOptions{NamePrefix: "My-db.v2_"}}).Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil))
 }
 
 // TestToolReadBytesStayWithinWhatCoreAdmitted is the parity test of reads
-// for read_resource: 1,000 random results per protocol, each result's
+// for read_resource: [corpusReads] random results per protocol, each result's
 // bytes on the wire never more than core admitted under the tool's sizer
 // plus the wire reserve, in fact within a fixed margin: from -2 (the
 // envelope says "content", one byte shorter than the "contents" core
@@ -838,15 +837,15 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 // resource is exactly the sizer's estimate minus its separator.
 func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: it overlaps the other corpus reads
-	const reads = 1000
 	r, _ := newResources(t, core.ResourceLimits{}, randomBinding(t))
 	for _, v := range protocols {
 		t.Run(fmt.Sprintf("protocol %q", v), func(t *testing.T) {
 			t.Parallel()
 			c := connect(t, newServer(r, &Options{Tools: &ToolOptions{}}), pipes, v, "")
 			ctx := context.Background()
-			minM, maxM, partial, blobs, failed := int64(1<<62), int64(-1<<62), 0, 0, 0
-			for n := range reads {
+			minM, maxM := int64(1<<62), int64(-1<<62)
+			var seen corpusCoverage
+			for n := range corpusReads {
 				uri := fmt.Sprintf("rand://r/%d", n)
 				want, werr := r.Read(itemsize.With(ctx, toolItemSize), uri)
 				noCanary(t, c)
@@ -855,8 +854,8 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 				if err != nil || res.IsError != (werr != nil) {
 					t.Fatalf("%s: tool %+v %v, core %v", uri, res, err, werr)
 				}
+				seen.add(want, werr)
 				if werr != nil {
-					failed++
 					continue
 				}
 				msg := c.tap.last(t)
@@ -871,33 +870,26 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 				}
 				margin := got - admitted
 				minM, maxM = min(minM, margin), max(maxM, margin)
-				wire := rawToolContent(t, msg.Result)
-				if len(wire) != len(items) {
-					t.Fatalf("%s: %d items on the wire, core %d", uri, len(wire), len(items))
-				}
 				var raws struct {
 					Content []json.RawMessage `json:"content"`
 				}
-				json.Unmarshal(msg.Result, &raws)
+				if err := json.Unmarshal(msg.Result, &raws); err != nil {
+					t.Fatal(err)
+				}
+				if len(raws.Content) != len(items) {
+					t.Fatalf("%s: %d items on the wire, core %d", uri, len(raws.Content), len(items))
+				}
 				for i, it := range items {
 					if est := toolItemSize(itemOf(it)); int64(len(raws.Content[i]))+1 != est {
 						t.Fatalf("%s item %d: %d bytes on the wire, sizer %d: %s", uri, i, len(raws.Content[i]), est, raws.Content[i])
 					}
-					if it.IsBlob() {
-						blobs++
-					}
-				}
-				if want.Partial() {
-					partial++
 				}
 			}
-			t.Logf("protocol %q: tool result margin over core's admitted size %d..%d bytes; %d partial, %d blobs, %d no item survived", v, minM, maxM, partial, blobs, failed)
+			t.Logf("protocol %q: tool result margin over core's admitted size %d..%d bytes", v, minM, maxM)
 			if maxM > core.ConfigOverheadBytes || minM < -2 {
 				t.Errorf("margin %d..%d is not the small fixed one", minM, maxM)
 			}
-			if partial == 0 || blobs == 0 {
-				t.Error("the corpus lacks partial results or blobs")
-			}
+			seen.check(t)
 		})
 	}
 }
@@ -969,13 +961,12 @@ func TestToolReadsAreAdmittedForTheToolShape(t *testing.T) {
 // on the last page only, and no page repeats them.
 func TestSurfaceToolsFollowTheHostsOnTheLastToolsPage(t *testing.T) {
 	r, _ := newResources(t, core.ResourceLimits{})
-	s := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, &mcp.ServerOptions{PageSize: 1})
+	s, _ := adapted(&mcp.Implementation{Name: "x", Version: "1"}, &mcp.ServerOptions{PageSize: 1}, r, &Options{Tools: &ToolOptions{}})
 	for _, name := range []string{"a", "b"} {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
 	}
-	Install(s, r, &Options{Tools: &ToolOptions{}})
 	c := connect(t, s, inMemory, "", "")
 	var pages [][]string
 	cursor := ""

@@ -106,11 +106,12 @@ type tsCall struct {
 	Arguments map[string]any `json:"arguments"`
 }
 
-// runTS runs client.mjs with cfg and returns what it printed.
-func runTS(t *testing.T, cfg map[string]any) tsOutput {
+// runTS runs client.mjs once with the configurations cfgs, one run after
+// another in one node process, and returns what each run printed.
+func runTS(t *testing.T, cfgs ...map[string]any) []tsOutput {
 	t.Helper()
 	node := tsClient(t)
-	arg, err := json.Marshal(cfg)
+	arg, err := json.Marshal(cfgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +129,11 @@ func runTS(t *testing.T, cfg map[string]any) tsOutput {
 			t.Fatalf("the TypeScript client received private data %q", canary)
 		}
 	}
-	var out tsOutput
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("client.mjs printed %q: %v", stdout.String(), err)
+	var outs []tsOutput
+	if err := json.Unmarshal(stdout.Bytes(), &outs); err != nil || len(outs) != len(cfgs) {
+		t.Fatalf("client.mjs printed %q for %d runs: %v", stdout.String(), len(cfgs), err)
 	}
-	return out
+	return outs
 }
 
 // tsStdio is the client configuration that starts this test binary as a
@@ -140,7 +141,7 @@ func runTS(t *testing.T, cfg map[string]any) tsOutput {
 // the plain test host when "1".
 func tsStdio(mode string) map[string]any {
 	exe, _ := filepath.Abs(os.Args[0])
-	return map[string]any{"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{serveStdioEnv: mode}}
+	return map[string]any{"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{serveStdioEnv: mode, "GORACE": childGORACE()}}
 }
 
 // tsHTTP serves s over streamable HTTP with the test's bearer tokens.
@@ -367,24 +368,30 @@ func TestTypeScriptClientUsesTheToolSurface(t *testing.T) {
 	}
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
-		checkTSRun(t, r, runTS(t, with(tsStdio("tools"))), "(none)")
+		checkTSRun(t, r, runTS(t, with(tsStdio("tools")))[0], "(none)")
 	})
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("http stateless=%v", stateless), func(t *testing.T) {
 			t.Parallel()
 			url := tsHTTP(t, newServer(r, toolServerOptions()), stateless)
-			checkTSRun(t, r, runTS(t, with(map[string]any{"url": url})), "(none)")
-			// Two bearer tokens, each seeing its own data.
-			for _, who := range []string{"alice", "bob"} {
-				out := runTS(t, with(map[string]any{"url": url, "token": "token-" + who}))
+			// Four clients, one after another: anonymous, two bearer tokens
+			// each seeing its own data, and bob reading alice's resource.
+			whos := []string{"alice", "bob"}
+			outs := runTS(t, with(map[string]any{"url": url}),
+				with(map[string]any{"url": url, "token": "token-" + whos[0]}),
+				with(map[string]any{"url": url, "token": "token-" + whos[1]}),
+				map[string]any{"url": url, "token": "token-bob", "calls": []tsCall{
+					{ToolReadResource, map[string]any{"uri": "own://alice/1"}}, {ToolReadResource, map[string]any{"uri": "own://nobody/1"}}}})
+			checkTSRun(t, r, outs[0], "(none)")
+			for i, who := range whos {
+				out := outs[1+i]
 				checkTSRun(t, r, out, who)
 				other := map[string]string{"alice": "bob", "bob": "alice"}[who]
 				if d := out.Tools[2]["description"].(string); strings.Contains(d, "own://"+other) || !strings.Contains(d, "own://"+who) {
 					t.Errorf("%s's read_resource description %q", who, d)
 				}
 			}
-			out := runTS(t, map[string]any{"url": url, "token": "token-bob", "calls": []tsCall{
-				{ToolReadResource, map[string]any{"uri": "own://alice/1"}}, {ToolReadResource, map[string]any{"uri": "own://nobody/1"}}}})
+			out := outs[3]
 			if a, b := out.Calls[0].Result, out.Calls[1].Result; a == nil || !a.IsError || !sameJSON(t, a, b) {
 				t.Errorf("bob reading alice's resource %+v, a missing one %+v", a, b)
 			}
@@ -397,12 +404,11 @@ func TestTypeScriptClientUsesTheToolSurface(t *testing.T) {
 func TestTypeScriptClientSeesOnlyTheHostsToolsWhenTheSurfaceIsOff(t *testing.T) {
 	t.Parallel() // mostly waits for node processes
 	r, _ := newResources(t, core.ResourceLimits{})
-	on := runTS(t, tsStdio("tools"))
-	for name, cfg := range map[string]map[string]any{
-		"stdio": tsStdio("1"),
-		"http":  {"url": tsHTTP(t, newServer(r, &Options{Completions: true}), true)},
-	} {
-		off := runTS(t, cfg)
+	names := []string{"stdio", "http"}
+	outs := runTS(t, tsStdio("tools"), tsStdio("1"), map[string]any{"url": tsHTTP(t, newServer(r, &Options{Completions: true}), true)})
+	on := outs[0]
+	for i, name := range names {
+		off := outs[1+i]
 		if len(off.Tools) != 1 || !sameJSON(t, off.Tools[0], on.Tools[0]) || off.Tools[0]["name"] != "echo" {
 			t.Errorf("%s: tools %v, want only the host's %v", name, off.Tools, on.Tools[0])
 		}

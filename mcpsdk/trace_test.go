@@ -19,8 +19,7 @@ func tracedClient(t testing.TB, r *core.Resources, requestURI bool) (*mcp.Client
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	s := mcp.NewServer(&mcp.Implementation{Name: "traced", Version: "v1"}, nil)
-	Install(s, r, &Options{Principal: func(context.Context, mcp.Request) string { return "principal-secret-1" },
+	s, _ := adapted(&mcp.Implementation{Name: "traced", Version: "v1"}, nil, r, &Options{Principal: func(context.Context, mcp.Request) string { return "principal-secret-1" },
 		Tracing: &Tracing{Provider: tp, RequestURI: requestURI}})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(context.Background(), st, nil)
@@ -140,8 +139,7 @@ func BenchmarkReadTraced(b *testing.B) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	b.Cleanup(func() { tp.Shutdown(context.Background()) })
-	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
-	Install(s, r, &Options{Tracing: &Tracing{Provider: tp}})
+	s, _ := adapted(&mcp.Implementation{Name: "bench", Version: "v1"}, nil, r, &Options{Tracing: &Tracing{Provider: tp}})
 	benchRead(b, benchClient(b, s), uri)
 }
 

@@ -23,6 +23,17 @@ var (
 	buildErr  error
 )
 
+// binDir holds the binary that binary builds; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir) // 46 MB a run, left in the temporary directory before
+	}
+	os.Exit(code)
+}
+
 // binary builds the command once per test binary, as a user would.
 func binary(t *testing.T) string {
 	t.Helper()
@@ -32,6 +43,7 @@ func binary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "mcp-resources")
 		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {

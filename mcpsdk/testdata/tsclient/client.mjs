@@ -1,7 +1,11 @@
 // client.mjs drives an MCP server's tool surface with the TypeScript SDK
 // client, as a host built on @modelcontextprotocol/sdk would. The Go test
 // mcpsdk/tools_ts_test.go starts the server, runs this script with one JSON
-// argument and checks the JSON it prints:
+// argument and checks the JSON it prints. The argument is one run's
+// configuration, or an array of them: then the runs go one after another,
+// each with a client and connection of its own, and the output is the
+// array of their outputs (one node process instead of one per run).
+// A configuration:
 //
 //   {"url": "http://...", "token": "..."}   streamable HTTP, optional bearer token
 //   {"command": "...", "args": [...], "env": {...}}   stdio, a server process
@@ -16,9 +20,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const cfg = JSON.parse(process.argv[2]);
+const arg = JSON.parse(process.argv[2]);
 
-function transport() {
+function transport(cfg) {
   if (cfg.url) {
     const headers = cfg.token ? { Authorization: `Bearer ${cfg.token}` } : {};
     return new StreamableHTTPClientTransport(new URL(cfg.url), { requestInit: { headers } });
@@ -31,9 +35,9 @@ function transport() {
   });
 }
 
-async function main() {
+async function run(cfg) {
   const client = new Client({ name: 'mcpsdk-ts-test', version: '1.0.0' });
-  await client.connect(transport());
+  await client.connect(transport(cfg));
   const out = {
     serverVersion: client.getServerVersion(),
     capabilities: client.getServerCapabilities(),
@@ -59,7 +63,19 @@ async function main() {
     }
   }
   await client.close();
-  process.stdout.write(JSON.stringify(out));
+  return out;
+}
+
+async function main() {
+  if (!Array.isArray(arg)) {
+    process.stdout.write(JSON.stringify(await run(arg)));
+    return;
+  }
+  const outs = [];
+  for (const cfg of arg) {
+    outs.push(await run(cfg));
+  }
+  process.stdout.write(JSON.stringify(outs));
 }
 
 main().catch((e) => {
