@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
-	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -28,13 +25,7 @@ func TestLiveS3PollerNotifiesAnOverwrittenObjectAndNotAnUnchangedOne(t *testing.
 	}
 	res := gateway(t, allowAll(), core.ResourceLimits{}, binding)
 	poller := s3store.NewPoller(b, &s3store.PollerOptions{Interval: 100 * time.Millisecond, HeadsPerSecond: 20})
-	subs := mcpsdk.NewSubscriptions(res, []core.ChangeSource{poller}, nil)
-	server := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, subs.ServerOptions(nil))
-	mcpsdk.Install(server, res, &mcpsdk.Options{Principal: func(context.Context, mcp.Request) string { return "alice" }, Subscriptions: subs})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { subs.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	server, subs := liveServer(t, res, []core.ChangeSource{poller}, nil, "alice")
 
 	lc := (&liveInstance{server: server, subs: subs}).connect(t, "2025-11-25")
 	lc.subscribe(t, "obj://docs/readme.txt")

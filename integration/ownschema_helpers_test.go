@@ -123,9 +123,10 @@ func docURI(tenant, id string) string { return "doc://tenants/" + tenant + "/doc
 // serving res as principal.
 func connectAs(t *testing.T, res *core.Resources, principal string) *mcp.ClientSession {
 	t.Helper()
-	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0"}, nil)
-	mcpsdk.Install(server, res, &mcpsdk.Options{Completions: true,
+	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true,
 		Principal: func(context.Context, mcp.Request) string { return principal }})
+	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0"}, a.ServerOptions(nil))
+	a.Install(server)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(context.Background(), st, nil)
 	if err != nil {

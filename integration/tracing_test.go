@@ -65,11 +65,12 @@ func TestTracedPartialReadIsOneNestedTraceWithoutPrivateValues(t *testing.T) {
 	d.grant(t, principal, project, "")
 	j.overwrite(t, key, "text/plain", []byte("SECOND WORDS")) // the pinned ETag now fails: a partial read
 
-	server := mcp.NewServer(&mcp.Implementation{Name: "traced"}, nil)
-	mcpsdk.Install(server, res, &mcpsdk.Options{
+	a := mcpsdk.New(res, &mcpsdk.Options{
 		Principal: func(ctx context.Context, req mcp.Request) string { return principal },
 		Tracing:   &mcpsdk.Tracing{Provider: tp},
 	})
+	server := mcp.NewServer(&mcp.Implementation{Name: "traced"}, a.ServerOptions(nil))
+	a.Install(server)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	srv := httptest.NewServer(mcpsdk.TraceHTTP(h, tp))
 	defer srv.Close()

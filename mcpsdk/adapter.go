@@ -20,6 +20,7 @@ import (
 type Adapter struct {
 	res  *core.Resources
 	opts Options
+	subs *Subscriptions // nil without Options.Live
 }
 
 // New returns the adapter of res configured by opts (nil: every default;
@@ -34,10 +35,10 @@ func New(res *core.Resources, opts *Options) *Adapter {
 	if opts != nil {
 		a.opts = *opts
 	}
-	if a.opts.Live != nil && a.opts.Subscriptions == nil {
-		a.opts.Subscriptions = NewSubscriptions(res, a.opts.Sources, a.opts.Live)
+	if a.opts.Live != nil {
+		a.subs = newSubscriptions(res, a.opts.Sources, a.opts.Live)
 		if a.opts.ListenOnly {
-			a.opts.Subscriptions.ListenOnly()
+			a.subs.ListenOnly()
 		}
 	}
 	return a
@@ -53,13 +54,13 @@ func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
 	if base != nil {
 		o = *base
 	}
-	caps := Capabilities(o.Capabilities)
+	caps := capabilities(o.Capabilities)
 	if o.Capabilities != nil && o.Capabilities.Resources != nil {
 		r := *o.Capabilities.Resources
 		caps.Resources = &r
 	}
 	o.Capabilities = caps
-	if s := a.opts.Subscriptions; s != nil {
+	if s := a.subs; s != nil {
 		o.SubscribeHandler = s.subscribe
 		o.UnsubscribeHandler = s.unsubscribe
 		caps.Resources.Subscribe = true
@@ -70,23 +71,34 @@ func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
 	return &o
 }
 
-// Install makes s, built with [Adapter.ServerOptions], serve the gateway
-// (see the package documentation for what it takes over and how panics
-// are answered). Call it once, before s accepts sessions. Panics if s is
-// nil, or if the adapter's subscriptions already serve another server.
-func (a *Adapter) Install(s *mcp.Server) { install(s, a.res, &a.opts) }
+// Install makes s, built with [Adapter.ServerOptions], serve the gateway:
+// receiving middleware answers resources/list, resources/templates/list
+// and resources/read (see the package documentation for what else it
+// takes over), and every other method passes through to the SDK.
+//
+// No single request can end the process through the adapter: a panic in
+// the adapter, in a host callback or in the SDK handler of any method (the
+// adapter's middleware wraps every method) is recovered, logged once to
+// [Options.Logger] with a fresh request id, and answered as internal
+// error (-32603) with the fixed message [PanicMessage] and the request id
+// as the error's data, never the panic's text. Middleware the host adds
+// after Install wraps the adapter and is not covered.
+//
+// Call it once, before s accepts sessions. Panics if s is nil, or if the
+// adapter's subscriptions already serve another server.
+func (a *Adapter) Install(s *mcp.Server) { install(s, a.res, &a.opts, a.subs) }
 
 // Run runs the change sources and delivers notifications until ctx ends,
 // then returns ctx's error; without subscriptions it just waits for ctx.
 // Call it once, after Install.
 func (a *Adapter) Run(ctx context.Context) error {
-	if a.opts.Subscriptions == nil {
+	if a.subs == nil {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return a.opts.Subscriptions.Run(ctx)
+	return a.subs.Run(ctx)
 }
 
 // Subscriptions returns the adapter's subscriptions, for their Hub's Stats
 // and DroppedSessions, or nil when it serves none.
-func (a *Adapter) Subscriptions() *Subscriptions { return a.opts.Subscriptions }
+func (a *Adapter) Subscriptions() *Subscriptions { return a.subs }

@@ -468,11 +468,11 @@ func TestInstallPanicsOnNilArguments(t *testing.T) {
 
 func TestCapabilitiesDeclaresResourcesWithoutChangingBase(t *testing.T) {
 	base := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
-	got := Capabilities(base)
+	got := capabilities(base)
 	if got.Resources == nil || got.Tools == nil || base.Resources != nil {
 		t.Fatalf("got %+v, base %+v", got, base)
 	}
-	if d := Capabilities(nil); d.Resources == nil || d.Logging == nil {
+	if d := capabilities(nil); d.Resources == nil || d.Logging == nil {
 		t.Fatalf("default %+v", d)
 	}
 }

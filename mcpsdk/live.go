@@ -119,12 +119,12 @@ type ticket struct {
 	uri string
 }
 
-// NewSubscriptions returns the subscriptions of one server over res, whose
+// newSubscriptions returns the subscriptions of one server over res, whose
 // changes come from sources. opts configures the bounds, coalescing and
 // rate limits (nil: live's defaults). Panics if res is nil.
-func NewSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options) *Subscriptions {
+func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options) *Subscriptions {
 	if res == nil {
-		panic("mcpsdk: NewSubscriptions with a nil *core.Resources")
+		panic("mcpsdk: subscriptions with a nil *core.Resources")
 	}
 	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}}
 	s.hub = live.New(res, s.notify, sources, opts)
@@ -144,17 +144,6 @@ func (s *Subscriptions) revoked(ss *mcp.ServerSession, remaining int) {
 	if remaining == 0 && listenOnly && listens(ss) {
 		go ss.Close() // Close waits for the connection: never on the hub's goroutine
 	}
-}
-
-// ServerOptions returns a copy of base (nil: the SDK's defaults) with the
-// subscribe and unsubscribe handlers set and the resources capability
-// declaring subscribe. The SDK takes these from the options at
-// mcp.NewServer, so pass the result there.
-//
-// Deprecated: use [New] with [Options.Live]; its [Adapter.ServerOptions]
-// declares these and completions at once.
-func (s *Subscriptions) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
-	return (&Adapter{opts: Options{Subscriptions: s}}).ServerOptions(base)
 }
 
 // ListenOnly makes s serve subscriptions only over subscriptions/listen

@@ -115,9 +115,9 @@
 //
 // # Hostile clients
 //
-// No request ends the process through the adapter: see [Install] for the
-// recovered panics, and [Subscriptions] for why a client that stops
-// reading delays only itself. A refused initialize (a duplicate) is
+// No request ends the process through the adapter: see [Adapter.Install]
+// for the recovered panics, and [Subscriptions] for why a client that
+// stops reading delays only itself. A refused initialize (a duplicate) is
 // answered -32600 and the session goes on.
 package mcpsdk
 
@@ -155,7 +155,7 @@ const (
 // [Options.LegacyNotFoundCode] to answer with it.
 const LegacyResourceNotFoundCode int64 = -32002
 
-// Options configures [New] (and the deprecated [Install]). A nil *Options
+// Options configures [New]. A nil *Options
 // selects every default.
 type Options struct {
 	// Principal returns the principal that the host authenticated for req,
@@ -202,12 +202,6 @@ type Options struct {
 	// must (see [Subscriptions.ListenOnly]).
 	ListenOnly bool
 
-	// Subscriptions, if set, serves these subscriptions instead of the
-	// ones Live would build.
-	//
-	// Deprecated: set Live and Sources and use [New], which builds them.
-	Subscriptions *Subscriptions
-
 	// Completions makes the adapter answer completion/complete for
 	// ref/resource references from [core.Resources.Complete] and declare
 	// the completions capability. Prompt references still go to whatever
@@ -216,7 +210,7 @@ type Options struct {
 	Completions bool
 
 	// Logger receives one record for every request that panicked inside
-	// the adapter or the SDK handlers it wraps (see [Install]). Nil
+	// the adapter or the SDK handlers it wraps (see [Adapter.Install]). Nil
 	// discards them.
 	Logger *slog.Logger
 
@@ -245,37 +239,17 @@ type Observation struct {
 	Err error
 }
 
-// Install makes s serve r: it adds receiving middleware that answers
-// resources/list, resources/templates/list and resources/read from r and
-// declares the resources capability in the initialize and server/discover
-// results (unless the host already declared one, see [Capabilities]).
-// Every other method passes through to the SDK unchanged.
-//
-// No single request can end the process through the adapter: a panic in
-// the adapter, in a host callback or in the SDK handler of any method
-// (the adapter's middleware wraps every method) is recovered, logged once
-// to [Options.Logger] with a fresh request id, and answered as internal
-// error (-32603) with the fixed message [PanicMessage] and the request id
-// as the error's data, never the panic's text. Middleware the host adds
-// after Install wraps the adapter and is not covered.
-//
-// Install panics if s or r is nil. Call it before the server accepts
-// sessions; it may be combined with any other middleware.
-//
-// Deprecated: use [New], whose [Adapter] also gives the server options and
-// runs the change sources; Install, [Capabilities], [NewSubscriptions] and
-// [Subscriptions.ServerOptions] are the four steps it replaces.
-func Install(s *mcp.Server, r *core.Resources, opts *Options) { install(s, r, opts) }
-
-// install is Install and [Adapter.Install].
-func install(s *mcp.Server, r *core.Resources, opts *Options) {
+// install makes s serve r (see [Adapter.Install]): receiving middleware
+// that answers resources/list, resources/templates/list and resources/read
+// from r, recovers every request's panic, and serves subs when it is set.
+func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscriptions) {
 	if s == nil {
 		panic("mcpsdk: Install with a nil *mcp.Server")
 	}
 	if r == nil {
 		panic("mcpsdk: Install with a nil *core.Resources")
 	}
-	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal}
+	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal, subs: subs}
 	if opts != nil {
 		if opts.Principal != nil {
 			a.principal = opts.Principal
@@ -286,7 +260,6 @@ func install(s *mcp.Server, r *core.Resources, opts *Options) {
 		a.legacyNotFound = opts.LegacyNotFoundCode
 		a.observe = opts.Observe
 		a.complete = opts.Completions
-		a.subs = opts.Subscriptions
 		a.log = opts.Logger
 		a.tools = newToolSurface(opts.Tools, a.complete) // tools.go
 		a.trace = newTracing(opts.Tracing)               // trace.go
@@ -308,14 +281,11 @@ func install(s *mcp.Server, r *core.Resources, opts *Options) {
 	}
 }
 
-// Capabilities returns base (or, when base is nil, the SDK's default
+// capabilities returns base (or, when base is nil, the SDK's default
 // capabilities: logging) with the resources capability the adapter serves:
 // no subscriptions and no list-changed notifications, because a
-// [core.Resources] registry never changes. Pass it as
-// [mcp.ServerOptions.Capabilities] to declare the capability explicitly;
-// [Install] declares it anyway when the host leaves it unset. base is not
-// modified.
-func Capabilities(base *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+// [core.Resources] registry never changes. base is not modified.
+func capabilities(base *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 	var c mcp.ServerCapabilities
 	if base == nil {
 		c.Logging = &mcp.LoggingCapabilities{}
