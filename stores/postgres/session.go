@@ -59,6 +59,11 @@ type Options struct {
 	// reference schema's asset rows reference ([NewStore] serves them; a
 	// *s3store.Bucket of the bucket the rows name); nil serves rows only.
 	Objects ObjectSource
+	// Name names the store's source in targets and errors, as
+	// [SourceOptions].Name does; empty means "postgres". Give each Store
+	// and Source of one gateway its own name, so that no policy takes
+	// another's targets for its own.
+	Name string
 }
 
 const (

@@ -257,3 +257,34 @@ func storeAndNotes(t testing.TB) (*Store, core.Reader, *countingDB) {
 	}
 	return st, b.Reader, db
 }
+
+// TestStoresOfOneGatewayKeepTheirTargetsApart: a store given its own Name
+// plans under it, so its reader and policy refuse a default store's
+// targets without sending a statement, and the default store refuses its.
+func TestStoresOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
+	db := &countingDB{}
+	named, err := NewStore(db, &Options{Name: "archive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := core.WithPrincipal(t.Context(), "alice")
+	theirs := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
+	if _, err := named.Reader().Read(ctx, theirs); !errors.Is(err, ErrBadTarget) {
+		t.Fatalf("the named store read a default store's target: %v", err)
+	}
+	authz, _ := json.Marshal(sqlRef{Kind: refRow, Source: "archive", Binding: "asset-body", Key: "p/a", Version: "1", MIME: "text/plain"})
+	ours, err := core.NewResourceTarget("asset://project/p/asset/a/body", ReprRow, authz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := NewStore(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := def.Reader().Read(ctx, ours); !errors.Is(err, ErrBadTarget) {
+		t.Fatalf("the default store read the named store's target: %v", err)
+	}
+	if n := db.sent.Load(); n != 0 {
+		t.Fatalf("%d batches sent for targets no store of theirs planned", n)
+	}
+}

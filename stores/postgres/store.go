@@ -55,10 +55,13 @@ func NewStore(db DB, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	so := SourceOptions{Name: storeSource, Role: o.Role, LoginRole: o.LoginRole, Principal: o.Principal,
+	so := SourceOptions{Name: o.Name, Role: o.Role, LoginRole: o.LoginRole, Principal: o.Principal,
 		StatementTimeout: o.StatementTimeout, MaxPlanItems: o.MaxPlanItems}
 	if so.Role == "" {
 		so.Role = ReaderRole
+	}
+	if so.Name == "" {
+		so.Name = storeSource
 	}
 	if o.Objects != nil {
 		so.Objects = map[string]ObjectSource{ReferenceObjectSource: o.Objects}
