@@ -14,15 +14,15 @@ import (
 	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 var (
-	validName    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-	validBucket  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	validRegion  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	validChannel = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-	captureRe    = regexp.MustCompile(`\{([^{}]*)\}`)
+	validName   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+	validBucket = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	validRegion = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	captureRe   = regexp.MustCompile(`\{([^{}]*)\}`)
 )
 
 // MaxDepth bounds Resource.MaxDepth: the segments "..." stands for.
@@ -449,7 +449,7 @@ func (c *checker) pgResource(r *Resource, caps []string, path string) {
 			}
 		}
 	}
-	if sp.Has("listen") && !validChannel.MatchString(r.Listen) {
+	if sp.Has("listen") && !postgres.ValidChannel(r.Listen) {
 		c.e.at(sp.Of("listen"), "%s.listen: %q is not a channel name (lowercase letters, digits and _, up to 63)", path, r.Listen)
 	}
 }

@@ -97,8 +97,10 @@ func (src *Source) Listener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listen
 	return l, nil
 }
 
-// validChannel reports whether ch is a plain channel name.
-func validChannel(ch string) bool {
+// ValidChannel reports whether ch is a channel name [SQLBinding].Listen
+// accepts: 1 to 63 lowercase letters, digits and _, not starting with a
+// digit, so that it needs no quoting in LISTEN.
+func ValidChannel(ch string) bool {
 	if ch == "" || len(ch) > 63 || strings.ContainsAny(ch[:1], "0123456789") {
 		return false
 	}

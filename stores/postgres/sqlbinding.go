@@ -259,7 +259,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		return fail("WithoutObjects", "serves rows alone: leave ObjectOnly and ObjectSource unset")
 	}
 	sb.noObjects = b.WithoutObjects
-	if b.Listen != "" && !validChannel(b.Listen) {
+	if b.Listen != "" && !ValidChannel(b.Listen) {
 		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
 	}
 	var err error
