@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
@@ -451,7 +451,7 @@ func redactSource(s string, src Source) string {
 
 // redact is an error's innermost text, without the source's secrets.
 func redact(err error, src Source) string {
-	return redactSource(strings.Join(strings.Fields(innermost(err).Error()), " "), src)
+	return redactSource(strings.Join(strings.Fields(connerr.Innermost(err).Error()), " "), src)
 }
 
 func reason(err error, src Source) string {
@@ -462,29 +462,10 @@ func reason(err error, src Source) string {
 	return redact(err, src)
 }
 
-// pgCause says in a few words why a connection failed.
+// pgCause says in a few words why a connection failed, without the
+// source's secrets.
 func pgCause(err error, src Source) string {
-	var pe *pgconn.PgError
-	var ne *net.OpError
-	switch {
-	case errors.As(err, &pe):
-		return redactSource(pe.Message+" (SQLSTATE "+pe.Code+")", src)
-	case errors.As(err, &ne):
-		return ne.Err.Error()
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer within " + OpenTimeout.String()
-	}
-	return redact(err, src)
-}
-
-func innermost(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
+	return redactSource(connerr.Cause(err, OpenTimeout), src)
 }
 
 // SourceNames returns the names of the sources, in file order.

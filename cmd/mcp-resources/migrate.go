@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 )
 
@@ -31,7 +32,7 @@ func (c *migrateCmd) Run(ctx context.Context, e *env) error {
 		if ctx.Err() != nil {
 			return errors.New("migrate: interrupted")
 		}
-		return fmt.Errorf("migrate: %w", unwrapAll(err))
+		return fmt.Errorf("migrate: %w", connerr.Innermost(err))
 	}
 	for _, v := range applied {
 		fmt.Fprintf(e.stdout, "applied version %d\n", v)

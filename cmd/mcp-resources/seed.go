@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
+
+	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 )
 
 // seedCmd loads the demo dataset into PostgreSQL and the bucket.
@@ -132,7 +134,7 @@ func (c *seedCmd) Run(ctx context.Context, e *env) error {
 	}
 	if err := headBucket(ctx, client, f.Bucket); errors.Is(err, errNoBucket) {
 		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(f.Bucket)}); err != nil {
-			return fmt.Errorf("creating bucket %s: %w", f.Bucket, unwrapAll(err))
+			return fmt.Errorf("creating bucket %s: %w", f.Bucket, connerr.Innermost(err))
 		}
 		e.log.Info("created the bucket (without versioning: rows pin objects by ETag)", "bucket", f.Bucket)
 	} else if err != nil {
@@ -188,7 +190,7 @@ func putSeedObject(ctx context.Context, client *s3.Client, bucket string, o *see
 	out, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(o.key),
 		Body: bytes.NewReader(o.body), ContentType: aws.String(mime), Metadata: map[string]string{seedChecksumMeta: want}})
 	if err != nil {
-		return objectIdentity{}, false, fmt.Errorf("uploading %s: %w", o.key, unwrapAll(err))
+		return objectIdentity{}, false, fmt.Errorf("uploading %s: %w", o.key, connerr.Innermost(err))
 	}
 	return objectIdentity{etag: aws.ToString(out.ETag), versionID: aws.ToString(out.VersionId), size: int64(len(o.body))}, true, nil
 }
@@ -224,14 +226,14 @@ func writeSeedRows(ctx context.Context, pool interface {
 }, bucket string, assets []seedAsset, refs map[string]objectIdentity) (int64, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("seed: %w", unwrapAll(err))
+		return 0, fmt.Errorf("seed: %w", connerr.Innermost(err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	var changed int64
 	exec := func(sql string, args ...any) error {
 		tag, err := tx.Exec(ctx, sql, args...)
 		if err != nil {
-			return fmt.Errorf("seed: %w", unwrapAll(err))
+			return fmt.Errorf("seed: %w", connerr.Innermost(err))
 		}
 		changed += tag.RowsAffected()
 		return nil
@@ -262,7 +264,7 @@ func writeSeedRows(ctx context.Context, pool interface {
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("seed: %w", unwrapAll(err))
+		return 0, fmt.Errorf("seed: %w", connerr.Innermost(err))
 	}
 	return changed, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -13,11 +12,11 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/examples/reference"
+	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -60,7 +59,7 @@ func (f *storageFlags) checkCombination() error {
 func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(f.Postgres)
 	if err != nil {
-		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", unwrapAll(err))
+		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", connerr.Innermost(err))
 	}
 	if tp := tracerProvider(); tp != nil {
 		cfg.ConnConfig.Tracer = postgres.NewTracer(tp) // tracing.go
@@ -73,7 +72,7 @@ func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s", hostPort(cfg), pgCause(err))
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s", hostPort(cfg), connerr.Cause(err, connectTimeout))
 	}
 	return pool, nil
 }
@@ -90,7 +89,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 		EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 			WHERE n.nspname = 'mcpres' AND p.proname = 'notify_keys')`, migrations.ReaderRole).Scan(&schema, &role, &super, &keys)
 	if err != nil {
-		return fmt.Errorf("checking the reference schema: %w", unwrapAll(err))
+		return fmt.Errorf("checking the reference schema: %w", connerr.Innermost(err))
 	}
 	if !schema || !role {
 		return errors.New("the database has no reference schema: run `mcp-resources migrate` first")
@@ -103,7 +102,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 	}
 	var member bool
 	if err := pool.QueryRow(ctx, `SELECT pg_has_role(current_user, $1, 'USAGE')`, migrations.ReaderRole).Scan(&member); err != nil {
-		return fmt.Errorf("checking the login role: %w", unwrapAll(err))
+		return fmt.Errorf("checking the login role: %w", connerr.Innermost(err))
 	}
 	if !member {
 		return fmt.Errorf("the --postgres role is neither a superuser nor an inheriting member of %s: GRANT %s TO it", migrations.ReaderRole, migrations.ReaderRole)
@@ -159,7 +158,7 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 	if errors.As(err, &ae) {
 		return fmt.Errorf("bucket %s: S3 answered %s", bucket, ae.ErrorCode())
 	}
-	return fmt.Errorf("cannot reach S3 for bucket %s: %w", bucket, unwrapAll(err))
+	return fmt.Errorf("cannot reach S3 for bucket %s: %w", bucket, connerr.Innermost(err))
 }
 
 // storageBackend serves the reference schema from PostgreSQL, joined with
@@ -198,7 +197,7 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		conn, err := pgx.ConnectConfig(cctx, lcfg)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d for --listen-postgres: %s", lcfg.Host, lcfg.Port, pgCause(err))
+			return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d for --listen-postgres: %s", lcfg.Host, lcfg.Port, connerr.Cause(err, connectTimeout))
 		}
 		conn.Close(context.Background())
 	}
@@ -251,37 +250,7 @@ func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 	return file, nil
 }
 
-// pgCause says in a few words why a connection failed: the server's own
-// message (a wrong password, a missing database), the network error, or a
-// timeout. pgx's own text repeats the address for every attempt.
-func pgCause(err error) string {
-	var pe *pgconn.PgError
-	var ne *net.OpError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Message + " (SQLSTATE " + pe.Code + ")"
-	case errors.As(err, &ne):
-		return ne.Err.Error()
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer within " + connectTimeout.String()
-	}
-	return unwrapAll(err).Error()
-}
-
 // hostPort names the server of cfg without credentials.
 func hostPort(cfg *pgxpool.Config) string {
 	return fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
-}
-
-// unwrapAll returns the innermost error of err's chain, which for pgx and
-// the AWS SDK is the one that says what went wrong without repeating the
-// connection string.
-func unwrapAll(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
 }
