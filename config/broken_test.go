@@ -224,23 +224,29 @@ func TestBrokenFiles(t *testing.T) {
 			if err == nil {
 				t.Fatal("loaded without an error")
 			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("not a *config.Error: %T %v", err, err)
-			}
-			msg := err.Error()
-			t.Log(msg)
-			prefix := "broken.yaml:" + strconv.Itoa(tc.line) + ":"
-			switch {
-			case strings.ContainsAny(msg, "\n\r"):
-				t.Errorf("more than one line: %q", msg)
-			case !strings.HasPrefix(msg, prefix):
-				t.Errorf("got %q, want it to start with %q", msg, prefix)
-			case !strings.Contains(msg, tc.want):
-				t.Errorf("got %q, want it to say %q", msg, tc.want)
-			case strings.Contains(msg, canary):
-				t.Errorf("the error prints a secret: %q", msg)
-			}
+			t.Log(err)
+			checkErrorLine(t, err, "broken.yaml:"+strconv.Itoa(tc.line)+":", tc.want, canary)
 		})
+	}
+}
+
+// checkErrorLine asserts that err is one *Error line that starts with
+// prefix (FILE:LINE:), says want and does not print secret.
+func checkErrorLine(t *testing.T, err error, prefix, want, secret string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want a *config.Error", err, err)
+	}
+	msg := err.Error()
+	switch {
+	case strings.ContainsAny(msg, "\n\r"):
+		t.Errorf("more than one line: %q", msg)
+	case !strings.HasPrefix(msg, prefix):
+		t.Errorf("got %q, want it to start with %q", msg, prefix)
+	case !strings.Contains(msg, want):
+		t.Errorf("got %q, want it to say %q", msg, want)
+	case strings.Contains(msg, secret):
+		t.Errorf("the error prints a secret: %q", msg)
 	}
 }

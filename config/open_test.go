@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -173,22 +172,7 @@ func TestOpenPutsServerMistakesAtTheirLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			broken := strings.Replace(string(data), tc.old, tc.new, 1)
 			_, err := r.open(t, []byte(broken))
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("got %v (%T), want a *config.Error", err, err)
-			}
-			msg := err.Error()
-			prefix := documentsExample + ":" + strconv.Itoa(lineOf(tc.at)) + ":"
-			switch {
-			case strings.ContainsAny(msg, "\n\r"):
-				t.Errorf("more than one line: %q", msg)
-			case !strings.HasPrefix(msg, prefix):
-				t.Errorf("got %q, want it to start with %q", msg, prefix)
-			case !strings.Contains(msg, tc.want):
-				t.Errorf("got %q, want it to say %q", msg, tc.want)
-			case strings.Contains(msg, r.secret):
-				t.Errorf("the error prints the S3 secret: %q", msg)
-			}
+			checkErrorLine(t, err, documentsExample+":"+strconv.Itoa(lineOf(tc.at))+":", tc.want, r.secret)
 		})
 	}
 }
