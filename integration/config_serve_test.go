@@ -3,7 +3,6 @@ package integration
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -101,52 +100,28 @@ func TestConfigSubscriptionsFollowTheListenChannel(t *testing.T) {
 			t.Fatalf("subscribe %s: %v", uri, err)
 		}
 	}
-	expect := func(what string, want ...string) {
+	// Every step is ordered by the server's own counters: the listener's
+	// connection (its recheck of every subscription included) is one change
+	// report, and each committed statement below is one more (the trigger
+	// sends the document's id; Postgres folds a transaction's identical
+	// payloads into one notification). After each, wait until the server
+	// has handled every change it counted, then compare what it sent.
+	notified := s.settled(t, "the listener connected and rechecked", 1)
+	takeUpdates(t, updates, notified, "the listener's recheck")
+	step := func(what string, sql string, args ...any) map[string]int {
 		t.Helper()
-		got := map[string]bool{}
-		deadline := time.After(5 * time.Second)
-		for len(got) < len(want) {
-			select {
-			case uri := <-updates:
-				got[uri] = true
-			case <-deadline:
-				t.Fatalf("%s: notified of %v within 5 s, want %v\nserver stderr:\n%s", what, got, want, s.stderr.String())
-			}
-		}
-		for _, w := range want {
-			if !got[w] {
-				t.Fatalf("%s: notified of %v, want %v", what, got, want)
-			}
-		}
+		changes, before := s.liveCounts(t)
+		r.exec(t, sql, args...)
+		after := s.settled(t, what, changes+1)
+		return takeUpdates(t, updates, after-before, what)
 	}
-	quiet := func(what string) {
-		t.Helper()
-		select {
-		case uri := <-updates:
-			t.Fatalf("%s: notified of %s", what, uri)
-		case <-time.After(500 * time.Millisecond):
-		}
+	if got := step("the document's UPDATE", `UPDATE documents SET title = 'Plan!' WHERE id = $1`, id); len(got) != 2 || got[doc] != 1 || got[bundle] != 1 {
+		t.Fatalf("the document's UPDATE: notified of %v, want %s and %s once each", got, doc, bundle)
 	}
-	// The listener connects after the server starts, and then rechecks
-	// every subscription once: wait for it, so that the UPDATE below is
-	// heard as its own notification.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stderr.String(), "postgres listener connected"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the listener did not connect\n%s", s.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if got := step("another tenant's document changing", `UPDATE documents SET title = 'Other!' WHERE id = $1`, other); len(got) != 0 {
+		t.Fatalf("another tenant's document changing: notified of %v, want nothing", got)
 	}
-	r.exec(t, `UPDATE documents SET title = 'Plan!' WHERE id = $1`, id)
-	expect("the document's UPDATE", doc, bundle)
-	for drained := false; !drained; { // a repeat of the same change may follow
-		select {
-		case <-updates:
-		case <-time.After(300 * time.Millisecond):
-			drained = true
-		}
+	if got := step("a document inserted into the bundle", `INSERT INTO documents (tenant_id, title, body) VALUES ('acme', 'New', 'a new one')`); len(got) != 1 || got[bundle] != 1 {
+		t.Fatalf("a document inserted into the bundle: notified of %v, want %s once", got, bundle)
 	}
-	r.exec(t, `UPDATE documents SET title = 'Other!' WHERE id = $1`, other)
-	quiet("another tenant's document changing")
-	r.document(t, "acme", "New", "a new one", "", "", nil)
-	expect("a document inserted into the bundle", bundle)
 }

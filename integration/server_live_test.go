@@ -37,6 +37,50 @@ func (s *runningServer) connectLive(t *testing.T, token string) (*mcp.ClientSess
 	return cs, updates
 }
 
+// settled waits until the server has counted at least changes change
+// reports and handled every one of them (no check pending, each
+// notification sent), and returns how many notifications it has sent in
+// all. It is the server's own sequence: what a test asserts about the
+// notifications of a change, it asserts after this, never after a window of
+// time.
+func (s *runningServer) settled(t *testing.T, what string, changes int) (notified int) {
+	t.Helper()
+	g := s.waitGauges(t, what, func(g map[string]int) bool {
+		return g["mcpres_live_changes_total"] >= changes && g["mcpres_live_checks_pending"] == 0
+	})
+	return g["mcpres_live_notifications_total"]
+}
+
+// liveCounts returns the server's change reports and notifications so far.
+func (s *runningServer) liveCounts(t *testing.T) (changes, notified int) {
+	t.Helper()
+	g := s.gauges(t)
+	return g["mcpres_live_changes_total"], g["mcpres_live_notifications_total"]
+}
+
+// takeUpdates receives exactly n notifications that the server has counted
+// as sent (within 10 s: they are on their way), and then fails if one more
+// is already there.
+func takeUpdates(t *testing.T, updates <-chan string, n int, what string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	deadline := time.After(10 * time.Second)
+	for range n {
+		select {
+		case uri := <-updates:
+			got[uri]++
+		case <-deadline:
+			t.Fatalf("%s: the server sent %d notifications, received %v within 10 s", what, n, got)
+		}
+	}
+	select {
+	case uri := <-updates:
+		t.Fatalf("%s: the server counted %d notifications, but another (%s) arrived", what, n, uri)
+	default:
+	}
+	return got
+}
+
 // TestServerSubscriptionsAndCompletionFollowTheGrants runs the reference
 // server over the seeded Postgres and S3 server: a subscriber hears of an
 // UPDATE committed by another connection, a subscribe to what a principal

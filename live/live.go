@@ -122,10 +122,18 @@ type Authorizer interface {
 type Stats struct {
 	// Sessions and Subscriptions held now.
 	Sessions, Subscriptions int
-	// Checks counts re-authorizations; Notified the notifications handed to
-	// the notify function; Dropped the subscriptions dropped because their
-	// subscriber may no longer read the URI.
-	Checks, Notified, Dropped int64
+	// Pending counts the subscriptions whose check is due, waiting out an
+	// interval, or running (its notification, if any, included). Zero
+	// means that every change reported so far has been fully handled.
+	Pending int
+	// Changes counts the changes reported (Changed calls, a source's
+	// reconnect included); Checks the re-authorizations; Notified the
+	// notifications handed to the notify function; Dropped the
+	// subscriptions dropped because their subscriber may no longer read the
+	// URI. A change counted in Changes while Pending is zero has had all
+	// its notifications counted in Notified: tests and operators read an
+	// order from these, never from time.
+	Changes, Checks, Notified, Dropped int64
 }
 
 // Hub keeps the subscriptions of the sessions of one server, identified by
@@ -143,7 +151,8 @@ type Hub[S comparable] struct {
 	dirty    map[*sub[S]]struct{}
 	total    int
 	perPrinc map[string]int // subscriptions by principal
-	inflight int
+	inflight int            // checks running, bounded by Options.Workers
+	busy     int            // checks running or delivering their notification
 	closed   bool
 	tracked  bool   // tracker key sets need recomputing
 	seq      uint64 // counts Changed calls
@@ -369,6 +378,8 @@ func (h *Hub[S]) Stats() Stats {
 	defer h.mu.Unlock()
 	st := h.stats
 	st.Sessions, st.Subscriptions = len(h.sessions), h.total
+	st.Pending = len(h.dirty) + h.busy
+	st.Changes = int64(h.seq)
 	return st
 }
 
@@ -607,6 +618,7 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 		delete(h.dirty, x)
 		x.checking, x.lastCheck = true, now
 		h.inflight++
+		h.busy++
 		h.stats.Checks++
 		wg.Add(1)
 		go func() {
@@ -668,5 +680,8 @@ func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 		}
 		ss.deliver.Unlock()
 	}
+	h.mu.Lock()
+	h.busy--
+	h.mu.Unlock()
 	h.poke()
 }

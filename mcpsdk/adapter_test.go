@@ -382,24 +382,34 @@ func TestWholeReadTimeoutIsAnInternalError(t *testing.T) {
 }
 
 func TestRequestScopeStartsAtAdapterEntry(t *testing.T) {
-	// The principal mapping runs at entry, before core: time it spends
-	// counts against the whole-read deadline. Core's item deadline alone
-	// (250 ms) would let the 150 ms reader finish.
+	// The principal mapping runs at entry, before core, and its context
+	// carries the whole-read deadline: a mapping that waits until that
+	// deadline has passed leaves the read nothing, although the reader
+	// itself answers at once. No timing is compared: the mapping waits for
+	// the deadline itself (at most 10 s, should the scope start too late).
 	r, err := core.NewResources([]core.ResourceBinding{
 		bundle(t, core.ResourceDefinition{URI: "slow://x", Name: "x"}, []string{"{uri}"},
 			func(ctx context.Context, _ string) (core.ResourcePayload, error) {
-				select {
-				case <-time.After(150 * time.Millisecond):
-					return core.TextPayload("text/plain", "done"), nil
-				case <-ctx.Done():
-					return core.ResourcePayload{}, ctx.Err()
+				if err := ctx.Err(); err != nil {
+					return core.ResourcePayload{}, err
 				}
+				return core.TextPayload("text/plain", "done"), nil
 			}),
-	}, (&testHost{}).policy(), core.WithResourceLimits(core.ResourceLimits{ReadTimeout: 250 * time.Millisecond, ItemTimeout: 250 * time.Millisecond}))
+	}, (&testHost{}).policy(), core.WithResourceLimits(core.ResourceLimits{ReadTimeout: time.Second, ItemTimeout: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	slowEntry := func(context.Context, mcp.Request) string { time.Sleep(200 * time.Millisecond); return "" }
+	slowEntry := func(ctx context.Context, _ mcp.Request) string {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("the principal mapping runs without the whole-read deadline")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the whole-read deadline did not end the principal mapping's context within 10 s")
+		}
+		return ""
+	}
 	c := connect(t, newServer(r, &Options{Principal: slowEntry}), inMemory, "", "")
 	_, err = c.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "slow://x"})
 	if je := rpcError(t, err); je.Message != "resource operation timed out" {

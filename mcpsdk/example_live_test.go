@@ -68,7 +68,9 @@ func ExampleSubscriptions() {
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://notes/1"}); err != nil {
 		log.Fatal(err)
 	}
-	for a.Subscriptions().Hub().Stats().Subscriptions == 0 { // a 2026-07-28 client subscribes in the background
+	// A 2026-07-28 client subscribes in the background, and the hub's Run
+	// starts watching the store in its own goroutine: wait for both.
+	for a.Subscriptions().Hub().Stats().Subscriptions == 0 || st.Watching() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	st.Put("note/1", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("final")})

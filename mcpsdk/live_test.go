@@ -54,8 +54,39 @@ func liveServer(t *testing.T, st *memory.Store, res *core.Resources, principal s
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(10 * time.Millisecond)
+	waitWatching(t, st)
 	return s, a.Subscriptions()
+}
+
+// waitWatching waits until the hub listens to st, so that no change made
+// after it is missed.
+func waitWatching(t *testing.T, st *memory.Store) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); st.Watching() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hub does not watch the store after 10 s")
+		}
+	}
+}
+
+// settled waits until subs' hub has handled every change reported so far
+// (live.Stats.Pending is zero: each check done, each notification written)
+// and returns its counters. The memory store reports a change from the
+// call that makes it, so what a test asserts after a change it asserts
+// after this, not after a window of time.
+func settled(t *testing.T, subs *Subscriptions) live.Stats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := subs.Hub().Stats()
+		if st.Pending == 0 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub still has %d checks pending after 10 s", st.Pending)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // liveClient connects to s at version and records the updates it gets.
@@ -113,12 +144,17 @@ func (lc *liveClient) await(t *testing.T, uri string, within time.Duration) {
 	}
 }
 
-func (lc *liveClient) none(t *testing.T, d time.Duration) {
+// none asserts that the changes made so far sent lc nothing after the hub
+// had sent notified notifications in all.
+func (lc *liveClient) none(t *testing.T, subs *Subscriptions, notified int64) {
 	t.Helper()
+	if st := settled(t, subs); st.Notified != notified {
+		t.Fatalf("%d notifications sent, want none", st.Notified-notified)
+	}
 	select {
 	case u := <-lc.ch:
 		t.Fatalf("unexpected update of %s", u)
-	case <-time.After(d):
+	default:
 	}
 }
 
@@ -144,8 +180,9 @@ func TestSubscribedClientIsNotifiedOfAChangeOnBothProtocols(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSubscribed(t, subs, 0)
+			notified := settled(t, subs).Notified
 			st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v3")})
-			lc.none(t, 800*time.Millisecond)
+			lc.none(t, subs, notified)
 		})
 	}
 }
@@ -154,7 +191,7 @@ func TestSubscribedClientIsNotifiedOfAChangeOnBothProtocols(t *testing.T) {
 // 2026-07-28 client subscribes and unsubscribes asynchronously).
 func waitSubscribed(t *testing.T, subs *Subscriptions, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if subs.Hub().Stats().Subscriptions == n {
 			return
 		}
@@ -193,10 +230,11 @@ func TestRevokedSubscriberIsNotNotifiedWhileOthersAre(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	notified := settled(t, subsA).Notified
 	st.Revoke("a", "alice")
 	st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v2")})
 	bob.await(t, liveDoc("a"), 2*time.Second)
-	alice.none(t, 800*time.Millisecond)
+	alice.none(t, subsA, notified)
 	if n := subsA.Hub().Stats().Subscriptions; n != 0 {
 		t.Fatalf("the revoked subscription was kept (%d)", n)
 	}
@@ -312,9 +350,25 @@ func TestSubscriptionsNotifyOverStatefulStreamableHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSubscribed(t, subs, 1)
-			time.Sleep(100 * time.Millisecond) // the standalone stream opens in the background
-			st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v2")})
-			lc.await(t, liveDoc("a"), 2*time.Second)
+			// The standalone stream opens in the background, and nothing
+			// says when: a change made before it may reach no one. Change
+			// again until one is heard (each change a new version).
+			for i := 0; ; i++ {
+				before := settled(t, subs).Notified
+				st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte(fmt.Sprint("v", i+2))})
+				if settled(t, subs).Notified == before {
+					t.Fatalf("change %d: the subscriber was not notified at all", i)
+				}
+				select {
+				case <-lc.ch:
+				case <-time.After(time.Second):
+					if i < 20 {
+						continue
+					}
+					t.Fatal("no update reached the client after 20 changes")
+				}
+				break
+			}
 			cs.Close()
 			waitSubscribed(t, subs, 0)
 		})

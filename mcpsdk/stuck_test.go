@@ -63,7 +63,7 @@ func TestAStuckSubscriberDelaysOnlyItselfAndIsDroppedAfterItsWriteDeadline(t *te
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(10 * time.Millisecond)
+	waitWatching(t, st)
 
 	// The stuck subscriber, connected first so that the SDK meets it first
 	// when it walks the subscribers of the URI.
@@ -109,7 +109,7 @@ func TestAStuckSubscriberDelaysOnlyItselfAndIsDroppedAfterItsWriteDeadline(t *te
 	if n := subs.DroppedSessions(); n != 1 {
 		t.Fatalf("DroppedSessions = %d, want 1", n)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for subs.Hub().Stats().Sessions != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

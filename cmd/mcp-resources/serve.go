@@ -469,5 +469,17 @@ func watchSubscriptions(m *metrics, subs *mcpsdk.Subscriptions) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpres_subscribers_active",
 			Help: "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.",
-		}, func() float64 { return float64(subs.Hub().Stats().Sessions) }))
+		}, func() float64 { return float64(subs.Hub().Stats().Sessions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcpres_live_changes_total",
+			Help: "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).",
+		}, func() float64 { return float64(subs.Hub().Stats().Changes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpres_live_checks_pending",
+			Help: "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted so far is handled.",
+		}, func() float64 { return float64(subs.Hub().Stats().Pending) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcpres_live_notifications_total",
+			Help: "notifications/resources/updated sent to subscribers.",
+		}, func() float64 { return float64(subs.Hub().Stats().Notified) }))
 }

@@ -65,6 +65,16 @@ func (s *Store) Watch(ctx context.Context, changed func(core.Change)) error {
 	return ctx.Err()
 }
 
+// Watching returns how many Watch calls are listening now. A change made
+// before a watcher is listening reaches only the others: a host (or a
+// test) that must not miss the first change after starting a hub waits
+// until Watching counts it.
+func (s *Store) Watching() int {
+	s.watchers.mu.Lock()
+	defer s.watchers.mu.Unlock()
+	return len(s.watchers.fns)
+}
+
 // ChangeKeys returns the ChangeKey of the item a target of this store pins,
 // and nil for any other target (such as a bundle's requested target, whose
 // items carry the keys).

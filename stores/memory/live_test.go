@@ -24,7 +24,11 @@ func TestWatchReportsPutDeleteGrantAndRevokeByChangeKey(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
-	time.Sleep(20 * time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); s.Watching() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Watch is not listening after 5 s")
+		}
+	}
 	s.Put("a", Item{MIMEType: "text/plain", Text: true})
 	s.Grant("a", "alice", Access{Read: true})
 	s.Grant("missing", "alice", Access{Read: true}) // no item: no change
