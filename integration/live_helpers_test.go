@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
@@ -23,6 +25,8 @@ type liveInstance struct {
 	subs     *mcpsdk.Subscriptions
 	listener *postgres.Listener
 	res      *core.Resources
+	ch       *pgChannel // the test's own listener on the same channel
+	base     int64      // the hub's change reports when ch started listening
 }
 
 func newLiveInstance(t *testing.T, d *pgDB, principal string, opts *live.Options) *liveInstance {
@@ -38,12 +42,40 @@ func newLiveInstance(t *testing.T, d *pgDB, principal string, opts *live.Options
 		t.Fatal(err)
 	}
 	server, subs := liveServer(t, res, []core.ChangeSource{l}, opts, principal)
-	for deadline := time.Now().Add(5 * time.Second); l.PID() == 0; time.Sleep(5 * time.Millisecond) {
+	// Connected, and its connection reported (one change, the recheck of
+	// every subscription): from here on, the test's own listener and the
+	// store's see the same notifications.
+	for deadline := time.Now().Add(10 * time.Second); l.PID() == 0 || subs.Hub().Stats().Changes < 1; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the listener did not connect within 5 s")
+			t.Fatal("the listener did not connect within 10 s")
 		}
 	}
-	return &liveInstance{server: server, subs: subs, listener: l, res: res}
+	in := &liveInstance{server: server, subs: subs, listener: l, res: res, ch: listenOn(t, d.url, migrations.KeyChannel)}
+	in.base = subs.Hub().Stats().Changes
+	return in
+}
+
+// settle waits until the instance's hub has received every notification
+// committed so far on its channel (up to a marker the test's own listener
+// sends and reads) and has handled them all: no check pending, every
+// notification they cause sent. It returns the hub's counters then. What a
+// test asserts about the effect of a commit, it asserts after this, never
+// after a window of time.
+func (in *liveInstance) settle(t *testing.T) live.Stats {
+	t.Helper()
+	in.ch.since(t)
+	want := in.base + int64(in.ch.delivered)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := in.subs.Hub().Stats()
+		if st.Changes >= want && st.Pending == 0 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the hub counted %d changes (want %d) with %d checks pending", st.Changes, want, st.Pending)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // liveServer serves res as principal with completion and with
@@ -136,13 +168,17 @@ func (lc *liveClient) await(t *testing.T, uri string, d time.Duration) update {
 	}
 }
 
-// none fails if any update arrives within d.
-func (lc *liveClient) none(t *testing.T, d time.Duration) {
+// none fails if in's hub, settled, has sent a notification since it had
+// sent notified in all, or if lc holds one.
+func (lc *liveClient) none(t *testing.T, in *liveInstance, notified int64) {
 	t.Helper()
+	if st := in.settle(t); st.Notified != notified {
+		t.Fatalf("%d resources/updated sent, want none", st.Notified-notified)
+	}
 	select {
 	case u := <-lc.ch:
 		t.Fatalf("unexpected resources/updated for %s", u.uri)
-	case <-time.After(d):
+	default:
 	}
 }
 
@@ -191,3 +227,54 @@ func liveDB(t *testing.T) *pgDB {
 }
 
 const liveA1 = "asset://project/p/asset/a1"
+
+// pgChannel is a LISTEN connection of the test's own on one channel. It
+// gives the order of events that PostgreSQL itself provides: notifications
+// reach every listener in commit order, so once a marker notification sent
+// after a change has arrived, every notification of that change has
+// arrived before it, here and on every other listener of the channel.
+type pgChannel struct {
+	conn      *pgx.Conn
+	channel   string
+	delivered int // notifications read so far, markers included
+}
+
+// listenOn LISTENs on channel on a connection of its own.
+func listenOn(t *testing.T, url, channel string) *pgChannel {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(context.Background(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return &pgChannel{conn: conn, channel: channel}
+}
+
+// since returns the payloads delivered on the channel since the last call
+// (or since LISTEN), in order: it sends a marker notification and reads up
+// to it, within 10 s. The marker is delivered to every listener too, and
+// counts in delivered.
+func (c *pgChannel) since(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	marker := fmt.Sprintf("mcpres-test-marker-%d", c.delivered)
+	if _, err := c.conn.Exec(ctx, `SELECT pg_notify($1, $2)`, c.channel, marker); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		n, err := c.conn.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("the marker notification on %s did not arrive within 10 s (got %q): %v", c.channel, got, err)
+		}
+		c.delivered++
+		if n.Payload == marker {
+			return got
+		}
+		got = append(got, n.Payload)
+	}
+}

@@ -29,8 +29,27 @@ func TestLiveS3PollerNotifiesAnOverwrittenObjectAndNotAnUnchangedOne(t *testing.
 
 	lc := (&liveInstance{server: server, subs: subs}).connect(t, "2025-11-25")
 	lc.subscribe(t, "obj://docs/readme.txt")
-	time.Sleep(500 * time.Millisecond) // the poller takes its baseline
-	lc.none(t, 200*time.Millisecond)   // an unchanged object is not a change
+	// The hub tells the poller the key to track when it next dispatches:
+	// rounds that begin after that take the baseline, then see the same
+	// object again. Ordered by the poller's own count of rounds.
+	rounds := func(n int64) {
+		t.Helper()
+		want := poller.Rounds() + n
+		for deadline := time.Now().Add(20 * time.Second); poller.Rounds() < want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the poller completed %d rounds in 20 s, want %d", poller.Rounds(), want)
+			}
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); poller.Tracking() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the poller does not track the subscribed object after 10 s")
+		}
+	}
+	rounds(3) // one that may have begun before the key was tracked, the baseline, one more
+	if st := subs.Hub().Stats(); st.Changes != 0 || st.Notified != 0 {
+		t.Fatalf("an unchanged object was reported: %+v", st)
+	}
 	putObject(t, c, env.Bucket, "docs/readme.txt", "text/plain", []byte("v2"))
-	lc.await(t, "obj://docs/readme.txt", 2*time.Second)
+	lc.await(t, "obj://docs/readme.txt", 20*time.Second)
 }

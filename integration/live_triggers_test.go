@@ -5,9 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"go.phpboyscout.uk/mcp/resources/migrations"
 )
@@ -19,7 +16,7 @@ func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
 	ctx := context.Background()
-	next, collect := listenTo(t, d.url, migrations.ChangeChannel)
+	ch := listenOn(t, d.url, migrations.ChangeChannel)
 
 	d.project(t, "p")
 	d.project(t, "q")
@@ -27,7 +24,7 @@ func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
 	d.textAsset(t, "p", "a1", big)
 	d.grant(t, "alice", "p", "")
 	d.grant(t, "bob", "p", "a1")
-	got := collect()
+	got := ch.since(t)
 	want := []string{`{"p": "p", "t": "p"}`, `{"p": "q", "t": "p"}`, `{"a": "a1", "p": "p", "t": "a"}`, `{"p": "p", "t": "g"}`, `{"a": "a1", "p": "p", "t": "g"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("payloads %q, want %q", got, want)
@@ -43,23 +40,23 @@ func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if p, ok := next(300 * time.Millisecond); ok {
-		t.Fatalf("notified before the commit: %s", p)
+	if got := ch.since(t); len(got) != 0 {
+		t.Fatalf("notified before the commit: %q", got)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := collect(); !slices.Equal(got, []string{`{"a": "a1", "p": "p", "t": "a"}`}) {
+	if got := ch.since(t); !slices.Equal(got, []string{`{"a": "a1", "p": "p", "t": "a"}`}) {
 		t.Fatalf("after five updates in one transaction: %q", got)
 	}
 
 	// A moved row names where it was and where it is; a rollback sends nothing.
 	d.exec(t, `DELETE FROM mcpres.grants WHERE asset_id = 'a1'`)
-	if got := collect(); !slices.Equal(got, []string{`{"a": "a1", "p": "p", "t": "g"}`}) {
+	if got := ch.since(t); !slices.Equal(got, []string{`{"a": "a1", "p": "p", "t": "g"}`}) {
 		t.Fatalf("after deleting bob's grant: %q", got)
 	}
 	d.exec(t, `UPDATE mcpres.assets SET id = 'a2' WHERE id = 'a1'`)
-	got = collect()
+	got = ch.since(t)
 	for _, p := range got {
 		if strings.Contains(p, "CANARY") || len(p) > 200 {
 			t.Fatalf("a payload carries row data: %.80s", p)
@@ -77,8 +74,8 @@ func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p, ok := next(300 * time.Millisecond); ok {
-		t.Fatalf("a rolled-back change was notified: %s", p)
+	if got := ch.since(t); len(got) != 0 {
+		t.Fatalf("a rolled-back change was notified: %q", got)
 	}
 }
 
@@ -90,7 +87,7 @@ func TestLiveTriggersNotifyChangedIdsOnCommitOnly(t *testing.T) {
 func TestKeyTriggersNotifyTheKeysOfChangedItems(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
-	_, collect := listenTo(t, d.url, migrations.KeyChannel)
+	ch := listenOn(t, d.url, migrations.KeyChannel)
 	for _, step := range []struct {
 		what string
 		do   func()
@@ -105,46 +102,10 @@ func TestKeyTriggersNotifyTheKeysOfChangedItems(t *testing.T) {
 		{"a revoked grant", func() { d.exec(t, `DELETE FROM mcpres.grants WHERE principal = 'alice'`) }, []string{"p/*", "projects"}},
 	} {
 		step.do()
-		got := collect()
+		got := ch.since(t)
 		slices.Sort(got) // one change's keys come in any order
 		if !slices.Equal(got, step.want) {
 			t.Fatalf("%s: payloads %q, want %q", step.what, got, step.want)
 		}
 	}
-}
-
-// listenTo LISTENs on channel on a connection of its own: next waits up to
-// within for one payload, collect gathers payloads until none comes for
-// 300 ms.
-func listenTo(t *testing.T, url, channel string) (next func(within time.Duration) (string, bool), collect func() []string) {
-	t.Helper()
-	ctx := context.Background()
-	listener, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { listener.Close(ctx) })
-	if _, err := listener.Exec(ctx, "LISTEN "+channel); err != nil {
-		t.Fatal(err)
-	}
-	next = func(within time.Duration) (string, bool) {
-		wctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		n, err := listener.WaitForNotification(wctx)
-		if err != nil {
-			return "", false
-		}
-		return n.Payload, true
-	}
-	collect = func() []string {
-		var out []string
-		for {
-			p, ok := next(300 * time.Millisecond)
-			if !ok {
-				return out
-			}
-			out = append(out, p)
-		}
-	}
-	return next, collect
 }

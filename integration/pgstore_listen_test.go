@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"go.phpboyscout.uk/mcp/resources/live"
-
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
@@ -23,20 +21,19 @@ func TestPGStoreListenerNotifiesTheIndexAndProjectBundles(t *testing.T) {
 	lc.subscribe(t, bundle)
 	lc.subscribe(t, postgres.IndexURI)
 	waitLive(t, in, 2)
+	before := in.settle(t).Notified
 	lc.drain()
 
 	d.textAsset(t, "p", "a3", "three")
-	lc.await(t, bundle, time.Second)
-	select {
-	case u := <-lc.ch:
-		if u.uri == postgres.IndexURI {
-			t.Fatalf("a new asset notified the index")
-		}
-	case <-time.After(300 * time.Millisecond):
+	if st := in.settle(t); st.Notified-before != 1 {
+		t.Fatalf("a new asset: %d notifications, want 1 (the bundle's, not the index's)", st.Notified-before)
+	}
+	if u := lc.await(t, bundle, 10*time.Second); u.uri != bundle {
+		t.Fatalf("a new asset notified %s", u.uri)
 	}
 
 	d.exec(t, `UPDATE mcpres.projects SET title = 'Renamed' WHERE id = 'p'`)
-	lc.await(t, postgres.IndexURI, 2*time.Second)
+	lc.await(t, postgres.IndexURI, 10*time.Second)
 }
 
 // TestPGStoreListenerProjectWideGrantChangeReachesEveryAssetOfTheProject
@@ -58,25 +55,27 @@ func TestPGStoreListenerProjectWideGrantChangeReachesEveryAssetOfTheProject(t *t
 		lc.subscribe(t, uri)
 	}
 	waitLive(t, in, 3)
+	base := in.settle(t)
 	lc.drain()
-	checks := in.subs.Hub().Stats().Checks
 
 	d.exec(t, `UPDATE mcpres.grants SET disclose_issue_uri = false WHERE principal = 'alice' AND project_id = 'p' AND asset_id IS NULL`)
+	st := in.settle(t)
+	if n := st.Checks - base.Checks; n != 2 {
+		t.Fatalf("%d subscriptions re-checked, want 2 (a1 and a2, not q's asset)", n)
+	}
+	if n := st.Notified - base.Notified; n != 2 {
+		t.Fatalf("%d notifications, want 2 (a1 and a2)", n)
+	}
 	seen := map[string]bool{}
-	for deadline := time.After(time.Second); !seen[liveA1] || !seen[a2]; {
+	for deadline := time.After(10 * time.Second); len(seen) < 2; {
 		select {
 		case u := <-lc.ch:
 			seen[u.uri] = true
 		case <-deadline:
-			t.Fatalf("after a project-wide grant change, notified %v; want %s and %s", seen, liveA1, a2)
+			t.Fatalf("after a project-wide grant change, received %v; want %s and %s", seen, liveA1, a2)
 		}
 	}
-	time.Sleep(live.DefaultMinInterval + 200*time.Millisecond)
-	lc.drain()
-	if seen[qa] {
-		t.Fatalf("a grant change in project p notified %s", qa)
-	}
-	if n := in.subs.Hub().Stats().Checks - checks; n != 2 {
-		t.Fatalf("%d subscriptions re-checked, want 2 (a1 and a2, not q's asset)", n)
+	if !seen[liveA1] || !seen[a2] || seen[qa] {
+		t.Fatalf("a grant change in project p notified %v, want %s and %s", seen, liveA1, a2)
 	}
 }

@@ -74,7 +74,13 @@ func TestServerSIGTERMDuringASlowReadLetsItFinishAndExitsZero(t *testing.T) {
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // the read is still waiting; shutdown has begun
+	// Shutdown has begun once the server says so; the read still waits for
+	// the lock.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(srv.stderr.String(), "shutting down"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"shutting down\" logged 10 s after SIGTERM:\n%s", srv.stderr.String())
+		}
+	}
 	select {
 	case err := <-result:
 		t.Fatalf("the read ended before the database answered: %v", err)

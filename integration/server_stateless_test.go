@@ -23,6 +23,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 	"go.phpboyscout.uk/mcp/resources/live"
+	"go.phpboyscout.uk/mcp/resources/migrations"
 )
 
 // roundRobin is a reverse proxy on loopback that sends each request to the
@@ -200,14 +201,35 @@ func (l *listener) expect(t *testing.T, uri string, within time.Duration, what s
 	}
 }
 
-// quiet fails if a notification arrives within d.
-func (l *listener) quiet(t *testing.T, d time.Duration, what string) {
+// serverLive ties a running server's live counters to a LISTEN
+// connection of the test's own on the server's change channel: both see
+// the same notifications, in commit order.
+type serverLive struct {
+	s    *runningServer
+	ch   *pgChannel
+	base int // the server's change reports when ch started listening
+}
+
+// watchServer waits until s's Postgres listener has connected (its first
+// change report) and starts the test's own listener on channel.
+func watchServer(t *testing.T, s *runningServer, dbURL, channel string) *serverLive {
 	t.Helper()
-	select {
-	case got := <-l.updates:
-		t.Fatalf("%s: notified of %q, want nothing", what, got)
-	case <-time.After(d):
-	}
+	g := s.waitGauges(t, "the server's listener connected", func(g map[string]int) bool { return g["mcpres_live_changes_total"] >= 1 })
+	w := &serverLive{s: s, ch: listenOn(t, dbURL, channel)}
+	w.base = g["mcpres_live_changes_total"]
+	return w
+}
+
+// settle waits until the server has received every notification committed
+// so far on the channel (up to a marker the test's listener sends and
+// reads) and has handled them all, and returns its counters then.
+func (w *serverLive) settle(t *testing.T, what string) map[string]int {
+	t.Helper()
+	w.ch.since(t)
+	want := w.base + w.ch.delivered
+	return w.s.waitGauges(t, what, func(g map[string]int) bool {
+		return g["mcpres_live_changes_total"] >= want && g["mcpres_live_checks_pending"] == 0
+	})
 }
 
 func (l *listener) drain() {
@@ -307,15 +329,15 @@ func TestStatelessListenStreamOnOneReplicaHearsCommitsAndRevocation(t *testing.T
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
+	w := watchServer(t, reps[h], dbURL, migrations.KeyChannel)
 	begun := time.Now()
 	commitWelcome(t, conn, "1")
-	l.expect(t, statelessWelcome, time.Second, "a commit by another connection")
+	l.expect(t, statelessWelcome, 10*time.Second, "a commit by another connection")
 	t.Logf("notified %v after the commit began, through replica %d", time.Since(begun), h)
 
 	// The write-storm bound, per listen stream.
-	time.Sleep(live.DefaultMinInterval)
+	sent := w.settle(t, "before the storm")["mcpres_live_notifications_total"]
 	l.drain()
-	before := l.n.Load()
 	if _, err := conn.Exec(ctx, `SET synchronous_commit = off`); err != nil {
 		t.Fatal(err)
 	}
@@ -327,13 +349,17 @@ func TestStatelessListenStreamOnOneReplicaHearsCommitsAndRevocation(t *testing.T
 		}
 	}
 	storm := time.Since(start)
-	time.Sleep(live.DefaultMinInterval + time.Second)
-	n := int(l.n.Load() - before)
-	bound := 1 + int((storm+live.DefaultMinInterval-1)/live.DefaultMinInterval)
-	t.Logf("1000 commits in %v: %d notifications on the listen stream (bound 1+ceil(d/500ms) = %d)", storm, n, bound)
+	// The bound holds from the first commit until the replica has handled
+	// the last (it may receive the storm later than it was committed).
+	after := w.settle(t, "after the storm")["mcpres_live_notifications_total"]
+	span := time.Since(start)
+	n := after - sent
+	bound := 1 + int((span+live.DefaultMinInterval-1)/live.DefaultMinInterval)
+	t.Logf("1000 commits in %v, handled after %v: %d notifications on the listen stream (bound 1+ceil(d/500ms) = %d)", storm, span, n, bound)
 	if n < 1 || n > bound {
-		t.Fatalf("%d notifications for 1000 commits in %v; want 1..%d", n, storm, bound)
+		t.Fatalf("%d notifications for 1000 commits handled in %v; want 1..%d", n, span, bound)
 	}
+	sent = after
 	l.drain()
 
 	// Revocation: the grant goes, the next change notifies nothing, and the
@@ -345,8 +371,11 @@ func TestStatelessListenStreamOnOneReplicaHearsCommitsAndRevocation(t *testing.T
 		return g["mcpres_subscriptions_active"] == 0 && g["mcpres_subscribers_active"] == 0 &&
 			g["mcpres_sessions_active"] == base[h]["mcpres_sessions_active"]
 	})
+	sent = w.settle(t, "after the revocation")["mcpres_live_notifications_total"]
 	commitWelcome(t, conn, "after the revocation")
-	l.quiet(t, 1500*time.Millisecond, "a change after the revocation")
+	if n := w.settle(t, "a change after the revocation")["mcpres_live_notifications_total"] - sent; n != 0 {
+		t.Fatalf("a change after the revocation: %d notifications, want none", n)
+	}
 
 	// Closing a stream frees what it held: grant again, listen, close.
 	if _, err := conn.Exec(ctx, `INSERT INTO mcpres.grants (principal, project_id, asset_id, can_discover, can_read, disclose_issue_uri) VALUES ('alice', 'handbook', NULL, true, true, true)`); err != nil {
@@ -363,7 +392,7 @@ func TestStatelessListenStreamOnOneReplicaHearsCommitsAndRevocation(t *testing.T
 		t.Fatalf("replica %d gauges %v: want one listen stream", h, g)
 	}
 	commitWelcome(t, conn, "granted again")
-	l.expect(t, statelessWelcome, time.Second, "a commit after the grant came back")
+	l.expect(t, statelessWelcome, 10*time.Second, "a commit after the grant came back")
 	if err := l.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: statelessWelcome}); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +426,7 @@ func TestStatelessListenMovesToTheOtherReplicaWhenItsReplicaDies(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	commitWelcome(t, conn, "before")
-	l.expect(t, statelessWelcome, time.Second, "a commit before the kill")
+	l.expect(t, statelessWelcome, 10*time.Second, "a commit before the kill")
 
 	if err := reps[h].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -418,7 +447,7 @@ func TestStatelessListenMovesToTheOtherReplicaWhenItsReplicaDies(t *testing.T) {
 	}
 	begun := time.Now()
 	commitWelcome(t, conn, "after")
-	l.expect(t, statelessWelcome, time.Second, "a commit after the kill")
+	l.expect(t, statelessWelcome, 10*time.Second, "a commit after the kill")
 	t.Logf("the survivor notified %v after the commit began", time.Since(begun))
 	if _, err := l.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: statelessWelcome}); err != nil {
 		t.Fatalf("a read after the kill: %v", err)

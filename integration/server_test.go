@@ -258,7 +258,7 @@ func TestServerReadyzAnswers503OnceItsDatabaseIsGone(t *testing.T) {
 	}
 	var code int
 	var body string
-	for range 20 { // the pool may hand out one connection that died with the database first
+	for range 100 { // the pool may hand out one connection that died with the database first
 		if code, body = srv.get(t, "/readyz"); code == 503 {
 			break
 		}

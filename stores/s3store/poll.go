@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,9 +52,24 @@ type Poller struct {
 	gap      time.Duration
 	log      *slog.Logger
 
-	mu   sync.Mutex
-	keys map[string]string // tracked object key -> last seen identity ("" unknown)
-	seen map[string]bool
+	mu     sync.Mutex
+	keys   map[string]string // tracked object key -> last seen identity ("" unknown)
+	seen   map[string]bool
+	rounds atomic.Int64
+}
+
+// Rounds counts the rounds over the tracked objects that Watch has
+// completed. Every object tracked before a round began has its baseline
+// once that round is counted, and a change made before a round began is
+// reported by the time it is counted: an operator sees the poller advance,
+// and a test waits for it instead of for a while.
+func (p *Poller) Rounds() int64 { return p.rounds.Load() }
+
+// Tracking returns how many objects the poller tracks now (see TrackKeys).
+func (p *Poller) Tracking() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.keys)
 }
 
 // NewPoller returns a poller of b's objects.
@@ -140,6 +156,7 @@ func (p *Poller) Watch(ctx context.Context, changed func(core.Change)) error {
 				return err
 			}
 		}
+		p.rounds.Add(1)
 		if err := sleep(ctx, p.interval); err != nil {
 			return err
 		}
