@@ -653,13 +653,14 @@ func TestListCancellationAndTimeout(t *testing.T) {
 		// ReadTimeout is short, but a scope already begun by the caller (the
 		// adapter) governs: the list does not start its own.
 		var calls listCalls
+		// The policy waits out a deadline as short as the list's own and
+		// answers at once under a longer one: no race between two timers.
 		r := listNew(t, &calls, defs, func(ctx context.Context, _ ResourceDescription) error {
-			select {
-			case <-time.After(40 * time.Millisecond):
-				return nil
-			case <-ctx.Done():
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 10*time.Second {
+				<-ctx.Done()
 				return ctx.Err()
 			}
+			return nil
 		}, WithResourceLimits(ResourceLimits{ReadTimeout: 30 * time.Millisecond}))
 		if _, err := r.List(context.Background(), ListRequest{ScopeKey: listScope}); KindOf(err) != FailureTimeout {
 			t.Fatalf("own scope: %v", err)

@@ -752,7 +752,7 @@ func TestPayloadReturnedAfterItemDeadlineIsTimeoutNotAdmitted(t *testing.T) {
 	g := newRig(t, "test://a", "test://late")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 100 * time.Millisecond})}
 	g.item("test://late").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
-		time.Sleep(300 * time.Millisecond) // ignores ctx, then returns a fine payload
+		<-ctx.Done() // past the item deadline, returns a fine payload anyway
 		return TextPayload("text/plain", "late"), nil
 	}
 	res := mustRead(t, g)
@@ -770,7 +770,8 @@ func TestNextBodyReadStartsOnlyAfterPreviousReturned(t *testing.T) {
 	g.opts = []Option{WithResourceLimits(ResourceLimits{ItemTimeout: 100 * time.Millisecond})}
 	var slowDone atomic.Bool
 	g.item("test://slow").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
-		time.Sleep(300 * time.Millisecond)
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond) // still running after its deadline
 		slowDone.Store(true)
 		return ResourcePayload{}, errors.New("too late anyway")
 	}
