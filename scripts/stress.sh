@@ -88,11 +88,17 @@ for r in $(seq 1 "$rounds"); do
 		echo "(run) go-test-exit-$status" >"$work/fail$r"
 		tail -5 "$work/round$r.err" | sed 's/^/    /'
 	fi
+	grep -E '"Action":"skip","Package":"[^"]*","Test"' "$work/round$r.json" |
+		sed -E 's/.*"Package":"([^"]*)","Test":"([^"]*)".*/\2 \1/' >>"$work/skips"
 	[ ! -s "$work/fail$r" ] || failed_rounds=$((failed_rounds + 1))
 	printf 'round %d: %d passed, %d failed, %d skipped in %ds (load %s)\n' "$r" "$passed" "$nfail" "$skipped" "$((SECONDS - t0))" "$(cut -d' ' -f1 /proc/loadavg)"
 done
 
 echo
+if [ -s "$work/skips" ]; then
+	echo "stress: tests that skipped themselves (rounds, test, package)"
+	sort "$work/skips" | uniq -c | awk '{printf "  %d  %s  %s\n", $1, $2, $3}'
+fi
 if [ "$failed_rounds" = 0 ]; then
 	echo "stress: no test failed in any round"
 else
