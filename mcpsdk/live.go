@@ -15,11 +15,12 @@ import (
 
 // Methods and notifications of live resources.
 const (
-	MethodSubscribe             = "resources/subscribe"
-	MethodUnsubscribe           = "resources/unsubscribe"
-	MethodSubscriptionsListen   = "subscriptions/listen"
-	MethodComplete              = "completion/complete"
-	NotificationResourceUpdated = "notifications/resources/updated"
+	MethodSubscribe              = "resources/subscribe"
+	MethodUnsubscribe            = "resources/unsubscribe"
+	MethodSubscriptionsListen    = "subscriptions/listen"
+	MethodComplete               = "completion/complete"
+	NotificationResourceUpdated  = "notifications/resources/updated"
+	notificationSubscriptionsAck = "notifications/subscriptions/acknowledged"
 )
 
 // SubscriptionLimitMessage is the message of the error a subscribe request
@@ -93,6 +94,12 @@ type Subscriptions struct {
 
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
+	// unconfirmed holds the subscriptions admitted by the hub that the SDK
+	// has not recorded yet (it records a session's subscription only after
+	// the SubscribeHandler returns, and ResourceUpdated reaches only the
+	// sessions it has recorded): a notification for one of them is held
+	// (true) and sent once the SDK has recorded it.
+	unconfirmed map[ticket]bool
 }
 
 // NotifyQueueLength bounds the notifications waiting for one session.
@@ -126,7 +133,7 @@ func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	if res == nil {
 		panic("mcpsdk: subscriptions with a nil *core.Resources")
 	}
-	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}}
+	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
 	s.hub = live.New(res, s.notify, sources, opts)
 	s.hub.OnRevoked(s.revoked)
 	return s
@@ -190,6 +197,42 @@ func (s *Subscriptions) install(server *mcp.Server, a *adapter) {
 	}
 	s.server, s.legacy = server, a.legacyNotFound
 	server.AddSendingMiddleware(s.filter)
+	server.AddReceivingMiddleware(s.confirmSubscribe)
+}
+
+// confirmSubscribe is receiving middleware: once the SDK has answered a
+// resources/subscribe, it has recorded the subscription, and a
+// notification held for it can go.
+func (s *Subscriptions) confirmSubscribe(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == MethodSubscribe {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			p, _ := req.GetParams().(*mcp.SubscribeParams)
+			if ss != nil && p != nil {
+				s.confirm(ss, p.URI)
+			}
+		}
+		return res, err
+	}
+}
+
+// confirm marks ss's subscriptions to uris as recorded by the SDK and sends
+// what was held for them.
+func (s *Subscriptions) confirm(ss *mcp.ServerSession, uris ...string) {
+	var held []string
+	s.tmu.Lock()
+	for _, uri := range uris {
+		t := ticket{ss, uri}
+		if s.unconfirmed[t] {
+			held = append(held, uri)
+		}
+		delete(s.unconfirmed, t)
+	}
+	s.tmu.Unlock()
+	for _, uri := range held {
+		s.notify(ss, uri)
+	}
 }
 
 // subscribe is the SDK's SubscribeHandler.
@@ -213,6 +256,12 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	case err != nil:
 		return rpcFailure(err, legacy)
 	}
+	t := ticket{req.Session, req.Params.URI}
+	s.tmu.Lock()
+	if _, ok := s.unconfirmed[t]; !ok {
+		s.unconfirmed[t] = false
+	}
+	s.tmu.Unlock()
 	s.watch(req.Session)
 	return nil
 }
@@ -223,6 +272,9 @@ func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeReq
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
 	}
 	s.hub.Unsubscribe(req.Session, req.Params.URI)
+	s.tmu.Lock()
+	delete(s.unconfirmed, ticket{req.Session, req.Params.URI})
+	s.tmu.Unlock()
 	return nil
 }
 
@@ -248,6 +300,13 @@ func (s *Subscriptions) watch(ss *mcp.ServerSession) {
 		s.mu.Lock()
 		delete(s.watched, ss)
 		s.mu.Unlock()
+		s.tmu.Lock()
+		for t := range s.unconfirmed {
+			if t.s == ss {
+				delete(s.unconfirmed, t)
+			}
+		}
+		s.tmu.Unlock()
 	}()
 }
 
@@ -288,6 +347,11 @@ func (s *Subscriptions) notify(ss *mcp.ServerSession, uri string) {
 	}
 	t := ticket{ss, uri}
 	s.tmu.Lock()
+	if _, ok := s.unconfirmed[t]; ok {
+		s.unconfirmed[t] = true // the SDK does not know the subscription yet: confirm sends it
+		s.tmu.Unlock()
+		return
+	}
 	s.tickets[t] = struct{}{}
 	s.tmu.Unlock()
 	_ = server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
@@ -374,6 +438,16 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 // session's queue.
 func (s *Subscriptions) filter(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == notificationSubscriptionsAck {
+			// The SDK acknowledges a listen once it has recorded every
+			// subscription the listen asked for.
+			res, err := next(ctx, method, req)
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ss != nil && p != nil {
+				s.confirm(ss, p.Notifications.ResourceSubscriptions...)
+			}
+			return res, err
+		}
 		if method != NotificationResourceUpdated {
 			return next(ctx, method, req)
 		}

@@ -91,7 +91,14 @@ for r in $(seq 1 "$rounds"); do
 	grep -E '"Action":"skip","Package":"[^"]*","Test"' "$work/round$r.json" |
 		sed -E 's/.*"Package":"([^"]*)","Test":"([^"]*)".*/\2 \1/' >>"$work/skips"
 	[ ! -s "$work/fail$r" ] || failed_rounds=$((failed_rounds + 1))
-	printf 'round %d: %d passed, %d failed, %d skipped in %ds (load %s)\n' "$r" "$passed" "$nfail" "$skipped" "$((SECONDS - t0))" "$(cut -d' ' -f1 /proc/loadavg)"
+	pkgfail=$(grep -c '^(package)' "$work/fail$r")
+	printf 'round %d: %d passed, %d failed, %d skipped, %d packages failed in %ds (load %s)\n' "$r" "$passed" "$nfail" "$skipped" "$pkgfail" "$((SECONDS - t0))" "$(cut -d' ' -f1 /proc/loadavg)"
+	# A package that failed without a failed test (a panic, a timeout, a
+	# test binary killed by a signal) shows the test that was running.
+	if [ "$pkgfail" != 0 ]; then
+		grep -E '"Action":"(run|output)"' "$work/round$r.json" | grep -E 'SIGQUIT|panic: |test timed out|=== RUN' |
+			sed -E 's/.*"Package":"([^"]*)".*"Output":"([^"]*)".*/    \1: \2/; s/\\n$//' | grep -B1 -E 'SIGQUIT|panic|timed out' | head -6
+	fi
 done
 
 echo
