@@ -8,6 +8,7 @@
 #   mc              MinIO's client (AGPL-3.0): the MinIO image's
 #                   health check and the quickstart's bucket setup      ~3 min after minio
 #   docker-compose  Compose v2, installed as the docker CLI plugin      ~12 min
+#   helm            Helm v3 (Apache-2.0): lints and renders deploy/helm ~5 min
 #
 # Usage:
 #   scripts/tools.sh NAME...   build what is missing, print NAME=PATH lines
@@ -27,6 +28,7 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # then mostly already downloaded and compiled.
 MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
 COMPOSE_VERSION=v2.40.3
+HELM_VERSION=v3.22.0
 
 DIR=${MCPRES_TOOLS_DIR:-$(go env GOPATH)/bin}
 PLUGIN_DIR=${MCPRES_DOCKER_PLUGIN_DIR:-/usr/local/lib/docker/cli-plugins}
@@ -94,13 +96,14 @@ compose() {
 	echo "docker-compose=$bin"
 }
 
-[ "$#" -gt 0 ] || die "usage: scripts/tools.sh versitygw|minio|mc|docker-compose..."
+[ "$#" -gt 0 ] || die "usage: scripts/tools.sh versitygw|minio|mc|docker-compose|helm..."
 for tool in "$@"; do
 	case $tool in
 	versitygw) go_install versitygw github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw "$VERSITYGW_VERSION" ;;
 	minio) go_install minio github.com/minio/minio github.com/minio/minio "$MINIO_VERSION" ;;
 	mc) go_install mc github.com/minio/mc github.com/minio/mc "$MC_VERSION" ;;
 	docker-compose) compose ;;
+	helm) go_install helm helm.sh/helm/v3/cmd/helm helm.sh/helm/v3 "$HELM_VERSION" ;;
 	*) die "unknown tool $tool" ;;
 	esac
 done
