@@ -60,6 +60,9 @@ resources:
     source: files
     prefix: tenants/{tenant}/
     max_depth: 3
+    grant:
+      source: db
+      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key
 `
 
 func TestGoodBaseLoads(t *testing.T) {
@@ -95,7 +98,7 @@ func TestBrokenFiles(t *testing.T) {
 	}{
 		{"a YAML syntax error names its line", func(t *testing.T) string { return edit(t, "    role: reader", "    role: [reader") }, 6, "YAML"},
 		{"an empty file", func(t *testing.T) string { return "" }, 1, "empty"},
-		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 29, "second YAML document"},
+		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 32, "second YAML document"},
 		{"the root is not a mapping", func(t *testing.T) string { return "- version\n" }, 1, "expects a mapping"},
 		{"an unknown top-level key", func(t *testing.T) string { return edit(t, "version: 1\n", "version: 1\nextra: true\n") }, 2, `unknown key "extra"`},
 		{"an unknown key in a source", func(t *testing.T) string {
@@ -105,7 +108,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a key written twice", func(t *testing.T) string {
 			return edit(t, "    source: files\n", "    source: files\n    source: db\n")
 		}, 27, "written twice"},
-		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 29, "defined twice"},
+		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 32, "defined twice"},
 		{"a version missing", func(t *testing.T) string { return edit(t, "version: 1\n", "") }, 1, "version: is required"},
 		{"a version from the future", func(t *testing.T) string { return edit(t, "version: 1", "version: 2") }, 1, "not a version"},
 		{"a number where a string belongs", func(t *testing.T) string { return edit(t, "role: reader", "role: 17") }, 6, "expects a string"},
@@ -161,6 +164,24 @@ func TestBrokenFiles(t *testing.T) {
 		{"a prefix on a postgres resource", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    prefix: docs/\n    body: SELECT body")
 		}, 23, "is for S3 resources"},
+		{"an S3 resource that no statement grants", func(t *testing.T) string {
+			return edit(t, "    grant:\n      source: db\n      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "")
+		}, 24, "no statement grants its objects"},
+		{"public: false is no grant", func(t *testing.T) string {
+			return edit(t, "    grant:\n      source: db\n      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "    public: false\n")
+		}, 24, "no statement grants its objects"},
+		{"grant and public", func(t *testing.T) string {
+			return edit(t, "    max_depth: 3\n", "    max_depth: 3\n    public: true\n")
+		}, 29, "not both"},
+		{"a grant on an S3 source", func(t *testing.T) string {
+			return edit(t, "      source: db\n      keys:", "      source: files\n      keys:")
+		}, 30, `"files" is not a postgres source`},
+		{"a grant without keys", func(t *testing.T) string {
+			return edit(t, "      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "")
+		}, 29, "keys is required"},
+		{"public on a postgres resource", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n    public: true\n")
+		}, 24, "is for S3 resources"},
 		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, "max_depth is required"},
 		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 28, "from 1 to 32"},
 		{"a prefix with .. in it", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/../{tenant}/") }, 27, `".." segment`},
@@ -172,13 +193,13 @@ func TestBrokenFiles(t *testing.T) {
 		{"a template the gateway refuses", func(t *testing.T) string { return edit(t, "doc://t/{tenant}/d/{id}", "doc://t/{tenant}/d/x{id}") }, 18, "resources.doc.template"},
 		{"a URI with userinfo", func(t *testing.T) string {
 			return good + "  index:\n    uri: doc://user@host/x\n    source: db\n    plan: SELECT 1 AS key\n    body: SELECT $key\n"
-		}, 30, "resources.index.uri"},
+		}, 33, "resources.index.uri"},
 		{"two templates one request matches", func(t *testing.T) string {
 			return good + "  other:\n    template: doc://t/{x}/d/{y}\n    source: db\n    plan: SELECT $x, $y\n    body: SELECT $key\n"
-		}, 30, "both match"},
+		}, 33, "both match"},
 		{"a key family that meets another template", func(t *testing.T) string {
 			return good + "  one:\n    template: report://t/{a}/{b}\n    source: db\n    plan: SELECT $a, $b\n    body: SELECT $key\n"
-		}, 30, "both match"},
+		}, 33, "both match"},
 		{"a listed media type core refuses", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime_type: text") }, 29, "MIMEType"},
 		{"a priority above 1", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      priority: 2")
@@ -186,9 +207,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"an audience core refuses", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      audience: [robots]")
 		}, 29, "Audience"},
-		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 30, "not a positive duration"},
-		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 30, "not a positive byte size"},
-		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 30, "limits.max_uri_bytes"},
+		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 33, "not a positive duration"},
+		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 33, "not a positive byte size"},
+		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 33, "limits.max_uri_bytes"},
 		{"a completion for no capture", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenantt: SELECT id FROM t WHERE id LIKE $prefix\n    body: SELECT body")
 		}, 24, "not a capture"},
@@ -204,10 +225,10 @@ func TestBrokenFiles(t *testing.T) {
 		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 17, "a name is a letter"},
 		{"a bundle without item_uri", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    body: SELECT $key\n"
-		}, 32, "item_uri is required"},
+		}, 35, "item_uri is required"},
 		{"an item_uri that names no column", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    item_uri: doc://t/{}/x\n    body: SELECT $key\n"
-		}, 33, "does not name a column"},
+		}, 36, "does not name a column"},
 		{"an object served alone with a uri", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    object:\n      source: files\n      uri: doc://t/{tenant}/f\n")
 		}, 25, "leave uri out"},

@@ -372,7 +372,7 @@ func (c *checker) resource(r *Resource) {
 
 // s3Only and pgOnly are the keys that make sense for one kind of source.
 var (
-	s3Only = []string{"prefix", "max_depth"}
+	s3Only = []string{"prefix", "max_depth", "grant", "public"}
 	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
 )
 
@@ -497,6 +497,7 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		c.e.at(sp.Of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
 		return
 	}
+	c.gate(r, path)
 	at := sp.Of("prefix")
 	prefixCaps, err := s3store.KeyPrefixCaptures(r.Prefix)
 	if err != nil {
@@ -534,6 +535,31 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		if slices.Contains(caps, familyVar(i)) {
 			c.e.at(sp.Of("template"), "%s.template: {%s} is the name of key segment %d of the family", path, familyVar(i), i)
 			return
+		}
+	}
+}
+
+// gate checks that a statement grants an S3 resource's objects, or that
+// the file says in so many words that every caller may read them.
+func (c *checker) gate(r *Resource, path string) {
+	sp := r.Spans
+	switch g := r.Grant; {
+	case g != nil && r.Public:
+		c.e.at(sp.Of("public"), "%s.public: give grant or public: true, not both", path)
+	case g == nil && !r.Public:
+		c.e.at(sp.Self(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
+			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
+	case g != nil:
+		switch s := c.sources[g.Source]; {
+		case !g.Spans.Has("source"):
+			c.e.at(g.Spans.Self(), "%s.grant: source is required: the postgres source the statement runs on", path)
+		case s == nil:
+			c.e.at(g.Spans.Of("source"), "%s.grant.source: no source is named %q", path, g.Source)
+		case s.Postgres == nil:
+			c.e.at(g.Spans.Of("source"), "%s.grant.source: %q is not a postgres source", path, g.Source)
+		}
+		if !g.Spans.Has("keys") {
+			c.e.at(g.Spans.Self(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
 		}
 	}
 }

@@ -213,6 +213,30 @@ type Resource struct {
 	// MaxDepth (S3, key family) is how many segments "..." stands for at
 	// most, 1 to [MaxDepth].
 	MaxDepth int `yaml:"max_depth"`
+	// Grant (S3) is the statement that says which objects the caller may
+	// read: every S3 resource needs it, unless Public. A key it does not
+	// grant is unavailable with no request to S3.
+	Grant *Grant `yaml:"grant"`
+	// Public (S3) serves every object under the prefix to every caller
+	// with a valid token, with no statement: for objects meant for
+	// everyone, and only when written as public: true.
+	Public bool `yaml:"public"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Grant is the statement that grants an S3 resource's objects
+// (postgres Source.KeyGrant): run on a PostgreSQL source as its role with
+// the caller set, it returns the keys the caller may read in one column
+// key, or key prefixes ending in '/' in one column prefix. Its parameters
+// are $key (the decoded key the URI names), $binding (the resource's name),
+// $principal and the template's decoded captures (for a key family also
+// $k1, $k2, ... for the key's segments).
+type Grant struct {
+	// Source names the PostgreSQL source the statement runs on.
+	Source string `yaml:"source"`
+	// Keys is the statement.
+	Keys string `yaml:"keys"`
 
 	Spans Spans `yaml:"-"`
 }

@@ -195,28 +195,32 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
 			s.ObjectSourceOf = append(s.ObjectSourceOf, objSrc)
-			s.Lines = append(s.Lines, describe(r, def.URI+def.URITemplate))
+			s.Lines = append(s.Lines, f.describe(r, def.URI+def.URITemplate))
 			continue
 		}
 		bucket := buckets[r.Source]
+		grant, err := f.keyGrant(r, sources)
+		if err != nil {
+			return nil, err
+		}
 		if strings.HasSuffix(r.Template, "/...") {
 			if _, ok := familyAt[r.Source]; !ok {
 				familyAt[r.Source] = len(s.Bindings)
 			}
-			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth})
+			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth, Grant: grant})
 			for d := 1; d <= r.MaxDepth; d++ {
-				s.Lines = append(s.Lines, describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
+				s.Lines = append(s.Lines, f.describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
 			}
 			continue
 		}
 		def.URITemplate = r.Template
-		b, err := bucket.Binding(def, r.Prefix)
+		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
 		if err != nil {
 			return nil, f.storeError(err, r.Spans.Self())
 		}
 		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
 		s.ObjectSourceOf = append(s.ObjectSourceOf, "")
-		s.Lines = append(s.Lines, describe(r, def.URITemplate))
+		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
 	}
 	// Key families go in at the place of their bucket's first one, so
 	// that the bindings keep the file's order.
@@ -310,6 +314,25 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	return s, nil
 }
 
+// keyGrant builds the grant of an S3 resource from its grant statement;
+// nil for a public one (the file's check let no other through).
+func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3store.KeyGrant, error) {
+	if r.Grant == nil {
+		return nil, nil
+	}
+	caps := captures(strings.TrimSuffix(r.Template, "/..."))
+	if strings.HasSuffix(r.Template, "/...") {
+		for d := 1; d <= r.MaxDepth; d++ {
+			caps = append(caps, familyVar(d))
+		}
+	}
+	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, caps)
+	if err != nil {
+		return nil, f.storeError(err, r.Grant.Spans.Of("keys"))
+	}
+	return g, nil
+}
+
 // listens reports whether a resource of source name names a channel.
 func (f *File) listens(name string) bool {
 	for _, r := range f.Resources {
@@ -320,8 +343,9 @@ func (f *File) listens(name string) bool {
 	return false
 }
 
-// describe is the line check prints for one definition.
-func describe(r Resource, uri string) string {
+// describe is the line check prints for one definition: its URI or
+// template, name, source, kind, and what decides who reads it.
+func (f *File) describe(r Resource, uri string) string {
 	kind := "item"
 	switch {
 	case r.Bundle != "":
@@ -330,8 +354,25 @@ func describe(r Resource, uri string) string {
 		kind = "object"
 	case r.Object != nil:
 		kind = "item+object"
+	case r.Grant != nil || r.Public:
+		kind = "s3"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind, f.decider(r))
+}
+
+// decider says what decides who reads r's items, as check prints it.
+func (f *File) decider(r Resource) string {
+	d := "plan and body statements' row-level security"
+	switch {
+	case r.Public:
+		d = "public: every token holder reads every key"
+	case r.Grant != nil:
+		d = "grant statement on " + r.Grant.Source
+	}
+	if f.Policy != nil && !f.Policy.Database {
+		d += ", then policy.decide on " + f.Policy.Source
+	}
+	return d
 }
 
 // The fields of the stores' ConfigErrors, mapped back to the file.
@@ -412,6 +453,8 @@ func bindingKey(r *Resource, field string) (string, Position) {
 		return "object.uri", r.Object.Spans.Of("uri")
 	case kind == "ObjectSource" && r.Object != nil:
 		return "object.source", r.Object.Spans.Of("source")
+	case kind == "grant" && r.Grant != nil:
+		return "grant.keys", r.Grant.Spans.Of("keys")
 	}
 	if r.Spans.Has("template") {
 		return "template", r.Spans.Of("template")
