@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lineOfIn is the 1-based line of the first s in text.
+func lineOfIn(t *testing.T, text, s string) int {
+	t.Helper()
+	i := strings.Index(text, s)
+	if i < 0 {
+		t.Fatalf("no %q in the file", s)
+	}
+	return strings.Count(text[:i], "\n") + 1
+}
+
+// TestSafetyAnUngatedKeyFamilyIsRefusedByCheckAndServe: the help desk's
+// file with the attachments' grant and the brand's public left out would
+// serve every attachment of every org to every token holder; check and
+// serve refuse it with one FILE:LINE:COL: line at the first such
+// resource's name, saying what is missing.
+func TestSafetyAnUngatedKeyFamilyIsRefusedByCheckAndServe(t *testing.T) {
+	grant := "    grant:\n      source: desk\n      keys: SELECT a.s3_key AS key FROM attachments a WHERE a.org = $org AND a.s3_key = $key\n"
+	ungated := strings.Replace(strings.Replace(deskFile, grant, "", 1), "    public: true\n", "", 1)
+	if strings.Contains(ungated, "grant:") || strings.Contains(ungated, "public:") {
+		t.Fatal("the file still has a grant or public")
+	}
+	r := newDeskRig(t, ungated)
+	want := r.file + ":" + strconv.Itoa(lineOfIn(t, ungated, "  attachment:")) + ":3: resources.attachment: no statement grants its objects"
+	for _, cmd := range []string{"check", "serve"} {
+		code, stdout, stderr := runServerCmd(t, "", cmd, "--config", r.file)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 1 || !strings.HasPrefix(lines[len(lines)-1], want) || (cmd == "check" && len(lines) != 1) {
+			t.Errorf("%s: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 and one line starting %q", cmd, code, stdout, stderr, want)
+		}
+	}
+	if n := r.s3.total(); n != 0 {
+		t.Errorf("%d S3 requests for a file that is refused before it opens its sources, want 0", n)
+	}
+}
+
+// TestSafetyKeyFamilyServesOnlyGrantedKeysAndAsksS3AfterTheGrant runs the
+// help desk through the binary. An attachment is served only where an
+// attachments row the agent may see (row-level security: its org, internal
+// tickets from tier 2) names its exact key: nine segments deep with spaces,
+// '+', "%2F" and "%20" as text, unicode and emoji; one segment deep; with
+// the org written %61cme. Everything else is refused alike and costs no S3
+// request at all: another org's attachment, an internal ticket's for tier
+// 1, objects with no row under a visible ticket's prefix (decoys) or one
+// segment deep, a key deeper than max_depth, the encoded org for an agent
+// of another org, and a key that does not exist. The public brand family
+// serves every agent.
+func TestSafetyKeyFamilyServesOnlyGrantedKeysAndAsksS3AfterTheGrant(t *testing.T) {
+	r := newDeskRig(t, deskFile)
+	deep := "orgs/acme/tickets/1/files/2026/12/01/v/a b+c%2Fd%20e ünï 📎/report v1.txt"
+	shallow := "orgs/acme/t1-notes.txt"
+	internal := "orgs/acme/tickets/2/payroll.txt"
+	theirs := "orgs/globex/tickets/7/theirs.txt"
+	tooDeep := "orgs/acme/a/b/c/d/e/f/g/h/i/j.txt"
+	r.attach(t, "acme", 1, deep, "the deep one")
+	r.attach(t, "acme", 1, shallow, "notes")
+	r.attach(t, "acme", 2, internal, "salaries")
+	r.attach(t, "globex", 7, theirs, "globex's")
+	r.attach(t, "acme", 1, tooDeep, "too deep")
+	r.attach(t, "", 0, "orgs/acme/tickets/1/files/decoy.txt", "decoy under a visible ticket")
+	r.attach(t, "", 0, "orgs/acme/readme.txt", "decoy one segment deep")
+	r.attach(t, "", 0, "public/brand/2026/logo.txt", "the logo")
+
+	out := mustRun(t, "", "check", "--config", r.file)
+	for _, want := range []string{"ticket://att/{org}/{k1}\tattachment\tfiles\ts3\tgrant statement on desk",
+		"brand://assets/{k1}/{k2}\tbrand\tfiles\ts3\tpublic: every token holder reads every key",
+		"ticket://t/{org}/{id}\tticket\tdesk\titem\tplan and body statements' row-level security"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("check does not say %q:\n%s", want, out)
+		}
+	}
+
+	s := startServer(t, "--config", r.file, "--tokens", tokensFile(t, "amy", "alex", "gus"))
+	agents := map[string]*mcp.ClientSession{}
+	for _, a := range []string{"amy", "alex", "gus"} {
+		agents[a] = s.connect(t, a+"-token")
+	}
+	att := func(key string) string { return keyURI("ticket://att/", strings.TrimPrefix(key, "orgs/")) }
+	encoded := "ticket://att/%61cme/" + strings.TrimPrefix(att(deep), "ticket://att/acme/")
+	served := []struct{ agent, uri, body string }{
+		{"amy", att(deep), "the deep one"},
+		{"amy", att(shallow), "notes"},
+		{"amy", encoded, "the deep one"},
+		{"alex", att(internal), "salaries"},
+		{"gus", att(theirs), "globex's"},
+		{"amy", "brand://assets/2026/logo.txt", "the logo"},
+		{"gus", "brand://assets/2026/logo.txt", "the logo"},
+	}
+	for _, c := range served {
+		res, err := readAll(t, agents[c.agent], c.uri)
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != c.body {
+			t.Errorf("%s reads %s: %v %+v, want %q", c.agent, c.uri, err, res, c.body)
+		}
+	}
+	refused := []struct{ agent, uri string }{
+		{"amy", att(theirs)},
+		{"amy", att(internal)},
+		{"amy", att("orgs/acme/tickets/1/files/decoy.txt")},
+		{"amy", att("orgs/acme/readme.txt")},
+		{"amy", att(tooDeep)},
+		{"gus", encoded},
+		{"gus", att(deep)},
+		{"amy", att("orgs/acme/no/such/key.txt")},
+	}
+	var first string
+	for _, c := range refused {
+		before := r.s3.total()
+		_, err := readAll(t, agents[c.agent], c.uri)
+		if n := r.s3.total() - before; n != 0 {
+			t.Errorf("%s reading %s cost %d S3 requests, want 0", c.agent, c.uri, n)
+		}
+		switch {
+		case err == nil:
+			t.Errorf("%s read %s", c.agent, c.uri)
+		case first == "":
+			first = err.Error()
+		case err.Error() != first:
+			t.Errorf("%s reading %s: %q, want the same answer as every refusal: %q", c.agent, c.uri, err, first)
+		}
+	}
+	// A granted key that S3 does not hold is asked of S3, and answers as a
+	// refusal does.
+	if _, err := r.admin.Exec(t.Context(), `INSERT INTO attachments VALUES ('acme', 1, 'orgs/acme/tickets/1/gone.txt')`); err != nil {
+		t.Fatal(err)
+	}
+	before := r.s3.heads.Load()
+	if _, err := readAll(t, agents["amy"], att("orgs/acme/tickets/1/gone.txt")); err == nil || err.Error() != first {
+		t.Errorf("a granted key S3 does not hold: %v, want %q", err, first)
+	}
+	if r.s3.heads.Load() == before {
+		t.Error("a granted key was not asked of S3: the proxy counts nothing")
+	}
+}
