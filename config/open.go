@@ -43,8 +43,11 @@ type Served struct {
 	// probe: whether the database or bucket answers now.
 	Ready []Ready
 	// Lines describe what is served, one line per definition, as
-	// mcp-resources check prints them.
+	// mcp-resources check prints them: URI or template, name, source, kind
+	// and what decides who reads it.
 	Lines []string
+	// Revision is the file's [File.Revision].
+	Revision string
 	// Changes are the change sources of the file's listen channels, one
 	// per PostgreSQL source whose resources name one (postgres
 	// Source.Listener, connecting with the source's listen_url or url).
@@ -99,7 +102,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		opts = &OpenOptions{}
 	}
 	e := &errs{file: f.Name}
-	s := &Served{}
+	s := &Served{Revision: f.Revision()}
 	defer func() {
 		if err != nil {
 			s.Close()

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,5 +139,48 @@ func TestSafetyKeyFamilyServesOnlyGrantedKeysAndAsksS3AfterTheGrant(t *testing.T
 	}
 	if r.s3.heads.Load() == before {
 		t.Error("a granted key was not asked of S3: the proxy counts nothing")
+	}
+}
+
+// TestSafetyCheckRevisionChangesWithSQLAndPolicy: check prints a revision
+// of the file that changes when a grant's SQL or the policy changes, and
+// not when only a comment does; the listing's revision (definitions only)
+// stays the same throughout.
+func TestSafetyCheckRevisionChangesWithSQLAndPolicy(t *testing.T) {
+	r := newDeskRig(t, deskFile)
+	revisions := func(text string) (file, listing string) {
+		t.Helper()
+		if err := os.WriteFile(r.file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := strings.TrimSpace(mustRun(t, "", "check", "--config", r.file))
+		last := out[strings.LastIndexByte(out, '\n')+1:]
+		_, rest, ok := strings.Cut(last, ", revision ")
+		file, listing, ok2 := strings.Cut(strings.TrimSuffix(rest, ")"), " (listing ")
+		if !ok || !ok2 || len(file) != 64 {
+			t.Fatalf("check's last line %q names no revisions", last)
+		}
+		return file, listing
+	}
+	base, listing := revisions(deskFile)
+	variants := map[string]string{
+		"a grant's SQL": strings.Replace(deskFile, "AND a.s3_key = $key", "AND a.s3_key = $key AND a.ticket > 0", 1),
+		"the policy": strings.Replace(deskFile, "policy: database\n",
+			"policy:\n  source: desk\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k\n", 1),
+	}
+	for what, text := range variants {
+		if text == deskFile {
+			t.Fatalf("%s: the variant is the file", what)
+		}
+		file, l := revisions(text)
+		if file == base {
+			t.Errorf("changing %s leaves the revision %s", what, base)
+		}
+		if l != listing {
+			t.Errorf("changing %s changes the listing's revision", what)
+		}
+	}
+	if file, _ := revisions("# only a comment more\n" + deskFile); file != base {
+		t.Errorf("a comment changes the revision: %s, want %s", file, base)
 	}
 }
