@@ -41,7 +41,7 @@ func TestRevisionFollowsWhatIsServed(t *testing.T) {
 		}
 	}
 	same := map[string]string{
-		"a comment":         "# a comment\n" + good,
+		"a comment": "# a comment\n" + good,
 		"keys in another order": edit("    template: doc://t/{tenant}/d/{id}\n    source: db\n",
 			"    source: db\n    template: doc://t/{tenant}/d/{id}\n"),
 		"a flow mapping": edit("    postgres:\n      url: ${DB_URL}\n      role: reader\n", "    postgres: {url: '${DB_URL}', role: reader}\n"),
