@@ -139,6 +139,16 @@ func TestBrokenFiles(t *testing.T) {
 		{"a policy word other than database", func(t *testing.T) string {
 			return edit(t, "policy:\n  source: db\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys::text[]) AS k\n", "policy: everyone\n")
 		}, 13, "expects database"},
+		{"a second database whose resources no policy decides", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n  db2:\n    postgres:\n      url: ${DB_URL}\n      role: reader\n") +
+				"  other:\n    template: other://x/{id}\n    source: db2\n    plan: SELECT $id AS key, 1 AS version, 'text/plain' AS mime\n    body: SELECT 'x' AS body, 1 AS version WHERE $key IS NOT NULL\n"
+		}, 8, `sources.db2.postgres: policy is required: policy.decide runs on "db"`},
+		{"a source's own policy that names a source", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      policy:\n        source: db\n        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k\n")
+		}, 8, "leave source out"},
+		{"a file policy on a source with its own", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      policy: database\n")
+		}, 15, "has a policy of its own"},
 		{"a policy on an unknown source", func(t *testing.T) string { return edit(t, "  source: db\n  decide", "  source: dbx\n  decide") }, 14, `no source is named "dbx"`},
 		{"a policy on an S3 source", func(t *testing.T) string { return edit(t, "  source: db\n  decide", "  source: files\n  decide") }, 14, "not a postgres source"},
 		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 15, "must use $keys"},

@@ -225,19 +225,72 @@ func (c *checker) s3(b *S3Source, path string) {
 
 func (c *checker) policy() {
 	p, sp := c.f.Policy, c.f.Spans
-	switch {
-	case p == nil:
-		c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement", PolicyDatabase)
-		return
-	case p.Database:
-		return
+	missing := false // reported already: no second error about the same cause
+	if p != nil && !p.Database {
+		s := c.pgSourceRef(p.Source, p.Spans, "policy")
+		if s != nil && s.Postgres.Policy != nil {
+			c.e.at(p.Spans.Of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
+		}
+		missing = s == nil
+		c.decide(p, "policy")
 	}
-	c.pgSourceRef(p.Source, p.Spans, "policy")
+	for _, s := range c.f.Sources {
+		pg := s.Postgres
+		if pg == nil {
+			continue
+		}
+		path := "sources." + s.Name + ".postgres.policy"
+		if own := pg.Policy; own != nil && !own.Database {
+			if own.Spans.Has("source") {
+				c.e.at(own.Spans.Of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
+			}
+			c.decide(own, path)
+		}
+		if c.f.policyOf(s.Name) != nil || !c.serves(s.Name) {
+			continue
+		}
+		switch {
+		case p == nil && !missing:
+			missing = true
+			c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", PolicyDatabase)
+		case p != nil && !missing:
+			c.e.at(pg.Spans.Self(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, PolicyDatabase, s.Name)
+		}
+	}
+}
+
+// decide checks a decide policy's statement.
+func (c *checker) decide(p *Policy, path string) {
 	if !p.Spans.Has("decide") {
-		c.e.at(p.Spans.Self(), "policy: decide is required: one statement that decides all of a read's keys (or write policy: %s)", PolicyDatabase)
+		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, PolicyDatabase)
 		return
 	}
-	c.statement(p.Decide, p.Spans, "decide", "policy", nil, decideParams, []string{"keys"})
+	c.statement(p.Decide, p.Spans, "decide", path, nil, decideParams, []string{"keys"})
+}
+
+// serves reports whether a resource of the file is served from source name.
+func (c *checker) serves(name string) bool {
+	for _, r := range c.f.Resources {
+		if r.Source == name {
+			return true
+		}
+	}
+	return false
+}
+
+// policyOf is the policy of the resources of PostgreSQL source name: its
+// own; else the file's, when that is database or names the source; else
+// nil. It is the one place that says which policy decides what.
+func (f *File) policyOf(name string) *Policy {
+	for _, s := range f.Sources {
+		if s.Name == name && s.Postgres != nil && s.Postgres.Policy != nil {
+			return s.Postgres.Policy
+		}
+	}
+	if p := f.Policy; p != nil && (p.Database || p.Source == name) {
+		return p
+	}
+	return nil
 }
 
 // pgSourceRef checks that the source key names a PostgreSQL source.

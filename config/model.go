@@ -12,8 +12,13 @@ type File struct {
 	Version int `yaml:"version"`
 	// Sources are the databases and buckets, in file order.
 	Sources []Source `yaml:"sources" keyed:""`
-	// Policy decides who may see and read what, for every resource of
-	// the file: "database" ([Policy].Database) or one decide statement.
+	// Policy decides who may see and read what: "database"
+	// ([Policy].Database), the policy of every PostgreSQL source without
+	// one of its own, or one decide statement, the policy of the source it
+	// names. It may be left out when every PostgreSQL source with resources
+	// has its own ([PostgresSource].Policy). A policy decides only the reads
+	// of its own source's resources; S3 resources are decided by their
+	// grant ([Resource].Grant) or are public.
 	Policy *Policy `yaml:"policy"`
 	// Resources are the resource definitions, in file order.
 	Resources []Resource `yaml:"resources" keyed:""`
@@ -93,6 +98,11 @@ type PostgresSource struct {
 	// MaxPlanItems bounds the items one plan or bundle statement may
 	// return; zero keeps the store's default.
 	MaxPlanItems int `yaml:"max_plan_items"`
+	// Policy decides the reads of this source's resources, and of no other
+	// source's: "database" or a decide statement run here (its source key
+	// left out). Nil takes the file's policy when that is "database" or
+	// names this source; a source with resources and neither is refused.
+	Policy *Policy `yaml:"policy"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -127,7 +137,8 @@ type Policy struct {
 	// statements' row-level security is then the only gate, and every
 	// caller may discover every definition.
 	Database bool `yaml:"-"`
-	// Source names the PostgreSQL source the statement runs on.
+	// Source names the PostgreSQL source the statement runs on (and
+	// whose resources it decides); left out under a source's own policy.
 	Source string `yaml:"source"`
 	// Decide is bound with $keys (text[]: the keys of the targets a plan
 	// names; a target that no SQL plan made, by its URI) and optionally

@@ -251,15 +251,32 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	if f.Policy.Database {
-		s.Policy = postgres.DatabaseDecides()
-	} else {
-		p, err := sources[f.Policy.Source].Policy(f.Policy.Decide)
-		if err != nil {
-			return nil, f.storeError(err, f.Policy.Spans.Of("decide"))
+	// Each PostgreSQL source's policy decides its own resources' reads and
+	// nothing else; an S3 resource's grant decided before its plan.
+	bySource := map[string]core.ResourcePolicy{}
+	for _, src := range f.Sources {
+		p := f.policyOf(src.Name)
+		switch {
+		case src.Postgres == nil || p == nil:
+		case p.Database:
+			bySource[src.Name] = postgres.DatabaseDecides()
+		default:
+			pol, err := sources[src.Name].Policy(p.Decide)
+			if err != nil {
+				return nil, f.storeError(err, p.Spans.Of("decide"))
+			}
+			bySource[src.Name] = pol
 		}
-		s.Policy = p
 	}
+	byName := map[string]core.ResourcePolicy{}
+	for _, r := range f.Resources {
+		pol, ok := bySource[r.Source]
+		if !ok {
+			pol = postgres.DatabaseDecides()
+		}
+		byName[r.Name] = pol
+	}
+	s.Policy = routePolicy(byName)
 
 	for _, src := range f.Sources {
 		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
@@ -336,6 +353,43 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	return g, nil
 }
 
+// errPerTarget is the private cause when a file's policy is asked about one
+// target: the gateway asks Decide, which knows the definition.
+var errPerTarget = errors.New("config: a file's policy decides whole passes")
+
+// routePolicy is the policy of a file: a pass, and a discovery, of a
+// definition go to the policy of its resource (byName, by the definition's
+// name, which is the resource's), and to no other, so that reads of one
+// database never ask another. The per-target Visibility and Read, which
+// the gateway does not call when Decide is set, hide and deny.
+func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
+	of := func(name string) (core.ResourcePolicy, error) {
+		p, ok := byName[name]
+		if !ok {
+			return core.ResourcePolicy{}, fmt.Errorf("config: no policy decides the definition %q", name)
+		}
+		return p, nil
+	}
+	return core.ResourcePolicy{
+		Discover: func(ctx context.Context, d core.ResourceDescription) error {
+			p, err := of(d.Name)
+			if err != nil {
+				return err
+			}
+			return p.Discover(ctx, d)
+		},
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{}, nil },
+		Read:       func(context.Context, core.ResourceTarget) error { return core.Unavailable(errPerTarget) },
+		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			p, err := of(pass.Definition.Name)
+			if err != nil {
+				return nil, err
+			}
+			return p.Decide(ctx, pass)
+		},
+	}
+}
+
 // listens reports whether a resource of source name names a channel.
 func (f *File) listens(name string) bool {
 	for _, r := range f.Resources {
@@ -365,17 +419,19 @@ func (f *File) describe(r Resource, uri string) string {
 
 // decider says what decides who reads r's items, as check prints it.
 func (f *File) decider(r Resource) string {
-	d := "plan and body statements' row-level security"
 	switch {
 	case r.Public:
-		d = "public: every token holder reads every key"
+		return "public: every token holder reads every key"
 	case r.Grant != nil:
-		d = "grant statement on " + r.Grant.Source
+		return "grant statement on " + r.Grant.Source
 	}
-	if f.Policy != nil && !f.Policy.Database {
-		d += ", then policy.decide on " + f.Policy.Source
+	switch p := f.policyOf(r.Source); {
+	case p == nil || p.Database:
+		return "plan and body statements' row-level security"
+	case p == f.Policy:
+		return "plan statement's row-level security, then policy.decide on " + r.Source
 	}
-	return d
+	return "plan statement's row-level security, then sources." + r.Source + ".postgres.policy.decide"
 }
 
 // The fields of the stores' ConfigErrors, mapped back to the file.
@@ -419,8 +475,12 @@ func (f *File) storeError(err error, def Position) error {
 		e.at(at, "resources.%s.%s: %s", r.Name, key, reason)
 		return e.first()
 	}
-	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.Policy != nil {
-		e.at(f.Policy.Spans.Of("decide"), "policy.decide: %s", reason)
+	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.policyOf(m[1]) != nil {
+		p, path := f.policyOf(m[1]), "policy.decide"
+		if p != f.Policy {
+			path = "sources." + m[1] + ".postgres.policy.decide"
+		}
+		e.at(p.Spans.Of("decide"), "%s: %s", path, reason)
 		return e.first()
 	}
 	if m := sourceField.FindStringSubmatch(ce.Field); m != nil && src(m[1]) != nil && src(m[1]).Postgres != nil {

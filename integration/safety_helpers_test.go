@@ -238,3 +238,111 @@ func keyURI(scheme, key string) string {
 	}
 	return scheme + strings.Join(segs, "/")
 }
+
+// cutProxy is a loopback TCP proxy in front of a database that counts
+// what its clients send (one count per chunk) and can be cut: the listener
+// and every connection closed, as when the database goes down.
+type cutProxy struct {
+	ln     net.Listener
+	sent   atomic.Int64
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func newCutProxy(t *testing.T, upstream string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { p.cut(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil || !p.track(c, up) {
+				c.Close()
+				if up != nil {
+					up.Close()
+				}
+				continue
+			}
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				defer up.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						p.sent.Add(1)
+						if _, werr := up.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := up.Read(buf)
+					if n > 0 {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns = append(p.conns, cs...)
+	return true
+}
+
+// cut closes the listener and every connection through the proxy.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// url is dbURL with its host and port replaced by the proxy's.
+func (p *cutProxy) url(t *testing.T, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}

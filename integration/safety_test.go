@@ -1,12 +1,16 @@
 package integration
 
 import (
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/integration/harness"
 )
 
 // lineOfIn is the 1-based line of the first s in text.
@@ -182,5 +186,110 @@ func TestSafetyCheckRevisionChangesWithSQLAndPolicy(t *testing.T) {
 	}
 	if file, _ := revisions("# only a comment more\n" + deskFile); file != base {
 		t.Errorf("a comment changes the revision: %s, want %s", file, base)
+	}
+}
+
+// twoDatabases is a file of two databases, each deciding its own
+// resources with a decide statement of its own.
+const twoDatabases = `version: 1
+sources:
+  first:
+    postgres:
+      url: ${FIRST_URL}
+      role: safety_reader
+      policy:
+        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k JOIN items i ON i.id = k
+  second:
+    postgres:
+      url: ${SECOND_URL}
+      role: safety_reader
+      policy:
+        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k JOIN items i ON i.id = k
+resources:
+  one:
+    template: one://first/{id}
+    source: first
+    plan: SELECT id AS key, 1 AS version, 'text/plain' AS mime FROM items WHERE id = $id
+    body: SELECT body, 1 AS version FROM items WHERE id = $key
+  two:
+    template: two://second/{id}
+    source: second
+    plan: SELECT id AS key, 1 AS version, 'text/plain' AS mime FROM items WHERE id = $id
+    body: SELECT body, 1 AS version FROM items WHERE id = $key
+`
+
+// TestSafetyASecondDatabaseThatIsDownDoesNotStopTheFirst: each database's
+// policy decides its own resources and nothing else. Reads of the first
+// send nothing to the second (counted at a proxy in front of it); with the
+// second cut off, the first still serves and the second's reads fail. A
+// file whose one decide statement runs on the second and would decide the
+// first's reads too is refused, one line at the first source.
+func TestSafetyASecondDatabaseThatIsDownDoesNotStopTheFirst(t *testing.T) {
+	ctx := t.Context()
+	urls := map[string]string{}
+	for _, name := range []string{"first", "second"} {
+		u := harness.Postgres(t)
+		pool := newPool(t, u, nil)
+		applySQL(t, pool, `DO $$ BEGIN CREATE ROLE safety_reader NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+			CREATE TABLE items (id text PRIMARY KEY, body text NOT NULL);
+			GRANT SELECT ON items TO safety_reader;
+			INSERT INTO items VALUES ('1', 'from `+name+`')`)
+		urls[name] = u
+	}
+	pu, err := url.Parse(urls["second"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := newCutProxy(t, pu.Host)
+	t.Setenv("FIRST_URL", urls["first"])
+	t.Setenv("SECOND_URL", second.url(t, urls["second"]))
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	// One statement on the second for both: refused.
+	oneForBoth := strings.Replace(twoDatabases, "      policy:\n        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k JOIN items i ON i.id = k\n", "", 2) +
+		"policy:\n  source: second\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k\n"
+	path := write("one-for-both.yaml", oneForBoth)
+	code, _, stderr := runServerCmd(t, "", "check", "--config", path)
+	want := path + ":" + strconv.Itoa(lineOfIn(t, oneForBoth, "    postgres:")) + ":5: sources.first.postgres: policy is required"
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("check of one policy for two databases: exit %d\n%s\nwant exit 1 and one line starting %q", code, stderr, want)
+	}
+
+	s := startServer(t, "--config", write("two.yaml", twoDatabases), "--tokens", tokensFile(t, "alice"))
+	cs := s.connect(t, "alice-token")
+	read := func(uri string) (string, error) {
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			return "", err
+		}
+		return res.Contents[0].Text, nil
+	}
+	for uri, want := range map[string]string{"one://first/1": "from first", "two://second/1": "from second"} {
+		if got, err := read(uri); err != nil || got != want {
+			t.Fatalf("%s: %q, %v; want %q", uri, got, err, want)
+		}
+	}
+	before := second.sent.Load()
+	for range 5 {
+		if got, err := read("one://first/1"); err != nil || got != "from first" {
+			t.Fatalf("one://first/1: %q, %v", got, err)
+		}
+	}
+	if n := second.sent.Load() - before; n != 0 {
+		t.Errorf("5 reads of the first database sent %d messages to the second, want 0", n)
+	}
+	second.cut()
+	if got, err := read("one://first/1"); err != nil || got != "from first" {
+		t.Errorf("with the second database down, the first's read: %q, %v", got, err)
+	}
+	if _, err := read("two://second/1"); err == nil {
+		t.Error("the second database's read succeeded while it was down")
 	}
 }
