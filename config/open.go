@@ -290,7 +290,14 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		switch {
 		case err == nil:
 		case src.S3 != nil:
-			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+			key := "bucket"
+			if ce, ok := errors.AsType[*core.ConfigError](err); ok {
+				key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
+				if key == "" || !src.S3.Spans.Has(key) {
+					key = "bucket"
+				}
+			}
+			e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
 			return fail()
 		default:
 			return nil, f.storeError(err, src.Spans.Self())

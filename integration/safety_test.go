@@ -293,3 +293,53 @@ func TestSafetyASecondDatabaseThatIsDownDoesNotStopTheFirst(t *testing.T) {
 		t.Error("the second database's read succeeded while it was down")
 	}
 }
+
+// TestSafetyMessagesNameTheFilesOwnKey: three mistakes that used to send
+// the operator into the source are each one line at the key and column of
+// the file that is wrong, in the file's terms: a wrong S3 secret (not "the
+// bucket does not exist"), an item_uri placeholder that names no column
+// (not a complaint about the bundle's columns), and a tab in the
+// indentation (at its own line and column).
+func TestSafetyMessagesNameTheFilesOwnKey(t *testing.T) {
+	r := newDeskRig(t, deskFile)
+	bundle := `  tickets:
+    template: ticket://t/{org}
+    source: desk
+    bundle: SELECT t.org || '/' || t.id AS key, 1 AS version, 'text/plain' AS mime, t.org, t.id FROM tickets t WHERE t.org = $org
+    item_uri: ticket://t/{org}/{no}
+    body: SELECT t.subject AS body, 1 AS version FROM tickets t WHERE t.org || '/' || t.id = $key
+`
+	at := func(text, line, value string) string {
+		n := lineOfIn(t, text, line)
+		l := strings.Split(text, "\n")[n-1]
+		return strconv.Itoa(n) + ":" + strconv.Itoa(strings.Index(l, value)+1) + ": "
+	}
+	cases := []struct {
+		name, text, secret, want string
+	}{
+		{"a wrong S3 secret", deskFile, "not-the-secret",
+			at(deskFile, "      secret_key:", "${S3_SECRET_KEY}") + "sources.files.s3.secret_key: S3 refuses the requests' signature"},
+		{"an item_uri placeholder that names no column", deskFile + bundle, "",
+			at(deskFile+bundle, "    item_uri:", "ticket://") + "resources.tickets.item_uri: {no} names no column of the bundle statement, which returns key, version, mime, org, id"},
+		{"a tab in the indentation", strings.Replace(deskFile, "    source: files\n    prefix: orgs/", "\tsource: files\n    prefix: orgs/", 1), "",
+			at(deskFile, "    source: files\n    prefix: orgs/", "    source") + "a tab in the indentation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(r.file, []byte(c.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if c.secret != "" {
+				t.Setenv("S3_SECRET_KEY", c.secret)
+			}
+			code, _, stderr := runServerCmd(t, "", "check", "--config", r.file)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if want := r.file + ":" + c.want; code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+				t.Errorf("exit %d:\n%s\nwant exit 1 and one line starting %q", code, stderr, want)
+			}
+			if (c.secret != "" && strings.Contains(stderr, c.secret)) || strings.Contains(stderr, r.env.SecretKey) {
+				t.Errorf("stderr holds a secret:\n%s", stderr)
+			}
+		})
+	}
+}

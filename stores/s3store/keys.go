@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
@@ -408,16 +409,36 @@ func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string
 }
 
 // Check asks S3, with the client given to OpenBucket, whether the bucket
-// exists and that client may use it (one HeadBucket request). It returns a
-// *core.ConfigError naming the bucket when it does not or may not, and the
-// error itself when S3 cannot be reached.
+// exists and that client may use it (one HeadBucket request; when it is
+// refused, one ListObjectsV2 of at most one key, whose error says why: a
+// HEAD answer has no body). It returns a *core.ConfigError whose Field
+// names what is wrong: "SecretAccessKey" when S3 refuses the signature,
+// "AccessKeyID" when it does not know the key, "bucket" when the bucket
+// does not exist or the credentials may not use it; and the error itself
+// when S3 cannot be reached.
 func (b *Bucket) Check(ctx context.Context) error {
 	_, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.name)})
 	if err == nil {
 		return nil
 	}
-	if core.KindOf(classify(err)) == core.FailureUnavailable {
-		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+	if core.KindOf(classify(err)) != core.FailureUnavailable {
+		return fmt.Errorf("s3store: check bucket: %w", err)
 	}
-	return fmt.Errorf("s3store: check bucket: %w", err)
+	_, lerr := b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b.name), MaxKeys: aws.Int32(1)})
+	var ae smithy.APIError
+	code := ""
+	if errors.As(lerr, &ae) {
+		code = ae.ErrorCode()
+	}
+	switch code {
+	case "SignatureDoesNotMatch":
+		return core.NewConfigError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
+	case "InvalidAccessKeyId":
+		return core.NewConfigError("AccessKeyID", "S3 does not know the access key", err)
+	case "NoSuchBucket":
+		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
+	case "AccessDenied":
+		return core.NewConfigError("bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
+	}
+	return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
 }
