@@ -98,8 +98,12 @@ func TestBrokenFiles(t *testing.T) {
 	}{
 		{"a YAML syntax error names its line", func(t *testing.T) string { return edit(t, "    role: reader", "    role: [reader") }, 6, "YAML"},
 		{"an empty file", func(t *testing.T) string { return "" }, 1, "empty"},
-		{"a tab in the indentation", func(t *testing.T) string { return edit(t, "    prefix: tenants/{tenant}/\n", "\tprefix: tenants/{tenant}/\n") }, 27, "27:1: a tab in the indentation"},
-		{"a tab after spaces", func(t *testing.T) string { return edit(t, "    source: db\n    plan: |\n", "    source: db\n  \tplan: |\n") }, 20, "20:3: a tab in the indentation"},
+		{"a tab in the indentation", func(t *testing.T) string {
+			return edit(t, "    prefix: tenants/{tenant}/\n", "\tprefix: tenants/{tenant}/\n")
+		}, 27, "27:1: a tab in the indentation"},
+		{"a tab after spaces", func(t *testing.T) string {
+			return edit(t, "    source: db\n    plan: |\n", "    source: db\n  \tplan: |\n")
+		}, 20, "20:3: a tab in the indentation"},
 		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 32, "second YAML document"},
 		{"the root is not a mapping", func(t *testing.T) string { return "- version\n" }, 1, "expects a mapping"},
 		{"an unknown top-level key", func(t *testing.T) string { return edit(t, "version: 1\n", "version: 1\nextra: true\n") }, 2, `unknown key "extra"`},
