@@ -140,9 +140,9 @@ type Policy struct {
 	// Source names the PostgreSQL source the statement runs on (and
 	// whose resources it decides); left out under a source's own policy.
 	Source string `yaml:"source"`
-	// Decide is bound with $keys (text[]: the keys of the targets a plan
-	// names; a target that no SQL plan made, by its URI) and optionally
-	// $principal, and returns rows of key, visible, read and optionally
+	// Decide is bound with $keys (text[]: the keys of the rows a plan of
+	// this source names, an object item by its row's key) and optionally
+	// $binding (the resource's name) and $principal, and returns rows of key, visible, read and optionally
 	// discover and disclose; a key without a row is hidden.
 	Decide string `yaml:"decide"`
 	// Description is for the people who read the file.

@@ -190,7 +190,8 @@ func TestSafetyCheckRevisionChangesWithSQLAndPolicy(t *testing.T) {
 }
 
 // twoDatabases is a file of two databases, each deciding its own
-// resources with a decide statement of its own.
+// resources with a decide statement of its own (the first's only for the
+// resource named one, by $binding).
 const twoDatabases = `version: 1
 sources:
   first:
@@ -198,7 +199,7 @@ sources:
       url: ${FIRST_URL}
       role: safety_reader
       policy:
-        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k JOIN items i ON i.id = k
+        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k JOIN items i ON i.id = k WHERE $binding = 'one'
   second:
     postgres:
       url: ${SECOND_URL}
@@ -253,7 +254,13 @@ func TestSafetyASecondDatabaseThatIsDownDoesNotStopTheFirst(t *testing.T) {
 	}
 
 	// One statement on the second for both: refused.
-	oneForBoth := strings.Replace(twoDatabases, "      policy:\n        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k JOIN items i ON i.id = k\n", "", 2) +
+	oneForBoth := twoDatabases
+	for _, l := range strings.SplitAfter(twoDatabases, "\n") {
+		if strings.HasPrefix(l, "      policy:") || strings.HasPrefix(l, "        decide:") {
+			oneForBoth = strings.Replace(oneForBoth, l, "", 1)
+		}
+	}
+	oneForBoth +=
 		"policy:\n  source: second\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k\n"
 	path := write("one-for-both.yaml", oneForBoth)
 	code, _, stderr := runServerCmd(t, "", "check", "--config", path)
