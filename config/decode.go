@@ -103,7 +103,7 @@ func yamlError(e *errs, err error, data []byte) {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	lines := strings.Split(string(data), "\n")
-	for l := line; l <= line+1 && l <= len(lines); l++ {
+	for l := max(line, 1); l <= line+1 && l <= len(lines); l++ {
 		text := lines[l-1]
 		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
 		if i := strings.IndexByte(indent, '\t'); i >= 0 {
