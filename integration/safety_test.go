@@ -350,3 +350,40 @@ func TestSafetyMessagesNameTheFilesOwnKey(t *testing.T) {
 		})
 	}
 }
+
+// TestSafetyAPrefixGrantCoversWholeSegmentsOnly: a grant that returns key
+// prefixes grants the keys under each prefix that ends in '/', and a prefix
+// without one grants nothing (orgs/acme would otherwise grant orgs/acme2/...).
+func TestSafetyAPrefixGrantCoversWholeSegmentsOnly(t *testing.T) {
+	keyGrant := "keys: SELECT a.s3_key AS key FROM attachments a WHERE a.org = $org AND a.s3_key = $key"
+	for _, c := range []struct {
+		name, grant string
+		amyReadsAcme bool
+	}{
+		{"a prefix per agent's org", "keys: SELECT 'orgs/' || a.org || '/' AS prefix FROM agents a WHERE a.id = $principal", true},
+		{"a prefix without its slash", "keys: SELECT 'orgs/' || a.org AS prefix FROM agents a WHERE a.id = $principal", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := strings.Replace(deskFile, keyGrant, c.grant, 1)
+			if file == deskFile {
+				t.Fatal("the file has no grant to replace")
+			}
+			r := newDeskRig(t, file)
+			r.attach(t, "", 0, "orgs/acme/any/decoy.txt", "under acme's prefix")
+			r.attach(t, "", 0, "orgs/globex/any/theirs.txt", "under globex's prefix")
+			s := startServer(t, "--config", r.file, "--tokens", tokensFile(t, "amy"))
+			amy := s.connect(t, "amy-token")
+			res, err := readAll(t, amy, "ticket://att/acme/any/decoy.txt")
+			if got := err == nil && res.Contents[0].Text == "under acme's prefix"; got != c.amyReadsAcme {
+				t.Errorf("amy reads a key under acme's prefix: %v (%v), want %v", got, err, c.amyReadsAcme)
+			}
+			before := r.s3.total()
+			if _, err := readAll(t, amy, "ticket://att/globex/any/theirs.txt"); err == nil {
+				t.Error("amy read a key under globex's prefix")
+			}
+			if n := r.s3.total() - before; n != 0 {
+				t.Errorf("the refused key cost %d S3 requests, want 0", n)
+			}
+		})
+	}
+}
