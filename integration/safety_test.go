@@ -387,3 +387,30 @@ func TestSafetyAPrefixGrantCoversWholeSegmentsOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestSafetyAGrantMistakeIsOneLineAtItsKeys: a grant statement that takes a
+// parameter the template does not capture, or returns a column the store
+// does not read, is one FILE:LINE:COL: line at the grant's keys.
+func TestSafetyAGrantMistakeIsOneLineAtItsKeys(t *testing.T) {
+	r := newDeskRig(t, deskFile)
+	keyGrant := "SELECT a.s3_key AS key FROM attachments a WHERE a.org = $org AND a.s3_key = $key"
+	for _, c := range []struct{ name, grant, want string }{
+		{"a parameter the template does not capture", "SELECT a.s3_key AS key FROM attachments a WHERE a.org = $tenant", "parameter $tenant: a grant statement takes $key, $binding, $principal and the template's captures"},
+		{"a column the store does not read", "SELECT a.s3_key AS k FROM attachments a WHERE a.org = $org", `column "k" is not one the store reads (key, prefix)`},
+		{"two columns", "SELECT a.s3_key AS key, a.org || '/' AS prefix FROM attachments a WHERE a.org = $org", "return one column"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := strings.Replace(deskFile, keyGrant, c.grant, 1)
+			if err := os.WriteFile(r.file, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			n := lineOfIn(t, file, "      keys: ")
+			want := r.file + ":" + strconv.Itoa(n) + ":13: resources.attachment.grant.keys: "
+			code, _, stderr := runServerCmd(t, "", "check", "--config", r.file)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[0], c.want) {
+				t.Errorf("exit %d:\n%s\nwant exit 1 and one line starting %q saying %q", code, stderr, want, c.want)
+			}
+		})
+	}
+}
