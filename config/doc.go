@@ -25,12 +25,12 @@
 // statement that returns the keys (or key prefixes) the caller may read and
 // runs before any request to S3, or says public: true:
 //
-//	  report:
-//	    template: report://tenants/{tenant}/reports/...
-//	    source: files
-//	    prefix: tenants/{tenant}/reports/
-//	    max_depth: 6
-//	    grant: {source: docs, keys: "SELECT r.key FROM reports r WHERE r.tenant_id = $tenant AND r.key = $key"}
+//	report:
+//	  template: report://tenants/{tenant}/reports/...
+//	  source: files
+//	  prefix: tenants/{tenant}/reports/
+//	  max_depth: 6
+//	  grant: {source: docs, keys: "SELECT r.key FROM reports r WHERE r.tenant_id = $tenant AND r.key = $key"}
 //
 // Statements name their parameters ($tenant, $key): the captures of the
 // template, decoded, and per kind of statement $principal, $key, $version,
