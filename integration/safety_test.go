@@ -357,7 +357,7 @@ func TestSafetyMessagesNameTheFilesOwnKey(t *testing.T) {
 func TestSafetyAPrefixGrantCoversWholeSegmentsOnly(t *testing.T) {
 	keyGrant := "keys: SELECT a.s3_key AS key FROM attachments a WHERE a.org = $org AND a.s3_key = $key"
 	for _, c := range []struct {
-		name, grant string
+		name, grant  string
 		amyReadsAcme bool
 	}{
 		{"a prefix per agent's org", "keys: SELECT 'orgs/' || a.org || '/' AS prefix FROM agents a WHERE a.id = $principal", true},
