@@ -246,7 +246,7 @@ func (c *checker) policy() {
 			}
 			c.decide(own, path)
 		}
-		if c.f.policyOf(s.Name) != nil || !c.serves(s.Name) {
+		if c.f.policyOf(s.Name) != nil || !c.f.serves(s.Name) {
 			continue
 		}
 		switch {
@@ -266,16 +266,6 @@ func (c *checker) decide(p *Policy, path string) {
 		return
 	}
 	c.statement(p.Decide, p.Spans, "decide", path, nil, decideParams, []string{"keys"})
-}
-
-// serves reports whether a resource of the file is served from source name.
-func (c *checker) serves(name string) bool {
-	for _, r := range c.f.Resources {
-		if r.Source == name {
-			return true
-		}
-	}
-	return false
 }
 
 // policyOf is the policy of the resources of PostgreSQL source name: its

@@ -125,6 +125,12 @@ type S3Source struct {
 	SecretKey Secret `yaml:"secret_key"`
 	// SessionToken is the optional token of temporary credentials.
 	SessionToken Secret `yaml:"session_token"`
+	// PollInterval is how often the objects that subscriptions depend on
+	// are asked for their identity (one HEAD each, at most
+	// s3store.DefaultPollHeadsPerSecond a second), so that a subscriber
+	// of an S3 resource is told when its object changes, appears or goes;
+	// zero means s3store.DefaultPollInterval (30s).
+	PollInterval Duration `yaml:"poll_interval"`
 
 	Spans Spans `yaml:"-"`
 }

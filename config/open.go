@@ -50,8 +50,11 @@ type Served struct {
 	Revision string
 	// Changes are the change sources of the file's listen channels, one
 	// per PostgreSQL source whose resources name one (postgres
-	// Source.Listener, connecting with the source's listen_url or url).
-	// Open does not start them: a server watches them for subscriptions.
+	// Source.Listener, connecting with the source's listen_url or url),
+	// then one s3store.Poller per S3 source that serves resources of its
+	// own, polling the objects subscriptions depend on every
+	// poll_interval. Open does not start them: a server watches them for
+	// subscriptions.
 	Changes []core.ChangeSource
 
 	closers []func()
@@ -338,7 +341,27 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Changes = append(s.Changes, l)
 	}
+	for _, src := range f.Sources {
+		if src.S3 == nil || !f.serves(src.Name) {
+			continue
+		}
+		var log *slog.Logger
+		if opts.Logger != nil {
+			log = opts.Logger.With("source", src.Name)
+		}
+		s.Changes = append(s.Changes, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
+	}
 	return s, nil
+}
+
+// serves reports whether a resource of the file is served from source name.
+func (f *File) serves(name string) bool {
+	for _, r := range f.Resources {
+		if r.Source == name {
+			return true
+		}
+	}
+	return false
 }
 
 // keyGrant builds the grant of an S3 resource from its grant statement;

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -412,5 +413,51 @@ func TestSafetyAGrantMistakeIsOneLineAtItsKeys(t *testing.T) {
 				t.Errorf("exit %d:\n%s\nwant exit 1 and one line starting %q saying %q", code, stderr, want, c.want)
 			}
 		})
+	}
+}
+
+// TestSafetyAnAttachmentSubscriberIsToldWhenItsObjectChanges: an S3
+// source of a file polls the objects that subscriptions depend on every
+// poll_interval, so a subscriber to an attachment hears of it being
+// overwritten; an agent the grant refuses cannot subscribe, with no S3
+// request.
+func TestSafetyAnAttachmentSubscriberIsToldWhenItsObjectChanges(t *testing.T) {
+	file := strings.Replace(deskFile, "      secret_key: ${S3_SECRET_KEY}\n", "      secret_key: ${S3_SECRET_KEY}\n      poll_interval: 200ms\n", 1)
+	r := newDeskRig(t, file)
+	key := "orgs/acme/tickets/1/files/notes v1.txt"
+	r.attach(t, "acme", 1, key, "first")
+	s := startServer(t, "--config", r.file, "--tokens", tokensFile(t, "amy", "gus"))
+	uri := keyURI("ticket://att/", strings.TrimPrefix(key, "orgs/"))
+	amy, updates := s.connectLive(t, "amy-token")
+	if err := amy.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("amy subscribes to her attachment: %v", err)
+	}
+	gus := s.connect(t, "gus-token")
+	before := r.s3.total()
+	if err := gus.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err == nil {
+		t.Error("gus subscribed to another org's attachment")
+	}
+	if n := r.s3.total() - before; n != 0 {
+		t.Errorf("gus's refused subscription cost %d S3 requests, want 0", n)
+	}
+	// The poller's first HEAD of the object is its baseline: overwrite it
+	// once a second HEAD, counted at the proxy, shows the first answered.
+	for heads, deadline := r.s3.heads.Load(), time.Now().Add(10*time.Second); r.s3.heads.Load() < heads+2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller sent no HEAD within 10 s of the subscription\n%s", s.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	putObject(t, r.root, r.env.Bucket, key, "text/plain", []byte("second"))
+	select {
+	case got := <-updates:
+		if got != uri {
+			t.Fatalf("notified of %s, want %s", got, uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no notification within 10 s of the overwrite (poll_interval 200ms)\n%s", s.stderr.String())
+	}
+	if res, err := readAll(t, amy, uri); err != nil || res.Contents[0].Text != "second" {
+		t.Errorf("amy reads the new object: %v", err)
 	}
 }
