@@ -60,6 +60,9 @@ resources:
     source: files
     prefix: tenants/{tenant}/
     max_depth: 3
+    grant:
+      source: db
+      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key
 `
 
 func TestGoodBaseLoads(t *testing.T) {
@@ -95,7 +98,13 @@ func TestBrokenFiles(t *testing.T) {
 	}{
 		{"a YAML syntax error names its line", func(t *testing.T) string { return edit(t, "    role: reader", "    role: [reader") }, 6, "YAML"},
 		{"an empty file", func(t *testing.T) string { return "" }, 1, "empty"},
-		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 29, "second YAML document"},
+		{"a tab in the indentation", func(t *testing.T) string {
+			return edit(t, "    prefix: tenants/{tenant}/\n", "\tprefix: tenants/{tenant}/\n")
+		}, 27, "27:1: a tab in the indentation"},
+		{"a tab after spaces", func(t *testing.T) string {
+			return edit(t, "    source: db\n    plan: |\n", "    source: db\n  \tplan: |\n")
+		}, 20, "20:3: a tab in the indentation"},
+		{"a second document", func(t *testing.T) string { return good + "---\nversion: 1\n" }, 32, "second YAML document"},
 		{"the root is not a mapping", func(t *testing.T) string { return "- version\n" }, 1, "expects a mapping"},
 		{"an unknown top-level key", func(t *testing.T) string { return edit(t, "version: 1\n", "version: 1\nextra: true\n") }, 2, `unknown key "extra"`},
 		{"an unknown key in a source", func(t *testing.T) string {
@@ -105,7 +114,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a key written twice", func(t *testing.T) string {
 			return edit(t, "    source: files\n", "    source: files\n    source: db\n")
 		}, 27, "written twice"},
-		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 29, "defined twice"},
+		{"a resource defined twice", func(t *testing.T) string { return good + "  doc:\n    uri: doc://x\n" }, 32, "defined twice"},
 		{"a version missing", func(t *testing.T) string { return edit(t, "version: 1\n", "") }, 1, "version: is required"},
 		{"a version from the future", func(t *testing.T) string { return edit(t, "version: 1", "version: 2") }, 1, "not a version"},
 		{"a number where a string belongs", func(t *testing.T) string { return edit(t, "role: reader", "role: 17") }, 6, "expects a string"},
@@ -136,12 +145,22 @@ func TestBrokenFiles(t *testing.T) {
 		{"a policy word other than database", func(t *testing.T) string {
 			return edit(t, "policy:\n  source: db\n  decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys::text[]) AS k\n", "policy: everyone\n")
 		}, 13, "expects database"},
+		{"a second database whose resources no policy decides", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n  db2:\n    postgres:\n      url: ${DB_URL}\n      role: reader\n") +
+				"  other:\n    template: other://x/{id}\n    source: db2\n    plan: SELECT $id AS key, 1 AS version, 'text/plain' AS mime\n    body: SELECT 'x' AS body, 1 AS version WHERE $key IS NOT NULL\n"
+		}, 8, `sources.db2.postgres: policy is required: policy.decide runs on "db"`},
+		{"a source's own policy that names a source", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      policy:\n        source: db\n        decide: SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k\n")
+		}, 8, "leave source out"},
+		{"a file policy on a source with its own", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      policy: database\n")
+		}, 15, "has a policy of its own"},
 		{"a policy on an unknown source", func(t *testing.T) string { return edit(t, "  source: db\n  decide", "  source: dbx\n  decide") }, 14, `no source is named "dbx"`},
 		{"a policy on an S3 source", func(t *testing.T) string { return edit(t, "  source: db\n  decide", "  source: files\n  decide") }, 14, "not a postgres source"},
 		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 15, "must use $keys"},
 		{"a decide statement with a capture", func(t *testing.T) string {
 			return edit(t, "unnest($keys::text[])", "unnest($keys::text[]) WHERE $tenant")
-		}, 15, "$tenant is not one of $keys, $principal"},
+		}, 15, "$tenant is not one of $keys, $binding, $principal"},
 		{"a positional parameter", func(t *testing.T) string { return edit(t, "id = $id\n", "id = $2\n") }, 22, "positional"},
 		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 22, "$tenat is neither a capture of the template (tenant, id)"},
 		{"a capture the plan does not use", func(t *testing.T) string { return edit(t, "tenant = $tenant AND ", "") }, 20, "must use $tenant"},
@@ -161,6 +180,24 @@ func TestBrokenFiles(t *testing.T) {
 		{"a prefix on a postgres resource", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    prefix: docs/\n    body: SELECT body")
 		}, 23, "is for S3 resources"},
+		{"an S3 resource that no statement grants", func(t *testing.T) string {
+			return edit(t, "    grant:\n      source: db\n      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "")
+		}, 24, "no statement grants its objects"},
+		{"public: false is no grant", func(t *testing.T) string {
+			return edit(t, "    grant:\n      source: db\n      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "    public: false\n")
+		}, 24, "no statement grants its objects"},
+		{"grant and public", func(t *testing.T) string {
+			return edit(t, "    max_depth: 3\n", "    max_depth: 3\n    public: true\n")
+		}, 29, "not both"},
+		{"a grant on an S3 source", func(t *testing.T) string {
+			return edit(t, "      source: db\n      keys:", "      source: files\n      keys:")
+		}, 30, `"files" is not a postgres source`},
+		{"a grant without keys", func(t *testing.T) string {
+			return edit(t, "      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "")
+		}, 29, "keys is required"},
+		{"public on a postgres resource", func(t *testing.T) string {
+			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n    public: true\n")
+		}, 24, "is for S3 resources"},
 		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, "max_depth is required"},
 		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 28, "from 1 to 32"},
 		{"a prefix with .. in it", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/../{tenant}/") }, 27, `".." segment`},
@@ -172,13 +209,13 @@ func TestBrokenFiles(t *testing.T) {
 		{"a template the gateway refuses", func(t *testing.T) string { return edit(t, "doc://t/{tenant}/d/{id}", "doc://t/{tenant}/d/x{id}") }, 18, "resources.doc.template"},
 		{"a URI with userinfo", func(t *testing.T) string {
 			return good + "  index:\n    uri: doc://user@host/x\n    source: db\n    plan: SELECT 1 AS key\n    body: SELECT $key\n"
-		}, 30, "resources.index.uri"},
+		}, 33, "resources.index.uri"},
 		{"two templates one request matches", func(t *testing.T) string {
 			return good + "  other:\n    template: doc://t/{x}/d/{y}\n    source: db\n    plan: SELECT $x, $y\n    body: SELECT $key\n"
-		}, 30, "both match"},
+		}, 33, "both match"},
 		{"a key family that meets another template", func(t *testing.T) string {
 			return good + "  one:\n    template: report://t/{a}/{b}\n    source: db\n    plan: SELECT $a, $b\n    body: SELECT $key\n"
-		}, 30, "both match"},
+		}, 33, "both match"},
 		{"a listed media type core refuses", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime_type: text") }, 29, "MIMEType"},
 		{"a priority above 1", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      priority: 2")
@@ -186,9 +223,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"an audience core refuses", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      audience: [robots]")
 		}, 29, "Audience"},
-		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 30, "not a positive duration"},
-		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 30, "not a positive byte size"},
-		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 30, "limits.max_uri_bytes"},
+		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 33, "not a positive duration"},
+		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 33, "not a positive byte size"},
+		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 33, "limits.max_uri_bytes"},
 		{"a completion for no capture", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenantt: SELECT id FROM t WHERE id LIKE $prefix\n    body: SELECT body")
 		}, 24, "not a capture"},
@@ -204,10 +241,10 @@ func TestBrokenFiles(t *testing.T) {
 		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 17, "a name is a letter"},
 		{"a bundle without item_uri", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    body: SELECT $key\n"
-		}, 32, "item_uri is required"},
+		}, 35, "item_uri is required"},
 		{"an item_uri that names no column", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    item_uri: doc://t/{}/x\n    body: SELECT $key\n"
-		}, 33, "does not name a column"},
+		}, 36, "does not name a column"},
 		{"an object served alone with a uri", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    object:\n      source: files\n      uri: doc://t/{tenant}/f\n")
 		}, 25, "leave uri out"},

@@ -33,7 +33,7 @@ const MaxDepth = 32
 var (
 	planParams       = []string{"principal"}
 	bodyParams       = []string{"key", "version", "principal"}
-	decideParams     = []string{"keys", "principal"}
+	decideParams     = []string{"keys", "binding", "principal"}
 	completionParams = []string{"prefix", "limit", "principal"}
 )
 
@@ -225,19 +225,62 @@ func (c *checker) s3(b *S3Source, path string) {
 
 func (c *checker) policy() {
 	p, sp := c.f.Policy, c.f.Spans
-	switch {
-	case p == nil:
-		c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement", PolicyDatabase)
-		return
-	case p.Database:
-		return
+	missing := false // reported already: no second error about the same cause
+	if p != nil && !p.Database {
+		s := c.pgSourceRef(p.Source, p.Spans, "policy")
+		if s != nil && s.Postgres.Policy != nil {
+			c.e.at(p.Spans.Of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
+		}
+		missing = s == nil
+		c.decide(p, "policy")
 	}
-	c.pgSourceRef(p.Source, p.Spans, "policy")
+	for _, s := range c.f.Sources {
+		pg := s.Postgres
+		if pg == nil {
+			continue
+		}
+		path := "sources." + s.Name + ".postgres.policy"
+		if own := pg.Policy; own != nil && !own.Database {
+			if own.Spans.Has("source") {
+				c.e.at(own.Spans.Of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
+			}
+			c.decide(own, path)
+		}
+		if c.f.policyOf(s.Name) != nil || !c.f.serves(s.Name) {
+			continue
+		}
+		switch {
+		case p == nil && !missing:
+			missing = true
+			c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", PolicyDatabase)
+		case p != nil && !missing:
+			c.e.at(pg.Spans.Self(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, PolicyDatabase, s.Name)
+		}
+	}
+}
+
+// decide checks a decide policy's statement.
+func (c *checker) decide(p *Policy, path string) {
 	if !p.Spans.Has("decide") {
-		c.e.at(p.Spans.Self(), "policy: decide is required: one statement that decides all of a read's keys (or write policy: %s)", PolicyDatabase)
+		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, PolicyDatabase)
 		return
 	}
-	c.statement(p.Decide, p.Spans, "decide", "policy", nil, decideParams, []string{"keys"})
+	c.statement(p.Decide, p.Spans, "decide", path, nil, decideParams, []string{"keys"})
+}
+
+// policyOf is the policy of the resources of PostgreSQL source name: its
+// own; else the file's, when that is database or names the source; else
+// nil. It is the one place that says which policy decides what.
+func (f *File) policyOf(name string) *Policy {
+	for _, s := range f.Sources {
+		if s.Name == name && s.Postgres != nil && s.Postgres.Policy != nil {
+			return s.Postgres.Policy
+		}
+	}
+	if p := f.Policy; p != nil && (p.Database || p.Source == name) {
+		return p
+	}
+	return nil
 }
 
 // pgSourceRef checks that the source key names a PostgreSQL source.
@@ -372,7 +415,7 @@ func (c *checker) resource(r *Resource) {
 
 // s3Only and pgOnly are the keys that make sense for one kind of source.
 var (
-	s3Only = []string{"prefix", "max_depth"}
+	s3Only = []string{"prefix", "max_depth", "grant", "public"}
 	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
 )
 
@@ -497,6 +540,7 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		c.e.at(sp.Of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
 		return
 	}
+	c.gate(r, path)
 	at := sp.Of("prefix")
 	prefixCaps, err := s3store.KeyPrefixCaptures(r.Prefix)
 	if err != nil {
@@ -534,6 +578,31 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		if slices.Contains(caps, familyVar(i)) {
 			c.e.at(sp.Of("template"), "%s.template: {%s} is the name of key segment %d of the family", path, familyVar(i), i)
 			return
+		}
+	}
+}
+
+// gate checks that a statement grants an S3 resource's objects, or that
+// the file says in so many words that every caller may read them.
+func (c *checker) gate(r *Resource, path string) {
+	sp := r.Spans
+	switch g := r.Grant; {
+	case g != nil && r.Public:
+		c.e.at(sp.Of("public"), "%s.public: give grant or public: true, not both", path)
+	case g == nil && !r.Public:
+		c.e.at(sp.Self(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
+			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
+	case g != nil:
+		switch s := c.sources[g.Source]; {
+		case !g.Spans.Has("source"):
+			c.e.at(g.Spans.Self(), "%s.grant: source is required: the postgres source the statement runs on", path)
+		case s == nil:
+			c.e.at(g.Spans.Of("source"), "%s.grant.source: no source is named %q", path, g.Source)
+		case s.Postgres == nil:
+			c.e.at(g.Spans.Of("source"), "%s.grant.source: %q is not a postgres source", path, g.Source)
+		}
+		if !g.Spans.Has("keys") {
+			c.e.at(g.Spans.Self(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func parseYAML(e *errs, data []byte) *yaml.Node {
 			e.at(Position{Line: 1}, "the file is empty: it needs at least version, sources and resources")
 			return nil
 		}
-		yamlError(e, err)
+		yamlError(e, err, data)
 		return nil
 	}
 	var extra yaml.Node
@@ -71,7 +71,7 @@ func parseYAML(e *errs, data []byte) *yaml.Node {
 		e.at(pos(&extra), "a second YAML document: the file holds exactly one")
 		return nil
 	} else if !errors.Is(err, io.EOF) {
-		yamlError(e, err)
+		yamlError(e, err, data)
 		return nil
 	}
 	if len(doc.Content) != 1 {
@@ -85,8 +85,10 @@ func parseYAML(e *errs, data []byte) *yaml.Node {
 	return root
 }
 
-// yamlError reports a parser error at the line it names.
-func yamlError(e *errs, err error) {
+// yamlError reports a parser error at the line it names; a tab in the
+// indentation of that line or the next (where the parser stops short of
+// it) at the tab itself, in those words.
+func yamlError(e *errs, err error, data []byte) {
 	msg := err.Error()
 	line := 1
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -99,6 +101,15 @@ func yamlError(e *errs, err error) {
 		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	lines := strings.Split(string(data), "\n")
+	for l := max(line, 1); l <= line+1 && l <= len(lines); l++ {
+		text := lines[l-1]
+		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
+		if i := strings.IndexByte(indent, '\t'); i >= 0 {
+			e.at(Position{Line: l, Column: i + 1}, "a tab in the indentation: YAML indents with spaces only")
+			return
+		}
 	}
 	e.at(Position{Line: line}, "YAML: %s", msg)
 }

@@ -19,9 +19,22 @@
 //	    plan: SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id
 //	    body: SELECT d.body, d.xmin AS version FROM documents d WHERE d.id::text = $key
 //
+// Nothing reaches storage or a caller that no statement grants: a policy
+// decides the reads of its own PostgreSQL source's resources only (the
+// file's, or one under the source), and every S3 resource names a grant, a
+// statement that returns the keys (or key prefixes) the caller may read and
+// runs before any request to S3, or says public: true:
+//
+//	report:
+//	  template: report://tenants/{tenant}/reports/...
+//	  source: files
+//	  prefix: tenants/{tenant}/reports/
+//	  max_depth: 6
+//	  grant: {source: docs, keys: "SELECT r.key FROM reports r WHERE r.tenant_id = $tenant AND r.key = $key"}
+//
 // Statements name their parameters ($tenant, $key): the captures of the
-// template, and per kind of statement $principal, $key, $version, $keys,
-// $prefix and $limit. examples/documents/resources.yaml and
+// template, decoded, and per kind of statement $principal, $key, $version,
+// $keys, $binding, $prefix and $limit. examples/documents/resources.yaml and
 // examples/reference/resources.yaml are complete files.
 //
 // [Load] and [Parse] read a file, decode it strictly (an unknown key is an

@@ -22,11 +22,17 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X:-postgres://h/db}', role: r, listen_url: '${Y:-}'}}}\n"))
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
 	f.Add([]byte("version: 1\n---\nversion: 1\n"))
+	f.Add([]byte("version: 1\nsources:\n  a:\n\tpostgres: {}\n"))
+	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X}', role: r, policy: database}}, b: {s3: {bucket: bb}}}\n" +
+		"resources: {r: {template: 'b://x/...', source: b, prefix: 'p/', max_depth: 2, grant: {source: a, keys: 'SELECT $key AS key'}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse("fuzz.yaml", data, testOptions)
 		if err == nil {
 			if file == nil {
 				t.Fatal("nil file without an error")
+			}
+			if r := file.Revision(); len(r) != 64 {
+				t.Fatalf("revision %q", r)
 			}
 			return
 		}

@@ -12,8 +12,13 @@ type File struct {
 	Version int `yaml:"version"`
 	// Sources are the databases and buckets, in file order.
 	Sources []Source `yaml:"sources" keyed:""`
-	// Policy decides who may see and read what, for every resource of
-	// the file: "database" ([Policy].Database) or one decide statement.
+	// Policy decides who may see and read what: "database"
+	// ([Policy].Database), the policy of every PostgreSQL source without
+	// one of its own, or one decide statement, the policy of the source it
+	// names. It may be left out when every PostgreSQL source with resources
+	// has its own ([PostgresSource].Policy). A policy decides only the reads
+	// of its own source's resources; S3 resources are decided by their
+	// grant ([Resource].Grant) or are public.
 	Policy *Policy `yaml:"policy"`
 	// Resources are the resource definitions, in file order.
 	Resources []Resource `yaml:"resources" keyed:""`
@@ -93,6 +98,11 @@ type PostgresSource struct {
 	// MaxPlanItems bounds the items one plan or bundle statement may
 	// return; zero keeps the store's default.
 	MaxPlanItems int `yaml:"max_plan_items"`
+	// Policy decides the reads of this source's resources, and of no other
+	// source's: "database" or a decide statement run here (its source key
+	// left out). Nil takes the file's policy when that is "database" or
+	// names this source; a source with resources and neither is refused.
+	Policy *Policy `yaml:"policy"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -115,6 +125,12 @@ type S3Source struct {
 	SecretKey Secret `yaml:"secret_key"`
 	// SessionToken is the optional token of temporary credentials.
 	SessionToken Secret `yaml:"session_token"`
+	// PollInterval is how often the objects that subscriptions depend on
+	// are asked for their identity (one HEAD each, at most
+	// s3store.DefaultPollHeadsPerSecond a second), so that a subscriber
+	// of an S3 resource is told when its object changes, appears or goes;
+	// zero means s3store.DefaultPollInterval (30s).
+	PollInterval Duration `yaml:"poll_interval"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -127,11 +143,12 @@ type Policy struct {
 	// statements' row-level security is then the only gate, and every
 	// caller may discover every definition.
 	Database bool `yaml:"-"`
-	// Source names the PostgreSQL source the statement runs on.
+	// Source names the PostgreSQL source the statement runs on (and
+	// whose resources it decides); left out under a source's own policy.
 	Source string `yaml:"source"`
-	// Decide is bound with $keys (text[]: the keys of the targets a plan
-	// names; a target that no SQL plan made, by its URI) and optionally
-	// $principal, and returns rows of key, visible, read and optionally
+	// Decide is bound with $keys (text[]: the keys of the rows a plan of
+	// this source names, an object item by its row's key) and optionally
+	// $binding (the resource's name) and $principal, and returns rows of key, visible, read and optionally
 	// discover and disclose; a key without a row is hidden.
 	Decide string `yaml:"decide"`
 	// Description is for the people who read the file.
@@ -213,6 +230,30 @@ type Resource struct {
 	// MaxDepth (S3, key family) is how many segments "..." stands for at
 	// most, 1 to [MaxDepth].
 	MaxDepth int `yaml:"max_depth"`
+	// Grant (S3) is the statement that says which objects the caller may
+	// read: every S3 resource needs it, unless Public. A key it does not
+	// grant is unavailable with no request to S3.
+	Grant *Grant `yaml:"grant"`
+	// Public (S3) serves every object under the prefix to every caller
+	// with a valid token, with no statement: for objects meant for
+	// everyone, and only when written as public: true.
+	Public bool `yaml:"public"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Grant is the statement that grants an S3 resource's objects
+// (postgres Source.KeyGrant): run on a PostgreSQL source as its role with
+// the caller set, it returns the keys the caller may read in one column
+// key, or key prefixes ending in '/' in one column prefix. Its parameters
+// are $key (the decoded key the URI names), $binding (the resource's name),
+// $principal and the template's decoded captures (for a key family also
+// $k1, $k2, ... for the key's segments).
+type Grant struct {
+	// Source names the PostgreSQL source the statement runs on.
+	Source string `yaml:"source"`
+	// Keys is the statement.
+	Keys string `yaml:"keys"`
 
 	Spans Spans `yaml:"-"`
 }

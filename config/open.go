@@ -43,12 +43,18 @@ type Served struct {
 	// probe: whether the database or bucket answers now.
 	Ready []Ready
 	// Lines describe what is served, one line per definition, as
-	// mcp-resources check prints them.
+	// mcp-resources check prints them: URI or template, name, source, kind
+	// and what decides who reads it.
 	Lines []string
+	// Revision is the file's [File.Revision].
+	Revision string
 	// Changes are the change sources of the file's listen channels, one
 	// per PostgreSQL source whose resources name one (postgres
-	// Source.Listener, connecting with the source's listen_url or url).
-	// Open does not start them: a server watches them for subscriptions.
+	// Source.Listener, connecting with the source's listen_url or url),
+	// then one s3store.Poller per S3 source that serves resources of its
+	// own, polling the objects subscriptions depend on every
+	// poll_interval. Open does not start them: a server watches them for
+	// subscriptions.
 	Changes []core.ChangeSource
 
 	closers []func()
@@ -99,7 +105,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		opts = &OpenOptions{}
 	}
 	e := &errs{file: f.Name}
-	s := &Served{}
+	s := &Served{Revision: f.Revision()}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -195,28 +201,32 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
 			s.ObjectSourceOf = append(s.ObjectSourceOf, objSrc)
-			s.Lines = append(s.Lines, describe(r, def.URI+def.URITemplate))
+			s.Lines = append(s.Lines, f.describe(r, def.URI+def.URITemplate))
 			continue
 		}
 		bucket := buckets[r.Source]
+		grant, err := f.keyGrant(r, sources)
+		if err != nil {
+			return nil, err
+		}
 		if strings.HasSuffix(r.Template, "/...") {
 			if _, ok := familyAt[r.Source]; !ok {
 				familyAt[r.Source] = len(s.Bindings)
 			}
-			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth})
+			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth, Grant: grant})
 			for d := 1; d <= r.MaxDepth; d++ {
-				s.Lines = append(s.Lines, describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
+				s.Lines = append(s.Lines, f.describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
 			}
 			continue
 		}
 		def.URITemplate = r.Template
-		b, err := bucket.Binding(def, r.Prefix)
+		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
 		if err != nil {
 			return nil, f.storeError(err, r.Spans.Self())
 		}
 		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
 		s.ObjectSourceOf = append(s.ObjectSourceOf, "")
-		s.Lines = append(s.Lines, describe(r, def.URITemplate))
+		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
 	}
 	// Key families go in at the place of their bucket's first one, so
 	// that the bindings keep the file's order.
@@ -244,15 +254,32 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	if f.Policy.Database {
-		s.Policy = postgres.DatabaseDecides()
-	} else {
-		p, err := sources[f.Policy.Source].Policy(f.Policy.Decide)
-		if err != nil {
-			return nil, f.storeError(err, f.Policy.Spans.Of("decide"))
+	// Each PostgreSQL source's policy decides its own resources' reads and
+	// nothing else; an S3 resource's grant decided before its plan.
+	bySource := map[string]core.ResourcePolicy{}
+	for _, src := range f.Sources {
+		p := f.policyOf(src.Name)
+		switch {
+		case src.Postgres == nil || p == nil:
+		case p.Database:
+			bySource[src.Name] = postgres.DatabaseDecides()
+		default:
+			pol, err := sources[src.Name].Policy(p.Decide)
+			if err != nil {
+				return nil, f.storeError(err, p.Spans.Of("decide"))
+			}
+			bySource[src.Name] = pol
 		}
-		s.Policy = p
 	}
+	byName := map[string]core.ResourcePolicy{}
+	for _, r := range f.Resources {
+		pol, ok := bySource[r.Source]
+		if !ok {
+			pol = postgres.DatabaseDecides()
+		}
+		byName[r.Name] = pol
+	}
+	s.Policy = routePolicy(byName)
 
 	for _, src := range f.Sources {
 		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
@@ -266,7 +293,14 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		switch {
 		case err == nil:
 		case src.S3 != nil:
-			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+			key := "bucket"
+			if ce, ok := errors.AsType[*core.ConfigError](err); ok {
+				key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
+				if key == "" || !src.S3.Spans.Has(key) {
+					key = "bucket"
+				}
+			}
+			e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
 			return fail()
 		default:
 			return nil, f.storeError(err, src.Spans.Self())
@@ -307,7 +341,83 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Changes = append(s.Changes, l)
 	}
+	for _, src := range f.Sources {
+		if src.S3 == nil || !f.serves(src.Name) {
+			continue
+		}
+		var log *slog.Logger
+		if opts.Logger != nil {
+			log = opts.Logger.With("source", src.Name)
+		}
+		s.Changes = append(s.Changes, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
+	}
 	return s, nil
+}
+
+// serves reports whether a resource of the file is served from source name.
+func (f *File) serves(name string) bool {
+	for _, r := range f.Resources {
+		if r.Source == name {
+			return true
+		}
+	}
+	return false
+}
+
+// keyGrant builds the grant of an S3 resource from its grant statement;
+// nil for a public one (the file's check let no other through).
+func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3store.KeyGrant, error) {
+	if r.Grant == nil {
+		return nil, nil
+	}
+	caps := captures(strings.TrimSuffix(r.Template, "/..."))
+	if strings.HasSuffix(r.Template, "/...") {
+		for d := 1; d <= r.MaxDepth; d++ {
+			caps = append(caps, familyVar(d))
+		}
+	}
+	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, caps)
+	if err != nil {
+		return nil, f.storeError(err, r.Grant.Spans.Of("keys"))
+	}
+	return g, nil
+}
+
+// errPerTarget is the private cause when a file's policy is asked about one
+// target: the gateway asks Decide, which knows the definition.
+var errPerTarget = errors.New("config: a file's policy decides whole passes")
+
+// routePolicy is the policy of a file: a pass, and a discovery, of a
+// definition go to the policy of its resource (byName, by the definition's
+// name, which is the resource's), and to no other, so that reads of one
+// database never ask another. The per-target Visibility and Read, which
+// the gateway does not call when Decide is set, hide and deny.
+func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
+	of := func(name string) (core.ResourcePolicy, error) {
+		p, ok := byName[name]
+		if !ok {
+			return core.ResourcePolicy{}, fmt.Errorf("config: no policy decides the definition %q", name)
+		}
+		return p, nil
+	}
+	return core.ResourcePolicy{
+		Discover: func(ctx context.Context, d core.ResourceDescription) error {
+			p, err := of(d.Name)
+			if err != nil {
+				return err
+			}
+			return p.Discover(ctx, d)
+		},
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{}, nil },
+		Read:       func(context.Context, core.ResourceTarget) error { return core.Unavailable(errPerTarget) },
+		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			p, err := of(pass.Definition.Name)
+			if err != nil {
+				return nil, err
+			}
+			return p.Decide(ctx, pass)
+		},
+	}
 }
 
 // listens reports whether a resource of source name names a channel.
@@ -320,8 +430,9 @@ func (f *File) listens(name string) bool {
 	return false
 }
 
-// describe is the line check prints for one definition.
-func describe(r Resource, uri string) string {
+// describe is the line check prints for one definition: its URI or
+// template, name, source, kind, and what decides who reads it.
+func (f *File) describe(r Resource, uri string) string {
 	kind := "item"
 	switch {
 	case r.Bundle != "":
@@ -330,8 +441,27 @@ func describe(r Resource, uri string) string {
 		kind = "object"
 	case r.Object != nil:
 		kind = "item+object"
+	case r.Grant != nil || r.Public:
+		kind = "s3"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind, f.decider(r))
+}
+
+// decider says what decides who reads r's items, as check prints it.
+func (f *File) decider(r Resource) string {
+	switch {
+	case r.Public:
+		return "public: every token holder reads every key"
+	case r.Grant != nil:
+		return "grant statement on " + r.Grant.Source
+	}
+	switch p := f.policyOf(r.Source); {
+	case p == nil || p.Database:
+		return "plan and body statements' row-level security"
+	case p == f.Policy:
+		return "plan statement's row-level security, then policy.decide on " + r.Source
+	}
+	return "plan statement's row-level security, then sources." + r.Source + ".postgres.policy.decide"
 }
 
 // The fields of the stores' ConfigErrors, mapped back to the file.
@@ -375,8 +505,12 @@ func (f *File) storeError(err error, def Position) error {
 		e.at(at, "resources.%s.%s: %s", r.Name, key, reason)
 		return e.first()
 	}
-	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.Policy != nil {
-		e.at(f.Policy.Spans.Of("decide"), "policy.decide: %s", reason)
+	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.policyOf(m[1]) != nil {
+		p, path := f.policyOf(m[1]), "policy.decide"
+		if p != f.Policy {
+			path = "sources." + m[1] + ".postgres.policy.decide"
+		}
+		e.at(p.Spans.Of("decide"), "%s: %s", path, reason)
 		return e.first()
 	}
 	if m := sourceField.FindStringSubmatch(ce.Field); m != nil && src(m[1]) != nil && src(m[1]).Postgres != nil {
@@ -412,6 +546,8 @@ func bindingKey(r *Resource, field string) (string, Position) {
 		return "object.uri", r.Object.Spans.Of("uri")
 	case kind == "ObjectSource" && r.Object != nil:
 		return "object.source", r.Object.Spans.Of("source")
+	case kind == "grant" && r.Grant != nil:
+		return "grant.keys", r.Grant.Spans.Of("keys")
 	}
 	if r.Spans.Has("template") {
 		return "template", r.Spans.Of("template")

@@ -123,6 +123,7 @@ var schemaDefs = map[reflect.Type]string{
 	reflect.TypeFor[Resource]():       "resource",
 	reflect.TypeFor[Annotations]():    "annotations",
 	reflect.TypeFor[ObjectRef]():      "object",
+	reflect.TypeFor[Grant]():          "grant",
 	reflect.TypeFor[Limits]():         "limits",
 }
 

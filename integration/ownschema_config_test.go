@@ -176,7 +176,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		}, []string{"plan", `"object_key" needs an object_source`}},
 		{"an item URI column the bundle does not return", func(b *postgres.SQLBinding) {
 			b.Plan, b.Bundle, b.ItemURI = "", `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $tenant`, "doc://tenants/{tenant_id}/documents/{key}"
-		}, []string{"bundle", `column "tenant_id" is missing`}},
+		}, []string{"ItemURI", "{tenant_id} names no column of the bundle statement"}},
 		{"an object-only plan without an object", func(b *postgres.SQLBinding) { b.ObjectOnly, b.Body = true, "" }, []string{"plan", `"object_key" is missing`}},
 		{"a body that is a number", func(b *postgres.SQLBinding) {
 			b.Body = `SELECT 42 AS body, d.xmin AS version FROM documents d WHERE d.id::text = $key`

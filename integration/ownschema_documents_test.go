@@ -237,14 +237,14 @@ func TestOwnSchemaPolicyDecidesAWholePlanInOneStatement(t *testing.T) {
 		principal string
 		want      []bool
 	}{
-		{"alice", []bool{true, true, true, false}},
-		// The policy gates reports only; row-level security hides the
-		// document's row from bob when it is planned or read.
-		{"bob", []bool{true, true, false, true}},
+		// The policy rechecks documents under row-level security and
+		// passes reports, which their grant decided before any request.
+		{"alice", []bool{true, true, true, true}},
+		{"bob", []bool{false, false, true, true}},
 	} {
 		ctx := core.WithPrincipal(context.Background(), c.principal)
 		before := r.stmts.n.Load()
-		got, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassBeforeReads, Targets: targets})
+		got, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: targets})
 		if err != nil {
 			t.Fatal(err)
 		}

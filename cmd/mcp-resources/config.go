@@ -18,8 +18,10 @@ type checkCmd struct {
 
 // Run loads the file, connects to every source, prepares every statement,
 // checks the roles and the templates, and prints one line per definition
-// it would serve: URI or template, resource, source and what a read
-// returns. The first mistake is one FILE:LINE:COL: line and exit 1.
+// it would serve: URI or template, resource, source, what a read returns
+// and what decides who reads it; then the file's revision (config
+// File.Revision: it changes with any statement, grant, policy or limit)
+// and the listing's (core Resources.Revision: the definitions alone). The first mistake is one FILE:LINE:COL: line and exit 1.
 func (c *checkCmd) Run(ctx context.Context, e *env) error {
 	served, res, err := openConfig(ctx, c.Config)
 	if err != nil {
@@ -29,7 +31,7 @@ func (c *checkCmd) Run(ctx context.Context, e *env) error {
 	for _, l := range served.Lines {
 		fmt.Fprintln(e.stdout, l)
 	}
-	fmt.Fprintf(e.stdout, "%s: %d definitions, revision %s\n", c.Config, len(served.Bindings), res.Revision())
+	fmt.Fprintf(e.stdout, "%s: %d definitions, revision %s (listing %s)\n", c.Config, len(served.Bindings), served.Revision, res.Revision())
 	return nil
 }
 

@@ -3,8 +3,8 @@
 // a bucket of files, served as MCP resources with no hand-written
 // resolver, reader or policy. Every statement below runs as docs_reader
 // with the caller set as mcp.principal, so row-level security decides which
-// documents exist for whom; the policy statement decides the bucket's
-// reports by tenant membership. cmd/documents serves it over stdio.
+// documents exist for whom; a grant statement decides the bucket's reports
+// by tenant membership before any request to S3. cmd/documents serves it over stdio.
 package documents
 
 import (
@@ -81,17 +81,25 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 		return fail(err)
 	}
 	// Documents and their files are gated by row-level security in the
-	// plan; reports (URIs from the key family) by membership of the tenant
-	// the URI names.
+	// plan, and rechecked after the reads under the same; reports by their
+	// grant, which passes here.
 	policy, err := src.Policy(`SELECT k.key, r.ok AS visible, r.ok AS read, r.ok AS disclose
-		FROM unnest($keys) AS k(key) CROSS JOIN LATERAL (SELECT k.key NOT LIKE 'report://%' OR EXISTS (
-			SELECT 1 FROM memberships m WHERE m.user_id = $principal AND m.tenant_id = split_part(k.key, '/', 4)) AS ok) r`)
+		FROM unnest($keys) AS k(key) CROSS JOIN LATERAL (SELECT starts_with(k.key, 'report://') OR EXISTS (
+			SELECT 1 FROM documents d WHERE d.id::text = k.key) AS ok) r`)
+	if err != nil {
+		return fail(err)
+	}
+	// A report is granted, before any request to S3, to the members of the
+	// tenant its URI's decoded {tenant} names.
+	grant, err := src.KeyGrant("report", `SELECT 'tenants/' || m.tenant_id || '/reports/' AS prefix
+		FROM memberships m WHERE m.user_id = $principal AND m.tenant_id = $tenant`, []string{"tenant"})
 	if err != nil {
 		return fail(err)
 	}
 	reports, err := files.KeyBindings(s3store.KeyFamily{
 		Definition: core.ResourceDefinition{Name: "report", Description: "A tenant's report file"},
 		URI:        "report://tenants/{tenant}/reports/...", Prefix: "tenants/{tenant}/reports/", MaxDepth: 6,
+		Grant: grant,
 	})
 	if err != nil {
 		return fail(err)

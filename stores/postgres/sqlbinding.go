@@ -363,6 +363,23 @@ func prepareSelect(st *statement, desc *pgconn.StatementDescription, want []colu
 }
 
 func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared, error) {
+	// A placeholder that names no column is the pattern's mistake, not the
+	// statement's: say so first, whatever else the statement returns.
+	for _, p := range []struct {
+		field string
+		pat   uriPattern
+	}{{"ItemURI", sb.itemURI}, {"ObjectURI", sb.objectURI}} {
+		for _, c := range p.pat.columns() {
+			if !slices.ContainsFunc(desc.Fields, func(f pgconn.FieldDescription) bool { return f.Name == c }) {
+				names := make([]string, len(desc.Fields))
+				for i, f := range desc.Fields {
+					names[i] = f.Name
+				}
+				return nil, core.NewConfigError(sb.plan.owner+": "+p.field, fmt.Sprintf("{%s} names no column of the %s statement, which returns %s",
+					c, sb.plan.kind, strings.Join(names, ", ")), nil)
+			}
+		}
+	}
 	extra := append(sb.itemURI.columns(), sb.objectURI.columns()...)
 	p, err := prepareSelect(sb.plan, desc, planColumns, extra, func(cols string, n int) string {
 		return "SELECT " + cols + " FROM (" + sb.plan.named.SQL + "\n) AS q LIMIT $" + strconv.Itoa(n+1)

@@ -22,7 +22,8 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 
 // Policy returns the [core.ResourcePolicy] that one statement defines: given
 // $keys (text[]), the keys of any number of items planned by this source's
-// bindings, and optionally $principal, it returns one row per key it
+// bindings, and optionally $binding (the name of the definition the pass
+// reads; NULL when asked about one target) and $principal, it returns one row per key it
 // decides, with columns
 //
 //	key       (any type, required)  one of $keys
@@ -62,8 +63,8 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	if err != nil {
 		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
 	}
-	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" },
-		"a policy statement takes $keys and $principal"); err != nil {
+	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" || n == "binding" },
+		"a policy statement takes $keys, $binding and $principal"); err != nil {
 		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
 	}
 	if named.paramIndex("keys") == 0 {
@@ -104,13 +105,18 @@ func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDescription) er
 	return nil
 }
 
-// ask runs the statement once for keys.
-func (p *sqlPolicy) ask(ctx context.Context, keys []string) (map[string]flags, error) {
+// ask runs the statement once for keys of the definition named binding
+// ("" binds NULL).
+func (p *sqlPolicy) ask(ctx context.Context, keys []string, binding string) (map[string]flags, error) {
 	prep, err := p.st.load()
 	if err != nil {
 		return nil, err
 	}
-	vals, err := p.src.values(ctx, p.st.named, nil)
+	var given map[string]string
+	if binding != "" {
+		given = map[string]string{"binding": binding}
+	}
+	vals, err := p.src.values(ctx, p.st.named, given)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +193,7 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 	var answers map[string]flags
 	if len(keys) > 0 {
 		var err error
-		if answers, err = p.ask(ctx, keys); err != nil {
+		if answers, err = p.ask(ctx, keys, pass.Definition.Name); err != nil {
 			return nil, err
 		}
 	} else if err := p.discover(ctx, pass.Definition); err != nil {
@@ -216,7 +222,7 @@ func (p *sqlPolicy) one(ctx context.Context, t core.ResourceTarget) (flags, erro
 	if bundle {
 		return flags{discover: true, visible: true, read: true}, nil
 	}
-	answers, err := p.ask(ctx, []string{k})
+	answers, err := p.ask(ctx, []string{k}, "")
 	if err != nil {
 		return flags{}, err
 	}

@@ -24,6 +24,13 @@ import (
 // [NewObjectTarget]. prefix is "" or ends with '/'. Errors are
 // *core.ConfigError values.
 func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.ResourceBinding, error) {
+	return b.GrantedBinding(def, prefix, nil)
+}
+
+// GrantedBinding is [Bucket.Binding] with grant deciding each key before
+// any request to S3, as [KeyFamily].Grant does: a key grant does not grant
+// is unavailable without a HEAD. A nil grant is Binding.
+func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, grant KeyGrant) (core.ResourceBinding, error) {
 	if def.URITemplate == "" {
 		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store binding needs a URI template", nil)
 	}
@@ -49,6 +56,9 @@ func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.Resou
 				key.WriteByte('/')
 			}
 			key.WriteString(v)
+		}
+		if err := granted(ctx, grant, m, key.String()); err != nil {
+			return core.ResourceReadPlan{}, err
 		}
 		obj, err := b.Head(ctx, key.String())
 		if err != nil {

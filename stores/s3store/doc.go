@@ -15,7 +15,9 @@
 // never exceed the limit. [Bucket.Binding] is a template binding over a
 // configured key prefix; [Bucket.KeyBindings] serves nested keys under a
 // prefix of literal and captured segments as a family of whole-segment
-// templates, one per depth ([KeyFamily]); [Bucket.PinObject] pins an object
+// templates, one per depth ([KeyFamily]), and either, with a [KeyGrant]
+// ([KeyFamily].Grant, [Bucket.GrantedBinding]), serves only the keys the
+// grant grants, deciding before any request; [Bucket.PinObject] pins an object
 // that a database row references, for package postgres's ObjectSource; and
 // [Bucket.Check] verifies the bucket at start-up.
 //

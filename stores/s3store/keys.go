@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
@@ -48,8 +49,43 @@ type KeyFamily struct {
 	// exactly once, and Prefix may use no other, so that each URI names one
 	// key and each key one URI.
 	Prefix string
-	// MaxDepth is the most key segments after Prefix, 1 to MaxKeyDepth.
+	// MaxDepth is the most key segments after Prefix, 1 to MaxKeyDepth:
+	// the family serves keys of every depth from 1 to MaxDepth, each only
+	// where Grant grants that exact key (or a prefix of it).
 	MaxDepth int
+	// Grant, when set, decides each key before any request to S3: the
+	// binding's name, the key and the URI's decoded captures (the
+	// template's, then k1, k2, ...) go to it, and a key it does not grant is
+	// unavailable without a HEAD or GET. Nil leaves the decision to the
+	// gateway's policy alone, after the planning HEAD.
+	Grant KeyGrant
+}
+
+// KeyGrant reports whether the caller of ctx may read key, the object that
+// a URI of the binding named binding addresses, whose decoded captures are
+// vars. It is asked before any request to S3 and must make none itself;
+// false is unavailable, as for a missing object, and an error fails the
+// read. Package postgres's Source.KeyGrant builds one from a statement.
+type KeyGrant func(ctx context.Context, binding, key string, vars map[string]string) (bool, error)
+
+// errNotGranted is the private cause of a key that the grant refused.
+var errNotGranted = errors.New("s3store: no grant for the key")
+
+// granted checks key ([CheckKey]) and asks grant about it, when there is
+// one: nil when the read may go on, core.Unavailable when the key is not
+// granted.
+func granted(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key string) error {
+	if err := CheckKey(key); err != nil || grant == nil {
+		return err
+	}
+	ok, err := grant(ctx, m.Definition().Name, key, m.Vars())
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return core.Unavailable(errNotGranted)
+	}
+	return nil
 }
 
 // keySegmentVar names the variable of nested key segment i (1-based).
@@ -58,7 +94,8 @@ func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
 // KeyBindings returns the bindings of families: for each family, one
 // template binding per depth from 1 to MaxDepth, in that order. Each plans
 // one item, the requested URI, from a HEAD of the key under the
-// requesting principal's access, pinned to the current ETag like
+// requesting principal's access (after the family's Grant, if any, granted
+// the key: a refused key costs no request), pinned to the current ETag like
 // [Bucket.Binding], with the MIME type the HEAD returned or, when the object
 // has none, the one its key's extension names ([ContentTypeOf]). Every
 // segment of the key is checked ([CheckKey]: no empty, "." or ".." segment,
@@ -143,7 +180,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 		tmpl += "/{" + keySegmentVar(depth) + "}"
 		def := f.Definition
 		def.URITemplate = tmpl
-		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth), Reader: b})
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: b})
 	}
 	return out, nil
 }
@@ -259,7 +296,8 @@ func checkSegment(seg string) error {
 }
 
 // keyResolver plans the key that a depth-depth template's captures name.
-func (b *Bucket) keyResolver(prefix []keySegment, depth int) core.Resolver {
+// A grant decides the key before the HEAD.
+func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) core.Resolver {
 	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		var key strings.Builder
 		add := func(seg string) error {
@@ -287,6 +325,9 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int) core.Resolver {
 			if i < depth {
 				key.WriteByte('/')
 			}
+		}
+		if err := granted(ctx, grant, m, key.String()); err != nil {
+			return core.ResourceReadPlan{}, err
 		}
 		obj, err := b.Head(ctx, key.String())
 		if err != nil {
@@ -368,16 +409,36 @@ func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string
 }
 
 // Check asks S3, with the client given to OpenBucket, whether the bucket
-// exists and that client may use it (one HeadBucket request). It returns a
-// *core.ConfigError naming the bucket when it does not or may not, and the
-// error itself when S3 cannot be reached.
+// exists and that client may use it (one HeadBucket request; when it is
+// refused, one ListObjectsV2 of at most one key, whose error says why: a
+// HEAD answer has no body). It returns a *core.ConfigError whose Field
+// names what is wrong: "SecretAccessKey" when S3 refuses the signature,
+// "AccessKeyID" when it does not know the key, "bucket" when the bucket
+// does not exist or the credentials may not use it; and the error itself
+// when S3 cannot be reached.
 func (b *Bucket) Check(ctx context.Context) error {
 	_, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.name)})
 	if err == nil {
 		return nil
 	}
-	if core.KindOf(classify(err)) == core.FailureUnavailable {
-		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+	if core.KindOf(classify(err)) != core.FailureUnavailable {
+		return fmt.Errorf("s3store: check bucket: %w", err)
 	}
-	return fmt.Errorf("s3store: check bucket: %w", err)
+	_, lerr := b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b.name), MaxKeys: aws.Int32(1)})
+	var ae smithy.APIError
+	code := ""
+	if errors.As(lerr, &ae) {
+		code = ae.ErrorCode()
+	}
+	switch code {
+	case "SignatureDoesNotMatch":
+		return core.NewConfigError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
+	case "InvalidAccessKeyId":
+		return core.NewConfigError("AccessKeyID", "S3 does not know the access key", err)
+	case "NoSuchBucket":
+		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
+	case "AccessDenied":
+		return core.NewConfigError("bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
+	}
+	return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
 }

@@ -1,0 +1,94 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// grantColumns are the columns a key grant statement may return: exactly
+// one of them.
+var grantColumns = []column{{"key", colAny, false}, {"prefix", colAny, false}}
+
+// KeyGrant returns the grant of the S3 objects that the binding named
+// binding serves (package s3store's KeyGrant, built here so that neither
+// package imports the other): one statement, run as the source's role with
+// the caller set, under row-level security like every other, that returns
+// the keys the caller may read, in one column named key, or the key
+// prefixes, in one column named prefix (each ending in '/': a prefix grants
+// every key under it). Its parameters, all text, are any of $key (the
+// object's key, decoded), $binding (the binding's name), $principal and the
+// URI's decoded captures named in captures (for a key family, the
+// template's and k1, k2, ...). A key is granted when a row equals it, or
+// starts it as a prefix; the store asks for one such row and no more, in
+// one round trip, before any request to S3.
+//
+// Write it over the rows that reference objects (an attachment's key), not
+// over the URI: a key that no row names is refused even under a prefix the
+// caller may see. The statement is checked by [Source.Check] with the
+// source's others. Errors are *core.ConfigError values.
+func (src *Source) KeyGrant(binding, sql string, captures []string) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
+	owner := fmt.Sprintf("source %s: binding %q", src.name, binding)
+	named, err := rewriteNamed(sql, textCast)
+	if err != nil {
+		return nil, core.NewConfigError(owner+": grant", err.Error(), nil)
+	}
+	allowed := func(n string) bool {
+		return n == "key" || n == "binding" || n == "principal" || slices.Contains(captures, n)
+	}
+	if err := named.checkNames(allowed, "a grant statement takes $key, $binding, $principal and the template's captures"); err != nil {
+		return nil, core.NewConfigError(owner+": grant", err.Error(), nil)
+	}
+	st := &statement{owner: owner, kind: "grant", named: named}
+	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
+		cols, has, err := pickColumns(desc.Fields, grantColumns, nil)
+		if err != nil {
+			return nil, st.configError(err.Error(), nil)
+		}
+		if len(cols) != 1 {
+			return nil, st.configError(`return one column: key (the keys the caller may read) or prefix (the key prefixes, each ending in '/')`, nil)
+		}
+		keyParam := "$" + strconv.Itoa(len(named.Names)+1) + "::text"
+		if i := named.paramIndex("key"); i > 0 {
+			keyParam = "$" + strconv.Itoa(i) + "::text"
+		}
+		match := "q.\"key\"::text = " + keyParam
+		if has["prefix"] {
+			match = "right(q.\"prefix\"::text, 1) = '/' AND starts_with(" + keyParam + ", q.\"prefix\"::text)"
+		}
+		return &prepared{sql: "SELECT true FROM (" + named.SQL + "\n) AS q WHERE " + match + " LIMIT 1", has: has}, nil
+	}
+	src.add(st)
+	return func(ctx context.Context, binding, key string, vars map[string]string) (bool, error) {
+		prep, err := st.load()
+		if err != nil {
+			return false, err
+		}
+		given := make(map[string]string, len(vars)+2)
+		for n, v := range vars {
+			if slices.Contains(captures, n) {
+				given[n] = v
+			}
+		}
+		given["key"], given["binding"] = key, binding
+		vals, err := src.values(ctx, named, given)
+		if err != nil {
+			return false, err
+		}
+		args := named.args(vals)
+		if named.paramIndex("key") == 0 {
+			args = append(args, key)
+		}
+		rows, err := src.queryRaw(ctx, prep.sql, args, func(r pgx.Rows) (row, error) { return row{}, nil })
+		if err != nil {
+			return false, err
+		}
+		return len(rows) > 0, nil
+	}, nil
+}
