@@ -33,7 +33,7 @@ const MaxDepth = 32
 var (
 	planParams       = []string{"principal"}
 	bodyParams       = []string{"key", "version", "principal"}
-	decideParams     = []string{"keys", "binding", "principal"}
+	decideParams     = []string{"keys", "binding", "captures", "principal"}
 	completionParams = []string{"prefix", "limit", "principal"}
 )
 

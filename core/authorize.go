@@ -69,7 +69,7 @@ func (r *Resources) authorize(ctx context.Context, uri string) (Authorization, e
 	for i, t := range plan.items {
 		st[i].target = t
 	}
-	if err := r.decidePlan(ctx, PassBeforeReads, m.def, plan, st); err != nil {
+	if err := r.decidePlan(ctx, PassBeforeReads, m, plan, st); err != nil {
 		return Authorization{}, err
 	}
 	a := Authorization{requested: plan.requested}

@@ -42,6 +42,11 @@ type PolicyPass struct {
 	// Targets are the distinct targets to decide; the policy must not
 	// modify the slice.
 	Targets []ResourceTarget
+	// Captures are the request's decoded template captures, the values
+	// the resolver planned from (doc://tenants/%61cme/... gives tenant
+	// "acme"): a policy decides on them, never on URI text. Empty for a
+	// concrete URI; the policy owns this map.
+	Captures map[string]string
 }
 
 // TargetDecision is a policy's answer for one target of a [PolicyPass]: its

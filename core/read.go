@@ -93,7 +93,7 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 		st[i].target = t
 	}
 	if err := observed(ctx, o, PhaseStart{Phase: PhaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
-		return r.decidePlan(ctx, PassBeforeReads, def, plan, st)
+		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
 	}); err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 	}
 
 	if err := observed(ctx, o, PhaseStart{Phase: PhaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
-		return r.decidePlan(ctx, PassRecheck, def, plan, st)
+		return r.decidePlan(ctx, PassRecheck, m, plan, st)
 	}); err != nil {
 		return nil, err
 	}
@@ -188,7 +188,8 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 // too. A hidden or read-denied requested target is [FailureUnavailable].
 // With [ResourcePolicy].Decide the whole pass is one call; without it, one
 // Discover (at the recheck), then Visibility and Read per target.
-func (r *Resources) decidePlan(ctx context.Context, stage PassStage, def *definition, plan ResourceReadPlan, st []itemState) error {
+func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceMatch, plan ResourceReadPlan, st []itemState) error {
+	def := m.def
 	at := func(i int) *decision {
 		if stage == PassRecheck {
 			return &st[i].final
@@ -216,7 +217,7 @@ func (r *Resources) decidePlan(ctx context.Context, stage PassStage, def *defini
 	targets, dup := passTargets(plan)
 	var ds []TargetDecision
 	err := guard(ctx, func() (err error) {
-		ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets})
+		ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets, Captures: m.Vars()})
 		return err
 	})
 	switch {

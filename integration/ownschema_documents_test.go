@@ -244,7 +244,7 @@ func TestOwnSchemaPolicyDecidesAWholePlanInOneStatement(t *testing.T) {
 	} {
 		ctx := core.WithPrincipal(context.Background(), c.principal)
 		before := r.stmts.n.Load()
-		got, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: targets})
+		got, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: targets, Captures: map[string]string{"tenant": "acme"}})
 		if err != nil {
 			t.Fatal(err)
 		}

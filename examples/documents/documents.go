@@ -85,7 +85,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	// grant, which passes here.
 	policy, err := src.Policy(`SELECT k.key, r.ok AS visible, r.ok AS read, r.ok AS disclose
 		FROM unnest($keys) AS k(key) CROSS JOIN LATERAL (SELECT starts_with(k.key, 'report://') OR EXISTS (
-			SELECT 1 FROM documents d WHERE d.id::text = k.key) AS ok) r`)
+			SELECT 1 FROM documents d WHERE d.id::text = k.key AND ($captures IS NULL OR d.tenant_id = ($captures::jsonb ->> 'tenant'))) AS ok) r`)
 	if err != nil {
 		return fail(err)
 	}

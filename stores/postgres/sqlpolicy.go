@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -23,8 +24,12 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // Policy returns the [core.ResourcePolicy] that one statement defines: given
 // $keys (text[]), the keys of any number of items planned by this source's
 // bindings, and optionally $binding (the name of the definition the pass
-// reads; NULL when asked about one target) and $principal, it returns one row per key it
-// decides, with columns
+// reads; NULL when asked about one target), $captures (the request's decoded
+// captures as a JSON object, such as {"tenant": "acme"} for
+// doc://tenants/%61cme/... and {} for a concrete URI: read one with
+// ($captures::jsonb ->> 'tenant'); NULL when a gateway asks about one target
+// outside a pass) and $principal, it returns one row per
+// key it decides, with columns
 //
 //	key       (any type, required)  one of $keys
 //	visible   (boolean, required)   the item is in the caller's selection
@@ -63,8 +68,8 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	if err != nil {
 		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
 	}
-	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" || n == "binding" },
-		"a policy statement takes $keys, $binding and $principal"); err != nil {
+	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" || n == "binding" || n == "captures" },
+		"a policy statement takes $keys, $binding, $captures and $principal"); err != nil {
 		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
 	}
 	if named.paramIndex("keys") == 0 {
@@ -106,15 +111,18 @@ func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDescription) er
 }
 
 // ask runs the statement once for keys of the definition named binding
-// ("" binds NULL).
-func (p *sqlPolicy) ask(ctx context.Context, keys []string, binding string) (map[string]flags, error) {
+// with the request's decoded captures ("" binds NULL to either).
+func (p *sqlPolicy) ask(ctx context.Context, keys []string, binding, captures string) (map[string]flags, error) {
 	prep, err := p.st.load()
 	if err != nil {
 		return nil, err
 	}
-	var given map[string]string
+	given := map[string]string{}
 	if binding != "" {
-		given = map[string]string{"binding": binding}
+		given["binding"] = binding
+	}
+	if captures != "" {
+		given["captures"] = captures
 	}
 	vals, err := p.src.values(ctx, p.st.named, given)
 	if err != nil {
@@ -193,7 +201,11 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 	var answers map[string]flags
 	if len(keys) > 0 {
 		var err error
-		if answers, err = p.ask(ctx, keys, pass.Definition.Name); err != nil {
+		captures, err := json.Marshal(pass.Captures)
+		if err != nil {
+			return nil, err
+		}
+		if answers, err = p.ask(ctx, keys, pass.Definition.Name, string(captures)); err != nil {
 			return nil, err
 		}
 	} else if err := p.discover(ctx, pass.Definition); err != nil {
@@ -222,7 +234,7 @@ func (p *sqlPolicy) one(ctx context.Context, t core.ResourceTarget) (flags, erro
 	if bundle {
 		return flags{discover: true, visible: true, read: true}, nil
 	}
-	answers, err := p.ask(ctx, []string{k}, "")
+	answers, err := p.ask(ctx, []string{k}, "", "")
 	if err != nil {
 		return flags{}, err
 	}
