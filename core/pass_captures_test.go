@@ -31,7 +31,9 @@ func TestPolicyPassCarriesTheDecodedCaptures(t *testing.T) {
 			}),
 		}
 	}
-	allow := func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{Visible: true}, nil }
+	allow := func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+		return core.Visibility{Visible: true}, nil
+	}
 	res, err := core.NewResources([]core.ResourceBinding{
 		binding(core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}", Name: "doc"}),
 		binding(core.ResourceDefinition{URI: "doc://index", Name: "index"}),
