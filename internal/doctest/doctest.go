@@ -66,6 +66,7 @@ func Parse(page string, src []byte) ([]Block, error) {
 	var (
 		blocks  []Block
 		fence   string // the open fence's backticks, "" outside a block
+		indent  int    // the open fence's indentation, stripped from its lines
 		info    []string
 		start   int
 		body    strings.Builder
@@ -84,6 +85,7 @@ func Parse(page string, src []byte) ([]Block, error) {
 			}
 			n := len(trimmed) - len(strings.TrimLeft(trimmed, "`"))
 			fence = trimmed[:n]
+			indent = len(text) - len(trimmed)
 			info = strings.Fields(trimmed[n:])
 			start = line
 			body.Reset()
@@ -91,7 +93,8 @@ func Parse(page string, src []byte) ([]Block, error) {
 		}
 		if closing := strings.TrimRight(trimmed, " "); !strings.HasPrefix(closing, fence) || strings.Trim(closing, "`") != "" {
 			// Content: drop the indentation of an indented (list item) fence.
-			body.WriteString(strings.TrimPrefix(text, text[:len(text)-len(trimmed)]))
+			cut := min(indent, len(text)-len(trimmed))
+			body.WriteString(text[cut:])
 			body.WriteByte('\n')
 			continue
 		}
