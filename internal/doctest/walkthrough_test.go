@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // PageTimeout bounds one page's walkthrough, its first compile included.
@@ -197,4 +199,98 @@ func split(s string) map[int]string {
 		}
 	}
 	return out
+}
+
+// linkRE finds the targets of inline Markdown links.
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// slug is GitHub's anchor of a heading: lower case, punctuation dropped,
+// spaces as hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ' || r == '-':
+			b.WriteByte('-')
+		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are the heading anchors of a Markdown file.
+func anchors(t *testing.T, path string) map[string]bool {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	fence := false
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
+			fence = !fence
+		}
+		if !fence && strings.HasPrefix(l, "#") {
+			out[slug(strings.TrimSpace(strings.TrimLeft(l, "#")))] = true
+		}
+	}
+	return out
+}
+
+// Every relative link of README.md and docs/ names a file of the checkout
+// and, with a #fragment, a heading of that file: a page moved or a section
+// renamed breaks no link unnoticed.
+func TestLinksResolve(t *testing.T) {
+	root := repoRoot(t)
+	links := 0
+	for _, page := range append(pages(t, root), "BENCHMARKS.md") {
+		src, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(string(src), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			links++
+			file, frag, _ := strings.Cut(target, "#")
+			path := filepath.Join(root, filepath.Dir(page), file)
+			if file == "" {
+				path = filepath.Join(root, page)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: link %s: no such file", page, target)
+				continue
+			}
+			if frag != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[frag] {
+				t.Errorf("%s: link %s: no heading with that anchor", page, target)
+			}
+		}
+	}
+	if links == 0 {
+		t.Fatal("no relative link found")
+	}
+}
+
+// docs/layout.md has a row for every top-level directory of the checkout.
+func TestLayoutNamesEveryDirectory(t *testing.T) {
+	root := repoRoot(t)
+	layout, err := os.ReadFile(filepath.Join(root, "docs", "layout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "bin" {
+			continue
+		}
+		if !bytes.Contains(layout, []byte("| `"+e.Name()+"/")) && !bytes.Contains(layout, []byte("`"+e.Name()+"/`")) {
+			t.Errorf("docs/layout.md has no row for %s/", e.Name())
+		}
+	}
 }
