@@ -294,3 +294,30 @@ func TestLayoutNamesEveryDirectory(t *testing.T) {
 		}
 	}
 }
+
+// The README's test command is what .ci/run runs: `go test -race` over
+// every package, the integration suite included.
+func TestReadmeTestCommandIsWhatCIRuns(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, test, ok := strings.Cut(string(readme), "\n## Test\n")
+	if !ok || !strings.Contains(test, "```sh norun\ngo test -race ./...\n```") {
+		t.Fatal("README.md's Test section does not start with the block `go test -race ./...`")
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`go test -race "${pkgs[@]}"`,                       // every package but the integration suite
+		`go test -race -count=1 -v "$@" ./integration/...`, // and the suite
+		`mapfile -t pkgs < <(go list ./... | grep -Ev '/integration(/|$)'`,
+	} {
+		if !bytes.Contains(ci, []byte(want)) {
+			t.Errorf(".ci/run no longer runs %s", want)
+		}
+	}
+}
