@@ -137,9 +137,11 @@ func Parse(page string, src []byte) ([]Block, error) {
 }
 
 // Match reports whether got, a block's standard output, is what expect
-// shows, with its "…" placeholders.
+// shows, with its "…" placeholders. An expect that is not UTF-8 matches
+// nothing.
 func Match(expect, got string) bool {
-	return pattern(expect).MatchString(normalize(got))
+	re, err := pattern(expect)
+	return err == nil && re.MatchString(normalize(got))
 }
 
 // normalize trims trailing spaces of every line and trailing blank lines,
@@ -157,7 +159,7 @@ func normalize(s string) string {
 }
 
 // pattern is the anchored regular expression of an expected output.
-func pattern(expect string) *regexp.Regexp {
+func pattern(expect string) (*regexp.Regexp, error) {
 	var b strings.Builder
 	b.WriteString(`\A`)
 	expect = normalize(expect)
@@ -180,5 +182,5 @@ func pattern(expect string) *regexp.Regexp {
 		b.WriteString(`\n`)
 	}
 	b.WriteString(`\z`)
-	return regexp.MustCompile(b.String())
+	return regexp.Compile(b.String())
 }
