@@ -3,6 +3,7 @@ package doctest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -319,5 +320,34 @@ func TestReadmeTestCommandIsWhatCIRuns(t *testing.T) {
 		if !bytes.Contains(ci, []byte(want)) {
 			t.Errorf(".ci/run no longer runs %s", want)
 		}
+	}
+}
+
+// Every ```json block of README.md and docs/ (the MCP client snippets a
+// reader pastes into a host's configuration) is valid JSON.
+func TestJSONBlocksParse(t *testing.T) {
+	root := repoRoot(t)
+	n := 0
+	for _, page := range pages(t, root) {
+		src, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest := string(src)
+		for {
+			_, after, ok := strings.Cut(rest, "```json\n")
+			if !ok {
+				break
+			}
+			block, tail, _ := strings.Cut(after, "\n```")
+			rest = tail
+			n++
+			if !json.Valid([]byte(block)) {
+				t.Errorf("%s: a json block is not valid JSON:\n%s", page, block)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no json block found")
 	}
 }
