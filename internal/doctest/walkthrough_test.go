@@ -82,7 +82,7 @@ func TestEveryShellBlockIsMarked(t *testing.T) {
 // page order, one bash (set -euo pipefail) per page so that a page's steps
 // share its variables, functions and directory, from the checkout's root,
 // with GOBIN a fresh directory first on PATH (so `go install` there builds
-// this checkout's binaries). A block that exits non-zero, or whose standard
+// this checkout's binaries) and TMPDIR one the test removes. A block that exits non-zero, or whose standard
 // output is not the output block shown after it, fails the test. It needs
 // the native services (scripts/services.sh up, as the pages call it) and
 // runs only under MCPRES_DOCTEST=run, as .ci/run's docs stage sets it.
@@ -162,7 +162,9 @@ func runPage(t *testing.T, root, gobin string, steps []Block) (map[int]string, m
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "PATH="+gobin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// TMPDIR: what the pages' mktemp makes is removed with the test.
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "PATH="+gobin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"TMPDIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
