@@ -28,20 +28,9 @@ type section struct {
 	typ, def, path string
 }
 
-// sections are the file's mappings, in the order a file is written.
-var sections = []section{
-	{"File", "", "top level"},
-	{"Source", "source", "sources.NAME"},
-	{"PostgresSource", "postgres", "sources.NAME.postgres"},
-	{"S3Source", "s3", "sources.NAME.s3"},
-	{"Policy", "policy", "policy (unless `database`)"},
-	{"Resource", "resource", "resources.NAME"},
-	{"Annotations", "annotations", "resources.NAME.annotations"},
-	{"ObjectRef", "object", "resources.NAME.object"},
-	{"Limits", "limits", "limits"},
-}
-
-// typeNames are how the page names the model's field types.
+// typeNames are how the page names the model's scalar and list types; a
+// field whose type is (a pointer to, or a keyed list of) another struct of
+// the model is named after its key, and that struct gets a section.
 var typeNames = map[string]string{
 	"int":               "integer",
 	"bool":              "boolean",
@@ -53,14 +42,7 @@ var typeNames = map[string]string{
 	"[]string":          "list of strings",
 	"*float64":          "number",
 	"map[string]string": "mapping of capture name to SQL",
-	"[]Source":          "mapping of name to source",
-	"[]Resource":        "mapping of name to resource",
 	"*Policy":           "`database`, or a policy mapping",
-	"*Annotations":      "annotations mapping",
-	"*ObjectRef":        "object mapping",
-	"*Limits":           "limits mapping",
-	"*PostgresSource":   "postgres mapping",
-	"*S3Source":         "s3 mapping",
 }
 
 func main() {
@@ -134,6 +116,10 @@ and [examples/reference/resources.yaml](../examples/reference/resources.yaml)
 are complete ones. A key not listed here is an error at its position;
 ` + "`${NAME}`" + ` is expanded from the environment only where the type says so.
 `)
+	sections, err := walk(structs)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range sections {
 		st, ok := structs[s.typ]
 		if !ok {
@@ -157,7 +143,15 @@ are complete ones. A key not listed here is an error at its position;
 			typ := exprString(field.Type)
 			name, ok := typeNames[typ]
 			if !ok {
-				return nil, fmt.Errorf("%s.%s: no page name for type %s", s.typ, field.Names[0].Name, typ)
+				elem, list := modelStruct(typ, structs)
+				switch {
+				case elem == "":
+					return nil, fmt.Errorf("%s.%s: no page name for type %s", s.typ, field.Names[0].Name, typ)
+				case list:
+					name = "mapping of name to " + strings.TrimSuffix(key, "s")
+				default:
+					name = key + " mapping"
+				}
 			}
 			req := ""
 			if slices.Contains(required, key) {
@@ -176,6 +170,76 @@ are complete ones. A key not listed here is an error at its position;
 	}
 	return b.Bytes(), nil
 }
+
+// modelStruct returns the struct of the model a field type refers to
+// (through a pointer or a list; list reports the latter), or "".
+func modelStruct(typ string, structs map[string]*ast.StructType) (elem string, list bool) {
+	list = strings.HasPrefix(typ, "[]")
+	elem = strings.TrimLeft(typ, "[]*")
+	if _, ok := structs[elem]; !ok || elem == "Spans" {
+		return "", false
+	}
+	return elem, list
+}
+
+// walk returns a section for every struct reachable from File through its
+// keys, in the order a file is written (depth first, fields in order). A
+// struct reached twice (a policy at the top and under a source) gets one
+// section, under the first path, that names the others.
+func walk(structs map[string]*ast.StructType) ([]section, error) {
+	var out []section
+	index := map[string]int{}
+	var visit func(s section) error
+	visit = func(s section) error {
+		st, ok := structs[s.typ]
+		if !ok {
+			return fmt.Errorf("model.go has no struct %s", s.typ)
+		}
+		index[s.typ] = len(out)
+		out = append(out, s)
+		for _, field := range st.Fields.List {
+			key := yamlKey(field)
+			if key == "" {
+				continue
+			}
+			elem, list := modelStruct(exprString(field.Type), structs)
+			if elem == "" {
+				continue
+			}
+			path := key
+			if s.def != "" {
+				path = strings.TrimSuffix(s.path, policyNote) + "." + key
+			}
+			def := key
+			if list {
+				path += ".NAME"
+				def = strings.TrimSuffix(key, "s")
+			}
+			if elem == "Policy" {
+				path += policyNote
+			}
+			if j, seen := index[elem]; seen {
+				if strings.Count(path, ".") < strings.Count(out[j].path, ".") {
+					out[j].path = path + ", and " + out[j].path // the shorter path first
+				} else {
+					out[j].path += ", and " + path
+				}
+				continue
+			}
+			if err := visit(section{elem, def, path}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := visit(section{"File", "", "top level"}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// policyNote follows a policy's path: the word database stands for it.
+const policyNote = " (unless `database`)"
 
 // yamlKey is the key a field is written under, or "" for none.
 func yamlKey(f *ast.Field) string {
