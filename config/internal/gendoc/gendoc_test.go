@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// The checked-in docs/resources-file.md is what `go generate ./config/`
+// writes from the model: a key added, renamed or re-documented in
+// config/model.go without regenerating the page fails here.
+func TestReferenceIsGenerated(t *testing.T) {
+	want, err := Generate("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../../docs/resources-file.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("docs/resources-file.md is not what the model generates: run go generate ./config/")
+	}
+}
+
+// Every key of the model is on the page, with its type.
+func TestReferenceNamesEveryKey(t *testing.T) {
+	page, err := Generate("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"| `url` | string with `${NAME}` (a secret: its value never printed) | yes |",
+		"| `plan` | string |",
+		"| `anchored` | boolean |",
+		"| `max_item_bytes` | size (`512`, `64KiB`, `4MiB`) |",
+		"| `listen_url` |",
+		"| `priority` | number |",
+	} {
+		if !bytes.Contains(page, []byte(row)) {
+			t.Errorf("the page has no row starting %s", row)
+		}
+	}
+}
