@@ -160,7 +160,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 15, "must use $keys"},
 		{"a decide statement with a capture", func(t *testing.T) string {
 			return edit(t, "unnest($keys::text[])", "unnest($keys::text[]) WHERE $tenant")
-		}, 15, "$tenant is not one of $keys, $binding, $principal"},
+		}, 15, "$tenant is not one of $keys, $binding, $captures, $principal"},
 		{"a positional parameter", func(t *testing.T) string { return edit(t, "id = $id\n", "id = $2\n") }, 22, "positional"},
 		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 22, "$tenat is neither a capture of the template (tenant, id)"},
 		{"a capture the plan does not use", func(t *testing.T) string { return edit(t, "tenant = $tenant AND ", "") }, 20, "must use $tenant"},

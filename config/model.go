@@ -148,8 +148,11 @@ type Policy struct {
 	Source string `yaml:"source"`
 	// Decide is bound with $keys (text[]: the keys of the rows a plan of
 	// this source names, an object item by its row's key) and optionally
-	// $binding (the resource's name) and $principal, and returns rows of key, visible, read and optionally
-	// discover and disclose; a key without a row is hidden.
+	// $binding (the resource's name), $captures (the request URI's decoded
+	// captures as a JSON object: ($captures::jsonb ->> 'tenant') is "acme"
+	// for doc://tenants/%61cme/...) and $principal, and returns rows of key,
+	// visible, read and optionally discover and disclose; a key without a
+	// row is hidden.
 	Decide string `yaml:"decide"`
 	// Description is for the people who read the file.
 	Description string `yaml:"description"`
