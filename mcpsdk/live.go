@@ -93,6 +93,8 @@ type Subscriptions struct {
 
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
+
+	listens *listenSet // the adapter's subscriptions/listen requests
 }
 
 // NotifyQueueLength bounds the notifications waiting for one session.
@@ -132,17 +134,14 @@ func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	return s
 }
 
-// revoked ends a subscriptions/listen stream whose last subscription was
-// dropped because its principal may no longer read the URI: the listen
-// request is answered and the client learns that the subscription ended.
-// Only a [Subscriptions.ListenOnly] server does this, where a listen
-// request has a session of its own; elsewhere the session goes on.
-func (s *Subscriptions) revoked(ss *mcp.ServerSession, remaining int) {
-	s.mu.Lock()
-	listenOnly := s.listenOnly
-	s.mu.Unlock()
-	if remaining == 0 && listenOnly && listens(ss) {
-		go ss.Close() // Close waits for the connection: never on the hub's goroutine
+// revoked answers every subscriptions/listen request of ss none of whose
+// subscriptions remain, after one was dropped because its principal may
+// no longer read the URI: the client learns that its subscriptions ended,
+// on every transport, and the session goes on. A session's subscriptions
+// of resources/subscribe stay as they are.
+func (s *Subscriptions) revoked(ss *mcp.ServerSession, _ int) {
+	if s.listens != nil {
+		s.listens.revoked(ss, func(uri string) bool { return s.hub.Subscribed(ss, uri) })
 	}
 }
 
@@ -217,10 +216,20 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	return nil
 }
 
+// errHeldElsewhere keeps a subscription that another listen stream of the
+// same session holds; no client sees it.
+var errHeldElsewhere = errors.New("mcpsdk: held by another listen stream")
+
 // unsubscribe is the SDK's UnsubscribeHandler.
 func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	if req == nil || req.Params == nil || req.Session == nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
+	}
+	if s.listens != nil && s.listens.heldElsewhere(ctx, req.Session, req.Params.URI) {
+		// A listen request that ended, whose URI another listen stream of
+		// the session still holds: an error keeps the SDK's registry entry
+		// too (the SDK ignores it there).
+		return errHeldElsewhere
 	}
 	s.hub.Unsubscribe(req.Session, req.Params.URI)
 	return nil

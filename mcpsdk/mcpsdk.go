@@ -221,6 +221,15 @@ type Options struct {
 	// Tools, if set, also serves the gateway as tools, for clients that
 	// offer a model tools only: see [ToolOptions]. Off when nil.
 	Tools *ToolOptions
+
+	// MaxListensPerSession and MaxListensPerPrincipal bound the
+	// subscriptions/listen requests open at once in one session and for
+	// one principal over all its sessions; one more is answered with
+	// [ListenLimitMessage]. Zero selects [DefaultMaxListensPerSession] and
+	// [DefaultMaxListensPerPrincipal]. On a stateless server every listen
+	// request has a session of its own, so the principal's bound is the one
+	// that applies there.
+	MaxListensPerSession, MaxListensPerPrincipal int
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -242,14 +251,14 @@ type Observation struct {
 // install makes s serve r (see [Adapter.Install]): receiving middleware
 // that answers resources/list, resources/templates/list and resources/read
 // from r, recovers every request's panic, and serves subs when it is set.
-func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscriptions) {
+func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscriptions, ls *listenSet) {
 	if s == nil {
 		panic("mcpsdk: Install with a nil *mcp.Server")
 	}
 	if r == nil {
 		panic("mcpsdk: Install with a nil *core.Resources")
 	}
-	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal, subs: subs}
+	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal, subs: subs, listens: ls}
 	if opts != nil {
 		if opts.Principal != nil {
 			a.principal = opts.Principal
@@ -276,6 +285,9 @@ func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscription
 		mw = append(mw, a.toolMiddleware)
 	}
 	s.AddReceivingMiddleware(mw...)
+	if ls != nil {
+		s.AddSendingMiddleware(ls.acknowledged)
+	}
 	if a.subs != nil {
 		a.subs.install(s, a)
 	}
@@ -355,6 +367,7 @@ type adapter struct {
 	observe        func(context.Context, Observation)
 	complete       bool
 	subs           *Subscriptions
+	listens        *listenSet
 	log            *slog.Logger
 	tools          *toolSurface // nil: no tool surface
 	trace          *tracing     // nil: no spans (trace.go)
@@ -433,14 +446,18 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			a.declareLive(res)
 			return res, nil
 		case MethodSubscribe, MethodUnsubscribe, MethodSubscriptionsListen:
-			if a.subs != nil {
-				p, ok := a.safePrincipal(ctx, req)
-				if !ok {
+			var p string
+			if a.subs != nil || method == MethodSubscriptionsListen {
+				var ok bool
+				if p, ok = a.safePrincipal(ctx, req); !ok {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 				}
 				if p != "" {
 					ctx = core.WithPrincipal(ctx, p)
 				}
+			}
+			if method == MethodSubscriptionsListen && a.listens != nil {
+				return a.listens.serve(ctx, next, method, req, p)
 			}
 		case MethodComplete:
 			if p, _ := req.GetParams().(*mcp.CompleteParams); a.complete && p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" {
