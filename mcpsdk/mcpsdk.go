@@ -132,6 +132,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -442,6 +443,9 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				return nil, err
 			}
+			if err := servesVersion(req, res); err != nil {
+				return nil, err
+			}
 			declareResources(res)
 			a.declareLive(res)
 			return res, nil
@@ -469,6 +473,25 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// servesVersion refuses a server/discover request of a protocol revision
+// the transport does not serve, exactly as the SDK refuses that revision's
+// other requests (-32022 with the supported versions): a stateful
+// streamable HTTP server answers discover at 2026-07-28 and then refuses
+// every 2026-07-28 request, and a client that trusted the answer would
+// fail on every call.
+func servesVersion(req mcp.Request, res mcp.Result) error {
+	d, ok := res.(*mcp.DiscoverResult)
+	if !ok || d == nil {
+		return nil
+	}
+	v := protocolVersion(req)
+	if v == "" || slices.Contains(d.SupportedVersions, v) {
+		return nil
+	}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: d.SupportedVersions, Requested: v})
+	return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data}
 }
 
 // completeElsewhere passes a completion that is not the adapter's (a prompt

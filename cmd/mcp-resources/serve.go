@@ -295,6 +295,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
+	handler = httpguard.OneAuthorization(handler)
 	drain := &drainer{}
 	handler = drain.track(traceHTTP(handler))
 	ops := http.NewServeMux()

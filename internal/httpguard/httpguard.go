@@ -1,7 +1,9 @@
 // Package httpguard wraps an MCP streamable HTTP handler with the checks a
 // server exposed to hostile clients needs in front of the go-sdk's own:
 // an Origin allowlist, a bounded request body read within the server's
-// read deadline, refusal of JSON-RPC batches, a write deadline on every
+// read deadline, refusal of JSON-RPC batches, of a body that is not one
+// JSON value and of ids the server cannot echo exactly (package
+// jsonrpcid), a write deadline on every
 // write (so a client that stops reading its stream fails the write instead
 // of holding it), and caps on the sessions of the server and of each
 // principal.
@@ -20,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/jsonrpcid"
 )
 
 // SessionHeader is the streamable HTTP session header.
@@ -66,8 +70,11 @@ const (
 	OriginMessage               = "origin not allowed"
 	BodyTooLargeMessage         = "request body too large"
 	BodyTimeoutMessage          = "request body not received in time"
+	ParseErrorMessage           = "parse error: the body is not one JSON value"
+	TwoAuthorizationsMessage    = "invalid request: more than one Authorization header"
 	codeServerError       int64 = -32000
 	codeInvalidRequest    int64 = -32600
+	codeParseError        int64 = -32700
 )
 
 // Handler returns next behind the checks of o.
@@ -117,8 +124,18 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusRequestTimeout, codeInvalidRequest, BodyTimeoutMessage)
 			return
 		}
-		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		t := bytes.TrimSpace(body)
+		switch {
+		case len(t) > 0 && t[0] == '[':
 			refuse(w, http.StatusBadRequest, codeInvalidRequest, BatchMessage)
+			return
+		case len(t) > 0 && !json.Valid(t):
+			// Not one JSON value (trailing bytes after a message, like a
+			// stdio line with them): the SDK would serve the first value.
+			refuse(w, http.StatusBadRequest, codeParseError, ParseErrorMessage)
+			return
+		case !jsonrpcid.Exact(t):
+			refuse(w, http.StatusBadRequest, codeInvalidRequest, jsonrpcid.Message)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -309,6 +326,20 @@ func (w *deadlineWriter) check(err error) {
 }
 
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// OneAuthorization refuses (400) a request with more than one
+// Authorization header, before next (the bearer-token check, which would
+// read the first) sees it: which one counts must not be the server's
+// guess.
+func OneAuthorization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			refuse(w, http.StatusBadRequest, codeInvalidRequest, TwoAuthorizationsMessage)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // LoopbackHostOnly refuses (403) a request that arrived on a loopback
 // address with a Host header that does not name loopback: a browser page

@@ -8,8 +8,10 @@
 // answers, itself and with a null id:
 //
 //   - a line that is not JSON with -32700 (parse error);
-//   - a JSON array (a batch, which MCP no longer has) and a JSON value that
-//     is not a JSON-RPC 2.0 message with -32600 (invalid request);
+//   - a JSON array (a batch, which MCP no longer has), a JSON value that
+//     is not a JSON-RPC 2.0 message and a message whose id the server
+//     cannot echo exactly (package jsonrpcid) with -32600 (invalid
+//     request);
 //   - a line longer than [Transport].MaxMessageBytes with -32600, after
 //     discarding it up to its newline without keeping it.
 //
@@ -33,6 +35,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/internal/jsonrpcid"
 )
 
 // DefaultMaxMessageBytes is the longest line [Transport] accepts when
@@ -218,6 +222,8 @@ func Classify(line []byte) (msg jsonrpc.Message, code int64, text string) {
 		return nil, jsonrpc.CodeInvalidRequest, BatchMessage
 	case trimmed[0] != '{':
 		return nil, jsonrpc.CodeInvalidRequest, InvalidMessage
+	case !jsonrpcid.Exact(trimmed):
+		return nil, jsonrpc.CodeInvalidRequest, jsonrpcid.Message
 	}
 	m, err := jsonrpc.DecodeMessage(trimmed)
 	if err != nil {
