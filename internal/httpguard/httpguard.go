@@ -64,17 +64,17 @@ const DefaultMaxBodyBytes = 4 << 20
 
 // Messages of the refusals, as JSON-RPC error messages.
 const (
-	BatchMessage                = "JSON-RPC batches are not supported"
-	SessionLimitMessage         = "too many sessions on this server; try again later"
-	PrincipalLimitMessage       = "too many sessions for this principal; close one (DELETE) or wait for idle ones to expire"
-	OriginMessage               = "origin not allowed"
-	BodyTooLargeMessage         = "request body too large"
-	BodyTimeoutMessage          = "request body not received in time"
-	ParseErrorMessage           = "parse error: the body is not one JSON value"
-	TwoAuthorizationsMessage    = "invalid request: more than one Authorization header"
-	codeServerError       int64 = -32000
-	codeInvalidRequest    int64 = -32600
-	codeParseError        int64 = -32700
+	BatchMessage                   = "JSON-RPC batches are not supported"
+	SessionLimitMessage            = "too many sessions on this server; try again later"
+	PrincipalLimitMessage          = "too many sessions for this principal; close one (DELETE) or wait for idle ones to expire"
+	OriginMessage                  = "origin not allowed"
+	BodyTooLargeMessage            = "request body too large"
+	BodyTimeoutMessage             = "request body not received in time"
+	ParseErrorMessage              = "parse error: the body is not one JSON value"
+	TwoAuthorizationsMessage       = "invalid request: more than one Authorization header"
+	codeServerError          int64 = -32000
+	codeInvalidRequest       int64 = -32600
+	codeParseError           int64 = -32700
 )
 
 // Handler returns next behind the checks of o.
