@@ -28,7 +28,7 @@ const ListenLimitMessage = "too many open subscriptions/listen streams"
 
 // Why a listen stream ended, as [ListenStats] counts them.
 const (
-	listenEndedClient   = iota // the client canceled it or its session ended
+	listenEndedClient   = iota // the client canceled it, or its session or stream ended
 	listenEndedCarrier         // the HTTP request that carried it ended
 	listenEndedRevoked         // every subscription it held was revoked
 	listenEndedShutdown        // the server is shutting down
@@ -36,7 +36,7 @@ const (
 )
 
 // listenEndNames name the reasons in logs.
-var listenEndNames = [listenEndReasons]string{"client", "connection closed", "subscriptions revoked", "shutdown"}
+var listenEndNames = [listenEndReasons]string{"ended by the client or its session", "connection closed", "subscriptions revoked", "shutdown"}
 
 // ListenStats counts the subscriptions/listen streams of an [Adapter], for
 // metrics.
@@ -175,12 +175,12 @@ func (ls *listenSet) finish(l *listen) {
 	reason, open := l.reason, len(ls.open)
 	if reason >= 0 {
 		ls.ended[reason]++
+	} else {
+		reason = listenEndedClient
 	}
 	ls.mu.Unlock()
-	if reason >= 0 {
-		// No URI, no principal: the reason and the number still open.
-		ls.log.Info("mcpsdk: ended a subscriptions/listen stream", "reason", listenEndNames[reason], "open", open)
-	}
+	// No URI, no principal: the reason and the number still open.
+	ls.log.Info("mcpsdk: a subscriptions/listen stream ended", "reason", listenEndNames[reason], "open", open)
 }
 
 // endLocked has the server end l's request for reason, once; ls.mu is

@@ -268,8 +268,9 @@ func (s *Subscriptions) DroppedSessions() int64 {
 	return s.dropped
 }
 
-// drop ends a session that does not take its notifications, once.
-func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox) {
+// drop ends a session that does not take its notifications, once, and
+// logs why (no URI, no principal).
+func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox, reason string) {
 	ob.mu.Lock()
 	again := ob.dropped
 	ob.dropped, ob.pending = true, nil
@@ -280,6 +281,7 @@ func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox) {
 	s.mu.Lock()
 	s.dropped++
 	s.mu.Unlock()
+	s.hub.Options().Logger.Warn("mcpsdk: ending a session (or listen stream) that does not take its notifications", "reason", reason)
 	go ss.Close() // Close waits for the connection: never on a writer's goroutine
 }
 
@@ -332,7 +334,7 @@ func (s *Subscriptions) enqueue(ss *mcp.ServerSession, q queued) {
 	}
 	ob.mu.Unlock()
 	if full {
-		s.drop(ss, ob)
+		s.drop(ss, ob, "notification queue full")
 		return
 	}
 	select {
@@ -363,7 +365,7 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			// A transport that ignores ctx (the SDK's HTTP streams write to
 			// the connection directly) is stopped by ending the session.
-			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob) })
+			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob, "write deadline missed") })
 			_, err := q.next(ctx, NotificationResourceUpdated, q.req)
 			late := !stuck.Stop()
 			cancel()
@@ -371,7 +373,7 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 				return
 			}
 			if err != nil && ctx.Err() != nil {
-				s.drop(ss, ob)
+				s.drop(ss, ob, "write deadline missed")
 				return
 			}
 		}

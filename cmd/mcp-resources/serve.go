@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -146,7 +147,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		MaxListensPerSession: s.Guard.MaxListensPerSession, MaxListensPerPrincipal: s.Guard.MaxListensPerPrincipal})
 	be.notes = append(be.notes, s.subscriptionsNote())
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
-		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: e.log.With("component", "mcp")}))
+		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")}))
 	adapter.Install(server)
 	go func() { _ = adapter.Run(ctx) }() // stops with ctx, like the server
 	// A shutdown starts by answering the open subscriptions/listen
@@ -167,6 +168,17 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 	})
 	m.watchSessions(server)
+	var idle time.Duration
+	if s.HTTP != "" && !s.Stateless {
+		idle = s.Guard.SessionTimeout
+	}
+	// A stateless server's sessions last one request each: its listen
+	// streams are logged by the adapter instead.
+	sessions := newSessionLog(e.log, idle)
+	if s.HTTP == "" || !s.Stateless {
+		server.AddReceivingMiddleware(sessions.middleware)
+	}
+	defer context.AfterFunc(ctx, sessions.shutdown)()
 	watchSubscriptions(m, adapter)
 
 	if s.HTTP == "" {
@@ -174,7 +186,13 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
-	return s.serveHTTP(ctx, e, server, adapter, tokens, be, m, stopAll)
+	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll)
+}
+
+// sdkLogger is the logger handed to the SDK as component: its records that
+// carry a URI are written at debug level only (see debugURIs).
+func sdkLogger(log *slog.Logger, component string) *slog.Logger {
+	return slog.New(debugURIs{h: log.Handler()}).With("component", component)
 }
 
 // backend chooses the storage the flags describe: the reference schema in
@@ -243,7 +261,7 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 // and /metrics outside authentication (on --metrics-addr when it is set),
 // until ctx ends; then it stops accepting and gives in-flight requests
 // Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
@@ -257,7 +275,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 		defer opsLn.Close()
 	}
 	g := s.Guard
-	sopts := &mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: e.log.With("component", "http"),
+	sopts := &mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: sdkLogger(e.log, "http"),
 		MaxRequestBodyBytes: int64(g.MaxBodyBytes)}
 	if !s.Stateless {
 		sopts.SessionTimeout = g.SessionTimeout
@@ -270,6 +288,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 			for ss := range server.Sessions() {
 				if ss.ID() == id {
 					e.log.Warn("ending a session that stopped reading its stream", "write_timeout", g.WriteTimeout)
+					sessions.because(id, "stopped reading its stream")
 					go ss.Close()
 				}
 			}
@@ -291,7 +310,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 			return "addr\x00" + host
 		}
 	}
-	handler = httpguard.Handler(handler, gopts)
+	handler = httpguard.Handler(sessions.deletes(handler), gopts)
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
