@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,6 +47,37 @@ func TestDiscoverAnswersOnlyWhatTheTransportServes(t *testing.T) {
 			if json.Unmarshal(m.Error.Data, &d); d.Requested != ListenProtocolVersion || len(d.Supported) == 0 || slices.Contains(d.Supported, ListenProtocolVersion) {
 				t.Errorf("stateful discover's error data %s, want the versions it serves", m.Error.Data)
 			}
+		}
+	}
+}
+
+func TestCheckParamsRefusesOnlyParamsTheSDKCannotDecode(t *testing.T) {
+	for _, c := range []struct {
+		method, params string
+		bad            bool
+	}{
+		{MethodListResources, `{"cursor":"abc","_meta":{"progressToken":1}}`, false},
+		{MethodListResources, `{}`, false},
+		{MethodListResources, `null`, false},
+		{MethodListResources, `{"cursor":5}`, true},
+		{MethodReadResource, `{"uri":"demo://readme","_meta":{}}`, false},
+		{MethodReadResource, `{"uri":7}`, true},
+		{MethodReadResource, `"demo://readme"`, true},
+		{MethodComplete, `{"ref":{"type":"ref/resource","uri":"demo://notes/{id}"},"argument":{"name":"id","value":""},"context":{"arguments":{"a":"b"}}}`, false},
+		{MethodComplete, `{"ref":5}`, true},
+		{MethodSubscriptionsListen, `{"notifications":{"resourceSubscriptions":["demo://readme"]}}`, false},
+		{MethodSubscriptionsListen, `{"notifications":{"resourceSubscriptions":"demo://readme"}}`, true},
+		{"tools/call", `{"name":"read_resource","arguments":{"uri":"x"}}`, false},
+		{"tools/call", `{"name":5}`, true},
+		{"initialize", `{"protocolVersion":5}`, false}, // left to the SDK
+		{"no/such/method", `{"x":5}`, false},
+	} {
+		e := CheckParams(c.method, json.RawMessage(c.params))
+		if (e != nil) != c.bad {
+			t.Errorf("%s %s: %v, want refused %v", c.method, c.params, e, c.bad)
+		}
+		if e != nil && (e.Code != jsonrpc.CodeInvalidParams || strings.Contains(e.Message, "mcp.")) {
+			t.Errorf("%s %s: %d %q", c.method, c.params, e.Code, e.Message)
 		}
 	}
 }

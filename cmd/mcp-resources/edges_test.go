@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,4 +110,53 @@ func TestTwoAuthorizationHeadersAreRefused(t *testing.T) {
 	if code, _, _ := s.post(initializeBody("2"), "", "Authorization", "Bearer demo-token"); code != http.StatusOK {
 		t.Errorf("one Authorization header: %d", code)
 	}
+}
+
+// Issue 39, defect 8: a wrongly typed parameter got the SDK's message,
+// which names Go types (*mcp.ListResourcesParams) and quotes the params.
+// Both transports answer it with a fixed message and the request's id.
+func TestWronglyTypedParamsGetFixedMessagesOnBothTransports(t *testing.T) {
+	cases := []struct{ body, msg string }{
+		{`{"jsonrpc":"2.0","id":11,"method":"resources/list","params":{"cursor":5}}`, "invalid resource request"},
+		{`{"jsonrpc":"2.0","id":12,"method":"resources/read","params":{"uri":7}}`, "invalid resource request"},
+		{`{"jsonrpc":"2.0","id":13,"method":"resources/read","params":7}`, "invalid resource request"},
+		{`{"jsonrpc":"2.0","id":14,"method":"resources/subscribe","params":{"uri":["demo://readme"]}}`, "invalid resource request"},
+		{`{"jsonrpc":"2.0","id":15,"method":"completion/complete","params":{"ref":5}}`, "invalid resource request"},
+		{`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":5}}`, "invalid params"},
+	}
+	check := func(t *testing.T, transport string, id int, answer []byte, msg string) {
+		t.Helper()
+		var m struct {
+			ID    int
+			Error struct {
+				Code    int64
+				Message string
+			}
+		}
+		if err := json.Unmarshal(answer, &m); err != nil || m.ID != id || m.Error.Code != -32602 || m.Error.Message != msg {
+			t.Errorf("%s, request %d: %s, want -32602 %q", transport, id, answer, msg)
+		}
+	}
+	t.Run("http", func(t *testing.T) {
+		s := startHTTP(t)
+		sid := s.open()
+		for i, c := range cases {
+			_, _, msgs := s.post(c.body, sid)
+			if len(msgs) != 1 {
+				t.Fatalf("%s: %s", c.body, msgs)
+			}
+			check(t, "http", 11+i, msgs[0], c.msg)
+		}
+		s.readSucceeds(sid, "wrongly typed params")
+	})
+	t.Run("stdio", func(t *testing.T) {
+		s := startStdio(t)
+		s.send(initializeBody("0"))
+		s.await("0")
+		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for i, c := range cases {
+			s.send(c.body)
+			check(t, "stdio", 11+i, s.await(strconv.Itoa(11+i)), c.msg)
+		}
+	})
 }

@@ -56,6 +56,11 @@ type Options struct {
 	// server ended (idle expiry, DELETE) stop counting. Required with
 	// either session cap.
 	Open func() map[string]bool
+	// CheckParams, if set, is asked about every request before next sees
+	// it; a request it refuses (bad is true) is answered with its code and
+	// message and the request's id: HTTP 400 at protocol 2026-07-28 and
+	// later, 200 before, as the SDK answers its own errors.
+	CheckParams func(method string, params json.RawMessage) (code int64, message string, bad bool)
 }
 
 // DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is zero:
@@ -137,6 +142,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case !jsonrpcid.Exact(t):
 			refuse(w, http.StatusBadRequest, codeInvalidRequest, jsonrpcid.Message)
 			return
+		case g.o.CheckParams != nil && g.paramsRefused(w, r, t):
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
@@ -155,6 +162,32 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = &deadlineWriter{ResponseWriter: w, rc: rc, d: g.o.WriteTimeout, session: r.Header.Get(SessionHeader), stuck: g.o.OnWriteTimeout}
 	}
 	g.next.ServeHTTP(w, r)
+}
+
+// paramsRefused answers a request (a message with a method and a non-null
+// id) whose params CheckParams refuses, and reports whether it did.
+func (g *guard) paramsRefused(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method == nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return false
+	}
+	code, msg, bad := g.o.CheckParams(*m.Method, m.Params)
+	if !bad {
+		return false
+	}
+	status := http.StatusOK
+	if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+		status = http.StatusBadRequest
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return true
 }
 
 // originAllowed reports whether origin is loopback or listed.
