@@ -89,6 +89,11 @@ func TestOpenServesTheReferenceSchema(t *testing.T) {
 	if obj, err := res.Read(alice, "asset://project/p1/asset/a1/object"); err != nil || len(obj.Items()) != 1 || obj.Items()[0].Text() != "the object" {
 		t.Fatalf("the object alone: %v", err)
 	}
+	// Issue 39, defect 10: the object template completes its captures,
+	// offering only assets that reference an object.
+	if c, err := res.Complete(alice, "asset://project/{project}/asset/{asset}/object", "asset", "", map[string]string{"project": "p1"}); err != nil || len(c.Values) != 1 || c.Values[0] != "a1" {
+		t.Fatalf("completing the object template's asset: %+v, %v; want a1", c, err)
+	}
 	body, err := res.Read(alice, "asset://project/p1/asset/a1/body")
 	if err != nil || body.Items()[0].Text() != "the body" {
 		t.Fatalf("body: %v", err)

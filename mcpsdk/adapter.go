@@ -18,9 +18,10 @@ import (
 //	a.Install(server)
 //	go a.Run(ctx)
 type Adapter struct {
-	res  *core.Resources
-	opts Options
-	subs *Subscriptions // nil without Options.Live
+	res     *core.Resources
+	opts    Options
+	subs    *Subscriptions // nil without Options.Live
+	listens *listenSet
 }
 
 // New returns the adapter of res configured by opts (nil: every default;
@@ -35,8 +36,10 @@ func New(res *core.Resources, opts *Options) *Adapter {
 	if opts != nil {
 		a.opts = *opts
 	}
+	a.listens = newListens(a.opts.MaxListensPerSession, a.opts.MaxListensPerPrincipal, a.opts.Logger)
 	if a.opts.Live != nil {
 		a.subs = newSubscriptions(res, a.opts.Sources, a.opts.Live)
+		a.subs.listens = a.listens
 		if a.opts.ListenOnly {
 			a.subs.ListenOnly()
 		}
@@ -86,7 +89,7 @@ func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
 //
 // Call it once, before s accepts sessions. Panics if s is nil, or if the
 // adapter's subscriptions already serve another server.
-func (a *Adapter) Install(s *mcp.Server) { install(s, a.res, &a.opts, a.subs) }
+func (a *Adapter) Install(s *mcp.Server) { install(s, a.res, &a.opts, a.subs, a.listens) }
 
 // Run runs the change sources and delivers notifications until ctx ends,
 // then returns ctx's error; without subscriptions it just waits for ctx.

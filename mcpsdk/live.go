@@ -15,12 +15,11 @@ import (
 
 // Methods and notifications of live resources.
 const (
-	MethodSubscribe              = "resources/subscribe"
-	MethodUnsubscribe            = "resources/unsubscribe"
-	MethodSubscriptionsListen    = "subscriptions/listen"
-	MethodComplete               = "completion/complete"
-	NotificationResourceUpdated  = "notifications/resources/updated"
-	notificationSubscriptionsAck = "notifications/subscriptions/acknowledged"
+	MethodSubscribe             = "resources/subscribe"
+	MethodUnsubscribe           = "resources/unsubscribe"
+	MethodSubscriptionsListen   = "subscriptions/listen"
+	MethodComplete              = "completion/complete"
+	NotificationResourceUpdated = "notifications/resources/updated"
 )
 
 // SubscriptionLimitMessage is the message of the error a subscribe request
@@ -100,6 +99,8 @@ type Subscriptions struct {
 	// sessions it has recorded): a notification for one of them is held
 	// (true) and sent once the SDK has recorded it.
 	unconfirmed map[ticket]bool
+
+	listens *listenSet // the adapter's subscriptions/listen requests
 }
 
 // NotifyQueueLength bounds the notifications waiting for one session.
@@ -139,17 +140,14 @@ func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 	return s
 }
 
-// revoked ends a subscriptions/listen stream whose last subscription was
-// dropped because its principal may no longer read the URI: the listen
-// request is answered and the client learns that the subscription ended.
-// Only a [Subscriptions.ListenOnly] server does this, where a listen
-// request has a session of its own; elsewhere the session goes on.
-func (s *Subscriptions) revoked(ss *mcp.ServerSession, remaining int) {
-	s.mu.Lock()
-	listenOnly := s.listenOnly
-	s.mu.Unlock()
-	if remaining == 0 && listenOnly && listens(ss) {
-		go ss.Close() // Close waits for the connection: never on the hub's goroutine
+// revoked answers every subscriptions/listen request of ss none of whose
+// subscriptions remain, after one was dropped because its principal may
+// no longer read the URI: the client learns that its subscriptions ended,
+// on every transport, and the session goes on. A session's subscriptions
+// of resources/subscribe stay as they are.
+func (s *Subscriptions) revoked(ss *mcp.ServerSession, _ int) {
+	if s.listens != nil {
+		s.listens.revoked(ss, func(uri string) bool { return s.hub.Subscribed(ss, uri) })
 	}
 }
 
@@ -266,10 +264,20 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	return nil
 }
 
+// errHeldElsewhere keeps a subscription that another listen stream of the
+// same session holds; no client sees it.
+var errHeldElsewhere = errors.New("mcpsdk: held by another listen stream")
+
 // unsubscribe is the SDK's UnsubscribeHandler.
 func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	if req == nil || req.Params == nil || req.Session == nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
+	}
+	if s.listens != nil && s.listens.heldElsewhere(ctx, req.Session, req.Params.URI) {
+		// A listen request that ended, whose URI another listen stream of
+		// the session still holds: an error keeps the SDK's registry entry
+		// too (the SDK ignores it there).
+		return errHeldElsewhere
 	}
 	s.hub.Unsubscribe(req.Session, req.Params.URI)
 	s.tmu.Lock()
@@ -318,8 +326,9 @@ func (s *Subscriptions) DroppedSessions() int64 {
 	return s.dropped
 }
 
-// drop ends a session that does not take its notifications, once.
-func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox) {
+// drop ends a session that does not take its notifications, once, and
+// logs why (no URI, no principal).
+func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox, reason string) {
 	ob.mu.Lock()
 	again := ob.dropped
 	ob.dropped, ob.pending = true, nil
@@ -330,6 +339,7 @@ func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox) {
 	s.mu.Lock()
 	s.dropped++
 	s.mu.Unlock()
+	s.hub.Options().Logger.Warn("mcpsdk: ending a session (or listen stream) that does not take its notifications", "reason", reason)
 	go ss.Close() // Close waits for the connection: never on a writer's goroutine
 }
 
@@ -387,7 +397,7 @@ func (s *Subscriptions) enqueue(ss *mcp.ServerSession, q queued) {
 	}
 	ob.mu.Unlock()
 	if full {
-		s.drop(ss, ob)
+		s.drop(ss, ob, "notification queue full")
 		return
 	}
 	select {
@@ -418,7 +428,7 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			// A transport that ignores ctx (the SDK's HTTP streams write to
 			// the connection directly) is stopped by ending the session.
-			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob) })
+			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob, "write deadline missed") })
 			_, err := q.next(ctx, NotificationResourceUpdated, q.req)
 			late := !stuck.Stop()
 			cancel()
@@ -426,7 +436,7 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 				return
 			}
 			if err != nil && ctx.Err() != nil {
-				s.drop(ss, ob)
+				s.drop(ss, ob, "write deadline missed")
 				return
 			}
 		}

@@ -132,6 +132,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -221,6 +222,15 @@ type Options struct {
 	// Tools, if set, also serves the gateway as tools, for clients that
 	// offer a model tools only: see [ToolOptions]. Off when nil.
 	Tools *ToolOptions
+
+	// MaxListensPerSession and MaxListensPerPrincipal bound the
+	// subscriptions/listen requests open at once in one session and for
+	// one principal over all its sessions; one more is answered with
+	// [ListenLimitMessage]. Zero selects [DefaultMaxListensPerSession] and
+	// [DefaultMaxListensPerPrincipal]. On a stateless server every listen
+	// request has a session of its own, so the principal's bound is the one
+	// that applies there.
+	MaxListensPerSession, MaxListensPerPrincipal int
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -242,14 +252,14 @@ type Observation struct {
 // install makes s serve r (see [Adapter.Install]): receiving middleware
 // that answers resources/list, resources/templates/list and resources/read
 // from r, recovers every request's panic, and serves subs when it is set.
-func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscriptions) {
+func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscriptions, ls *listenSet) {
 	if s == nil {
 		panic("mcpsdk: Install with a nil *mcp.Server")
 	}
 	if r == nil {
 		panic("mcpsdk: Install with a nil *core.Resources")
 	}
-	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal, subs: subs}
+	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal, subs: subs, listens: ls}
 	if opts != nil {
 		if opts.Principal != nil {
 			a.principal = opts.Principal
@@ -276,6 +286,9 @@ func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscription
 		mw = append(mw, a.toolMiddleware)
 	}
 	s.AddReceivingMiddleware(mw...)
+	if ls != nil {
+		s.AddSendingMiddleware(ls.acknowledged)
+	}
 	if a.subs != nil {
 		a.subs.install(s, a)
 	}
@@ -355,6 +368,7 @@ type adapter struct {
 	observe        func(context.Context, Observation)
 	complete       bool
 	subs           *Subscriptions
+	listens        *listenSet
 	log            *slog.Logger
 	tools          *toolSurface // nil: no tool surface
 	trace          *tracing     // nil: no spans (trace.go)
@@ -429,18 +443,25 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				return nil, err
 			}
+			if err := servesVersion(req, res); err != nil {
+				return nil, err
+			}
 			declareResources(res)
 			a.declareLive(res)
 			return res, nil
 		case MethodSubscribe, MethodUnsubscribe, MethodSubscriptionsListen:
-			if a.subs != nil {
-				p, ok := a.safePrincipal(ctx, req)
-				if !ok {
+			var p string
+			if a.subs != nil || method == MethodSubscriptionsListen {
+				var ok bool
+				if p, ok = a.safePrincipal(ctx, req); !ok {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 				}
 				if p != "" {
 					ctx = core.WithPrincipal(ctx, p)
 				}
+			}
+			if method == MethodSubscriptionsListen && a.listens != nil {
+				return a.listens.serve(ctx, next, method, req, p)
 			}
 		case MethodComplete:
 			if p, _ := req.GetParams().(*mcp.CompleteParams); a.complete && p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" {
@@ -452,6 +473,25 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// servesVersion refuses a server/discover request of a protocol revision
+// the transport does not serve, exactly as the SDK refuses that revision's
+// other requests (-32022 with the supported versions): a stateful
+// streamable HTTP server answers discover at 2026-07-28 and then refuses
+// every 2026-07-28 request, and a client that trusted the answer would
+// fail on every call.
+func servesVersion(req mcp.Request, res mcp.Result) error {
+	d, ok := res.(*mcp.DiscoverResult)
+	if !ok || d == nil {
+		return nil
+	}
+	v := protocolVersion(req)
+	if v == "" || slices.Contains(d.SupportedVersions, v) {
+		return nil
+	}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: d.SupportedVersions, Requested: v})
+	return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data}
 }
 
 // completeElsewhere passes a completion that is not the adapter's (a prompt

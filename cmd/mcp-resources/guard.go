@@ -16,6 +16,8 @@ type guardFlags struct {
 	MaxSessions                  int           `name:"max-sessions" default:"1000" env:"MCPRES_MAX_SESSIONS" help:"Most HTTP sessions open at once; one more is refused with HTTP 429."`
 	MaxSessionsPerPrincipal      int           `name:"max-sessions-per-principal" default:"100" env:"MCPRES_MAX_SESSIONS_PER_PRINCIPAL" help:"Most HTTP sessions of one principal (the token's; without --tokens, one client address)."`
 	MaxSubscriptionsPerPrincipal int           `name:"max-subscriptions-per-principal" default:"1000" env:"MCPRES_MAX_SUBSCRIPTIONS_PER_PRINCIPAL" help:"Most resource subscriptions of one principal over all its sessions (the server holds at most 10000, a session 100)."`
+	MaxListensPerSession         int           `name:"max-listens-per-session" default:"4" env:"MCPRES_MAX_LISTENS_PER_SESSION" help:"Most subscriptions/listen streams open at once in one session (stdio, stateful HTTP)."`
+	MaxListensPerPrincipal       int           `name:"max-listens-per-principal" default:"100" env:"MCPRES_MAX_LISTENS_PER_PRINCIPAL" help:"Most subscriptions/listen streams open at once for one principal over all its sessions (without --tokens every client is one principal); one more is refused."`
 	ReadTimeout                  time.Duration `name:"http-read-timeout" default:"30s" env:"MCPRES_HTTP_READ_TIMEOUT" help:"Deadline to receive a whole HTTP request, headers and body (a slower client is disconnected)."`
 	WriteTimeout                 time.Duration `name:"write-timeout" default:"10s" env:"MCPRES_WRITE_TIMEOUT" help:"Deadline of one write to a client (an HTTP response write, one notification); a session that misses it is ended."`
 	IdleTimeout                  time.Duration `name:"http-idle-timeout" default:"2m" env:"MCPRES_HTTP_IDLE_TIMEOUT" help:"Close an idle keep-alive HTTP connection after this long."`
@@ -37,7 +39,8 @@ func (g *guardFlags) check(http bool) error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"--max-sessions", g.MaxSessions}, {"--max-sessions-per-principal", g.MaxSessionsPerPrincipal}, {"--max-subscriptions-per-principal", g.MaxSubscriptionsPerPrincipal}} {
+	}{{"--max-sessions", g.MaxSessions}, {"--max-sessions-per-principal", g.MaxSessionsPerPrincipal}, {"--max-subscriptions-per-principal", g.MaxSubscriptionsPerPrincipal},
+		{"--max-listens-per-session", g.MaxListensPerSession}, {"--max-listens-per-principal", g.MaxListensPerPrincipal}} {
 		if n.v <= 0 {
 			return fmt.Errorf("%s must be positive, got %d", n.name, n.v)
 		}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -142,12 +144,17 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		Live: &live.Options{Logger: e.log.With("component", "live"),
 			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout},
 		Sources: be.sources, ListenOnly: s.HTTP != "" && s.Stateless,
-		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions()})
+		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions(),
+		MaxListensPerSession: s.Guard.MaxListensPerSession, MaxListensPerPrincipal: s.Guard.MaxListensPerPrincipal})
 	be.notes = append(be.notes, s.subscriptionsNote())
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
-		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: e.log.With("component", "mcp")}))
+		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")}))
 	adapter.Install(server)
 	go func() { _ = adapter.Run(ctx) }() // stops with ctx, like the server
+	// A shutdown starts by answering the open subscriptions/listen
+	// streams (and any opened later), which would otherwise hold it for
+	// the whole grace period.
+	defer context.AfterFunc(ctx, adapter.EndListens)()
 	// Outermost: every request's context ends when the grace period does,
 	// so a read still running then fails as canceled instead of holding
 	// the process.
@@ -162,14 +169,41 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 	})
 	m.watchSessions(server)
-	watchSubscriptions(m, adapter.Subscriptions())
+	var idle time.Duration
+	if s.HTTP != "" && !s.Stateless {
+		idle = s.Guard.SessionTimeout
+	}
+	// A stateless server's sessions last one request each: its listen
+	// streams are logged by the adapter instead.
+	sessions := newSessionLog(e.log, idle)
+	if s.HTTP == "" || !s.Stateless {
+		server.AddReceivingMiddleware(sessions.middleware)
+	}
+	defer context.AfterFunc(ctx, sessions.shutdown)()
+	watchSubscriptions(m, adapter)
 
 	if s.HTTP == "" {
 		be.logNotes(e)
 		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
-	return s.serveHTTP(ctx, e, server, tokens, be, m, stopAll)
+	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll)
+}
+
+// checkParams is both transports' check of a request's params: a wrongly
+// typed one gets a fixed message instead of the SDK's, which names Go
+// types and quotes the params.
+func checkParams(method string, params json.RawMessage) (int64, string, bool) {
+	if e := mcpsdk.CheckParams(method, params); e != nil {
+		return e.Code, e.Message, true
+	}
+	return 0, "", false
+}
+
+// sdkLogger is the logger handed to the SDK as component: its records that
+// carry a URI are written at debug level only (see debugURIs).
+func sdkLogger(log *slog.Logger, component string) *slog.Logger {
+	return slog.New(debugURIs{h: log.Handler()}).With("component", component)
 }
 
 // backend chooses the storage the flags describe: the reference schema in
@@ -226,7 +260,8 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
 	// When stdin ends, the requests read before it are answered within
 	// the same grace as a signal's.
-	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond)}
+	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
+		CheckParams: checkParams}
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
@@ -238,7 +273,7 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 // and /metrics outside authentication (on --metrics-addr when it is set),
 // until ctx ends; then it stops accepting and gives in-flight requests
 // Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
@@ -252,17 +287,21 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 		defer opsLn.Close()
 	}
 	g := s.Guard
-	sopts := &mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: e.log.With("component", "http"),
+	sopts := &mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: sdkLogger(e.log, "http"),
 		MaxRequestBodyBytes: int64(g.MaxBodyBytes)}
 	if !s.Stateless {
 		sopts.SessionTimeout = g.SessionTimeout
 	}
-	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, sopts)
+	// A subscriptions/listen request ends with the HTTP request that
+	// carries it.
+	handler := adapter.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, sopts))
 	gopts := httpguard.Options{MaxBodyBytes: int64(g.MaxBodyBytes), AllowedOrigins: g.AllowedOrigins, WriteTimeout: g.WriteTimeout,
+		CheckParams: checkParams,
 		OnWriteTimeout: func(id string) {
 			for ss := range server.Sessions() {
 				if ss.ID() == id {
 					e.log.Warn("ending a session that stopped reading its stream", "write_timeout", g.WriteTimeout)
+					sessions.because(id, "stopped reading its stream")
 					go ss.Close()
 				}
 			}
@@ -284,10 +323,11 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 			return "addr\x00" + host
 		}
 	}
-	handler = httpguard.Handler(handler, gopts)
+	handler = httpguard.Handler(sessions.deletes(handler), gopts)
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
+	handler = httpguard.OneAuthorization(handler)
 	drain := &drainer{}
 	handler = drain.track(traceHTTP(handler))
 	ops := http.NewServeMux()
@@ -460,8 +500,32 @@ func (s *serveCmd) subscriptionsNote() string {
 
 // watchSubscriptions exports the subscriptions and subscribing streams
 // (sessions, or subscriptions/listen streams on a stateless server) held
-// now.
-func watchSubscriptions(m *metrics, subs *mcpsdk.Subscriptions) {
+// now, and the subscriptions/listen streams open and refused.
+func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
+	subs := a.Subscriptions()
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcpres_listen_streams_active",
+		Help: "subscriptions/listen requests open now (bounded by --max-listens-per-session and --max-listens-per-principal).",
+	}, func() float64 { return float64(a.Listens().Open) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcpres_listen_streams_refused_total",
+			Help: "subscriptions/listen requests refused because their session or principal had as many open as allowed.",
+		}, func() float64 { return float64(a.Listens().Refused) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "mcpres_listen_streams_ended_total",
+			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+			ConstLabels: prometheus.Labels{"reason": "revoked"},
+		}, func() float64 { return float64(a.Listens().Revoked) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "mcpres_listen_streams_ended_total",
+			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+			ConstLabels: prometheus.Labels{"reason": "disconnected"},
+		}, func() float64 { return float64(a.Listens().Carrier) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "mcpres_listen_streams_ended_total",
+			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+			ConstLabels: prometheus.Labels{"reason": "shutdown"},
+		}, func() float64 { return float64(a.Listens().Shutdown) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "mcpres_subscriptions_active",
 		Help: "Resource subscriptions held now.",

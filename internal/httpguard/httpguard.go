@@ -1,7 +1,9 @@
 // Package httpguard wraps an MCP streamable HTTP handler with the checks a
 // server exposed to hostile clients needs in front of the go-sdk's own:
 // an Origin allowlist, a bounded request body read within the server's
-// read deadline, refusal of JSON-RPC batches, a write deadline on every
+// read deadline, refusal of JSON-RPC batches, of a body that is not one
+// JSON value and of ids the server cannot echo exactly (package
+// jsonrpcid), a write deadline on every
 // write (so a client that stops reading its stream fails the write instead
 // of holding it), and caps on the sessions of the server and of each
 // principal.
@@ -20,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/jsonrpcid"
 )
 
 // SessionHeader is the streamable HTTP session header.
@@ -52,6 +56,11 @@ type Options struct {
 	// server ended (idle expiry, DELETE) stop counting. Required with
 	// either session cap.
 	Open func() map[string]bool
+	// CheckParams, if set, is asked about every request before next sees
+	// it; a request it refuses (bad is true) is answered with its code and
+	// message and the request's id: HTTP 400 at protocol 2026-07-28 and
+	// later, 200 before, as the SDK answers its own errors.
+	CheckParams func(method string, params json.RawMessage) (code int64, message string, bad bool)
 }
 
 // DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is zero:
@@ -60,14 +69,17 @@ const DefaultMaxBodyBytes = 4 << 20
 
 // Messages of the refusals, as JSON-RPC error messages.
 const (
-	BatchMessage                = "JSON-RPC batches are not supported"
-	SessionLimitMessage         = "too many sessions on this server; try again later"
-	PrincipalLimitMessage       = "too many sessions for this principal; close one (DELETE) or wait for idle ones to expire"
-	OriginMessage               = "origin not allowed"
-	BodyTooLargeMessage         = "request body too large"
-	BodyTimeoutMessage          = "request body not received in time"
-	codeServerError       int64 = -32000
-	codeInvalidRequest    int64 = -32600
+	BatchMessage                   = "JSON-RPC batches are not supported"
+	SessionLimitMessage            = "too many sessions on this server; try again later"
+	PrincipalLimitMessage          = "too many sessions for this principal; close one (DELETE) or wait for idle ones to expire"
+	OriginMessage                  = "origin not allowed"
+	BodyTooLargeMessage            = "request body too large"
+	BodyTimeoutMessage             = "request body not received in time"
+	ParseErrorMessage              = "parse error: the body is not one JSON value"
+	TwoAuthorizationsMessage       = "invalid request: more than one Authorization header"
+	codeServerError          int64 = -32000
+	codeInvalidRequest       int64 = -32600
+	codeParseError           int64 = -32700
 )
 
 // Handler returns next behind the checks of o.
@@ -117,8 +129,20 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusRequestTimeout, codeInvalidRequest, BodyTimeoutMessage)
 			return
 		}
-		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		t := bytes.TrimSpace(body)
+		switch {
+		case len(t) > 0 && t[0] == '[':
 			refuse(w, http.StatusBadRequest, codeInvalidRequest, BatchMessage)
+			return
+		case len(t) > 0 && !json.Valid(t):
+			// Not one JSON value (trailing bytes after a message, like a
+			// stdio line with them): the SDK would serve the first value.
+			refuse(w, http.StatusBadRequest, codeParseError, ParseErrorMessage)
+			return
+		case !jsonrpcid.Exact(t):
+			refuse(w, http.StatusBadRequest, codeInvalidRequest, jsonrpcid.Message)
+			return
+		case g.o.CheckParams != nil && g.paramsRefused(w, r, t):
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -138,6 +162,32 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = &deadlineWriter{ResponseWriter: w, rc: rc, d: g.o.WriteTimeout, session: r.Header.Get(SessionHeader), stuck: g.o.OnWriteTimeout}
 	}
 	g.next.ServeHTTP(w, r)
+}
+
+// paramsRefused answers a request (a message with a method and a non-null
+// id) whose params CheckParams refuses, and reports whether it did.
+func (g *guard) paramsRefused(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method == nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return false
+	}
+	code, msg, bad := g.o.CheckParams(*m.Method, m.Params)
+	if !bad {
+		return false
+	}
+	status := http.StatusOK
+	if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+		status = http.StatusBadRequest
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return true
 }
 
 // originAllowed reports whether origin is loopback or listed.
@@ -309,6 +359,20 @@ func (w *deadlineWriter) check(err error) {
 }
 
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// OneAuthorization refuses (400) a request with more than one
+// Authorization header, before next (the bearer-token check, which would
+// read the first) sees it: which one counts must not be the server's
+// guess.
+func OneAuthorization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			refuse(w, http.StatusBadRequest, codeInvalidRequest, TwoAuthorizationsMessage)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // LoopbackHostOnly refuses (403) a request that arrived on a loopback
 // address with a Host header that does not name loopback: a browser page

@@ -126,3 +126,37 @@ func FuzzOriginAllowed(f *testing.F) {
 		}
 	})
 }
+
+// Issue 39, defects 5 to 7: a body with bytes after its message, an id the
+// server would echo as another, and two Authorization headers are refused
+// (the SDK served the first value, answered another id, and the first
+// header decided).
+func TestTrailingBytesInexactIDsAndTwoAuthorizationsAreRefused(t *testing.T) {
+	h := OneAuthorization(Handler(http.HandlerFunc(echo), Options{}))
+	for _, c := range []struct {
+		name, body string
+		hdr        []string
+		code       int
+		msg        string
+	}{
+		{"one message", `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n", nil, 200, ""},
+		{"trailing bytes", `{"jsonrpc":"2.0","id":1,"method":"ping"} x`, nil, 400, ParseErrorMessage},
+		{"two messages", `{"jsonrpc":"2.0","id":1,"method":"ping"}{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil, 400, ParseErrorMessage},
+		{"id 2^64", `{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}`, nil, 400, "the id must be"},
+		{"id -0.5", `{"jsonrpc":"2.0","id":-0.5,"method":"ping"}`, nil, 400, "the id must be"},
+		{"one Authorization", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Authorization", "Bearer a"}, 200, ""},
+	} {
+		w := do(h, http.MethodPost, "/mcp", c.body, c.hdr...)
+		if w.Code != c.code || !strings.Contains(w.Body.String(), c.msg) {
+			t.Errorf("%s: %d %s, want %d %q", c.name, w.Code, w.Body.String(), c.code, c.msg)
+		}
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	r.Header.Add("Authorization", "Bearer a")
+	r.Header.Add("Authorization", "Bearer b")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), TwoAuthorizationsMessage) {
+		t.Errorf("two Authorization headers: %d %s, want 400 %q", w.Code, w.Body.String(), TwoAuthorizationsMessage)
+	}
+}

@@ -8,8 +8,10 @@
 // answers, itself and with a null id:
 //
 //   - a line that is not JSON with -32700 (parse error);
-//   - a JSON array (a batch, which MCP no longer has) and a JSON value that
-//     is not a JSON-RPC 2.0 message with -32600 (invalid request);
+//   - a JSON array (a batch, which MCP no longer has), a JSON value that
+//     is not a JSON-RPC 2.0 message and a message whose id the server
+//     cannot echo exactly (package jsonrpcid) with -32600 (invalid
+//     request);
 //   - a line longer than [Transport].MaxMessageBytes with -32600, after
 //     discarding it up to its newline without keeping it.
 //
@@ -33,6 +35,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/internal/jsonrpcid"
 )
 
 // DefaultMaxMessageBytes is the longest line [Transport] accepts when
@@ -60,6 +64,10 @@ type Transport struct {
 	// ended, for the answers to the requests it has read; zero selects
 	// DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// CheckParams, if set, is asked about every request before the SDK
+	// sees it; a request it refuses (bad is true) is answered with its
+	// code and message and the request's id.
+	CheckParams func(method string, params json.RawMessage) (code int64, message string, bad bool)
 }
 
 // DefaultDrainTimeout is the wait for pending answers after In ends when
@@ -79,7 +87,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		drain = DefaultDrainTimeout
 	}
 	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{}), drain: drain,
-		pending: map[any]struct{}{}, answered: make(chan struct{}, 1)}
+		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams}
 	go c.readLines(t.In, max)
 	return c, nil
 }
@@ -96,6 +104,8 @@ type conn struct {
 	pmu      sync.Mutex
 	pending  map[any]struct{} // ids of the requests read and not yet answered
 	answered chan struct{}    // a pending request was answered
+
+	check func(method string, params json.RawMessage) (int64, string, bool)
 }
 
 // drainPending waits, once In has ended, until every request read has been
@@ -184,6 +194,14 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, c.rerr
 		}
 		msg, code, text := Classify(line)
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && c.check != nil {
+			if code, text, bad := c.check(req.Method, req.Params); bad {
+				if err := c.answerTo(req.ID, code, text); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 			c.pmu.Lock()
 			c.pending[req.ID.Raw()] = struct{}{}
@@ -218,12 +236,23 @@ func Classify(line []byte) (msg jsonrpc.Message, code int64, text string) {
 		return nil, jsonrpc.CodeInvalidRequest, BatchMessage
 	case trimmed[0] != '{':
 		return nil, jsonrpc.CodeInvalidRequest, InvalidMessage
+	case !jsonrpcid.Exact(trimmed):
+		return nil, jsonrpc.CodeInvalidRequest, jsonrpcid.Message
 	}
 	m, err := jsonrpc.DecodeMessage(trimmed)
 	if err != nil {
 		return nil, jsonrpc.CodeInvalidRequest, InvalidMessage
 	}
 	return m, 0, ""
+}
+
+// answerTo writes an error response to the request with id.
+func (c *conn) answerTo(id jsonrpc.ID, code int64, text string) error {
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: text}})
+	if err != nil {
+		return err
+	}
+	return c.write(context.Background(), b)
 }
 
 // answer writes an error response with a null id.

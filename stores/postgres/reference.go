@@ -101,6 +101,9 @@ WHERE project_id = $project AND (starts_with(id, $prefix) OR starts_with(name, $
 	refCompleteBodyAsset = `SELECT id AS value FROM mcpres.assets
 WHERE project_id = $project AND body IS NOT NULL
   AND (starts_with(id, $prefix) OR starts_with(name, $prefix)) ORDER BY 1`
+	refCompleteObjectAsset = `SELECT id AS value FROM mcpres.assets
+WHERE project_id = $project AND object_bucket IS NOT NULL
+  AND (starts_with(id, $prefix) OR starts_with(name, $prefix)) ORDER BY 1`
 )
 
 // ReferenceBindings returns the reference schema's five bindings, in the
@@ -185,6 +188,7 @@ CROSS JOIN LATERAL ` + refGrantFlags + `
 WHERE a.project_id = $project AND a.id = $asset`,
 			ObjectSource: ReferenceObjectSource,
 			ObjectOnly:   true,
+			Complete:     map[string]string{"project": refCompleteProject, "asset": refCompleteObjectAsset},
 		},
 	}
 }

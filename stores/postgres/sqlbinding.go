@@ -285,25 +285,8 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	sb.plan = &statement{owner: owner, kind: kind, named: named}
 	sb.plan.prepare = sb.preparePlan
-	if sb.objOnly {
-		src.add(sb.plan)
-		src.watch(name, b.Listen)
-		return core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}, nil
-	}
-	// The body.
-	if named, err = rewriteNamed(b.Body, nil); err != nil {
-		return fail("body", err.Error())
-	}
-	if err := named.checkNames(func(n string) bool { return n == "key" || n == "version" || n == "principal" },
-		"a body statement takes $key, $version and $principal"); err != nil {
-		return fail("body", err.Error())
-	}
-	if named.paramIndex("key") == 0 {
-		return fail("body", "does not use $key: it must select the planned item")
-	}
-	sb.body = &statement{owner: owner, kind: "body", named: named}
-	sb.body.prepare = sb.prepareBody
-	// Completions, in name order so that Check reports deterministically.
+	// Completions, in name order so that Check reports deterministically;
+	// an object-only binding completes its captures like any other.
 	for _, v := range slices.Sorted(maps.Keys(b.Complete)) {
 		field := fmt.Sprintf("complete %q", v)
 		if !slices.Contains(vars, v) {
@@ -315,7 +298,8 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 			}
 			return "text"
 		}
-		if named, err = rewriteNamed(b.Complete[v], cast); err != nil {
+		named, err := rewriteNamed(b.Complete[v], cast)
+		if err != nil {
 			return fail(field, err.Error())
 		}
 		if err := named.checkNames(func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
@@ -333,17 +317,45 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		}
 		sb.complete[v] = st
 	}
+	addCompletions := func() {
+		for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
+			src.add(sb.complete[v])
+		}
+	}
+	if sb.objOnly {
+		src.add(sb.plan)
+		addCompletions()
+		src.watch(name, b.Listen)
+		return sb.binding(b.Definition), nil
+	}
+	// The body.
+	if named, err = rewriteNamed(b.Body, nil); err != nil {
+		return fail("body", err.Error())
+	}
+	if err := named.checkNames(func(n string) bool { return n == "key" || n == "version" || n == "principal" },
+		"a body statement takes $key, $version and $principal"); err != nil {
+		return fail("body", err.Error())
+	}
+	if named.paramIndex("key") == 0 {
+		return fail("body", "does not use $key: it must select the planned item")
+	}
+	sb.body = &statement{owner: owner, kind: "body", named: named}
+	sb.body.prepare = sb.prepareBody
 	src.add(sb.plan)
 	src.add(sb.body)
-	for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
-		src.add(sb.complete[v])
-	}
+	addCompletions()
 	src.watch(name, b.Listen)
-	out := core.ResourceBinding{Definition: b.Definition, Resolver: sb, Reader: core.ReaderFunc(sb.read)}
+	return sb.binding(b.Definition), nil
+}
+
+// binding is the core binding of sb, with its completer when it has
+// completion statements.
+func (sb *sqlBinding) binding(def core.ResourceDefinition) core.ResourceBinding {
+	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ReaderFunc(sb.read)}
 	if len(sb.complete) > 0 {
 		out.Completer = sb
 	}
-	return out, nil
+	return out
 }
 
 // prepareSelect checks desc's columns against want (plus extra) and returns
