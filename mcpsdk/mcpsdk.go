@@ -441,6 +441,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if p != "" {
 					ctx = core.WithPrincipal(ctx, p)
 				}
+				ctx = withTokenClaims(ctx, req)
 			}
 		case MethodComplete:
 			if p, _ := req.GetParams().(*mcp.CompleteParams); a.complete && p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" {
@@ -531,6 +532,7 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 	if p := a.principal(ctx, req); p != "" {
 		ctx = core.WithPrincipal(ctx, p)
 	}
+	ctx = withTokenClaims(ctx, req)
 	switch method {
 	case MethodReadResource:
 		return a.read(ctx, req, &o)

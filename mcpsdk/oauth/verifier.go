@@ -5,7 +5,7 @@
 // auth.RequireBearerToken while serving RFC 9728 protected resource
 // metadata ([ResourceServer]).
 //
-// A host that serves an [mcpsdk.Adapter] over HTTP needs three values: the
+// A host that serves an mcpsdk adapter over HTTP needs three values: the
 // issuer, the server's canonical resource URI (the audience its tokens must
 // name) and the scopes it requires:
 //
@@ -18,7 +18,7 @@
 // The verified principal is the token's UserID, which the adapter's default
 // Principal function and the SDK's session binding use; the claims the
 // operator names ([Options].Claims) travel as JSON in TokenInfo.Extra under
-// [ClaimsKey], and the adapter hands them to the stores
+// [ClaimsKey] (the same key as mcpsdk.TokenClaimsKey), and the adapter hands them to the stores
 // ([core.WithClaims]).
 package oauth
 
@@ -36,6 +36,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 )
 
 // Defaults and bounds of [Options].
@@ -65,7 +67,7 @@ const (
 // ClaimsKey is the key of TokenInfo.Extra under which [Verifier.Verify]
 // puts the passed claims: a json.RawMessage holding one JSON object (empty
 // when the token has none of the named claims).
-const ClaimsKey = "mcpres.claims"
+const ClaimsKey = mcpsdk.TokenClaimsKey
 
 // DefaultAlgorithms are the signature algorithms accepted when
 // Options.Algorithms is empty: asymmetric ones only.
