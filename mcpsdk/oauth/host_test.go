@@ -56,9 +56,11 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 		}),
 	}
 	allow := core.ResourcePolicy{
-		Discover:   func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{Visible: true}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
+			return core.Visibility{Visible: true}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
 	}
 	res, err := core.NewResources([]core.ResourceBinding{binding}, allow)
 	if err != nil {
