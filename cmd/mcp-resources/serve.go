@@ -37,9 +37,12 @@ type serveCmd struct {
 	ListenURL     string        `name:"listen-postgres" placeholder:"URL" env:"MCPRES_LISTEN_DATABASE_URL" help:"A direct PostgreSQL URL for the one connection that LISTENs for changes (subscriptions), when --postgres goes through a transaction-pooling PgBouncer. Default: --postgres."`
 
 	Guard guardFlags `embed:"" group:"Hostile clients"`
+	OAuth oauthFlags `embed:"" group:"Identity provider (OAuth 2.1 resource server)"`
 
 	Storage storageFlags `embed:""`
 	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
+
+	oauth *oauthServer // from OAuth, set by Run (oauth.go)
 }
 
 // backend is what the resources are served from: bindings, their policy,
@@ -113,6 +116,12 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 
+	if s.oauth, err = s.OAuth.newOAuth(s.HTTP, s.Tokens, m, e); err != nil { // oauth.go
+		return err
+	}
+	if s.oauth != nil {
+		be.ready = append(be.ready, s.oauth.ready())
+	}
 	var tokens *tokenTable
 	if s.Tokens != "" {
 		if s.HTTP == "" {
@@ -130,7 +139,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 
 	principal := func(ctx context.Context, req mcp.Request) string { return s.Principal }
-	if tokens != nil {
+	if tokens != nil || s.oauth != nil {
 		principal = mcpsdk.TokenPrincipal
 	}
 	// Subscriptions are served on every transport, each over the stream it
@@ -288,6 +297,9 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
+	if s.oauth != nil {
+		handler = s.oauth.rs.Protect(handler)
+	}
 	drain := &drainer{}
 	handler = drain.track(traceHTTP(handler))
 	ops := http.NewServeMux()
@@ -307,6 +319,9 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	ops.Handle("GET /metrics", m.handler())
 	opsHandler := httpguard.LoopbackHostOnly(ops)
 	mux := http.NewServeMux()
+	if s.oauth != nil {
+		s.oauth.rs.Register(mux) // the protected resource metadata, unauthenticated
+	}
 	mux.Handle("/mcp", handler)
 	mux.Handle("/", handler)
 	var opsServer *http.Server
@@ -324,7 +339,9 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, to
 	// bounds receiving a request only; a long SSE response outlives it.
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout, IdleTimeout: g.IdleTimeout}
 	authn := "bearer tokens from " + s.Tokens
-	if tokens == nil {
+	if s.oauth != nil {
+		authn = s.oauth.describe()
+	} else if tokens == nil {
 		authn = "none: every request is served as principal " + s.Principal
 	}
 	be.logNotes(e)
