@@ -33,7 +33,7 @@ type idp struct {
 	hc                      *http.Client
 }
 
-func hydra(t *testing.T) *idp {
+func hydra(t testing.TB) *idp {
 	t.Helper()
 	d := &idp{issuer: os.Getenv("MCPRES_OAUTH_ISSUER"), admin: os.Getenv("MCPRES_OAUTH_ADMIN_URL"),
 		testKeys: os.Getenv("MCPRES_OAUTH_TEST_KEYS"), hc: &http.Client{Timeout: 20 * time.Second}}
@@ -43,7 +43,7 @@ func hydra(t *testing.T) *idp {
 	return d
 }
 
-func randomHex(t *testing.T, n int) string {
+func randomHex(t testing.TB, n int) string {
 	t.Helper()
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -53,7 +53,7 @@ func randomHex(t *testing.T, n int) string {
 }
 
 // call sends a JSON request to Hydra and decodes a JSON answer into out.
-func (d *idp) call(t *testing.T, method, u string, in, out any) {
+func (d *idp) call(t testing.TB, method, u string, in, out any) {
 	t.Helper()
 	var body io.Reader
 	if in != nil {
@@ -83,7 +83,7 @@ type oauthClient struct{ id, secret, redirect string }
 
 // client registers a client for the grant types, allowed scope and
 // audience; it is deleted when the test ends.
-func (d *idp) client(t *testing.T, grants []string, scope, audience string) oauthClient {
+func (d *idp) client(t testing.TB, grants []string, scope, audience string) oauthClient {
 	t.Helper()
 	c := oauthClient{id: "mcpres-" + randomHex(t, 6), secret: randomHex(t, 16), redirect: "http://127.0.0.1:9/callback"}
 	d.call(t, http.MethodPost, d.admin+"/admin/clients", map[string]any{"client_id": c.id, "client_secret": c.secret,
@@ -99,7 +99,7 @@ func (d *idp) client(t *testing.T, grants []string, scope, audience string) oaut
 }
 
 // token posts form to the token endpoint as client c.
-func (d *idp) token(t *testing.T, c oauthClient, form url.Values) string {
+func (d *idp) token(t testing.TB, c oauthClient, form url.Values) string {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, d.issuer+"oauth2/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -120,7 +120,7 @@ func (d *idp) token(t *testing.T, c oauthClient, form url.Values) string {
 }
 
 // clientCredentials is a token for the client itself (sub = its id).
-func (d *idp) clientCredentials(t *testing.T, c oauthClient, scope, audience string) string {
+func (d *idp) clientCredentials(t testing.TB, c oauthClient, scope, audience string) string {
 	t.Helper()
 	return d.token(t, c, url.Values{"grant_type": {"client_credentials"}, "scope": {scope}, "audience": {audience}})
 }
@@ -128,7 +128,7 @@ func (d *idp) clientCredentials(t *testing.T, c oauthClient, scope, audience str
 // userToken runs the authorization code flow with PKCE for user subject as
 // a browser would, with Hydra's login and consent accepted on its admin
 // API: the consent puts accessClaims (groups) into the access token.
-func (d *idp) userToken(t *testing.T, c oauthClient, subject, scope, audience string, accessClaims map[string]any) string {
+func (d *idp) userToken(t testing.TB, c oauthClient, subject, scope, audience string, accessClaims map[string]any) string {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second,
@@ -180,7 +180,7 @@ type signer struct {
 
 // publishedKey uploads a fresh RSA key to Hydra's test key set; it is
 // removed when the test ends.
-func (d *idp) publishedKey(t *testing.T) signer {
+func (d *idp) publishedKey(t testing.TB) signer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -199,7 +199,7 @@ func (d *idp) publishedKey(t *testing.T) signer {
 }
 
 // signJWT signs claims with key under alg and kid.
-func signJWT(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
+func signJWT(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
 	t.Helper()
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
@@ -218,7 +218,7 @@ func b64JSON(v any) string {
 }
 
 // rawPost sends one JSON-RPC message to /mcp with token and session id.
-func rawPost(t *testing.T, addr, token, session, msg string) (int, string) {
+func rawPost(t testing.TB, addr, token, session, msg string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
@@ -237,7 +237,7 @@ func rawPost(t *testing.T, addr, token, session, msg string) (int, string) {
 
 // postMCP sends one JSON-RPC initialize to the server's /mcp with token and
 // returns the response.
-func postMCP(t *testing.T, addr, token string) (*http.Response, string) {
+func postMCP(t testing.TB, addr, token string) (*http.Response, string) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"oauth-test","version":"1"}}}`
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))

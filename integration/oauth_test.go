@@ -75,7 +75,7 @@ type oauthRig struct {
 	resource string
 }
 
-func newOAuthRig(t *testing.T) *oauthRig {
+func newOAuthRig(t testing.TB) *oauthRig {
 	t.Helper()
 	r := &oauthRig{idp: hydra(t), dbURL: harness.Postgres(t)}
 	if err := serverproc.PostgresExec(t.Context(), r.dbURL, oauthSchema); err != nil {
