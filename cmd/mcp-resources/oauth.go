@@ -76,7 +76,7 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, m *metrics, e *env
 		return ti, err
 	}
 	o.rs, err = oauth.NewResourceServer(verify, &oauth.ResourceOptions{Resource: f.Resource,
-		AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ResourceName: "mcp-resources"})
+		AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ResourceName: "mcp-resources", ClockSkew: f.ClockSkew})
 	if err != nil {
 		return nil, err
 	}

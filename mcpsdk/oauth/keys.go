@@ -72,6 +72,14 @@ type KeyStats struct {
 	Err error
 }
 
+// ready reports whether the keys held may be used and the last fetch
+// succeeded.
+func (k *keySet) ready() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.keys) > 0 && k.lastErr == nil && k.now().Sub(k.loadedAt) < k.maxAge
+}
+
 func (k *keySet) stats() KeyStats {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -31,6 +32,10 @@ type ResourceOptions struct {
 	ScopesSupported []string
 	// ResourceName is the metadata's human-readable name; optional.
 	ResourceName string
+	// ClockSkew is the tolerance on a token's expiration that the SDK's
+	// middleware applies after the verifier: give the verifier's
+	// ([Options].ClockSkew). Zero means [DefaultClockSkew].
+	ClockSkew time.Duration
 }
 
 // ResourceServer protects HTTP handlers as an OAuth 2.1 resource server
@@ -42,6 +47,7 @@ type ResourceServer struct {
 	metadataURL string
 	paths       []string
 	scopes      []string
+	skew        time.Duration
 }
 
 // NewResourceServer returns a resource server that verifies tokens with
@@ -69,13 +75,16 @@ func NewResourceServer(verify auth.TokenVerifier, opts *ResourceOptions) (*Resou
 	if supported == nil {
 		supported = opts.Scopes
 	}
-	rs := &ResourceServer{verify: verify, scopes: slices.Clone(opts.Scopes),
+	rs := &ResourceServer{verify: verify, scopes: slices.Clone(opts.Scopes), skew: opts.ClockSkew,
 		meta: oauthex.ProtectedResourceMetadata{Resource: opts.Resource,
 			AuthorizationServers: slices.Clone(opts.AuthorizationServers), ScopesSupported: slices.Clone(supported),
 			BearerMethodsSupported: []string{"header"}, ResourceName: opts.ResourceName}}
 	// RFC 9728 section 3.1: the well-known path, then the resource's path.
 	suffix := strings.TrimSuffix(u.EscapedPath(), "/")
 	rs.metadataURL = u.Scheme + "://" + u.Host + WellKnownPath + suffix
+	if rs.skew == 0 {
+		rs.skew = DefaultClockSkew
+	}
 	rs.paths = []string{WellKnownPath}
 	if suffix != "" {
 		rs.paths = append(rs.paths, WellKnownPath+suffix)
@@ -117,7 +126,7 @@ func (rs *ResourceServer) Protect(h http.Handler) http.Handler {
 	// The SDK writes its refusals to a challengeWriter; a request it lets
 	// through reaches h with the original ResponseWriter, unwrapped.
 	inner := auth.RequireBearerToken(rs.verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: rs.metadataURL, Scopes: rs.scopes})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ResourceMetadataURL: rs.metadataURL, Scopes: rs.scopes, ClockSkew: rs.skew})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w.(*challengeWriter).ResponseWriter, r)
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -116,5 +117,18 @@ func TestNewResourceServerChecksItsOptions(t *testing.T) {
 		if _, err := NewResourceServer(verify, o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A token expired within the clock skew passes the verifier and the SDK's
+// own expiration check alike: the resource server gives the middleware
+// the same tolerance.
+func TestProtectAppliesTheSkewToExpiration(t *testing.T) {
+	is := newIssuer(t)
+	srv, reached := newTestResourceServer(t, is)
+	c := is.claims("alice")
+	c["exp"] = time.Now().Add(-10 * time.Second).Unix() // within DefaultClockSkew
+	if resp, body := get(t, srv.URL+"/mcp", is.token(t, c)); resp.StatusCode != 200 || *reached != 1 {
+		t.Fatalf("a token 10 s past exp, skew %s: HTTP %d %q", DefaultClockSkew, resp.StatusCode, body)
 	}
 }

@@ -326,17 +326,16 @@ func scopes(all map[string]json.RawMessage) []string {
 	return nil
 }
 
-// Ready reports whether the verifier holds usable keys, fetching them when
-// it holds none (rate-limited like any refresh). Its error is fixed text;
-// [Verifier.KeyStats] has the cause.
+// Ready reports whether the verifier holds usable keys and the last fetch
+// of them succeeded. When it does not, it fetches them first (rate-limited
+// like any refresh), so a readiness probe recovers as soon as the issuer
+// answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
 func (v *Verifier) Ready(ctx context.Context) error {
-	_, err := v.keys.key(ctx, "\x00ready") // no key has this id: refreshes when stale
-	if errors.Is(err, errUnknownKey) {
-		if st := v.keys.stats(); st.Err == nil {
-			return nil
-		}
+	if v.keys.ready() {
+		return nil
 	}
-	if err == nil {
+	_, _ = v.keys.key(ctx, "\x00ready") // no key has this id: a refresh, unless rate-limited
+	if v.keys.ready() {
 		return nil
 	}
 	return errors.New("the authorization server's keys are unavailable")

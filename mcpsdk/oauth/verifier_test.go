@@ -327,6 +327,16 @@ func TestKeysOutageFailsClosed(t *testing.T) {
 	if err := v.Ready(context.Background()); err != nil {
 		t.Fatalf("Ready once the JWKS answers: %v", err)
 	}
+	fetches := is.fetches.Load()
+	for range 10 {
+		advance(2 * time.Second) // past MinRefresh each time
+		if err := v.Ready(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := is.fetches.Load(); n != fetches {
+		t.Fatalf("10 readiness checks with good keys made %d fetches, want none", n-fetches)
+	}
 	if _, err := v.Verify(context.Background(), tok, nil); err != nil {
 		t.Fatalf("with keys: %v", err)
 	}
