@@ -74,6 +74,7 @@ func (c *checker) check() {
 	for i := range f.Resources {
 		c.resource(&f.Resources[i])
 	}
+	c.oauth() // oauth.go
 	if len(c.e.list) == 0 {
 		c.gateway()
 	}

@@ -124,6 +124,7 @@ var schemaDefs = map[reflect.Type]string{
 	reflect.TypeFor[Annotations]():    "annotations",
 	reflect.TypeFor[ObjectRef]():      "object",
 	reflect.TypeFor[Limits]():         "limits",
+	reflect.TypeFor[OAuth]():          "oauth",
 }
 
 // TestSchemaAgreesWithModel proves that every key of the Go model is in

@@ -295,7 +295,7 @@ func TestOAuthMetadataAndModes(t *testing.T) {
 	}
 	code, _, errs := runServerCmd(t, "", "serve", "--http", "127.0.0.1:0", "--config", r.config, "--tokens", tokensFile(t, "alice"),
 		"--oauth-issuer", r.idp.issuer, "--oauth-resource", r.resource)
-	if code == 0 || !strings.Contains(errs, "give --tokens or --oauth-issuer, not both") {
+	if code == 0 || !strings.Contains(errs, "give --tokens or an OAuth issuer") {
 		t.Fatalf("--tokens with --oauth-issuer: exit %d, %s", code, errs)
 	}
 }
@@ -324,5 +324,50 @@ func TestOAuthIssuerOutageFailsClosed(t *testing.T) {
 	}
 	if keys, fails, calls := s.metric(t, "mcpres_oauth_keys"), s.metric(t, "mcpres_oauth_key_fetch_failures_total"), s.metric(t, "mcpres_store_calls_total"); keys != 0 || fails < 1 || calls != 0 {
 		t.Fatalf("metrics: %v keys, %v failed fetches, %v store calls; want 0, at least 1, 0", keys, fails, calls)
+	}
+}
+
+// TestOAuthFromTheResourcesFile configures the resource server in the
+// resources file instead of flags: check loads the issuer's discovery
+// document and keys (and fails, naming the file, when they do not load),
+// serve honours the section, and flags beside it are refused.
+func TestOAuthFromTheResourcesFile(t *testing.T) {
+	r := newOAuthRig(t)
+	section := "oauth:\n  issuer: " + r.idp.issuer + "\n  resource: " + r.resource +
+		"\n  scopes: [" + oauthScope + "]\n  claims: [groups]\n"
+	withOAuth := filepath.Join(t.TempDir(), "with-oauth.yaml")
+	if err := os.WriteFile(withOAuth, []byte(oauthConfig+section), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, "", "check", "--config", withOAuth)
+	if !strings.Contains(out, "oauth: issuer "+r.idp.issuer+" (") || !strings.Contains(out, `claims ["groups"]`) {
+		t.Fatalf("check printed:\n%s", out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String() + "/"
+	l.Close()
+	unreachable := filepath.Join(t.TempDir(), "down.yaml")
+	if err := os.WriteFile(unreachable, []byte(oauthConfig+strings.Replace(section, r.idp.issuer, down, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runServerCmd(t, "", "check", "--config", unreachable); code != 1 || !strings.Contains(errs, unreachable+": oauth: ") {
+		t.Fatalf("check with the issuer down: exit %d, %s", code, errs)
+	}
+
+	s := startServer(t, "--config", withOAuth)
+	app := r.idp.client(t, []string{"authorization_code"}, oauthScope, r.resource)
+	cs := s.connect(t, r.idp.userToken(t, app, "alice", oauthScope, r.resource, map[string]any{"groups": []string{"eng"}}))
+	if text, err := readText(t, cs, "note://notes/eng-plan"); err != nil || text != "the engineering plan" {
+		t.Fatalf("alice through the file's oauth section: %q, %v", text, err)
+	}
+	if resp, _ := postMCP(t, s.addr, ""); resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Fatalf("no token: HTTP %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	code, _, errs := runServerCmd(t, "", "serve", "--http", "127.0.0.1:0", "--config", withOAuth, "--oauth-issuer", r.idp.issuer)
+	if code != 1 || !strings.Contains(errs, "sets oauth: give no --oauth-* flag as well") {
+		t.Fatalf("flags beside the file's oauth: exit %d, %s", code, errs)
 	}
 }

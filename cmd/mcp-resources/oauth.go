@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 )
 
@@ -35,24 +36,52 @@ type oauthServer struct {
 	refused  *prometheus.CounterVec
 }
 
-// newOAuth returns nil when no issuer is given.
-func (f *oauthFlags) newOAuth(httpAddr string, tokens string, m *metrics, e *env) (*oauthServer, error) {
-	if f.Issuer == "" {
-		if f.Resource != "" || len(f.Scopes) > 0 || len(f.Claims) > 0 || f.JWKSURL != "" {
-			return nil, errors.New("the --oauth-* flags need --oauth-issuer")
+// set reports whether any --oauth-* flag differs from its default.
+func (f *oauthFlags) set() bool {
+	return f.Issuer != "" || f.Resource != "" || len(f.Scopes) > 0 || len(f.Claims) > 0 || f.JWKSURL != "" ||
+		f.PrincipalClaim != oauth.DefaultPrincipalClaim || f.ClockSkew != oauth.DefaultClockSkew
+}
+
+// options returns the verifier's and the resource server's options from
+// the flags, or from the oauth section of file (never both), or nils for
+// none.
+func (f *oauthFlags) options(file *config.File) (*oauth.Options, *oauth.ResourceOptions, error) {
+	if file != nil {
+		if vo, ro := file.OAuthOptions(); vo != nil {
+			if f.set() {
+				return nil, nil, fmt.Errorf("%s sets oauth: give no --oauth-* flag as well", file.Name)
+			}
+			return vo, ro, nil
 		}
-		return nil, nil
+	}
+	if f.Issuer == "" {
+		if f.set() {
+			return nil, nil, errors.New("the --oauth-* flags need --oauth-issuer")
+		}
+		return nil, nil, nil
+	}
+	if f.Resource == "" {
+		return nil, nil, errors.New("--oauth-issuer needs --oauth-resource, the URI that tokens name as audience")
+	}
+	return &oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource,
+			ClockSkew: f.ClockSkew, PrincipalClaim: f.PrincipalClaim, Claims: f.Claims},
+		&oauth.ResourceOptions{Resource: f.Resource, AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ClockSkew: f.ClockSkew}, nil
+}
+
+// newOAuth returns the resource server of the flags or of the resources
+// file's oauth section, or nil for neither.
+func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File, m *metrics, e *env) (*oauthServer, error) {
+	vo, ro, err := f.options(file)
+	if err != nil || vo == nil {
+		return nil, err
 	}
 	switch {
 	case httpAddr == "":
-		return nil, errors.New("--oauth-issuer needs --http: stdio has no bearer tokens")
+		return nil, errors.New("an OAuth issuer needs --http: stdio has no bearer tokens")
 	case tokens != "":
-		return nil, errors.New("give --tokens or --oauth-issuer, not both: a server accepts one kind of bearer token")
-	case f.Resource == "":
-		return nil, errors.New("--oauth-issuer needs --oauth-resource, the URI that tokens name as audience")
+		return nil, errors.New("give --tokens or an OAuth issuer (--oauth-issuer, or oauth in the resources file), not both: a server accepts one kind of bearer token")
 	}
-	v, err := oauth.NewVerifier(&oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource,
-		ClockSkew: f.ClockSkew, PrincipalClaim: f.PrincipalClaim, Claims: f.Claims})
+	v, err := oauth.NewVerifier(vo)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +104,8 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, m *metrics, e *env
 		}
 		return ti, err
 	}
-	o.rs, err = oauth.NewResourceServer(verify, &oauth.ResourceOptions{Resource: f.Resource,
-		AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ResourceName: "mcp-resources", ClockSkew: f.ClockSkew})
+	ro.ResourceName = "mcp-resources"
+	o.rs, err = oauth.NewResourceServer(verify, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -111,4 +140,29 @@ func (o *oauthServer) ready() readyCheck {
 		}
 		return nil
 	}}
+}
+
+// checkOAuth loads, for check, the discovery document and keys of the
+// issuer that the file's oauth section names, and prints one line about
+// them; a file without the section prints nothing.
+func checkOAuth(ctx context.Context, f *config.File, e *env) error {
+	vo, ro := f.OAuthOptions()
+	if vo == nil {
+		return nil
+	}
+	v, err := oauth.NewVerifier(vo)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := v.Ready(ctx); err != nil {
+		if st := v.KeyStats(); st.Err != nil {
+			return fmt.Errorf("%s: %w", f.Name, st.Err) // the cause starts with "oauth:"
+		}
+		return fmt.Errorf("%s: oauth: %w", f.Name, err)
+	}
+	fmt.Fprintf(e.stdout, "oauth: issuer %s (%d signing keys), resource %s, scopes %q, claims %q\n",
+		vo.Issuer, v.KeyStats().Keys, vo.Resource, ro.Scopes, vo.Claims)
+	return nil
 }

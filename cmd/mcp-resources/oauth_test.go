@@ -17,8 +17,8 @@ func TestOAuthFlagCombinations(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"over stdio", []string{"serve", iss, res}, "--oauth-issuer needs --http"},
-		{"with a tokens file", []string{"serve", "--http=127.0.0.1:0", "--tokens=/dev/null", iss, res}, "give --tokens or --oauth-issuer, not both"},
+		{"over stdio", []string{"serve", iss, res}, "an OAuth issuer needs --http"},
+		{"with a tokens file", []string{"serve", "--http=127.0.0.1:0", "--tokens=/dev/null", iss, res}, "give --tokens or an OAuth issuer"},
 		{"without a resource", []string{"serve", "--http=127.0.0.1:0", iss}, "needs --oauth-resource"},
 		{"a resource without an issuer", []string{"serve", "--http=127.0.0.1:0", res}, "need --oauth-issuer"},
 		{"a skew over the bound", []string{"serve", "--http=127.0.0.1:0", iss, res, "--oauth-clock-skew=1h"}, "clock skew"},

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/httpguard"
 	"go.phpboyscout.uk/mcp/resources/internal/linetransport"
@@ -58,6 +59,7 @@ type backend struct {
 	// its plans and completes its variables (t zero) or reads target t.
 	storeOf func(i int, t core.ResourceTarget) string
 	limits  *core.ResourceLimits // a resources file's limits, under the flags'
+	file    *config.File         // the resources file served, whose oauth section serve honours (oauth.go)
 	// notes are INFO lines about the configuration, logged only once the
 	// server starts serving, so that a configuration error stays the one
 	// line on stderr.
@@ -116,7 +118,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 
-	if s.oauth, err = s.OAuth.newOAuth(s.HTTP, s.Tokens, m, e); err != nil { // oauth.go
+	if s.oauth, err = s.OAuth.newOAuth(s.HTTP, s.Tokens, be.file, m, e); err != nil { // oauth.go
 		return err
 	}
 	if s.oauth != nil {
