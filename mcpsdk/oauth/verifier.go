@@ -19,7 +19,7 @@
 // Principal function and the SDK's session binding use; the claims the
 // operator names ([Options].Claims) travel as JSON in TokenInfo.Extra under
 // [ClaimsKey] (the same key as mcpsdk.TokenClaimsKey), and the adapter hands them to the stores
-// ([core.WithClaims]).
+// (core.WithClaims).
 package oauth
 
 import (
@@ -203,7 +203,10 @@ type TokenError struct {
 	cause  error
 }
 
-func (e *TokenError) Error() string   { return auth.ErrInvalidToken.Error() }
+// Error returns the fixed text "invalid token", whatever the reason.
+func (e *TokenError) Error() string { return auth.ErrInvalidToken.Error() }
+
+// Unwrap returns auth.ErrInvalidToken and the cause.
 func (e *TokenError) Unwrap() []error { return []error{auth.ErrInvalidToken, e.cause} }
 
 func refuse(reason string, cause error) error { return &TokenError{Reason: reason, cause: cause} }
