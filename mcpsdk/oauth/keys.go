@@ -55,6 +55,7 @@ type keySet struct {
 	inflight chan struct{} // closed when the running refresh ends
 	fetches  uint64
 	failures uint64
+	gen      uint64 // counts the successful fetches: verified tokens are cached per generation
 }
 
 // KeyStats describes the key set for metrics and readiness.
@@ -70,6 +71,14 @@ type KeyStats struct {
 	// failed, else nil. It may name the issuer's URLs: log it, never
 	// return it to a client.
 	Err error
+}
+
+// generation returns the number of successful fetches, and whether the
+// keys held may be used without a refresh.
+func (k *keySet) generation() (uint64, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.gen, len(k.keys) > 0 && k.now().Sub(k.loadedAt) < k.maxAge
 }
 
 // ready reports whether the keys held may be used and the last fetch
@@ -144,6 +153,7 @@ func (k *keySet) refresh(ctx context.Context) {
 		return
 	}
 	k.keys, k.loadedAt, k.lastErr = keys, k.now(), nil
+	k.gen++
 }
 
 func (k *keySet) fetch(ctx context.Context) (map[string]jose.JSONWebKey, error) {

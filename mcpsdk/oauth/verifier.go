@@ -24,12 +24,14 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -62,6 +64,11 @@ const (
 	MaxClaimsBytes = 8 << 10
 	// MaxPrincipalBytes bounds the principal claim's value.
 	MaxPrincipalBytes = 1024
+	// DefaultCacheTTL is how long a verified token's result is reused when
+	// Options.CacheTTL is zero.
+	DefaultCacheTTL = time.Minute
+	// maxCached bounds the verified tokens the cache holds.
+	maxCached = 4096
 )
 
 // ClaimsKey is the key of TokenInfo.Extra under which [Verifier.Verify]
@@ -107,6 +114,11 @@ type Options struct {
 	// again before use, and not used when that fails. Zero means
 	// [DefaultMaxKeyAge].
 	MaxKeyAge time.Duration
+	// CacheTTL bounds how long a verified token's result is reused for the
+	// same token (never past its exp, nor past the keys it was verified
+	// with): zero means [DefaultCacheTTL], a negative value verifies every
+	// request afresh.
+	CacheTTL time.Duration
 	// HTTPClient fetches discovery and keys; nil means a client with a
 	// 10 s timeout.
 	HTTPClient *http.Client
@@ -124,6 +136,7 @@ type Verifier struct {
 	claims           []string
 	keys             *keySet
 	now              func() time.Time
+	cache            *tokenCache // nil: no caching
 }
 
 // NewVerifier returns a verifier for opts. It makes no request: the keys
@@ -176,6 +189,12 @@ func NewVerifier(opts *Options) (*Verifier, error) {
 	if v.keys.maxAge <= 0 {
 		v.keys.maxAge = DefaultMaxKeyAge
 	}
+	switch ttl := opts.CacheTTL; {
+	case ttl == 0:
+		v.cache = &tokenCache{ttl: DefaultCacheTTL, m: map[[32]byte]cached{}}
+	case ttl > 0:
+		v.cache = &tokenCache{ttl: ttl, m: map[[32]byte]cached{}}
+	}
 	return v, nil
 }
 
@@ -227,6 +246,35 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	if len(token) > MaxTokenBytes {
 		return nil, refuse(ReasonMalformed, errors.New("oauth: token over MaxTokenBytes"))
 	}
+	if v.cache == nil {
+		return v.verify(ctx, token)
+	}
+	// The same token, verified under the same keys, is the same answer
+	// until it expires: skip the signature check (most of the cost).
+	gen, fresh := v.keys.generation()
+	sum := sha256.Sum256([]byte(token))
+	now := v.now()
+	if fresh {
+		if ti, ok := v.cache.get(sum, gen, now); ok {
+			return ti, nil
+		}
+	}
+	ti, err := v.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if gen2, fresh := v.keys.generation(); fresh && gen2 == gen {
+		until := now.Add(v.cache.ttl)
+		if exp := ti.Expiration.Add(v.skew); exp.Before(until) {
+			until = exp
+		}
+		v.cache.put(sum, gen, until, now, ti)
+	}
+	return ti, nil
+}
+
+// verify verifies token without the cache.
+func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	tok, err := jwt.ParseSigned(token, v.algs)
 	if err != nil {
 		return nil, refuse(ReasonMalformed, err)
@@ -346,3 +394,56 @@ func (v *Verifier) Ready(ctx context.Context) error {
 
 // KeyStats describes the verifier's keys now.
 func (v *Verifier) KeyStats() KeyStats { return v.keys.stats() }
+
+// tokenCache holds the results of verified tokens by the SHA-256 of the
+// token, each until its deadline and for one key generation. Refused
+// tokens are never cached.
+type tokenCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[[32]byte]cached
+}
+
+type cached struct {
+	ti    *auth.TokenInfo
+	gen   uint64
+	until time.Time
+}
+
+// get returns a copy of the cached result, so that no caller can change
+// what the next one gets.
+func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenInfo, bool) {
+	c.mu.Lock()
+	e, ok := c.m[sum]
+	if ok && (e.gen != gen || !now.Before(e.until)) {
+		delete(c.m, sum)
+		ok = false
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	ti := *e.ti
+	ti.Scopes = slices.Clone(ti.Scopes)
+	ti.Extra = map[string]any{ClaimsKey: e.ti.Extra[ClaimsKey]} // a json.RawMessage, never written to
+	return &ti, true
+}
+
+func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *auth.TokenInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCached {
+		// Full: drop the expired entries, else an arbitrary tenth.
+		n := 0
+		for k, e := range c.m {
+			if e.gen != gen || !now.Before(e.until) || n < maxCached/10 {
+				delete(c.m, k)
+				n++
+			}
+		}
+	}
+	stored := *ti
+	stored.Scopes = slices.Clone(ti.Scopes)
+	stored.Extra = map[string]any{ClaimsKey: ti.Extra[ClaimsKey]}
+	c.m[sum] = cached{ti: &stored, gen: gen, until: until}
+}
