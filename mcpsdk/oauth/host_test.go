@@ -106,3 +106,10 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 		t.Fatalf("metadata URL %s", rs.MetadataURL())
 	}
 }
+
+// The verifier's key for the passed claims is the one the adapter reads.
+func TestClaimsKeyIsTheAdapters(t *testing.T) {
+	if oauth.ClaimsKey != mcpsdk.TokenClaimsKey {
+		t.Fatalf("oauth.ClaimsKey %q, mcpsdk.TokenClaimsKey %q", oauth.ClaimsKey, mcpsdk.TokenClaimsKey)
+	}
+}

@@ -38,8 +38,6 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
-
-	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 )
 
 // Defaults and bounds of [Options].
@@ -74,7 +72,12 @@ const (
 // ClaimsKey is the key of TokenInfo.Extra under which [Verifier.Verify]
 // puts the passed claims: a json.RawMessage holding one JSON object (empty
 // when the token has none of the named claims).
-const ClaimsKey = mcpsdk.TokenClaimsKey
+//
+// It is the value of mcpsdk.TokenClaimsKey, which the adapter reads; this
+// package does not import mcpsdk (so that a resources file's checks need
+// no MCP SDK server), and TestHostGetsPrincipalAndClaimsInTheStoreContext
+// fails if the two ever differ.
+const ClaimsKey = "mcpres.claims"
 
 // DefaultAlgorithms are the signature algorithms accepted when
 // Options.Algorithms is empty: asymmetric ones only.
