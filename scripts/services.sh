@@ -469,6 +469,8 @@ cmd_up() {
 	hydra=$(find_hydra)
 	if [ -n "$hydra" ]; then
 		start_hydra "$hydra" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT" ${MINIO_PORT:+"$MINIO_PORT"}
+	elif [ "${MCPRES_HYDRA:-}" = none ]; then
+		say "hydra: not started (MCPRES_HYDRA=none)"
 	else
 		say "hydra: no binary found (scripts/tools.sh hydra builds one); not started"
 	fi
