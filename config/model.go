@@ -161,6 +161,12 @@ type Resource struct {
 	Title string `yaml:"title"`
 	// Description says what the resource is.
 	Description string `yaml:"description"`
+	// Scopes, when set, are OAuth scopes a caller's token must all grant
+	// for the resource to exist for it: without them it is not listed,
+	// completed or subscribed to, and a read is unavailable, as for a URI
+	// nothing serves. They gate requests for the resource's own URIs, not
+	// its items when another resource's bundle plans them.
+	Scopes []string `yaml:"scopes"`
 	// MIMEType is the MIME type listed for the resource; each item read
 	// declares its own.
 	MIMEType string `yaml:"mime_type"`

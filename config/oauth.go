@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
@@ -15,10 +16,20 @@ func (f *File) OAuthOptions() (*oauth.Options, *oauth.ResourceOptions) {
 		return nil, nil
 	}
 	skew := time.Duration(o.ClockSkew)
+	// The metadata lists every scope the file names: the required ones,
+	// then those of single resources.
+	supported := slices.Clone(o.Scopes)
+	for _, r := range f.Resources {
+		for _, s := range r.Scopes {
+			if !slices.Contains(supported, s) {
+				supported = append(supported, s)
+			}
+		}
+	}
 	return &oauth.Options{Issuer: string(o.Issuer), JWKSURL: string(o.JWKSURL), Resource: string(o.Resource),
 			ClockSkew: skew, PrincipalClaim: o.PrincipalClaim, Claims: o.Claims},
 		&oauth.ResourceOptions{Resource: string(o.Resource), AuthorizationServers: []string{string(o.Issuer)},
-			Scopes: o.Scopes, ClockSkew: skew}
+			Scopes: o.Scopes, ScopesSupported: supported, ClockSkew: skew}
 }
 
 // oauth checks the oauth section: the required keys, then what the

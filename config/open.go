@@ -253,6 +253,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Policy = p
 	}
+	s.Policy = f.gateScopes(s.Policy) // scopes.go
 
 	for _, src := range f.Sources {
 		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)

@@ -27,3 +27,19 @@ func ContextClaims(ctx context.Context) json.RawMessage {
 	}
 	return c
 }
+
+type scopesKey struct{}
+
+// WithScopes returns ctx carrying the OAuth scopes that the caller's
+// verified token grants. Gates that require a scope (a resources file's
+// per-resource scopes) read them with [ContextScopes]; like the principal,
+// scopes come only from what the host verified.
+func WithScopes(ctx context.Context, scopes []string) context.Context {
+	return context.WithValue(ctx, scopesKey{}, scopes)
+}
+
+// ContextScopes returns the scopes set by [WithScopes], or nil.
+func ContextScopes(ctx context.Context) []string {
+	s, _ := ctx.Value(scopesKey{}).([]string)
+	return s
+}

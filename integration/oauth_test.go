@@ -371,3 +371,50 @@ func TestOAuthFromTheResourcesFile(t *testing.T) {
 		t.Fatalf("flags beside the file's oauth: exit %d, %s", code, errs)
 	}
 }
+
+// TestOAuthScopesGateAResourceOfTheFile gives one resource of the file a
+// scope of its own: a token without it does not see the resource in the
+// template list and reads it as unavailable (as a URI nothing serves),
+// while the resource beside it still reads; a token with the scope reads
+// both.
+func TestOAuthScopesGateAResourceOfTheFile(t *testing.T) {
+	r := newOAuthRig(t)
+	gated := strings.Replace(oauthConfig, "    description: The identity the database sees\n",
+		"    description: The identity the database sees\n    scopes: [notes:whoami]\n", 1)
+	if gated == oauthConfig {
+		t.Fatal("the whoami resource was not found in the file")
+	}
+	if err := os.WriteFile(r.config, []byte(gated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app := r.idp.client(t, []string{"authorization_code"}, oauthScope+" notes:whoami", r.resource)
+	groups := map[string]any{"groups": []string{"eng"}}
+	plain := r.idp.userToken(t, app, "alice", oauthScope, r.resource, groups)
+	scoped := r.idp.userToken(t, app, "alice", oauthScope+" notes:whoami", r.resource, groups)
+	s := r.serve(t)
+	for _, c := range []struct {
+		name   string
+		token  string
+		whoami bool
+	}{{"without the scope", plain, false}, {"with the scope", scoped, true}} {
+		cs := s.connect(t, c.token)
+		if text, err := readText(t, cs, "note://notes/eng-plan"); err != nil || text != "the engineering plan" {
+			t.Errorf("%s: the ungated note: %q, %v", c.name, text, err)
+		}
+		_, err := readText(t, cs, "note://whoami/x")
+		if c.whoami != (err == nil) {
+			t.Errorf("%s: whoami read error %v", c.name, err)
+		}
+		tl, err := cs.ListResourceTemplates(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, tm := range tl.ResourceTemplates {
+			listed = listed || tm.Name == "whoami"
+		}
+		if listed != c.whoami {
+			t.Errorf("%s: whoami listed %v, want %v", c.name, listed, c.whoami)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 )
 
 // TestReauthorizationKeepsTheSubscribersClaims proves that a subscription
-// is re-authorized with the claims its subscriber had (an OAuth token's
-// groups, which row-level security reads), not only the principal: under a
-// policy that needs a claim, a change still notifies the subscriber.
+// is re-authorized with the claims and scopes its subscriber had (an OAuth
+// token's groups, which row-level security reads, and the scopes a
+// resources file can require), not only the principal: under a policy that
+// needs both, a change still notifies the subscriber.
 func TestReauthorizationKeepsTheSubscribersClaims(t *testing.T) {
 	t.Parallel()
 	st := memory.New(nil)
@@ -22,7 +24,7 @@ func TestReauthorizationKeepsTheSubscribersClaims(t *testing.T) {
 	p.Decide = nil // the per-target callbacks below, which need the claim
 	vis := p.Visibility
 	p.Visibility = func(ctx context.Context, tg core.ResourceTarget) (core.Visibility, error) {
-		if string(core.ContextClaims(ctx)) != `{"groups":["eng"]}` {
+		if string(core.ContextClaims(ctx)) != `{"groups":["eng"]}` || !slices.Contains(core.ContextScopes(ctx), "read") {
 			return core.Visibility{}, nil
 		}
 		return vis(ctx, tg)
@@ -45,7 +47,7 @@ func TestReauthorizationKeepsTheSubscribersClaims(t *testing.T) {
 	go func() { hub.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	sctx := core.WithClaims(core.WithPrincipal(context.Background(), "alice"), json.RawMessage(`{"groups":["eng"]}`))
+	sctx := core.WithScopes(core.WithClaims(core.WithPrincipal(context.Background(), "alice"), json.RawMessage(`{"groups":["eng"]}`)), []string{"read"})
 	if err := hub.Subscribe(sctx, "s1", doc("a")); err != nil {
 		t.Fatal(err)
 	}

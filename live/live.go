@@ -166,6 +166,7 @@ type sub[S comparable] struct {
 	uri       string
 	principal string
 	claims    json.RawMessage // core.ContextClaims at Subscribe, for every re-authorization
+	scopes    []string        // core.ContextScopes at Subscribe, likewise
 	keys      []string
 	fp        [32]byte
 	force     bool // notify after the next successful check, whatever the fingerprint
@@ -258,15 +259,16 @@ func (h *Hub[S]) OnRevoked(f func(s S, remaining int)) {
 func (h *Hub[S]) Options() Options { return h.o }
 
 // Subscribe admits a subscription of session to uri for the caller that
-// ctx identifies (its principal, core.ContextPrincipal, and its claims,
-// core.ContextClaims, are kept for every later re-authorization). It authorizes uri exactly like a read: any
+// ctx identifies (its principal, core.ContextPrincipal, its claims,
+// core.ContextClaims, and its scopes, core.ContextScopes, are kept for
+// every later re-authorization). It authorizes uri exactly like a read: any
 // error of Authorize is returned as it is, so a URI the caller may not
 // read fails like a read of it. Then the bounds apply (ErrSessionLimit,
 // ErrPrincipalLimit, ErrHubLimit). Subscribing again to the same URI in the same session
 // replaces the earlier subscription and counts once.
 func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	principal, _ := core.ContextPrincipal(ctx)
-	claims := core.ContextClaims(ctx)
+	claims, scopes := core.ContextClaims(ctx), core.ContextScopes(ctx)
 	h.mu.Lock()
 	seq := h.seq
 	h.mu.Unlock()
@@ -289,7 +291,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 				delete(h.perPrinc, old.principal)
 			}
 			h.perPrinc[principal]++
-			old.principal, old.claims, old.keys, old.fp = principal, claims, keys, fp
+			old.principal, old.claims, old.scopes, old.keys, old.fp = principal, claims, scopes, keys, fp
 			h.reindex(old)
 			if h.seq != seq {
 				h.dirty[old] = struct{}{}
@@ -310,7 +312,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 		ss = &session[S]{id: s, subs: map[string]*sub[S]{}, tokens: float64(h.o.SessionBurst), refill: time.Now()}
 		h.sessions[s] = ss
 	}
-	x := &sub[S]{sess: ss, uri: uri, principal: principal, claims: claims, keys: keys, fp: fp}
+	x := &sub[S]{sess: ss, uri: uri, principal: principal, claims: claims, scopes: scopes, keys: keys, fp: fp}
 	ss.subs[uri] = x
 	h.total++
 	h.perPrinc[principal]++
@@ -624,9 +626,9 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 // would show has a new identity.
 func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 	h.mu.Lock()
-	principal, claims, uri := x.principal, x.claims, x.uri
+	principal, claims, scopes, uri := x.principal, x.claims, x.scopes, x.uri
 	h.mu.Unlock()
-	cctx, cancel := context.WithTimeout(core.WithClaims(core.WithPrincipal(ctx, principal), claims), h.o.CheckTimeout)
+	cctx, cancel := context.WithTimeout(core.WithScopes(core.WithClaims(core.WithPrincipal(ctx, principal), claims), scopes), h.o.CheckTimeout)
 	a, err := authorize(cctx, h.auth, uri)
 	cancel()
 

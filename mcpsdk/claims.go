@@ -16,12 +16,15 @@ import (
 // there; a host with its own verifier may do the same.
 const TokenClaimsKey = "mcpres.claims"
 
-// withTokenClaims returns ctx carrying the claims of req's token, when it
-// has any.
+// withTokenClaims returns ctx carrying the claims ([core.WithClaims]) and
+// the scopes ([core.WithScopes]) of req's token, when it has any.
 func withTokenClaims(ctx context.Context, req mcp.Request) context.Context {
 	ti := tokenInfo(req)
 	if ti == nil {
 		return ctx
+	}
+	if len(ti.Scopes) > 0 {
+		ctx = core.WithScopes(ctx, ti.Scopes)
 	}
 	if c, ok := ti.Extra[TokenClaimsKey].(json.RawMessage); ok && len(c) > 0 {
 		return core.WithClaims(ctx, c)
