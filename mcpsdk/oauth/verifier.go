@@ -75,8 +75,8 @@ const (
 //
 // It is the value of mcpsdk.TokenClaimsKey, which the adapter reads; this
 // package does not import mcpsdk (so that a resources file's checks need
-// no MCP SDK server), and TestHostGetsPrincipalAndClaimsInTheStoreContext
-// fails if the two ever differ.
+// no MCP SDK server), and TestClaimsKeyIsTheAdapters fails if the two
+// ever differ.
 const ClaimsKey = "mcpres.claims"
 
 // DefaultAlgorithms are the signature algorithms accepted when
@@ -245,6 +245,11 @@ func (e *unavailableError) Unwrap() error { return e.cause }
 // Expiration from exp, and the passed claims in Extra[ClaimsKey]. A refused
 // token's error is a [*TokenError]; when the keys cannot be loaded the
 // error matches [ErrKeysUnavailable] and not auth.ErrInvalidToken.
+//
+// The result for a token is reused for the same token for up to
+// [Options].CacheTTL, never past its exp (plus the skew) nor past the next
+// successful fetch of the keys; a refused token is verified again every
+// time.
 func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	if len(token) > MaxTokenBytes {
 		return nil, refuse(ReasonMalformed, errors.New("oauth: token over MaxTokenBytes"))
