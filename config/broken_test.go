@@ -189,19 +189,6 @@ func TestBrokenFiles(t *testing.T) {
 		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 30, "not a positive duration"},
 		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 30, "not a positive byte size"},
 		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 30, "limits.max_uri_bytes"},
-		{"a resource scope with a space", func(t *testing.T) string {
-			return edit(t, "    body: SELECT body", "    scopes: [\"a b\"]\n    body: SELECT body")
-		}, 23, "resources.doc.scopes"},
-		{"oauth without a resource", func(t *testing.T) string { return good + "oauth:\n  issuer: https://id.example.test/\n" }, 29, "oauth: resource is required"},
-		{"oauth with a relative resource", func(t *testing.T) string {
-			return good + "oauth:\n  issuer: https://id.example.test/\n  resource: /mcp\n"
-		}, 29, "http(s)"},
-		{"oauth with a skew over the bound", func(t *testing.T) string {
-			return good + "oauth:\n  issuer: https://id.example.test/\n  resource: https://mcp.example.test/mcp\n  clock_skew: 1h\n"
-		}, 29, "clock skew"},
-		{"oauth with a quote in a scope", func(t *testing.T) string {
-			return good + "oauth:\n  issuer: https://id.example.test/\n  resource: https://mcp.example.test/mcp\n  scopes: ['a\"b']\n"
-		}, 29, "scope"},
 		{"a completion for no capture", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenantt: SELECT id FROM t WHERE id LIKE $prefix\n    body: SELECT body")
 		}, 24, "not a capture"},

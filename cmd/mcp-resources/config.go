@@ -26,11 +26,12 @@ func (c *checkCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer served.Close()
-	for _, l := range served.Lines {
-		fmt.Fprintln(e.stdout, l)
-	}
 	if err := checkOAuth(ctx, f, e); err != nil { // oauth.go
 		return err
+	}
+
+	for _, l := range served.Lines {
+		fmt.Fprintln(e.stdout, l)
 	}
 	fmt.Fprintf(e.stdout, "%s: %d definitions, revision %s\n", c.Config, len(served.Bindings), res.Revision())
 	return nil
