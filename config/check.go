@@ -74,6 +74,7 @@ func (c *checker) check() {
 	for i := range f.Resources {
 		c.resource(&f.Resources[i])
 	}
+	c.oauth() // oauth.go
 	if len(c.e.list) == 0 {
 		c.gateway()
 	}
@@ -391,6 +392,11 @@ func (c *checker) resource(r *Resource) {
 	}
 	tmpl, family := strings.CutSuffix(r.Template, "/...")
 	caps := captures(tmpl)
+	for _, sc := range r.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \"\\") {
+			c.e.at(sp.Of("scopes"), "%s.scopes: a scope may not be empty or hold spaces, quotes or backslashes", path)
+		}
+	}
 	if r.Annotations != nil && r.Annotations.Priority != nil && (*r.Annotations.Priority < 0 || *r.Annotations.Priority > 1) {
 		c.e.at(r.Annotations.Spans.Of("priority"), "%s.annotations.priority: must be between 0 and 1", path)
 	}

@@ -24,6 +24,9 @@ type File struct {
 	Resources []Resource `yaml:"resources" keyed:""`
 	// Limits override the gateway's limits; nil keeps every default.
 	Limits *Limits `yaml:"limits"`
+	// OAuth, when set, makes the server an OAuth 2.1 resource server for
+	// an identity provider's access tokens, as serve's --oauth-* flags do.
+	OAuth *OAuth `yaml:"oauth"`
 
 	// Name is the name the file was loaded under, as errors print it.
 	Name  string `yaml:"-"`
@@ -178,6 +181,12 @@ type Resource struct {
 	Title string `yaml:"title"`
 	// Description says what the resource is.
 	Description string `yaml:"description"`
+	// Scopes, when set, are OAuth scopes a caller's token must all grant
+	// for the resource to exist for it: without them it is not listed,
+	// completed or subscribed to, and a read is unavailable, as for a URI
+	// nothing serves. They gate requests for the resource's own URIs, not
+	// its items when another resource's bundle plans them.
+	Scopes []string `yaml:"scopes"`
 	// MIMEType is the MIME type listed for the resource; each item read
 	// declares its own.
 	MIMEType string `yaml:"mime_type"`
@@ -304,6 +313,30 @@ type Limits struct {
 	ListPageSize            int      `yaml:"list_page_size"`
 	MaxListPageSize         int      `yaml:"max_list_page_size"`
 	ListPageBytes           ByteSize `yaml:"list_page_bytes"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// OAuth configures the server as an OAuth 2.1 resource server: it accepts
+// the issuer's JWT access tokens for its resource URI (package mcpsdk/oauth
+// says what is checked) and passes the named claims to storage as
+// mcp.claims. Each field is the serve flag --oauth-NAME of the same name.
+type OAuth struct {
+	// Issuer is the authorization server's issuer identifier. Required.
+	Issuer Env `yaml:"issuer"`
+	// Resource is the server's canonical resource URI, the audience its
+	// tokens must carry. Required.
+	Resource Env `yaml:"resource"`
+	// Scopes are required of every token.
+	Scopes []string `yaml:"scopes"`
+	// JWKSURL is where the issuer's keys are, instead of discovery.
+	JWKSURL Env `yaml:"jwks_url"`
+	// PrincipalClaim names the claim that is the principal; empty: sub.
+	PrincipalClaim string `yaml:"principal_claim"`
+	// Claims are the token claims passed to storage as mcp.claims.
+	Claims []string `yaml:"claims"`
+	// ClockSkew is the tolerance on exp, nbf and iat; zero: 30s.
+	ClockSkew Duration `yaml:"clock_skew"`
 
 	Spans Spans `yaml:"-"`
 }

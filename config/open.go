@@ -280,6 +280,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		byName[r.Name] = pol
 	}
 	s.Policy = routePolicy(byName)
+	s.Policy = f.gateScopes(s.Policy) // scopes.go
 
 	for _, src := range f.Sources {
 		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)

@@ -125,6 +125,7 @@ var schemaDefs = map[reflect.Type]string{
 	reflect.TypeFor[ObjectRef]():      "object",
 	reflect.TypeFor[Grant]():          "grant",
 	reflect.TypeFor[Limits]():         "limits",
+	reflect.TypeFor[OAuth]():          "oauth",
 }
 
 // TestSchemaAgreesWithModel proves that every key of the Go model is in

@@ -27,7 +27,7 @@ var (
 
 // serverBinary builds cmd/mcp-resources once per test binary, as a user
 // would, with the plain go toolchain and no test hooks.
-func serverBinary(t *testing.T) string {
+func serverBinary(t testing.TB) string {
 	t.Helper()
 	serverBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "mcpres-server-bin-")

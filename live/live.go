@@ -36,6 +36,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -173,6 +174,8 @@ type sub[S comparable] struct {
 	sess      *session[S]
 	uri       string
 	principal string
+	claims    json.RawMessage // core.ContextClaims at Subscribe, for every re-authorization
+	scopes    []string        // core.ContextScopes at Subscribe, likewise
 	keys      []string
 	fp        [32]byte
 	force     bool // notify after the next successful check, whatever the fingerprint
@@ -265,14 +268,16 @@ func (h *Hub[S]) OnRevoked(f func(s S, remaining int)) {
 func (h *Hub[S]) Options() Options { return h.o }
 
 // Subscribe admits a subscription of session to uri for the caller that
-// ctx identifies (its principal, core.ContextPrincipal, is kept for every
-// later re-authorization). It authorizes uri exactly like a read: any
+// ctx identifies (its principal, core.ContextPrincipal, its claims,
+// core.ContextClaims, and its scopes, core.ContextScopes, are kept for
+// every later re-authorization). It authorizes uri exactly like a read: any
 // error of Authorize is returned as it is, so a URI the caller may not
 // read fails like a read of it. Then the bounds apply (ErrSessionLimit,
 // ErrPrincipalLimit, ErrHubLimit). Subscribing again to the same URI in the same session
 // replaces the earlier subscription and counts once.
 func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	principal, _ := core.ContextPrincipal(ctx)
+	claims, scopes := core.ContextClaims(ctx), core.ContextScopes(ctx)
 	h.mu.Lock()
 	seq := h.seq
 	h.mu.Unlock()
@@ -295,7 +300,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 				delete(h.perPrinc, old.principal)
 			}
 			h.perPrinc[principal]++
-			old.principal, old.keys, old.fp = principal, keys, fp
+			old.principal, old.claims, old.scopes, old.keys, old.fp = principal, claims, scopes, keys, fp
 			h.reindex(old)
 			if h.seq != seq {
 				h.dirty[old] = struct{}{}
@@ -316,7 +321,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 		ss = &session[S]{id: s, subs: map[string]*sub[S]{}, tokens: float64(h.o.SessionBurst), refill: time.Now()}
 		h.sessions[s] = ss
 	}
-	x := &sub[S]{sess: ss, uri: uri, principal: principal, keys: keys, fp: fp}
+	x := &sub[S]{sess: ss, uri: uri, principal: principal, claims: claims, scopes: scopes, keys: keys, fp: fp}
 	ss.subs[uri] = x
 	h.total++
 	h.perPrinc[principal]++
@@ -633,9 +638,9 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 // would show has a new identity.
 func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 	h.mu.Lock()
-	principal, uri := x.principal, x.uri
+	principal, claims, scopes, uri := x.principal, x.claims, x.scopes, x.uri
 	h.mu.Unlock()
-	cctx, cancel := context.WithTimeout(core.WithPrincipal(ctx, principal), h.o.CheckTimeout)
+	cctx, cancel := context.WithTimeout(core.WithScopes(core.WithClaims(core.WithPrincipal(ctx, principal), claims), scopes), h.o.CheckTimeout)
 	a, err := authorize(cctx, h.auth, uri)
 	cancel()
 

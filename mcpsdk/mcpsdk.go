@@ -459,6 +459,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if p != "" {
 					ctx = core.WithPrincipal(ctx, p)
 				}
+				ctx = withTokenClaims(ctx, req)
 			}
 			if method == MethodSubscriptionsListen && a.listens != nil {
 				return a.listens.serve(ctx, next, method, req, p)
@@ -571,6 +572,7 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 	if p := a.principal(ctx, req); p != "" {
 		ctx = core.WithPrincipal(ctx, p)
 	}
+	ctx = withTokenClaims(ctx, req)
 	switch method {
 	case MethodReadResource:
 		return a.read(ctx, req, &o)

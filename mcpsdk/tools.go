@@ -301,6 +301,7 @@ func (a *adapter) callTool(ctx context.Context, name string, args json.RawMessag
 	if p := a.principal(ctx, req); p != "" {
 		ctx = core.WithPrincipal(ctx, p)
 	}
+	ctx = withTokenClaims(ctx, req)
 	var err error
 	switch name {
 	case a.tools.read:
@@ -596,6 +597,7 @@ func (a *adapter) describeURIs(ctx context.Context, req mcp.Request) (desc, exam
 		if p != "" {
 			ctx = core.WithPrincipal(ctx, p)
 		}
+		ctx = withTokenClaims(ctx, req)
 		ds, more = a.discoverable(ctx, req)
 	}
 	if len(ds) == 0 && !more {

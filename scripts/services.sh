@@ -7,7 +7,11 @@
 #     directory and its admin port, so tests can create per-principal users),
 #   - and, when a MinIO server binary is found (scripts/tools.sh minio builds
 #     one; MinIO is AGPL, run here as an unmodified test service only), a
-#     second S3 server: MinIO on its own free port.
+#     second S3 server: MinIO on its own free port;
+#   - and, when an Ory Hydra binary is found (scripts/tools.sh hydra builds
+#     one; Apache-2.0), an OAuth 2.1 authorization server for the identity
+#     tests: its database in the PostgreSQL cluster, public and admin ports
+#     on loopback, JWT access tokens; its environment is MCPRES_OAUTH_*.
 #
 # Usage:
 #   scripts/services.sh up      start them (idempotent), wait until they answer,
@@ -31,6 +35,7 @@
 #   MCPRES_PG_BIN        PostgreSQL server binaries (default: /usr/lib/postgresql/15/bin)
 #   MCPRES_VERSITYGW     versitygw binary (default: versitygw on PATH, then $GOBIN, then $(go env GOPATH)/bin)
 #   MCPRES_MINIO         minio binary (default: the same places); MCPRES_MINIO=none starts no MinIO
+#   MCPRES_HYDRA         hydra binary (default: the same places); MCPRES_HYDRA=none starts no Hydra
 #   MCPRES_TMPDIR        parent of the cluster directory (default: /tmp; the cluster
 #                        lives outside the repo because, run as root, it belongs to
 #                        the postgres user, who may not be able to enter the checkout)
@@ -290,6 +295,90 @@ stop_minio() {
 	rm -f "$STATE/minio.pid" "$STATE/minio.log" "$ENV_FILE.minio"
 }
 
+# ---------------------------------------------------------------- hydra
+
+# The key set Hydra publishes beside its own signing keys, into which the
+# identity tests upload a key of their own (PUT /admin/keys/SET/KID) to sign
+# the tokens Hydra will not mint (expired, wrong audience, ...).
+HYDRA_TEST_KEYS=mcpres.test
+
+find_hydra() { # print the hydra binary's path, or nothing
+	local c
+	[ "${MCPRES_HYDRA:-}" = none ] && return 0
+	for c in "${MCPRES_HYDRA:-}" "$(command -v hydra 2>/dev/null || true)" \
+		"${GOBIN:+$GOBIN/hydra}" "$(go env GOPATH 2>/dev/null || true)/bin/hydra"; do
+		if [ -n "$c" ] && [ -x "$c" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	[ -z "${MCPRES_HYDRA:-}" ] || die "MCPRES_HYDRA=$MCPRES_HYDRA is not an executable"
+}
+
+hydra_pid() { # print the pid of our Hydra when it is alive
+	local pid
+	[ -f "$STATE/hydra.pid" ] || return 1
+	pid=$(cat "$STATE/hydra.pid")
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q hydra || return 1
+	echo "$pid"
+}
+
+# start_hydra BIN EXCLUDED-PORTS...: migrate a hydra database in our
+# cluster, then serve Hydra (dev mode: plain HTTP on loopback) until down.
+start_hydra() {
+	local bin=$1 pub admin attempt i pid dsn
+	shift
+	"$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c 'CREATE DATABASE hydra' >/dev/null
+	dsn="postgres://postgres@127.0.0.1:$PG_PORT/hydra?sslmode=disable"
+	say "hydra: migrating its database"
+	if ! DSN=$dsn "$bin" migrate sql up -e --yes >"$STATE/hydra-migrate.log" 2>&1; then
+		tail -n 20 "$STATE/hydra-migrate.log" >&2
+		die "hydra migrations failed"
+	fi
+	HYDRA_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	for attempt in 1 2 3; do
+		pub=$(free_port "$@")
+		admin=$(free_port "$@" "$pub")
+		say "hydra: starting public on 127.0.0.1:$pub, admin on 127.0.0.1:$admin"
+		# Login and consent URLs are never served: the tests read the
+		# challenge from the redirect and accept it on the admin API.
+		DSN=$dsn SECRETS_SYSTEM=$HYDRA_SECRET STRATEGIES_ACCESS_TOKEN=jwt \
+			URLS_SELF_ISSUER="http://127.0.0.1:$pub/" URLS_LOGIN="http://127.0.0.1:$pub/mcpres-test/login" \
+			URLS_CONSENT="http://127.0.0.1:$pub/mcpres-test/consent" \
+			SERVE_PUBLIC_HOST=127.0.0.1 SERVE_PUBLIC_PORT=$pub SERVE_ADMIN_HOST=127.0.0.1 SERVE_ADMIN_PORT=$admin \
+			OAUTH2_ALLOWED_TOP_LEVEL_CLAIMS=groups,tenant \
+			WEBFINGER_JWKS_BROADCAST_KEYS=hydra.openid.id-token,hydra.jwt.access-token,$HYDRA_TEST_KEYS \
+			LOG_LEVEL=warn SQA_OPT_OUT=true \
+			nohup "$bin" serve all --dev --sqa-opt-out >"$STATE/hydra.log" 2>&1 </dev/null 9>&- &
+		pid=$!
+		echo "$pid" >"$STATE/hydra.pid"
+		for i in $(seq 1 150); do
+			kill -0 "$pid" 2>/dev/null || break
+			if http_ok "$pub" /health/ready && http_ok "$admin" /health/ready; then
+				HYDRA_PORT=$pub
+				HYDRA_ADMIN_PORT=$admin
+				return 0
+			fi
+			sleep 0.2
+		done
+		say "hydra: did not come up on port $pub (attempt $attempt):"
+		tail -n 5 "$STATE/hydra.log" >&2 || true
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		rm -f "$STATE/hydra.pid"
+	done
+	die "hydra did not start"
+}
+
+stop_hydra() {
+	local pid
+	if pid=$(hydra_pid); then
+		stop_pid hydra "$pid"
+	fi
+	rm -f "$STATE/hydra.pid" "$STATE/hydra.log" "$STATE/hydra-migrate.log"
+}
+
 # ---------------------------------------------------------------- commands
 
 # running: true when the recorded services are alive and answering.
@@ -306,6 +395,15 @@ running() {
 		s3_port=${MCPRES_S3_ENDPOINT##*:}
 		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 5 && http_ok "$s3_port" /health
 	) || return 1
+	# Hydra, when it was started, must still answer.
+	if grep -q MCPRES_OAUTH_ISSUER "$ENV_FILE"; then
+		hydra_pid >/dev/null || return 1
+		(
+			. "$ENV_FILE"
+			p=${MCPRES_OAUTH_ISSUER##*127.0.0.1:}
+			http_ok "${p%%/*}" /health/ready
+		) || return 1
+	fi
 	# MinIO, when it was started, must still answer too.
 	if [ -f "$ENV_FILE.minio" ]; then
 		minio_pid >/dev/null || return 1
@@ -326,6 +424,7 @@ lock() {
 }
 
 stop_all() {
+	stop_hydra
 	stop_minio
 	stop_versitygw
 	stop_postgres
@@ -339,7 +438,7 @@ cmd_up() {
 		cat "$ENV_FILE"
 		return 0
 	fi
-	if [ -f "$ENV_FILE" ] || [ -f "$STATE/pgroot" ] || [ -f "$STATE/versitygw.pid" ] || [ -f "$STATE/minio.pid" ]; then
+	if [ -f "$ENV_FILE" ] || [ -f "$STATE/pgroot" ] || [ -f "$STATE/versitygw.pid" ] || [ -f "$STATE/minio.pid" ] || [ -f "$STATE/hydra.pid" ]; then
 		say "found stale or partial state; cleaning it up first"
 		stop_all
 	fi
@@ -366,6 +465,15 @@ cmd_up() {
 	else
 		say "minio: no binary found (scripts/tools.sh minio builds one); not started"
 	fi
+	local hydra
+	hydra=$(find_hydra)
+	if [ -n "$hydra" ]; then
+		start_hydra "$hydra" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT" ${MINIO_PORT:+"$MINIO_PORT"}
+	elif [ "${MCPRES_HYDRA:-}" = none ]; then
+		say "hydra: not started (MCPRES_HYDRA=none)"
+	else
+		say "hydra: no binary found (scripts/tools.sh hydra builds one); not started"
+	fi
 	{
 		printf "export MCPRES_POSTGRES_URL='%s'\n" "postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 		printf "export MCPRES_S3_ENDPOINT='%s'\n" "http://127.0.0.1:$S3_PORT"
@@ -373,17 +481,22 @@ cmd_up() {
 		printf "export MCPRES_S3_SECRET_KEY='%s'\n" "$S3_SECRET"
 		printf "export MCPRES_S3_REGION='%s'\n" "$REGION"
 		printf "export MCPRES_S3_ADMIN_ENDPOINT='%s'\n" "http://127.0.0.1:$S3_ADMIN_PORT"
+		if [ -n "${HYDRA_PORT:-}" ]; then
+			printf "export MCPRES_OAUTH_ISSUER='%s'\n" "http://127.0.0.1:$HYDRA_PORT/"
+			printf "export MCPRES_OAUTH_ADMIN_URL='%s'\n" "http://127.0.0.1:$HYDRA_ADMIN_PORT"
+			printf "export MCPRES_OAUTH_TEST_KEYS='%s'\n" "$HYDRA_TEST_KEYS"
+		fi
 	} >"$ENV_FILE.tmp"
 	mv "$ENV_FILE.tmp" "$ENV_FILE"
 	ok=1
 	trap - EXIT
-	say "up: postgres on 127.0.0.1:$PG_PORT, S3 on 127.0.0.1:$S3_PORT (admin 127.0.0.1:$S3_ADMIN_PORT)"
+	say "up: postgres on 127.0.0.1:$PG_PORT, S3 on 127.0.0.1:$S3_PORT (admin 127.0.0.1:$S3_ADMIN_PORT)${HYDRA_PORT:+, hydra on 127.0.0.1:$HYDRA_PORT (admin 127.0.0.1:$HYDRA_ADMIN_PORT)}"
 	cat "$ENV_FILE"
 }
 
 cmd_down() {
 	lock
-	if [ ! -f "$ENV_FILE" ] && [ ! -f "$STATE/pgroot" ] && [ ! -f "$STATE/versitygw.pid" ] && [ ! -f "$STATE/minio.pid" ]; then
+	if [ ! -f "$ENV_FILE" ] && [ ! -f "$STATE/pgroot" ] && [ ! -f "$STATE/versitygw.pid" ] && [ ! -f "$STATE/minio.pid" ] && [ ! -f "$STATE/hydra.pid" ]; then
 		say "nothing to stop"
 		return 0
 	fi

@@ -7,6 +7,8 @@
 #   minio           S3 server (AGPL-3.0): a test service only           ~11 min
 #   mc              MinIO's client (AGPL-3.0): the MinIO image's
 #                   health check and the quickstart's bucket setup      ~3 min after minio
+#   hydra           Ory Hydra (Apache-2.0), the OAuth 2.1 authorization
+#                   server of the identity tests                       ~2 min
 #   docker-compose  Compose v2, installed as the docker CLI plugin      ~12 min
 #   helm            Helm v3 (Apache-2.0): lints and renders deploy/helm ~5 min
 #
@@ -27,6 +29,10 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # The mc that this MinIO server's own go.mod requires: its dependencies are
 # then mostly already downloaded and compiled.
 MC_VERSION=v0.0.0-20250313080218-cf909e1063a9
+HYDRA_VERSION=v2.3.0
+# Hydra's own go.mod replaces pop with Ory's fork; a replace applies only in
+# the main module, so the tool module below repeats it.
+HYDRA_POP_REPLACE=github.com/gobuffalo/pop/v6=github.com/ory/pop/v6@v6.2.1-0.20241121111754-e5dfc0f3344b
 COMPOSE_VERSION=v2.40.3
 HELM_VERSION=v3.22.0
 
@@ -60,6 +66,26 @@ go_install() { # NAME MODULE/PATH MODULE VERSION
 		timed "$name $version into $DIR" env GOBIN="$DIR" go install "$pkg@$version"
 	fi
 	echo "$name=$DIR/$name"
+}
+
+# Hydra refuses `go install` (its go.mod has replace directives), so build it
+# as a tool of a small throwaway module (in a temporary directory, never in
+# the checkout) that repeats Hydra's replace.
+hydra() {
+	local bin=$DIR/hydra mod=github.com/ory/hydra/v2 work
+	if pinned "$bin" "$mod" "$HYDRA_VERSION"; then
+		say "reusing hydra $HYDRA_VERSION at $bin"
+	else
+		work=$(mktemp -d)
+		mkdir -p "$DIR"
+		timed "hydra $HYDRA_VERSION into $DIR" sh -c "cd '$work' && go mod init mcpres-tools/hydra &&
+			go get -tool '$mod@$HYDRA_VERSION' &&
+			go mod edit -replace '$HYDRA_POP_REPLACE' &&
+			go mod tidy && go build -trimpath -o '$bin.tmp' '$mod'"
+		rm -rf "$work"
+		mv "$bin.tmp" "$bin"
+	fi
+	echo "hydra=$bin"
 }
 
 # Compose v2 refuses `go install` (its go.mod has exclude directives), so
@@ -99,6 +125,7 @@ compose() {
 [ "$#" -gt 0 ] || die "usage: scripts/tools.sh versitygw|minio|mc|docker-compose|helm..."
 for tool in "$@"; do
 	case $tool in
+	hydra) hydra ;;
 	versitygw) go_install versitygw github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw "$VERSITYGW_VERSION" ;;
 	minio) go_install minio github.com/minio/minio github.com/minio/minio "$MINIO_VERSION" ;;
 	mc) go_install mc github.com/minio/mc github.com/minio/mc "$MC_VERSION" ;;

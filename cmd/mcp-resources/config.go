@@ -23,11 +23,15 @@ type checkCmd struct {
 // File.Revision: it changes with any statement, grant, policy or limit)
 // and the listing's (core Resources.Revision: the definitions alone). The first mistake is one FILE:LINE:COL: line and exit 1.
 func (c *checkCmd) Run(ctx context.Context, e *env) error {
-	served, res, err := openConfig(ctx, c.Config)
+	f, served, res, err := openConfig(ctx, c.Config)
 	if err != nil {
 		return err
 	}
 	defer served.Close()
+	if err := checkOAuth(ctx, f, e); err != nil { // oauth.go
+		return err
+	}
+
 	for _, l := range served.Lines {
 		fmt.Fprintln(e.stdout, l)
 	}
@@ -38,26 +42,26 @@ func (c *checkCmd) Run(ctx context.Context, e *env) error {
 // openConfig loads, opens and checks a resources file, and registers its
 // bindings with a throwaway core.Resources under the file's limits, so
 // that what serve would refuse, check refuses too.
-func openConfig(ctx context.Context, path string) (*config.Served, *core.Resources, error) {
+func openConfig(ctx context.Context, path string) (*config.File, *config.Served, *core.Resources, error) {
 	f, err := config.Load(path, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	served, err := f.Open(ctx, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	res, err := core.NewResources(served.Bindings, served.Policy, core.WithResourceLimits(f.ResourceLimits()))
 	if err != nil {
 		served.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if overlaps, _ := res.TemplateOverlaps(); len(overlaps) > 0 {
 		served.Close()
 		o := overlaps[0]
-		return nil, nil, fmt.Errorf("%s: templates %s and %s both match %s", path, o.First, o.Second, o.Example)
+		return nil, nil, nil, fmt.Errorf("%s: templates %s and %s both match %s", path, o.First, o.Second, o.Example)
 	}
-	return served, res, nil
+	return f, served, res, nil
 }
 
 // configBackend serves the resources file of --config.
@@ -85,7 +89,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 	if err != nil {
 		return nil, err
 	}
-	be := &backend{bindings: served.Bindings, policy: served.Policy, close: served.Close, sources: served.Changes,
+	be := &backend{bindings: served.Bindings, policy: served.Policy, close: served.Close, sources: served.Changes, file: f,
 		storeOf: func(i int, t core.ResourceTarget) string {
 			if !t.IsZero() && t.Representation() == s3store.Representation && served.ObjectSourceOf[i] != "" {
 				return served.ObjectSourceOf[i]

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/httpguard"
 	"go.phpboyscout.uk/mcp/resources/internal/linetransport"
@@ -39,9 +40,12 @@ type serveCmd struct {
 	ListenURL     string        `name:"listen-postgres" placeholder:"URL" env:"MCPRES_LISTEN_DATABASE_URL" help:"A direct PostgreSQL URL for the one connection that LISTENs for changes (subscriptions), when --postgres goes through a transaction-pooling PgBouncer. Default: --postgres."`
 
 	Guard guardFlags `embed:"" group:"Hostile clients"`
+	OAuth oauthFlags `embed:"" group:"Identity provider (OAuth 2.1 resource server)"`
 
 	Storage storageFlags `embed:""`
 	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
+
+	oauth *oauthServer // from OAuth, set by Run (oauth.go)
 }
 
 // backend is what the resources are served from: bindings, their policy,
@@ -57,6 +61,7 @@ type backend struct {
 	// its plans and completes its variables (t zero) or reads target t.
 	storeOf func(i int, t core.ResourceTarget) string
 	limits  *core.ResourceLimits // a resources file's limits, under the flags'
+	file    *config.File         // the resources file served, whose oauth section serve honours (oauth.go)
 	// notes are INFO lines about the configuration, logged only once the
 	// server starts serving, so that a configuration error stays the one
 	// line on stderr.
@@ -115,6 +120,12 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 
+	if s.oauth, err = s.OAuth.newOAuth(s.HTTP, s.Tokens, be.file, m, e); err != nil { // oauth.go
+		return err
+	}
+	if s.oauth != nil {
+		be.ready = append(be.ready, s.oauth.ready())
+	}
 	var tokens *tokenTable
 	if s.Tokens != "" {
 		if s.HTTP == "" {
@@ -132,7 +143,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 
 	principal := func(ctx context.Context, req mcp.Request) string { return s.Principal }
-	if tokens != nil {
+	if tokens != nil || s.oauth != nil {
 		principal = mcpsdk.TokenPrincipal
 	}
 	// Subscriptions are served on every transport, each over the stream it
@@ -327,6 +338,9 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	if tokens != nil {
 		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
 	}
+	if s.oauth != nil {
+		handler = s.oauth.rs.Protect(handler)
+	}
 	handler = httpguard.OneAuthorization(handler)
 	drain := &drainer{}
 	handler = drain.track(traceHTTP(handler))
@@ -347,6 +361,9 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	ops.Handle("GET /metrics", m.handler())
 	opsHandler := httpguard.LoopbackHostOnly(ops)
 	mux := http.NewServeMux()
+	if s.oauth != nil {
+		s.oauth.rs.Register(mux) // the protected resource metadata, unauthenticated
+	}
 	mux.Handle("/mcp", handler)
 	mux.Handle("/", handler)
 	var opsServer *http.Server
@@ -364,7 +381,9 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	// bounds receiving a request only; a long SSE response outlives it.
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout, IdleTimeout: g.IdleTimeout}
 	authn := "bearer tokens from " + s.Tokens
-	if tokens == nil {
+	if s.oauth != nil {
+		authn = s.oauth.describe()
+	} else if tokens == nil {
 		authn = "none: every request is served as principal " + s.Principal
 	}
 	be.logNotes(e)

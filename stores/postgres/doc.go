@@ -9,7 +9,7 @@
 // prepared the statements:
 //
 //	SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true),
-//	       set_config('statement_timeout', $3, true),
+//	       set_config('mcp.claims', $3, true), set_config('statement_timeout', $4, true),
 //	       set_config('transaction_read_only', 'on', true)
 //	<one parameterised statement>
 //
@@ -22,7 +22,10 @@
 // The role is [ReaderRole] unless [Options] say otherwise; the principal is
 // what [Options].Principal returns for the request context (by default
 // [core.ContextPrincipal]), never anything from a URI, a capture or a plan;
-// the statement timeout is the time left until the context's deadline.
+// mcp.claims is the request's claims ([core.ContextClaims]: one JSON object,
+// such as the groups of an OAuth access token), or {} without any, so that a
+// policy reads them as current_setting('mcp.claims', true)::jsonb; the
+// statement timeout is the time left until the context's deadline.
 // Captures, principals, ids and versions are always bind arguments: no SQL is
 // built from request data, and a pool configured for the simple protocol is
 // refused. A principal that is empty, over [MaxPrincipalBytes], not UTF-8 or

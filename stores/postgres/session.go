@@ -201,8 +201,8 @@ func CheckPrincipal(p string) error {
 // batch. integration/pgstore_implicit_test.go proves each of these on the
 // real server.
 const (
-	sqlSetupRole = "SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('statement_timeout', $3, true), set_config('transaction_read_only', 'on', true)"
-	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('statement_timeout', $2, true), set_config('transaction_read_only', 'on', true)"
+	sqlSetupRole = "SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('mcp.claims', $3, true), set_config('statement_timeout', $4, true), set_config('transaction_read_only', 'on', true)"
+	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('mcp.claims', $2, true), set_config('statement_timeout', $3, true), set_config('transaction_read_only', 'on', true)"
 )
 
 // query runs sql with args as the one statement of a read-only implicit
@@ -233,8 +233,8 @@ func (s *session) query(ctx context.Context, sql string, args []any, each func(p
 }
 
 // begin returns a batch whose first statement makes the implicit
-// transaction read-only, switches to the store's role, sets the principal
-// and the statement timeout; query queues its statement after it.
+// transaction read-only, switches to the store's role, sets the principal,
+// the claims (mcp.claims) and the statement timeout; query queues its statement after it.
 func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
@@ -250,12 +250,16 @@ func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 			return nil, fmt.Errorf("postgres: %w", context.DeadlineExceeded)
 		}
 	}
+	claims, err := contextClaims(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ms := strconv.FormatInt(max(1, int64((timeout+time.Millisecond-1)/time.Millisecond)), 10)
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
 	if s.role != "" {
-		b.Queue(sqlSetupRole, s.role, p, ms)
+		b.Queue(sqlSetupRole, s.role, p, claims, ms)
 	} else {
-		b.Queue(sqlSetup, p, ms)
+		b.Queue(sqlSetup, p, claims, ms)
 	}
 	return b, nil
 }

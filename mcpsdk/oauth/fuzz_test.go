@@ -1,0 +1,77 @@
+package oauth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// FuzzVerify feeds arbitrary bearer tokens, seeded with a valid one and
+// spoiled forms of it, to a verifier with keys: it never panics, a refusal
+// always matches auth.ErrInvalidToken with the fixed text, and an accepted
+// token always names the issuer's principal (only the valid seed can be
+// accepted: nothing else is signed by the key).
+func FuzzVerify(f *testing.F) {
+	is := newIssuer(f)
+	v, err := NewVerifier(&Options{Issuer: is.url(), Resource: testResource, Claims: []string{"groups"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	valid := sign(f, "RS256", is.key, is.kid, is.claims("alice"))
+	parts := strings.Split(valid, ".")
+	for _, s := range []string{valid, parts[0] + "." + parts[1] + ".", parts[0] + ".." + parts[2], "", ".", "..", "a.b.c",
+		b64(map[string]string{"alg": "none"}) + "." + parts[1] + ".", b64(map[string]any{"alg": "RS256", "kid": 7}) + "." + parts[1] + "." + parts[2],
+		b64(map[string]string{"alg": "RS256", "crit": "exp"}) + "." + parts[1] + "." + parts[2]} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		ti, err := v.Verify(context.Background(), token, nil)
+		if err != nil {
+			if !errors.Is(err, auth.ErrInvalidToken) || err.Error() != "invalid token" {
+				t.Fatalf("refusal %v: want auth.ErrInvalidToken with the fixed text", err)
+			}
+			return
+		}
+		if ti.UserID != "alice" || token != valid {
+			t.Fatalf("accepted a token that is not the signed one: %q -> %+v", token, ti)
+		}
+	})
+}
+
+// FuzzParseKeySet feeds arbitrary JWKS documents to the key set parser: it
+// never panics and keeps only public asymmetric keys.
+func FuzzParseKeySet(f *testing.F) {
+	f.Add([]byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"h"}]}`))
+	f.Add([]byte(`{"keys":[{"kty":"RSA","kid":"r","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw","e":"AQAB"}]}`))
+	f.Add([]byte(`{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","use":"enc"}]}`))
+	f.Add([]byte(`{"keys":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		keys, err := parseKeySet(body)
+		if err != nil {
+			if !errors.Is(err, ErrKeysUnavailable) {
+				t.Fatalf("error %v does not match ErrKeysUnavailable", err)
+			}
+			return
+		}
+		if len(keys) == 0 || len(keys) > maxKeys {
+			t.Fatalf("%d keys without an error", len(keys))
+		}
+		for kid, k := range keys {
+			switch k.Key.(type) {
+			case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+			default:
+				t.Fatalf("key %q is a %T: only public asymmetric keys may be kept", kid, k.Key)
+			}
+			if k.KeyID != kid || (k.Use != "" && k.Use != "sig") {
+				t.Fatalf("key %q kept with id %q, use %q", kid, k.KeyID, k.Use)
+			}
+		}
+	})
+}

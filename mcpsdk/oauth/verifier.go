@@ -1,0 +1,457 @@
+// Package oauth makes an MCP server an OAuth 2.1 resource server, as the MCP
+// authorization specification asks of an HTTP server: it verifies access
+// tokens that are JWTs signed by the organisation's authorization server
+// ([Verifier]), and protects a streamable HTTP handler with the go-sdk's
+// auth.RequireBearerToken while serving RFC 9728 protected resource
+// metadata ([ResourceServer]).
+//
+// A host that serves an mcpsdk adapter over HTTP needs three values: the
+// issuer, the server's canonical resource URI (the audience its tokens must
+// name) and the scopes it requires:
+//
+//	v, err := oauth.NewVerifier(&oauth.Options{Issuer: "https://id.example.com/", Resource: "https://mcp.example.com/mcp"})
+//	rs, err := oauth.NewResourceServer(v.Verify, &oauth.ResourceOptions{
+//		Resource: "https://mcp.example.com/mcp", AuthorizationServers: []string{"https://id.example.com/"}, Scopes: []string{"resources:read"}})
+//	rs.Register(mux)                        // the metadata documents
+//	mux.Handle("/mcp", rs.Protect(handler)) // 401 and 403 with WWW-Authenticate
+//
+// The verified principal is the token's UserID, which the adapter's default
+// Principal function and the SDK's session binding use; the claims the
+// operator names ([Options].Claims) travel as JSON in TokenInfo.Extra under
+// [ClaimsKey] (the same key as mcpsdk.TokenClaimsKey), and the adapter hands them to the stores
+// (core.WithClaims).
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Defaults and bounds of [Options].
+const (
+	// DefaultClockSkew is the tolerance on exp, nbf and iat when
+	// Options.ClockSkew is zero.
+	DefaultClockSkew = 30 * time.Second
+	// MaxClockSkew bounds Options.ClockSkew.
+	MaxClockSkew = 5 * time.Minute
+	// DefaultMinRefresh is the least time between two fetches of the
+	// issuer's keys when Options.MinRefresh is zero.
+	DefaultMinRefresh = 30 * time.Second
+	// DefaultMaxKeyAge is how long fetched keys are used before they must
+	// be fetched again, when Options.MaxKeyAge is zero.
+	DefaultMaxKeyAge = time.Hour
+	// DefaultPrincipalClaim is the claim that names the principal when
+	// Options.PrincipalClaim is empty.
+	DefaultPrincipalClaim = "sub"
+	// MaxTokenBytes bounds a bearer token; a longer one is refused unread.
+	MaxTokenBytes = 16 << 10
+	// MaxClaimsBytes bounds the JSON of the claims passed to storage.
+	MaxClaimsBytes = 8 << 10
+	// MaxPrincipalBytes bounds the principal claim's value.
+	MaxPrincipalBytes = 1024
+	// DefaultCacheTTL is how long a verified token's result is reused when
+	// Options.CacheTTL is zero.
+	DefaultCacheTTL = time.Minute
+	// maxCached bounds the verified tokens the cache holds.
+	maxCached = 4096
+)
+
+// ClaimsKey is the key of TokenInfo.Extra under which [Verifier.Verify]
+// puts the passed claims: a json.RawMessage holding one JSON object (empty
+// when the token has none of the named claims).
+//
+// It is the value of mcpsdk.TokenClaimsKey, which the adapter reads; this
+// package does not import mcpsdk (so that a resources file's checks need
+// no MCP SDK server), and TestClaimsKeyIsTheAdapters fails if the two
+// ever differ.
+const ClaimsKey = "mcpres.claims"
+
+// DefaultAlgorithms are the signature algorithms accepted when
+// Options.Algorithms is empty: asymmetric ones only.
+var DefaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// Options configures a [Verifier].
+type Options struct {
+	// Issuer is the authorization server's issuer identifier: tokens must
+	// carry it as iss, byte for byte, and its keys are found by OpenID
+	// Connect discovery at Issuer + "/.well-known/openid-configuration"
+	// unless JWKSURL is set. Required.
+	Issuer string
+	// JWKSURL, if set, is where the issuer's keys are fetched, without
+	// discovery.
+	JWKSURL string
+	// Resource is this server's canonical resource URI (RFC 8707): a
+	// token's aud must contain it, byte for byte. Required.
+	Resource string
+	// Algorithms are the accepted signature algorithms, a subset of
+	// [DefaultAlgorithms] (the default). "none" and the HMAC algorithms
+	// are refused: a resource server holds no shared secret.
+	Algorithms []string
+	// ClockSkew is the tolerance on exp, nbf and iat: zero means
+	// [DefaultClockSkew]; at most [MaxClockSkew].
+	ClockSkew time.Duration
+	// PrincipalClaim names the claim (a non-empty string) that becomes
+	// the principal, TokenInfo.UserID. Empty means "sub".
+	PrincipalClaim string
+	// Claims names the claims passed to storage (see [ClaimsKey]), for
+	// example groups or tenant. Absent claims are left out.
+	Claims []string
+	// MinRefresh is the least time between two fetches of the keys, so
+	// that tokens naming unknown key ids cannot make one fetch each: zero
+	// means [DefaultMinRefresh].
+	MinRefresh time.Duration
+	// MaxKeyAge is how long fetched keys are used; older keys are fetched
+	// again before use, and not used when that fails. Zero means
+	// [DefaultMaxKeyAge].
+	MaxKeyAge time.Duration
+	// CacheTTL bounds how long a verified token's result is reused for the
+	// same token (never past its exp, nor past the keys it was verified
+	// with): zero means [DefaultCacheTTL], a negative value verifies every
+	// request afresh.
+	CacheTTL time.Duration
+	// HTTPClient fetches discovery and keys; nil means a client with a
+	// 10 s timeout.
+	HTTPClient *http.Client
+	// Now returns the current time; nil means time.Now. For tests.
+	Now func() time.Time
+}
+
+// Verifier verifies JWT access tokens of one issuer for one resource. Its
+// Verify method is an auth.TokenVerifier. It is safe for concurrent use.
+type Verifier struct {
+	issuer, resource string
+	algs             []jose.SignatureAlgorithm
+	skew             time.Duration
+	principal        string
+	claims           []string
+	keys             *keySet
+	now              func() time.Time
+	cache            *tokenCache // nil: no caching
+}
+
+// NewVerifier returns a verifier for opts. It makes no request: the keys
+// are fetched on the first verification, or by [Verifier.Ready].
+func NewVerifier(opts *Options) (*Verifier, error) {
+	if opts == nil || opts.Issuer == "" {
+		return nil, errors.New("oauth: the issuer is required")
+	}
+	if opts.Resource == "" {
+		return nil, errors.New("oauth: the resource URI (the audience) is required")
+	}
+	for _, u := range []string{opts.Issuer, opts.JWKSURL, opts.Resource} {
+		if u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+			return nil, fmt.Errorf("oauth: %q is not an http(s) URL", u)
+		}
+	}
+	v := &Verifier{issuer: opts.Issuer, resource: opts.Resource, skew: opts.ClockSkew,
+		principal: opts.PrincipalClaim, claims: slices.Clone(opts.Claims), now: opts.Now}
+	if v.skew == 0 {
+		v.skew = DefaultClockSkew
+	}
+	if v.skew < 0 || v.skew > MaxClockSkew {
+		return nil, fmt.Errorf("oauth: the clock skew must be between 0 and %s", MaxClockSkew)
+	}
+	if v.principal == "" {
+		v.principal = DefaultPrincipalClaim
+	}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	algs := opts.Algorithms
+	if len(algs) == 0 {
+		algs = DefaultAlgorithms
+	}
+	for _, a := range algs {
+		if !slices.Contains(DefaultAlgorithms, a) {
+			return nil, fmt.Errorf("oauth: algorithm %q is not accepted (only asymmetric signatures: %s)", a, strings.Join(DefaultAlgorithms, ", "))
+		}
+		v.algs = append(v.algs, jose.SignatureAlgorithm(a))
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: fetchTimeout}
+	}
+	v.keys = &keySet{client: client, issuer: opts.Issuer, jwksURL: opts.JWKSURL,
+		minRefresh: opts.MinRefresh, maxAge: opts.MaxKeyAge, now: v.now}
+	if v.keys.minRefresh <= 0 {
+		v.keys.minRefresh = DefaultMinRefresh
+	}
+	if v.keys.maxAge <= 0 {
+		v.keys.maxAge = DefaultMaxKeyAge
+	}
+	switch ttl := opts.CacheTTL; {
+	case ttl == 0:
+		v.cache = &tokenCache{ttl: DefaultCacheTTL, m: map[[32]byte]cached{}}
+	case ttl > 0:
+		v.cache = &tokenCache{ttl: ttl, m: map[[32]byte]cached{}}
+	}
+	return v, nil
+}
+
+// Reasons a token is refused, as [TokenError].Reason: a fixed set, fit for
+// a metric label.
+const (
+	ReasonMalformed = "malformed"     // not a compact JWS, over MaxTokenBytes, or a refused alg
+	ReasonKey       = "unknown_key"   // signed with a key the issuer does not publish
+	ReasonSignature = "signature"     // the signature does not verify
+	ReasonIssuer    = "issuer"        // iss is not the issuer
+	ReasonAudience  = "audience"      // aud does not contain the resource
+	ReasonExpired   = "expired"       // exp passed (beyond the skew), or no exp
+	ReasonNotYet    = "not_yet_valid" // nbf or iat in the future (beyond the skew)
+	ReasonPrincipal = "principal"     // the principal claim is missing or not a valid principal
+	ReasonClaims    = "claims"        // the passed claims are over MaxClaimsBytes
+)
+
+// TokenError is the error of a refused token. It matches
+// auth.ErrInvalidToken, so the middleware answers 401; its message is
+// fixed ("invalid token"), because the middleware writes it to the client.
+// Reason says why, Unwrap gives the cause: for logs at debug level and
+// metrics, never for a client.
+type TokenError struct {
+	Reason string
+	cause  error
+}
+
+// Error returns the fixed text "invalid token", whatever the reason.
+func (e *TokenError) Error() string { return auth.ErrInvalidToken.Error() }
+
+// Unwrap returns auth.ErrInvalidToken and the cause.
+func (e *TokenError) Unwrap() []error { return []error{auth.ErrInvalidToken, e.cause} }
+
+func refuse(reason string, cause error) error { return &TokenError{Reason: reason, cause: cause} }
+
+// unavailableError is the error of a verification without keys: not an
+// invalid token (the middleware answers 500 with its fixed message).
+type unavailableError struct{ cause error }
+
+func (e *unavailableError) Error() string { return "the authorization server's keys are unavailable" }
+func (e *unavailableError) Unwrap() error { return e.cause }
+
+// Verify verifies token and returns its TokenInfo: UserID the principal
+// claim, Scopes from scope (space-separated) or scp (a list or a string),
+// Expiration from exp, and the passed claims in Extra[ClaimsKey]. A refused
+// token's error is a [*TokenError]; when the keys cannot be loaded the
+// error matches [ErrKeysUnavailable] and not auth.ErrInvalidToken.
+//
+// The result for a token is reused for the same token for up to
+// [Options].CacheTTL, never past its exp (plus the skew) nor past the next
+// successful fetch of the keys; a refused token is verified again every
+// time.
+func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if len(token) > MaxTokenBytes {
+		return nil, refuse(ReasonMalformed, errors.New("oauth: token over MaxTokenBytes"))
+	}
+	if v.cache == nil {
+		return v.verify(ctx, token)
+	}
+	// The same token, verified under the same keys, is the same answer
+	// until it expires: skip the signature check (most of the cost).
+	gen, fresh := v.keys.generation()
+	sum := sha256.Sum256([]byte(token))
+	now := v.now()
+	if fresh {
+		if ti, ok := v.cache.get(sum, gen, now); ok {
+			return ti, nil
+		}
+	}
+	ti, err := v.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if gen2, fresh := v.keys.generation(); fresh && gen2 == gen {
+		until := now.Add(v.cache.ttl)
+		if exp := ti.Expiration.Add(v.skew); exp.Before(until) {
+			until = exp
+		}
+		v.cache.put(sum, gen, until, now, ti)
+	}
+	return ti, nil
+}
+
+// verify verifies token without the cache.
+func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	tok, err := jwt.ParseSigned(token, v.algs)
+	if err != nil {
+		return nil, refuse(ReasonMalformed, err)
+	}
+	if len(tok.Headers) != 1 {
+		return nil, refuse(ReasonMalformed, errors.New("oauth: not one signature"))
+	}
+	h := tok.Headers[0]
+	key, err := v.keys.key(ctx, h.KeyID)
+	switch {
+	case errors.Is(err, errUnknownKey):
+		return nil, refuse(ReasonKey, err)
+	case err != nil:
+		return nil, &unavailableError{cause: err}
+	}
+	if key.Algorithm != "" && key.Algorithm != h.Algorithm {
+		return nil, refuse(ReasonKey, fmt.Errorf("oauth: the key is for %s, the token says %s", key.Algorithm, h.Algorithm))
+	}
+	var std jwt.Claims
+	var all map[string]json.RawMessage
+	if err := tok.Claims(key.Key, &std, &all); err != nil {
+		return nil, refuse(ReasonSignature, err)
+	}
+	// iss first, then aud, then time: the reason names the first rule broken.
+	if std.Issuer != v.issuer {
+		return nil, refuse(ReasonIssuer, jwt.ErrInvalidIssuer)
+	}
+	if !slices.Contains(std.Audience, v.resource) {
+		return nil, refuse(ReasonAudience, jwt.ErrInvalidAudience)
+	}
+	if std.Expiry == nil {
+		return nil, refuse(ReasonExpired, errors.New("oauth: the token has no exp"))
+	}
+	switch err := std.ValidateWithLeeway(jwt.Expected{Time: v.now()}, v.skew); {
+	case errors.Is(err, jwt.ErrExpired):
+		return nil, refuse(ReasonExpired, err)
+	case err != nil: // nbf or iat in the future
+		return nil, refuse(ReasonNotYet, err)
+	}
+	principal, err := v.principalOf(all)
+	if err != nil {
+		return nil, refuse(ReasonPrincipal, err)
+	}
+	passed, err := v.passed(all)
+	if err != nil {
+		return nil, refuse(ReasonClaims, err)
+	}
+	return &auth.TokenInfo{UserID: principal, Scopes: scopes(all), Expiration: std.Expiry.Time(),
+		Extra: map[string]any{ClaimsKey: passed}}, nil
+}
+
+func (v *Verifier) principalOf(all map[string]json.RawMessage) (string, error) {
+	var p string
+	if err := json.Unmarshal(all[v.principal], &p); err != nil {
+		return "", fmt.Errorf("oauth: the principal claim %q is not a string", v.principal)
+	}
+	if p == "" || len(p) > MaxPrincipalBytes || !utf8.ValidString(p) {
+		return "", fmt.Errorf("oauth: the principal claim %q is empty, too long or not UTF-8", v.principal)
+	}
+	for _, r := range p {
+		if r < ' ' || r == 0x7f {
+			return "", fmt.Errorf("oauth: the principal claim %q holds a control character", v.principal)
+		}
+	}
+	return p, nil
+}
+
+// passed returns the named claims as one JSON object.
+func (v *Verifier) passed(all map[string]json.RawMessage) (json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(v.claims))
+	for _, name := range v.claims {
+		if c, ok := all[name]; ok {
+			out[name] = c
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxClaimsBytes {
+		return nil, fmt.Errorf("oauth: the passed claims are over %d bytes", MaxClaimsBytes)
+	}
+	return b, nil
+}
+
+// scopes reads scope (RFC 8693, RFC 9068: one space-separated string) or,
+// failing that, scp (a list, as Hydra and Azure issue, or a string).
+func scopes(all map[string]json.RawMessage) []string {
+	var s string
+	if json.Unmarshal(all["scope"], &s) == nil && s != "" {
+		return strings.Fields(s)
+	}
+	var list []string
+	if json.Unmarshal(all["scp"], &list) == nil {
+		return list
+	}
+	if json.Unmarshal(all["scp"], &s) == nil {
+		return strings.Fields(s)
+	}
+	return nil
+}
+
+// Ready reports whether the verifier holds usable keys and the last fetch
+// of them succeeded. When it does not, it fetches them first (rate-limited
+// like any refresh), so a readiness probe recovers as soon as the issuer
+// answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
+func (v *Verifier) Ready(ctx context.Context) error {
+	if v.keys.ready() {
+		return nil
+	}
+	_, _ = v.keys.key(ctx, "\x00ready") // no key has this id: a refresh, unless rate-limited
+	if v.keys.ready() {
+		return nil
+	}
+	return errors.New("the authorization server's keys are unavailable")
+}
+
+// KeyStats describes the verifier's keys now.
+func (v *Verifier) KeyStats() KeyStats { return v.keys.stats() }
+
+// tokenCache holds the results of verified tokens by the SHA-256 of the
+// token, each until its deadline and for one key generation. Refused
+// tokens are never cached.
+type tokenCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[[32]byte]cached
+}
+
+type cached struct {
+	ti    *auth.TokenInfo
+	gen   uint64
+	until time.Time
+}
+
+// get returns a copy of the cached result, so that no caller can change
+// what the next one gets.
+func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenInfo, bool) {
+	c.mu.Lock()
+	e, ok := c.m[sum]
+	if ok && (e.gen != gen || !now.Before(e.until)) {
+		delete(c.m, sum)
+		ok = false
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	ti := *e.ti
+	ti.Scopes = slices.Clone(ti.Scopes)
+	ti.Extra = map[string]any{ClaimsKey: e.ti.Extra[ClaimsKey]} // a json.RawMessage, never written to
+	return &ti, true
+}
+
+func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *auth.TokenInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCached {
+		// Full: drop the expired entries, else an arbitrary tenth.
+		n := 0
+		for k, e := range c.m {
+			if e.gen != gen || !now.Before(e.until) || n < maxCached/10 {
+				delete(c.m, k)
+				n++
+			}
+		}
+	}
+	stored := *ti
+	stored.Scopes = slices.Clone(ti.Scopes)
+	stored.Extra = map[string]any{ClaimsKey: ti.Extra[ClaimsKey]}
+	c.m[sum] = cached{ti: &stored, gen: gen, until: until}
+}
