@@ -54,40 +54,7 @@ func newS3Requests(t *testing.T, endpoint string) *s3Requests {
 				c.Close()
 				continue
 			}
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				defer up.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						p.count(buf[:n])
-						if _, werr := up.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := up.Read(buf)
-					if n > 0 {
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+			relay(&wg, c, up, p.count)
 		}
 	}()
 	return p
@@ -275,40 +242,7 @@ func newCutProxy(t *testing.T, upstream string) *cutProxy {
 				}
 				continue
 			}
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				defer up.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						p.sent.Add(1)
-						if _, werr := up.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := up.Read(buf)
-					if n > 0 {
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+			relay(&wg, c, up, func([]byte) { p.sent.Add(1) })
 		}
 	}()
 	return p
@@ -345,4 +279,33 @@ func (p *cutProxy) url(t *testing.T, dbURL string) string {
 	}
 	u.Host = p.ln.Addr().String()
 	return u.String()
+}
+
+// relay copies bytes both ways between a client connection c and its
+// upstream up, each way on a goroutine of wg, showing sent each chunk the
+// client sends before it goes on; either side ending closes both.
+func relay(wg *sync.WaitGroup, c, up net.Conn, sent func([]byte)) {
+	pump := func(dst, src net.Conn, seen func([]byte)) {
+		defer wg.Done()
+		defer dst.Close()
+		defer src.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if seen != nil {
+					seen(buf[:n])
+				}
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	wg.Add(2)
+	go pump(up, c, sent)
+	go pump(c, up, nil)
 }
