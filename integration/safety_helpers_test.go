@@ -54,7 +54,7 @@ func newS3Requests(t *testing.T, endpoint string) *s3Requests {
 				c.Close()
 				continue
 			}
-			relay(&wg, c, up, p.count)
+			relay(&wg, c, up, p.count, nil)
 		}
 	}()
 	return p
@@ -242,7 +242,7 @@ func newCutProxy(t *testing.T, upstream string) *cutProxy {
 				}
 				continue
 			}
-			relay(&wg, c, up, func([]byte) { p.sent.Add(1) })
+			relay(&wg, c, up, func([]byte) { p.sent.Add(1) }, nil)
 		}
 	}()
 	return p
@@ -283,8 +283,9 @@ func (p *cutProxy) url(t *testing.T, dbURL string) string {
 
 // relay copies bytes both ways between a client connection c and its
 // upstream up, each way on a goroutine of wg, showing sent each chunk the
-// client sends before it goes on; either side ending closes both.
-func relay(wg *sync.WaitGroup, c, up net.Conn, sent func([]byte)) {
+// client sends and replied each chunk the upstream answers (nil: not
+// shown) before it goes on; either side ending closes both.
+func relay(wg *sync.WaitGroup, c, up net.Conn, sent, replied func([]byte)) {
 	pump := func(dst, src net.Conn, seen func([]byte)) {
 		defer wg.Done()
 		defer dst.Close()
@@ -307,5 +308,5 @@ func relay(wg *sync.WaitGroup, c, up net.Conn, sent func([]byte)) {
 	}
 	wg.Add(2)
 	go pump(up, c, sent)
-	go pump(c, up, nil)
+	go pump(c, up, replied)
 }

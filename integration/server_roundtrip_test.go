@@ -39,44 +39,12 @@ func newTripProxy(t *testing.T, upstream string) *tripProxy {
 				c.Close()
 				continue
 			}
-			var replied atomic.Bool
-			wg.Add(2)
-			go func() { // client to server
-				defer wg.Done()
-				defer u.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if replied.Swap(false) {
-							p.trips.Add(1)
-						}
-						if _, werr := u.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
+			var replied atomic.Bool // a reply came since the client last sent: its next chunk is a new trip
+			relay(&wg, c, u, func([]byte) {
+				if replied.Swap(false) {
+					p.trips.Add(1)
 				}
-			}()
-			go func() { // server to client
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := u.Read(buf)
-					if n > 0 {
-						replied.Store(true)
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+			}, func([]byte) { replied.Store(true) })
 		}
 	}()
 	return p
