@@ -249,7 +249,8 @@ type Resource struct {
 	// family is: public when the family is, else by the family's grant,
 	// asked once about the listed prefix before the LIST, which must then
 	// return prefixes and not use $key or $k1, $k2, ... (an object under a
-	// granted prefix is listed). At most limits.max_plan_items keys are
+	// granted prefix is listed; one whose URI would be over
+	// limits.max_uri_bytes is left out). At most limits.max_plan_items keys are
 	// listed, in key order, and the gateway admits limits.max_items of
 	// them with a budget issue for the rest.
 	List string `yaml:"list"`

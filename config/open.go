@@ -416,7 +416,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 		maxKeys = core.DefaultResourceLimits().MaxPlanItems
 	}
 	def.URITemplate = r.Template
-	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys)})
+	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
 	if err != nil {
 		return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("template"))
 	}

@@ -58,7 +58,8 @@ resources:
 // TestListingReturnsExactlyTheGrantedObjectsAsTheirReadsServeThem runs a
 // file with listings through the binary. acme's agent lists acme's
 // reports: one item per object the family serves (a key deeper than
-// max_depth, one beside the prefix and another org's are left out), each
+// max_depth, one beside the prefix, another org's and one whose URI would
+// be over the gateway's 2048 bytes are left out), each
 // with the URI, MIME type (by the key's extension, whatever the object was
 // stored with) and body a direct read of that URI gives, from one LIST and
 // no HEAD. globex's agent is refused acme's listing as a missing org's is,
@@ -74,7 +75,9 @@ func TestListingReturnsExactlyTheGrantedObjectsAsTheirReadsServeThem(t *testing.
 	for _, o := range listed {
 		putObject(t, r.root, r.env.Bucket, o.key, o.stored, []byte(o.body))
 	}
-	for _, k := range []string{"orgs/acme/reports/a/b/c/d/too-deep.txt", "orgs/acme/reportsX/beside.txt", "orgs/globex/reports/theirs.txt", "public/red/logo.txt"} {
+	clip := strings.Repeat("📎", 50) // 200 bytes, 600 once escaped in a URI
+	longKey := "orgs/acme/reports/" + strings.Join([]string{clip, clip, clip, clip}, "/")
+	for _, k := range []string{"orgs/acme/reports/a/b/c/d/too-deep.txt", "orgs/acme/reportsX/beside.txt", "orgs/globex/reports/theirs.txt", "public/red/logo.txt", longKey} {
 		putObject(t, r.root, r.env.Bucket, k, "text/plain", []byte(k))
 	}
 

@@ -62,6 +62,10 @@ type KeyListing struct {
 	// than [MaxListingKeys] is refused. Keys beyond it are left out of
 	// the bundle, which then holds the first MaxKeys in key order.
 	MaxKeys int
+	// MaxURIBytes is the gateway's MaxURIBytes: an object whose item URI
+	// would be longer (a URI no read could request) is left out, rather
+	// than failing the whole listing. Zero means the gateway's default.
+	MaxURIBytes int
 }
 
 // ListingBinding returns the binding of l (see [KeyListing]). Errors are
@@ -106,8 +110,12 @@ func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	if !same {
 		return fail("Definition.URITemplate", fmt.Sprintf("must capture exactly the family's captures (%s)", strings.Join(famVars, ", ")))
 	}
+	maxURI := l.MaxURIBytes
+	if maxURI <= 0 {
+		maxURI = core.DefaultResourceLimits().MaxURIBytes
+	}
 	prefix, _ := parseKeyPrefix(fam.Prefix)
-	lst := &listing{b: b, family: fam.Definition.Name, scheme: scheme, uriSegs: segs, prefix: prefix, depth: fam.MaxDepth, grant: fam.Grant, maxKeys: maxKeys}
+	lst := &listing{b: b, family: fam.Definition.Name, scheme: scheme, uriSegs: segs, prefix: prefix, depth: fam.MaxDepth, grant: fam.Grant, maxKeys: maxKeys, maxURI: maxURI}
 	return core.ResourceBinding{Definition: l.Definition, Resolver: core.ResolverFunc(lst.resolve), Reader: b}, nil
 }
 
@@ -121,6 +129,7 @@ type listing struct {
 	depth   int
 	grant   KeyGrant
 	maxKeys int
+	maxURI  int
 }
 
 // errListingNotGranted is the private cause of a listing the grant refused.
@@ -173,6 +182,9 @@ func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.Resou
 		for _, seg := range strings.Split(strings.TrimPrefix(o.Key, prefix), "/") {
 			uri.WriteByte('/')
 			uri.WriteString(url.PathEscape(seg))
+		}
+		if uri.Len() > l.maxURI {
+			continue // no read could name it
 		}
 		t, err := NewObjectTarget(uri.String(), o)
 		if err != nil {
