@@ -421,7 +421,7 @@ func (c *checker) resource(r *Resource) {
 
 // s3Only and pgOnly are the keys that make sense for one kind of source.
 var (
-	s3Only = []string{"prefix", "max_depth", "grant", "public"}
+	s3Only = []string{"prefix", "max_depth", "grant", "public", "list"}
 	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
 )
 
@@ -546,6 +546,10 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		c.e.at(sp.Of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
 		return
 	}
+	if sp.Has("list") {
+		c.listing(r, family, caps, path)
+		return
+	}
 	c.gate(r, path)
 	at := sp.Of("prefix")
 	prefixCaps, err := s3store.KeyPrefixCaptures(r.Prefix)
@@ -609,6 +613,51 @@ func (c *checker) gate(r *Resource, path string) {
 		}
 		if !g.Spans.Has("keys") {
 			c.e.at(g.Spans.Self(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
+		}
+	}
+}
+
+// listing checks a resource that lists a key family's objects: the family
+// gates it, so it has no gate, prefix or depth of its own.
+func (c *checker) listing(r *Resource, family bool, caps []string, path string) {
+	sp := r.Spans
+	for _, k := range []string{"prefix", "max_depth", "grant", "public"} {
+		if sp.Has(k) {
+			c.e.at(sp.Of(k), "%s.%s: a listing takes its prefix, depth and gate from the key family it lists (%s): leave %s out", path, k, r.List, k)
+			return
+		}
+	}
+	if family {
+		c.e.at(sp.Of("template"), "%s.template: a listing's template names the prefix it lists, without a last /... segment", path)
+		return
+	}
+	fam := c.resources[r.List]
+	switch {
+	case fam == nil:
+		c.e.at(sp.Of("list"), "%s.list: no resource is named %q", path, r.List)
+		return
+	case fam.Source != r.Source || !strings.HasSuffix(fam.Template, "/...") || fam.Spans.Has("list"):
+		c.e.at(sp.Of("list"), "%s.list: %q is not a key family of source %q (an S3 resource whose template ends in /...)", path, r.List, r.Source)
+		return
+	}
+	famCaps := captures(strings.TrimSuffix(fam.Template, "/..."))
+	if !sameSet(caps, famCaps) {
+		c.e.at(sp.Of("template"), "%s.template: must capture exactly the captures of %s (%s), which fill its prefix %s", path, r.List, strings.Join(famCaps, ", "), fam.Prefix)
+		return
+	}
+	g := fam.Grant
+	if g == nil || fam.Public {
+		return // public, or refused at the family already
+	}
+	params, problem, _ := scanSQL(g.Keys)
+	if problem != "" {
+		return // reported at the family's grant
+	}
+	for _, p := range params {
+		if p.Name == "key" || !slices.Contains(famCaps, p.Name) && p.Name != "principal" && p.Name != "binding" {
+			c.e.at(c.sqlPos(g.Spans, "keys", g.Keys, p.Offset), "resources.%s.grant.keys: $%s: %s lists %s's objects and asks this grant once for the whole prefix, so the grant must return prefixes by $principal and the captures (%s), not by the key or its segments",
+				r.List, p.Name, r.Name, r.List, strings.Join(famCaps, ", "))
+			return
 		}
 	}
 }

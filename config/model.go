@@ -250,6 +250,19 @@ type Resource struct {
 	// with a valid token, with no statement: for objects meant for
 	// everyone, and only when written as public: true.
 	Public bool `yaml:"public"`
+	// List (S3) names the key family (a resource of the same source whose
+	// template ends in "/...") whose objects this resource lists as a
+	// bundle: its template captures exactly the family's captures, which
+	// fill the family's prefix, and each item is the object's URI in the
+	// family, typed and read as a read of that URI is. It is gated as the
+	// family is: public when the family is, else by the family's grant,
+	// asked once about the listed prefix before the LIST, which must then
+	// return prefixes and not use $key or $k1, $k2, ... (an object under a
+	// granted prefix is listed; one whose URI would be over
+	// limits.max_uri_bytes is left out). At most limits.max_plan_items keys are
+	// listed, in key order, and the gateway admits limits.max_items of
+	// them with a budget issue for the rest.
+	List string `yaml:"list"`
 
 	Spans Spans `yaml:"-"`
 }

@@ -127,7 +127,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				e.at(src.Spans.Self(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
 				return fail()
 			}
-			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal})
+			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
 			if err != nil {
 				e.at(b.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
 				return fail()
@@ -205,6 +205,16 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			continue
 		}
 		bucket := buckets[r.Source]
+		if r.List != "" {
+			b, err := f.listingBinding(bucket, def, r, sources)
+			if err != nil {
+				return nil, err
+			}
+			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
+			s.ObjectSourceOf = append(s.ObjectSourceOf, "")
+			s.Lines = append(s.Lines, f.describe(r, r.Template))
+			continue
+		}
 		grant, err := f.keyGrant(r, sources)
 		if err != nil {
 			return nil, err
@@ -384,6 +394,36 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	return g, nil
 }
 
+// listingBinding builds the binding of r, a listing of the key family
+// r.List: gated as the family is, with the family's grant statement asked
+// once about the listed prefix (postgres Source.PrefixGrant).
+func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinition, r Resource, sources map[string]*postgres.Source) (core.ResourceBinding, error) {
+	var fam Resource
+	for _, x := range f.Resources {
+		if x.Name == r.List {
+			fam = x
+		}
+	}
+	kf := s3store.KeyFamily{Definition: core.ResourceDefinition{Name: fam.Name}, URI: fam.Template, Prefix: fam.Prefix, MaxDepth: fam.MaxDepth}
+	if g := fam.Grant; g != nil {
+		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, captures(r.Template))
+		if err != nil {
+			return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("list"))
+		}
+		kf.Grant = grant
+	}
+	maxKeys := f.limits().MaxPlanItems
+	if maxKeys == 0 {
+		maxKeys = core.DefaultResourceLimits().MaxPlanItems
+	}
+	def.URITemplate = r.Template
+	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
+	if err != nil {
+		return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("template"))
+	}
+	return b, nil
+}
+
 // errPerTarget is the private cause when a file's policy is asked about one
 // target: the gateway asks Decide, which knows the definition.
 var errPerTarget = errors.New("config: a file's policy decides whole passes")
@@ -442,6 +482,8 @@ func (f *File) describe(r Resource, uri string) string {
 		kind = "object"
 	case r.Object != nil:
 		kind = "item+object"
+	case r.List != "":
+		kind = "listing"
 	case r.Grant != nil || r.Public:
 		kind = "s3"
 	}
@@ -450,6 +492,14 @@ func (f *File) describe(r Resource, uri string) string {
 
 // decider says what decides who reads r's items, as check prints it.
 func (f *File) decider(r Resource) string {
+	if r.List != "" {
+		for _, fam := range f.Resources {
+			if fam.Name == r.List && fam.Grant != nil {
+				return "grant statement on " + fam.Grant.Source + ", once for the listed prefix"
+			}
+		}
+		return "public: every token holder lists every key"
+	}
 	switch {
 	case r.Public:
 		return "public: every token holder reads every key"
@@ -549,6 +599,8 @@ func bindingKey(r *Resource, field string) (string, Position) {
 		return "object.source", r.Object.Spans.Of("source")
 	case kind == "grant" && r.Grant != nil:
 		return "grant.keys", r.Grant.Spans.Of("keys")
+	case kind == "grant" && r.List != "":
+		return "list", r.Spans.Of("list")
 	}
 	if r.Spans.Has("template") {
 		return "template", r.Spans.Of("template")

@@ -102,8 +102,8 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if len(served.Bindings) != 9 || len(served.Lines) != 9 || len(served.Ready) != 2 {
-		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 9, 9, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
+	if len(served.Bindings) != 10 || len(served.Lines) != 10 || len(served.Ready) != 2 {
+		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 10, 10, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
 	}
 	res, err := core.NewResources(served.Bindings, served.Policy)
 	if err != nil {
@@ -127,7 +127,11 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if got, err := res.Read(as("alice"), deep); err != nil || got.Items()[0].Text() != "# six levels down" {
 		t.Fatalf("alice reads a report six levels deep: %v", err)
 	}
-	for _, uri := range []string{docURI, docURI + "/object", deep} {
+	list, err := res.Read(as("alice"), "report://tenants/acme/reports")
+	if err != nil || len(list.Items()) != 1 || list.Items()[0].URI() != deep || list.Items()[0].Text() != "# six levels down" {
+		t.Fatalf("alice lists her tenant's reports: %v, want the one report as %s", err, deep)
+	}
+	for _, uri := range []string{docURI, docURI + "/object", deep, "report://tenants/acme/reports"} {
 		if _, err := res.Read(as("bob"), uri); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("bob, no member of acme, reads %s: %v; want unavailable", uri, err)
 		}
@@ -135,7 +139,7 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if _, err := r.db.Exec(t.Context(), `DELETE FROM memberships WHERE user_id = 'alice'`); err != nil {
 		t.Fatal(err)
 	}
-	for _, uri := range []string{docURI, docURI + "/object", deep} {
+	for _, uri := range []string{docURI, docURI + "/object", deep, "report://tenants/acme/reports"} {
 		if _, err := res.Read(as("alice"), uri); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("alice, revoked, reads %s: %v; want unavailable", uri, err)
 		}

@@ -28,7 +28,7 @@ func TestConfigServesTheDocumentsExampleWithTwoTokens(t *testing.T) {
 	t.Setenv("S3_SECRET_KEY", r.env.SecretKey)
 
 	out := mustRun(t, "", "check", "--config", documentsConfig)
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 10 || !strings.Contains(out, "9 definitions") {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 11 || !strings.Contains(out, "10 definitions") {
 		t.Fatalf("check printed:\n%s", out)
 	}
 

@@ -22,10 +22,11 @@ const (
 	opJoined            // an asset's fields and its object: a two-item bundle
 	opProject           // a project's assets' fields: a multi-item bundle
 	opList              // one page of resources/list or resources/templates/list
+	opRead              // a URI of a --uris file (a run against --config)
 	numOps
 )
 
-var opNames = [numOps]string{"index", "body", "object", "joined", "project", "list"}
+var opNames = [numOps]string{"index", "body", "object", "joined", "project", "list", "read"}
 
 func (o op) String() string { return opNames[o] }
 

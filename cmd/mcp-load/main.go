@@ -29,6 +29,18 @@
 //
 // Traffic goes to loopback only: --postgres must name a loopback host,
 // versitygw and the server listen on 127.0.0.1.
+//
+// With --config FILE it drives a server started as serve --config FILE
+// instead, against the operator's own database and bucket (the file's
+// ${NAME} references come from the driver's environment): the clients
+// read the URIs of --uris (by weight) with the tokens of --tokens, and
+// every answer is compared, by SHA-256, with what --expect says that
+// principal gets for that URI (or what a quiet first pass recorded, with
+// --record). A wrong body fails the run; so do failed reads and partial
+// bundles, unless --tolerate-failures (while you inject faults):
+//
+//	mcp-load --config resources.yaml --uris uris.txt --tokens tokens.txt --record answers.txt --duration 10s
+//	mcp-load --config resources.yaml --uris uris.txt --tokens tokens.txt --expect answers.txt --clients 32 --duration 60s
 package main
 
 import (
@@ -79,6 +91,7 @@ type config struct {
 	stateless   bool
 	poolMax     int
 	repeat      int
+	file        fileFlags // a run against --config FILE
 }
 
 // Limits on the flags, so that every run is bounded.
@@ -112,6 +125,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.stateless, "stateless", false, "serve without sessions (serve --stateless with a cursor key), as replicas behind a load balancer do")
 	fs.IntVar(&c.poolMax, "pool-max-conns", 0, "the server's PostgreSQL pool size (pool_max_conns in its --postgres URL); 0 keeps pgx's default, max(4, cores)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server and versitygw logs)")
+	fs.StringVar(&c.file.config, "config", "", "drive a server started as serve --config FILE (your own resources file and services) instead of the reference schema; needs --uris, --tokens and --expect or --record")
+	fs.StringVar(&c.file.uris, "uris", "", "with --config: the URIs to read, one a line, each optionally followed by its weight (1 to 1000)")
+	fs.StringVar(&c.file.tokens, "tokens", "", "with --config: PRINCIPAL TOKEN a line, the bearer tokens the clients read with (alternating)")
+	fs.StringVar(&c.file.serverTokens, "server-tokens", "", "with --config: the server's tokens file (hash-token lines) for the --tokens; default: built from --tokens with hash-token")
+	fs.StringVar(&c.file.expect, "expect", "", "with --config: PRINCIPAL URI ANSWER-SHA256 [ITEM-SHA256 ...] a line, each principal's answer for each URI, as --record writes them")
+	fs.StringVar(&c.file.record, "record", "", "with --config: read every URI as every principal twice, one request at a time, write the answers to this file as --expect reads them, then load")
+	fs.BoolVar(&c.file.tolerate, "tolerate-failures", false, "with --config: count failed reads and partial bundles without failing the run (while you inject faults); a wrong body still fails it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -126,6 +146,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			}
 			c.sweep = append(c.sweep, n)
 		}
+	}
+	if c.seed == 0 {
+		c.seed = uint64(time.Now().UnixNano())
+	}
+	if c.file.config != "" {
+		return c, c.checkFile()
+	}
+	if c.file != (fileFlags{}) {
+		return nil, errors.New("--uris, --tokens, --server-tokens, --expect, --record and --tolerate-failures are for a run against --config")
 	}
 	switch {
 	case c.postgres == "":
@@ -159,10 +188,27 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, errors.New("--versitygw (or MCPRES_VERSITYGW) is required: the driver runs its own S3 server")
 		}
 	}
-	if c.seed == 0 {
-		c.seed = uint64(time.Now().UnixNano())
-	}
 	return c, nil
+}
+
+// checkFile checks the flags of a run against --config.
+func (c *config) checkFile() error {
+	f := c.file
+	switch {
+	case f.uris == "" || f.tokens == "":
+		return errors.New("--config needs --uris and --tokens")
+	case (f.expect == "") == (f.record == ""):
+		return errors.New("--config needs one of --expect (the answers to check) and --record (write them from a quiet first pass)")
+	case c.clients < 1 || c.clients > maxClients:
+		return fmt.Errorf("--clients must be 1 to %d", maxClients)
+	case c.duration <= 0 || c.duration > maxDuration || c.warmup < 0 || c.warmup > maxDuration:
+		return fmt.Errorf("--duration and --warmup must be at most %s (and --duration positive)", maxDuration)
+	case c.faults || c.sweep != nil:
+		return errors.New("--faults and --sweep are for the reference schema: with --config, inject your own faults and pass --tolerate-failures")
+	case c.maxRequests < 1:
+		return errors.New("--max-requests must be positive")
+	}
+	return nil
 }
 
 // run parses args, runs the load and returns the exit status.
@@ -176,6 +222,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	d := &driver{c: c, out: stdout, log: stderr}
+	if c.file.config != "" {
+		return (&fileDriver{c: c, d: d}).run(ctx)
+	}
 	return d.run(ctx)
 }
 

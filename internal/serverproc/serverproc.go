@@ -69,8 +69,14 @@ var addrInLog = regexp.MustCompile(`msg="serving MCP over streamable HTTP" addr=
 // it serves on. A server that exits first, or logs no address within
 // [StartTimeout] (it is then killed), is an error.
 func Start(bin string, stderr io.Writer, args ...string) (*Process, error) {
+	return StartEnv(bin, Env(), stderr, args...)
+}
+
+// StartEnv is [Start] with the server's environment env (for a resources
+// file whose ${NAME} references name MCPRES_ variables, os.Environ()).
+func StartEnv(bin string, env []string, stderr io.Writer, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, append([]string{"serve", "--http=127.0.0.1:0"}, args...)...)
-	cmd.Env = Env()
+	cmd.Env = env
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(stderr, pw)
 	if err := cmd.Start(); err != nil {

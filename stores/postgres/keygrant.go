@@ -34,15 +34,35 @@ var grantColumns = []column{{"key", colAny, false}, {"prefix", colAny, false}}
 // caller may see. The statement is checked by [Source.Check] with the
 // source's others. Errors are *core.ConfigError values.
 func (src *Source) KeyGrant(binding, sql string, captures []string) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
+	return src.keyGrant(binding, sql, captures, false)
+}
+
+// PrefixGrant is [Source.KeyGrant] for a listing of a whole key prefix
+// (package s3store's KeyListing, which asks about the listed prefix once,
+// before the LIST): the statement must return key prefixes, in one column
+// named prefix, and may not use $key or a capture outside captures (pass
+// the listing's captures, not k1, k2, ...), so that its answer for the
+// listed prefix is its answer for every key under it. A prefix is granted
+// when a returned prefix starts it. [Source.Check] refuses a statement
+// that returns keys.
+func (src *Source) PrefixGrant(binding, sql string, captures []string) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
+	return src.keyGrant(binding, sql, captures, true)
+}
+
+func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly bool) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
 	owner := fmt.Sprintf("source %s: binding %q", src.name, binding)
 	named, err := rewriteNamed(sql, textCast)
 	if err != nil {
 		return nil, core.NewConfigError(owner+": grant", err.Error(), nil)
 	}
 	allowed := func(n string) bool {
-		return n == "key" || n == "binding" || n == "principal" || slices.Contains(captures, n)
+		return n == "key" && !prefixOnly || n == "binding" || n == "principal" || slices.Contains(captures, n)
 	}
-	if err := named.checkNames(allowed, "a grant statement takes $key, $binding, $principal and the template's captures"); err != nil {
+	rule := "a grant statement takes $key, $binding, $principal and the template's captures"
+	if prefixOnly {
+		rule = "a listing's grant is asked once for the whole listed prefix: it takes $binding, $principal and the listing's captures, not $key or a key segment"
+	}
+	if err := named.checkNames(allowed, rule); err != nil {
 		return nil, core.NewConfigError(owner+": grant", err.Error(), nil)
 	}
 	st := &statement{owner: owner, kind: "grant", named: named}
@@ -53,6 +73,9 @@ func (src *Source) KeyGrant(binding, sql string, captures []string) (func(ctx co
 		}
 		if len(cols) != 1 {
 			return nil, st.configError(`return one column: key (the keys the caller may read) or prefix (the key prefixes, each ending in '/')`, nil)
+		}
+		if prefixOnly && !has["prefix"] {
+			return nil, st.configError(`a listing is granted by key prefixes: return one column prefix (each ending in '/'), not key`, nil)
 		}
 		keyParam := "$" + strconv.Itoa(len(named.Names)+1) + "::text"
 		if i := named.paramIndex("key"); i > 0 {

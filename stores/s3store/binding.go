@@ -65,6 +65,9 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 			return core.ResourceReadPlan{}, err
 		}
 		obj.VersionID = "" // the current version, pinned by ETag
+		if b.typeByKey {
+			obj.ContentType = KeyContentType(obj.Key, "")
+		}
 		t, err := NewObjectTarget(m.URI(), obj)
 		if err != nil {
 			return core.ResourceReadPlan{}, err

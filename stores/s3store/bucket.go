@@ -40,6 +40,14 @@ type Options struct {
 	// MaxListKeys bounds the objects one List call returns. Zero means 100;
 	// more than 1000 (one S3 listing page) is clamped to 1000.
 	MaxListKeys int
+	// TypeByKey types every object this bucket plans by [KeyContentType]:
+	// a declared type (a row's object_mime), else its key's extension,
+	// else application/octet-stream, and never the Content-Type it was
+	// stored with, so that a listing ([Bucket.ListingBinding], which
+	// needs it) and a read of the same object always agree and no HEAD
+	// is sent per listed object. Without it an object is served as
+	// [ContentTypeOf] says: the stored type first.
+	TypeByKey bool
 }
 
 // Bucket is one configured bucket: resolver helpers and the reader of its
@@ -51,6 +59,7 @@ type Bucket struct {
 	clientFor func(ctx context.Context, principal string) (*s3.Client, error)
 	check     func(ctx context.Context, principal string, obj Object) error
 	maxList   int
+	typeByKey bool
 }
 
 var _ core.Reader = (*Bucket)(nil)
@@ -72,7 +81,7 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 		if opts.Principal != nil {
 			b.principal = opts.Principal
 		}
-		b.clientFor, b.check = opts.Client, opts.Check
+		b.clientFor, b.check, b.typeByKey = opts.Client, opts.Check, opts.TypeByKey
 		switch {
 		case opts.MaxListKeys < 0:
 			return nil, core.NewConfigError("Options.MaxListKeys", "must not be negative", nil)
@@ -159,8 +168,8 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 // the requesting principal's access: ETag and size, never bodies. A listing
 // reports neither version id nor content type: the objects are pinned by
 // ETag, and ContentType is the type the key's extension names (see
-// [ContentTypeOf]), or empty (served as application/octet-stream), without
-// a request per object. Keys that CheckKey refuses are left out.
+// [ContentTypeOf]), or empty (served as application/octet-stream); with
+// Options.TypeByKey, [KeyContentType]; without a request per object. Keys that CheckKey refuses are left out.
 // truncated reports that more objects exist under prefix.
 func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, truncated bool, err error) {
 	if err := checkPrefix(prefix); err != nil {
@@ -184,7 +193,11 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 		if len(objs) == b.maxList {
 			return objs, true, nil
 		}
-		obj := Object{Bucket: b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1, ContentType: mediatype.ByExtension(key)}
+		ct := mediatype.ByExtension(key)
+		if b.typeByKey {
+			ct = KeyContentType(key, "")
+		}
+		obj := Object{Bucket: b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1, ContentType: ct}
 		if o.Size != nil {
 			obj.Size = *o.Size
 		}

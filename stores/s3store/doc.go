@@ -17,9 +17,18 @@
 // prefix of literal and captured segments as a family of whole-segment
 // templates, one per depth ([KeyFamily]), and either, with a [KeyGrant]
 // ([KeyFamily].Grant, [Bucket.GrantedBinding]), serves only the keys the
-// grant grants, deciding before any request; [Bucket.PinObject] pins an object
+// grant grants, deciding before any request; [Bucket.ListingBinding] lists a
+// family's objects under one prefix as a bundle ([KeyListing]), gated by the
+// family's grant asked once for the prefix before the LIST; [Bucket.PinObject] pins an object
 // that a database row references, for package postgres's ObjectSource; and
 // [Bucket.Check] verifies the bucket at start-up.
+//
+// A bucket opened with [Options].TypeByKey types every object it plans by
+// one rule, [KeyContentType]: a declared type (a row's object_mime), else
+// its key's extension, never the Content-Type it was stored with, so that a
+// listing (which has no type per object) and a read of the same object
+// agree without a HEAD per object; otherwise the stored type comes first
+// ([ContentTypeOf]).
 //
 // Buckets and key prefixes are the host's configuration: a template capture
 // only ever becomes part of a key under the configured prefix, never a bucket

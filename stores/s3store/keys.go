@@ -97,7 +97,8 @@ func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
 // requesting principal's access (after the family's Grant, if any, granted
 // the key: a refused key costs no request), pinned to the current ETag like
 // [Bucket.Binding], with the MIME type the HEAD returned or, when the object
-// has none, the one its key's extension names ([ContentTypeOf]). Every
+// has none, the one its key's extension names ([ContentTypeOf]; with
+// Options.TypeByKey, [KeyContentType], as a [KeyListing] types it). Every
 // segment of the key is checked ([CheckKey]: no empty, "." or ".." segment,
 // no backslash or control character) before any request. Errors are
 // *core.ConfigError values: a malformed URI or Prefix, a capture Prefix does
@@ -334,7 +335,7 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) cor
 			return core.ResourceReadPlan{}, err
 		}
 		obj.VersionID = "" // the current version, pinned by ETag
-		obj.ContentType = ContentTypeOf(obj.Key, obj.ContentType)
+		obj.ContentType = b.typeOf(obj.Key, "", obj.ContentType)
 		t, err := NewObjectTarget(m.URI(), obj)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
@@ -380,6 +381,34 @@ func ContentTypeOf(key, stored string) string {
 	return mediaType(mediatype.ByExtension(key))
 }
 
+// KeyContentType returns the MIME type to serve the object key as under
+// Options.TypeByKey, the one rule of a bucket's reads and listings:
+// declared (a type the record that references the object gives, such as a
+// row's object_mime) when it is a usable MIME type; else the type key's
+// extension names (.txt is text/plain; charset=utf-8, .md, .json, .pdf,
+// ...); else application/octet-stream. The Content-Type the object was
+// stored with is never consulted, so a listing, which has no type per
+// object, and a read of the same object always agree. It makes no request.
+func KeyContentType(key, declared string) string {
+	if declared != "" && mediaType(declared) == declared {
+		return declared
+	}
+	return mediaType(mediatype.ByExtension(key))
+}
+
+// typeOf is the MIME type of the object key, by the bucket's rule: with
+// Options.TypeByKey [KeyContentType] of declared, else [ContentTypeOf]
+// declared or, without one, the stored type.
+func (b *Bucket) typeOf(key, declared, stored string) string {
+	switch {
+	case b.typeByKey:
+		return KeyContentType(key, declared)
+	case declared != "":
+		return ContentTypeOf(key, declared)
+	}
+	return ContentTypeOf(key, stored)
+}
+
 // PinObject returns the target, with URI uri, that reads key from this
 // bucket pinned to etag and versionID, for a database row (or any other
 // record) that references the object: it is how package postgres's
@@ -387,24 +416,23 @@ func ContentTypeOf(key, stored string) string {
 // other. With neither an ETag nor a version id it pins the current version
 // from one HEAD under ctx's principal. size is -1 when unknown; an empty
 // contentType is the stored one (after a HEAD) or the key extension's
-// ([ContentTypeOf]). A key [CheckKey] refuses is core.Unavailable: the
+// ([ContentTypeOf]; with Options.TypeByKey, [KeyContentType], never the
+// stored one). A key [CheckKey] refuses is core.Unavailable: the
 // record's object is not served.
 func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string, size int64, contentType string) (core.ResourceTarget, error) {
 	if err := CheckKey(key); err != nil {
 		return core.ResourceTarget{}, core.Unavailable(err)
 	}
-	obj := Object{Bucket: b.name, Key: key, ETag: etag, VersionID: versionID, Size: size, ContentType: contentType}
+	obj := Object{Bucket: b.name, Key: key, ETag: etag, VersionID: versionID, Size: size}
+	stored := ""
 	if etag == "" && versionID == "" {
 		head, err := b.Head(ctx, key)
 		if err != nil {
 			return core.ResourceTarget{}, err
 		}
-		obj.ETag, obj.Size = head.ETag, head.Size
-		if contentType == "" {
-			obj.ContentType = head.ContentType
-		}
+		obj.ETag, obj.Size, stored = head.ETag, head.Size, head.ContentType
 	}
-	obj.ContentType = ContentTypeOf(key, obj.ContentType)
+	obj.ContentType = b.typeOf(key, contentType, stored)
 	return NewObjectTarget(uri, obj)
 }
 
