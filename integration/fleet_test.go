@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +31,9 @@ import (
 // (TestPgBouncerTransactionModeAndPgx; docs/deployment.md).
 const fleetExecMode = "cache_describe"
 
+// fleetDirect, as startFleet's exec mode, leaves PgBouncer out.
+const fleetDirect = "direct"
+
 // fleetReads are the URIs the fleet's load reads: rows and S3 objects that
 // the test's commits (to the handbook's welcome asset) do not change.
 var fleetReads = []string{
@@ -55,15 +56,22 @@ type fleet struct {
 	lb     *haproxy
 }
 
-// startFleet starts the fleet; extra are more flags of every replica.
+// startFleet starts the fleet with execMode in the pooled URL ("" keeps
+// pgx's default); with execMode fleetDirect the replicas' pools connect
+// to PostgreSQL directly, in pgx's default mode, with no PgBouncer. extra
+// are more flags of every replica.
 func startFleet(t testing.TB, n int, execMode string, extra ...string) *fleet {
 	t.Helper()
 	dbURL, _, flags := migratedAndSeeded(t)
 	u, _ := url.Parse(dbURL)
 	f := &fleet{dbURL: withParams(t, dbURL, "application_name", fleetTestApp), dbName: strings.TrimPrefix(u.Path, "/")}
-	pooled := startPgBouncer(t, dbURL, fleetPoolSize)
-	if execMode != "" {
-		pooled = withParams(t, pooled, "default_query_exec_mode", execMode)
+	pooled := dbURL
+	switch execMode {
+	case fleetDirect:
+	case "":
+		pooled = startPgBouncer(t, dbURL, fleetPoolSize)
+	default:
+		pooled = withParams(t, startPgBouncer(t, dbURL, fleetPoolSize), "default_query_exec_mode", execMode)
 	}
 	for i, fl := range flags {
 		if strings.HasPrefix(fl, "--postgres=") {
@@ -609,12 +617,4 @@ func TestPgBouncerTransactionModeAndPgx(t *testing.T) {
 			t.Fatalf("a session setting: the next client sees principal %q, statement_timeout %q; want it leaked (the pool is not shared?)", principal, timeout)
 		}
 	})
-}
-
-// fleetEnvInt reads a positive integer from the environment, else def.
-func fleetEnvInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
 }
