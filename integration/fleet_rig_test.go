@@ -119,17 +119,18 @@ func startRig(t testing.TB, what string, port int, bin string, args ...string) *
 	}
 }
 
-// rigDir makes a temporary directory for a rig's files that the postgres
-// user may read when the test runs as root (PgBouncer refuses to run as
-// root, and is started with -u postgres).
-func rigDir(t testing.TB, prefix string) (string, []string) {
+// rigDir makes a temporary directory for a rig's files. When the test runs
+// as root, the directory belongs to the postgres user, and the returned
+// flags (-u postgres) make PgBouncer, which refuses to run as root, run as
+// that user; chown gives it the files written there.
+func rigDir(t testing.TB, prefix string) (dir string, asUser []string, chown func(path string)) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	var asUser []string
+	chown = func(string) {}
 	if os.Getuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -137,12 +138,15 @@ func rigDir(t testing.TB, prefix string) (string, []string) {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
+		chown = func(path string) {
+			if err := os.Chown(path, uid, gid); err != nil {
+				t.Fatal(err)
+			}
 		}
+		chown(dir)
 		asUser = []string{"-u", "postgres"}
 	}
-	return dir, asUser
+	return dir, asUser, chown
 }
 
 // startPgBouncer runs PgBouncer in transaction mode in front of the server
@@ -157,10 +161,14 @@ func startPgBouncer(t testing.TB, dbURL string, poolSize int) string {
 		t.Fatal(err)
 	}
 	login := u.User.Username()
-	dir, asUser := rigDir(t, "mcpres-pgbouncer-")
+	server := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), login)
+	if pw, ok := u.User.Password(); ok {
+		server += " password=" + pw // a container's; the file is the postgres user's alone
+	}
+	dir, asUser, chown := rigDir(t, "mcpres-pgbouncer-")
 	port := freePort(t)
 	ini := fmt.Sprintf(`[databases]
-* = host=%s port=%s
+* = %s
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -178,11 +186,13 @@ server_lifetime = 3600
 server_idle_timeout = 60
 query_wait_timeout = 10
 ignore_startup_parameters = extra_float_digits
-`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), poolSize, poolSize)
+`, server, port, filepath.Join(dir, "users.txt"), poolSize, poolSize)
 	for name, body := range map[string]string{"pgbouncer.ini": ini, "users.txt": fmt.Sprintf("%q \"\"\n", login)} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		chown(path)
 	}
 	startRig(t, "pgbouncer", port, bin, append(asUser, filepath.Join(dir, "pgbouncer.ini"))...)
 	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -220,7 +230,7 @@ type haproxy struct {
 func startHAProxy(t testing.TB, backends ...string) *haproxy {
 	t.Helper()
 	bin := rigBinary(t, "MCPRES_HAPROXY", "haproxy")
-	dir, _ := rigDir(t, "mcpres-haproxy-")
+	dir, _, _ := rigDir(t, "mcpres-haproxy-")
 	front, stats := freePort(t), freePort(t)
 	var servers strings.Builder
 	h := &haproxy{url: fmt.Sprintf("http://127.0.0.1:%d", front), stats: fmt.Sprintf("http://127.0.0.1:%d/stats;csv", stats)}
