@@ -63,6 +63,14 @@ type fleet struct {
 func startFleet(t testing.TB, n int, execMode string, extra ...string) *fleet {
 	t.Helper()
 	dbURL, _, flags := migratedAndSeeded(t)
+	return startFleetOn(t, dbURL, flags, n, execMode, extra...)
+}
+
+// startFleetOn starts the fleet on the database and bucket of dbURL and
+// flags (migratedAndSeeded's).
+func startFleetOn(t testing.TB, dbURL string, flags []string, n int, execMode string, extra ...string) *fleet {
+	t.Helper()
+	flags = append([]string(nil), flags...)
 	u, _ := url.Parse(dbURL)
 	f := &fleet{dbURL: withParams(t, dbURL, "application_name", fleetTestApp), dbName: strings.TrimPrefix(u.Path, "/")}
 	pooled := dbURL
