@@ -109,6 +109,9 @@ func benchFleet(b *testing.B, f *fleet, reps []*runningServer, endpoint string, 
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+	if peak, rows := sampler.peak(); f.pooled && peak > fleetPoolSize {
+		b.Logf("%d pooled backends in one sample (%d held): %s", peak, pooled, rows)
+	}
 	b.ReportMetric(float64(pooled), "pg-backends")
 	b.ReportMetric(float64(listen), "pg-listen")
 }

@@ -54,6 +54,7 @@ type fleet struct {
 	dbName string
 	reps   []*runningServer
 	lb     *haproxy
+	pooled bool // the replicas' pools go through PgBouncer
 }
 
 // startFleet starts the fleet with execMode in the pooled URL ("" keeps
@@ -74,6 +75,7 @@ func startFleetOn(t testing.TB, dbURL string, flags []string, n int, execMode st
 	u, _ := url.Parse(dbURL)
 	f := &fleet{dbURL: withParams(t, dbURL, "application_name", fleetTestApp), dbName: strings.TrimPrefix(u.Path, "/")}
 	pooled := dbURL
+	f.pooled = execMode != fleetDirect
 	switch execMode {
 	case fleetDirect:
 	case "":
@@ -270,9 +272,17 @@ func retryable(msg string) bool {
 }
 
 // backendSampler records the most PostgreSQL backends of the fleet's
-// database seen while it runs.
+// database seen while it runs, every 20 ms. A backend PgBouncer has just
+// replaced (a server connection closed under a killed client's
+// transaction) may still be exiting when its successor is counted, so the
+// figures compared are those held across two samples in a row (the lower
+// of the two); the most seen in one sample is kept too, with the backends
+// listed then.
 type backendSampler struct {
-	maxListen, maxPooled atomic.Int64
+	maxListen, maxPooled atomic.Int64 // held across two samples
+	rawPooled            atomic.Int64 // in one sample
+	mu                   sync.Mutex
+	atMax                string // the backends when rawPooled was seen
 	done                 chan struct{}
 	stop                 context.CancelFunc
 }
@@ -282,19 +292,34 @@ func (f *fleet) sampleBackends(t testing.TB) *backendSampler {
 	conn := f.conn(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &backendSampler{done: make(chan struct{}), stop: cancel}
+	raise := func(v *atomic.Int64, n int64) bool {
+		if n > v.Load() {
+			v.Store(n)
+			return true
+		}
+		return false
+	}
 	go func() {
 		defer close(s.done)
+		prevListen, prevPooled := int64(-1), int64(-1)
 		for ctx.Err() == nil {
 			var listen, pooled int64
 			err := conn.QueryRow(ctx, sqlBackends, f.dbName, fleetListenApp, fleetTestApp).Scan(&listen, &pooled)
 			if err != nil {
 				return
 			}
-			if listen > s.maxListen.Load() {
-				s.maxListen.Store(listen)
+			if prevPooled >= 0 {
+				raise(&s.maxListen, min(listen, prevListen))
+				raise(&s.maxPooled, min(pooled, prevPooled))
 			}
-			if pooled > s.maxPooled.Load() {
-				s.maxPooled.Store(pooled)
+			prevListen, prevPooled = listen, pooled
+			if raise(&s.rawPooled, pooled) {
+				var rows string
+				if conn.QueryRow(ctx, sqlBackendRows, f.dbName).Scan(&rows) == nil {
+					s.mu.Lock()
+					s.atMax = rows
+					s.mu.Unlock()
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -305,10 +330,20 @@ func (f *fleet) sampleBackends(t testing.TB) *backendSampler {
 	return s
 }
 
+// finish stops the sampler and returns the most LISTEN and pooled backends
+// held across two samples.
 func (s *backendSampler) finish() (listen, pooled int64) {
 	s.stop()
 	<-s.done
 	return s.maxListen.Load(), s.maxPooled.Load()
+}
+
+// peak returns the most pooled backends of one sample, and the backends
+// listed then.
+func (s *backendSampler) peak() (int64, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rawPooled.Load(), s.atMax
 }
 
 // holderOf waits until exactly one of the live replicas holds n
@@ -481,7 +516,8 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 		clients, elapsed.Round(time.Millisecond), ld.ok.Load(), ld.wrong.Load(), ld.failed.Load(), h, killFailed, down.Round(time.Millisecond), term, termFailed, recoveryFailed)
 	t.Logf("failures: %v", ld.errors())
 	t.Logf("listen stream moved from replica %d to %d, notified %v after the commit began", h, h2, notified.Round(time.Millisecond))
-	t.Logf("PostgreSQL backends of the database: at most %d pooled (PgBouncer default_pool_size %d, %d replicas × pgx pool) and %d LISTEN", maxPooled, fleetPoolSize, replicas, maxListen)
+	peak, peakRows := sampler.peak()
+	t.Logf("PostgreSQL backends of the database: at most %d pooled (%d in one sample; PgBouncer default_pool_size %d, %d replicas × pgx pool of 4) and %d LISTEN", maxPooled, peak, fleetPoolSize, replicas, maxListen)
 
 	if n := ld.wrong.Load(); n != 0 {
 		t.Errorf("%d wrong bodies", n)
@@ -501,7 +537,7 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 		t.Errorf("%d requests failed with two replicas left and no fault", recoveryFailed)
 	}
 	if maxPooled > fleetPoolSize || maxPooled < 1 {
-		t.Errorf("at most %d pooled backends seen: want 1 to PgBouncer's pool of %d", maxPooled, fleetPoolSize)
+		t.Errorf("at most %d pooled backends seen: want 1 to PgBouncer's pool of %d; at the peak of one sample: %s", maxPooled, fleetPoolSize, peakRows)
 	}
 	if maxListen > replicas {
 		t.Errorf("%d LISTEN backends seen for %d replicas", maxListen, replicas)
@@ -513,6 +549,10 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 // PgBouncer's server connections.
 const sqlBackends = `SELECT count(*) FILTER (WHERE application_name = $2),
 	count(*) FILTER (WHERE application_name IS DISTINCT FROM $2 AND application_name IS DISTINCT FROM $3)
+	FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`
+
+// sqlBackendRows describes the client backends of a database ($1).
+const sqlBackendRows = `SELECT coalesce(string_agg(format('%s %s/%s %s %s', pid, application_name, client_port, state, backend_start::time), '; ' ORDER BY pid), '')
 	FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`
 
 // TestPgBouncerTransactionModeAndPgx shows what pgx may and may not rely
