@@ -159,7 +159,8 @@ func (f *fleet) wantBodies(t testing.TB) map[string]string {
 type load struct {
 	ok, wrong, failed atomic.Int64
 	mu                sync.Mutex
-	errs              map[string]int // failure messages, cut short
+	phase             string         // what the test is doing now, in the failure messages
+	errs              map[string]int // failure messages by phase, cut short
 	wg                sync.WaitGroup
 	stop              context.CancelFunc
 }
@@ -170,7 +171,7 @@ type load struct {
 // through the balancer) and goes on: a client's retry.
 func startLoad(ctx context.Context, endpoint string, clients int, want map[string]string) *load {
 	ctx, cancel := context.WithCancel(ctx)
-	l := &load{errs: map[string]int{}, stop: cancel}
+	l := &load{errs: map[string]int{}, stop: cancel, phase: "before the faults"}
 	for c := range clients {
 		l.wg.Add(1)
 		go func() {
@@ -223,7 +224,15 @@ func (l *load) fail(err error) {
 		msg = msg[:120]
 	}
 	l.mu.Lock()
-	l.errs[msg]++
+	l.errs[l.phase+": "+msg]++
+	l.mu.Unlock()
+}
+
+// setPhase names what the test does from now on, for the failure
+// messages.
+func (l *load) setPhase(p string) {
+	l.mu.Lock()
+	l.phase = p
 	l.mu.Unlock()
 }
 
@@ -450,6 +459,7 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 
 	// SIGKILL the replica that holds the listen stream.
 	beforeKill := ld.failed.Load()
+	ld.setPhase("SIGKILL")
 	if err := f.reps[h].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +470,7 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 	down := time.Since(killed)
 	ld.waitOK(t, 300, "after the SIGKILL")
 	killFailed := ld.failed.Load() - beforeKill
-	killErrs := ld.errors()
+	ld.setPhase("after the SIGKILL")
 
 	// The listen stream, listened again, lands on a survivor.
 	var live []int
@@ -488,6 +498,7 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 		term = live[1]
 	}
 	beforeTerm := ld.failed.Load()
+	ld.setPhase("SIGTERM")
 	if err := f.reps[term].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -503,9 +514,11 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 	f.lb.waitStatus(t, "the stopped replica DOWN", func(st map[string]string) bool { return strings.HasPrefix(st[f.lb.names[term]], "DOWN") })
 	ld.waitOK(t, 300, "after the SIGTERM")
 	termFailed := ld.failed.Load() - beforeTerm
+	ld.setPhase("after the SIGTERM")
 
 	// Recovery: two replicas left, no failure at all.
 	beforeRecovery := ld.failed.Load()
+	ld.setPhase("recovery")
 	ld.waitOK(t, 500, "recovery")
 	recoveryFailed := ld.failed.Load() - beforeRecovery
 	ld.finish()
@@ -528,7 +541,7 @@ func TestFleetBehindHAProxyAndPgBouncer(t *testing.T) {
 		}
 	}
 	if killFailed > clients {
-		t.Errorf("%d requests failed around the SIGKILL (%v); at most the %d in flight may", killFailed, killErrs, clients)
+		t.Errorf("%d requests failed around the SIGKILL; at most the %d in flight may", killFailed, clients)
 	}
 	if termFailed > clients {
 		t.Errorf("%d requests failed around the SIGTERM; at most the %d in flight may", termFailed, clients)
