@@ -161,9 +161,12 @@ func startPgBouncer(t testing.TB, dbURL string, poolSize int) string {
 		t.Fatal(err)
 	}
 	login := u.User.Username()
-	server := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), login)
+	// A connection string's values quoted as PgBouncer reads them: in
+	// single quotes, a quote doubled.
+	quote := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+	server := fmt.Sprintf("host=%s port=%s user=%s", quote(u.Hostname()), quote(u.Port()), quote(login))
 	if pw, ok := u.User.Password(); ok {
-		server += " password=" + pw // a container's; the file is the postgres user's alone
+		server += " password=" + quote(pw) // a container's; the file is the postgres user's alone
 	}
 	dir, asUser, chown := rigDir(t, "mcpres-pgbouncer-")
 	port := freePort(t)

@@ -582,7 +582,7 @@ func TestPgBouncerTransactionModeAndPgx(t *testing.T) {
 	dbURL := harness.Postgres(t)
 	pooled := startPgBouncer(t, dbURL, 1)
 	ctx := t.Context()
-	open := func(mode string) *pgx.Conn {
+	open := func(t *testing.T, mode string) *pgx.Conn {
 		t.Helper()
 		u := pooled
 		if mode != "" {
@@ -598,7 +598,7 @@ func TestPgBouncerTransactionModeAndPgx(t *testing.T) {
 	const q = `SELECT $1::int + 1, pg_backend_pid()`
 
 	t.Run("default mode fails", func(t *testing.T) {
-		a, b := open(""), open("")
+		a, b := open(t, ""), open(t, "")
 		var n, pidA, pidB int
 		if err := a.QueryRow(ctx, q, 1).Scan(&n, &pidA); err != nil {
 			t.Fatalf("the first client: %v", err)
@@ -612,7 +612,7 @@ func TestPgBouncerTransactionModeAndPgx(t *testing.T) {
 	})
 	for _, mode := range []string{"exec", "cache_describe"} {
 		t.Run(mode+" works", func(t *testing.T) {
-			a, b := open(mode), open(mode)
+			a, b := open(t, mode), open(t, mode)
 			pids := map[int]bool{}
 			for i := range 20 {
 				c := a
@@ -631,7 +631,7 @@ func TestPgBouncerTransactionModeAndPgx(t *testing.T) {
 		})
 	}
 	t.Run("transaction-local settings stay in their transaction", func(t *testing.T) {
-		a, b := open(fleetExecMode), open(fleetExecMode)
+		a, b := open(t, fleetExecMode), open(t, fleetExecMode)
 		set := func(local bool) int {
 			t.Helper()
 			batch := &pgx.Batch{}
