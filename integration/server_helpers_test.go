@@ -57,7 +57,7 @@ func removeServerBinary() {
 
 // runServerCmd runs the command to completion and returns its exit code,
 // stdout and stderr.
-func runServerCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+func runServerCmd(t testing.TB, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -77,7 +77,7 @@ func runServerCmd(t *testing.T, stdin string, args ...string) (int, string, stri
 }
 
 // mustRun runs the command and fails the test unless it exits 0.
-func mustRun(t *testing.T, stdin string, args ...string) string {
+func mustRun(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	code, out, errs := runServerCmd(t, stdin, args...)
 	if code != 0 {
@@ -121,7 +121,7 @@ func (b *syncBuffer) String() string {
 // startServer starts `serve --http 127.0.0.1:0` with args and returns once
 // it logs its address. The process is killed at the end of the test unless
 // it has exited.
-func startServer(t *testing.T, args ...string) *runningServer {
+func startServer(t testing.TB, args ...string) *runningServer {
 	t.Helper()
 	stderr := &syncBuffer{}
 	p, err := serverproc.Start(serverBinary(t), stderr, args...)
@@ -140,7 +140,7 @@ func startServer(t *testing.T, args ...string) *runningServer {
 }
 
 // get fetches path from the server and returns the status and body.
-func (s *runningServer) get(t *testing.T, path string) (int, string) {
+func (s *runningServer) get(t testing.TB, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + s.addr + path)
 	if err != nil {

@@ -127,7 +127,7 @@ var metricLine = regexp.MustCompile(`(?m)^(mcpres_subscriptions_active|mcpres_su
 
 // gauges reads the server's subscription, session, live-change and
 // goroutine metrics.
-func (s *runningServer) gauges(t *testing.T) map[string]int {
+func (s *runningServer) gauges(t testing.TB) map[string]int {
 	t.Helper()
 	code, body := s.get(t, "/metrics")
 	if code != http.StatusOK {

@@ -23,7 +23,7 @@ import (
 
 // seededState is what the seed wrote: every asset's version and pinned
 // object identity, and every grant.
-func seededState(t *testing.T, dbURL string) string {
+func seededState(t testing.TB, dbURL string) string {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), dbURL)
 	if err != nil {
@@ -42,7 +42,7 @@ func seededState(t *testing.T, dbURL string) string {
 
 // migratedAndSeeded runs migrate and seed (twice each) against a fresh
 // database and bucket and returns their addresses as command flags.
-func migratedAndSeeded(t *testing.T) (string, harness.S3Env, []string) {
+func migratedAndSeeded(t testing.TB) (string, harness.S3Env, []string) {
 	t.Helper()
 	dbURL, env := harness.Postgres(t), harness.S3(t)
 	flags := storageFlags(dbURL, env)
@@ -66,7 +66,7 @@ func migratedAndSeeded(t *testing.T) (string, harness.S3Env, []string) {
 
 // tokensFile writes a tokens file, built with the command's own hash-token,
 // that maps "<principal>-token" to each principal.
-func tokensFile(t *testing.T, principals ...string) string {
+func tokensFile(t testing.TB, principals ...string) string {
 	t.Helper()
 	var lines strings.Builder
 	for _, p := range principals {
