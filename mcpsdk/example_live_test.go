@@ -42,7 +42,7 @@ func ExampleSubscriptions() {
 	a.Install(server)
 	go a.Run(ctx)
 
-	updated := make(chan string, 1)
+	updated := make(chan string, 100)
 	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
 	})
@@ -73,8 +73,21 @@ func ExampleSubscriptions() {
 	for a.Subscriptions().Hub().Stats().Subscriptions == 0 || st.Watching() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	st.Put("note/1", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("final")})
-	fmt.Println("updated:", <-updated)
+	// The listen stream opens in the background too: a change made before
+	// it is acknowledged is held for it, but nothing tells this client when
+	// the stream is open, so change again until it hears one.
+	for i := 0; ; i++ {
+		st.Put("note/1", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte(fmt.Sprint("final ", i))})
+		select {
+		case uri := <-updated:
+			fmt.Println("updated:", uri)
+			return
+		case <-time.After(time.Second):
+			if i == 20 {
+				log.Fatal("no update after 20 changes")
+			}
+		}
+	}
 	// Output:
 	// ids: [1 2]
 	// updated: mem://notes/1
