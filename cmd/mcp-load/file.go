@@ -362,18 +362,9 @@ func (fd *fileDriver) run(ctx context.Context) int {
 	if !fd.srv.Alive() {
 		d.fail("the server process exited during the run")
 	}
-	if err := fd.srv.stop(); err != nil {
-		fmt.Fprintf(d.out, "FAIL the server did not exit cleanly on SIGTERM: %v\n", err)
-		d.failed = true
-	}
+	srv := fd.srv
 	fd.srv = nil
-	if d.failed {
-		d.logTail(filepath.Join(d.dir, "server.log"), 40)
-		fmt.Fprintln(d.out, "RESULT: FAIL")
-		return 1
-	}
-	fmt.Fprintln(d.out, "RESULT: PASS")
-	return 0
+	return d.conclude(srv)
 }
 
 func (fd *fileDriver) setup(ctx context.Context) error {

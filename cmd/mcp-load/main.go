@@ -252,12 +252,20 @@ func (d *driver) run(ctx context.Context) int {
 		fmt.Fprintf(d.log, "mcp-load: %v\n", err)
 		d.failed = true
 	}
-	if err := d.srv.stop(); err != nil {
+	srv := d.srv
+	d.srv = nil
+	return d.conclude(srv)
+}
+
+// conclude stops srv and prints the run's result: RESULT: FAIL with the
+// tail of the server's log (exit status 1) when anything failed or the
+// server did not exit cleanly on SIGTERM, else RESULT: PASS (0).
+func (d *driver) conclude(srv *server) int {
+	if err := srv.stop(); err != nil {
 		// A race-built server exits 66 after reporting a data race.
 		fmt.Fprintf(d.out, "FAIL the server did not exit cleanly on SIGTERM: %v\n", err)
 		d.failed = true
 	}
-	d.srv = nil
 	if d.failed {
 		d.logTail(filepath.Join(d.dir, "server.log"), 40)
 		fmt.Fprintln(d.out, "RESULT: FAIL")
