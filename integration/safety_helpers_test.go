@@ -34,29 +34,8 @@ func newS3Requests(t *testing.T, endpoint string) *s3Requests {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &s3Requests{ln: ln}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", u.Host)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			relay(&wg, c, up, p.count, nil)
-		}
-	}()
+	p := &s3Requests{}
+	p.ln = proxyTo(t, u.Host, nil, func(c, up net.Conn) (func([]byte), func([]byte), bool) { return p.count, nil, true })
 	return p
 }
 
@@ -219,32 +198,10 @@ type cutProxy struct {
 
 func newCutProxy(t *testing.T, upstream string) *cutProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { p.cut(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil || !p.track(c, up) {
-				c.Close()
-				if up != nil {
-					up.Close()
-				}
-				continue
-			}
-			relay(&wg, c, up, func([]byte) { p.sent.Add(1) }, nil)
-		}
-	}()
+	p := &cutProxy{}
+	p.ln = proxyTo(t, upstream, func(net.Listener) { p.cut() }, func(c, up net.Conn) (func([]byte), func([]byte), bool) {
+		return func([]byte) { p.sent.Add(1) }, nil, p.track(c, up)
+	})
 	return p
 }
 
@@ -309,4 +266,45 @@ func relay(wg *sync.WaitGroup, c, up net.Conn, sent, replied func([]byte)) {
 	wg.Add(2)
 	go pump(up, c, sent)
 	go pump(c, up, replied)
+}
+
+// proxyTo serves a loopback TCP proxy to upstream until the test ends and
+// returns its listener; at the end stop (nil: closing the listener) stops
+// it and the relays are waited for. For each client connection it dials
+// upstream, and conn gives the connection's observers for relay, or refuses
+// it (ok false: both ends closed).
+func proxyTo(t *testing.T, upstream string, stop func(net.Listener), conn func(c, up net.Conn) (sent, replied func([]byte), ok bool)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop == nil {
+		stop = func(ln net.Listener) { ln.Close() }
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop(ln); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			sent, replied, ok := conn(c, up)
+			if !ok {
+				c.Close()
+				up.Close()
+				continue
+			}
+			relay(&wg, c, up, sent, replied)
+		}
+	}()
+	return ln
 }

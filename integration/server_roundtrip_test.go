@@ -3,7 +3,6 @@ package integration
 import (
 	"net"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -19,34 +18,15 @@ type tripProxy struct {
 
 func newTripProxy(t *testing.T, upstream string) *tripProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tripProxy{ln: ln}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	p := &tripProxy{}
+	p.ln = proxyTo(t, upstream, nil, func(net.Conn, net.Conn) (func([]byte), func([]byte), bool) {
+		var replied atomic.Bool // a reply came since the client last sent: its next chunk is a new trip
+		return func([]byte) {
+			if replied.Swap(false) {
+				p.trips.Add(1)
 			}
-			u, err := net.Dial("tcp", upstream)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			var replied atomic.Bool // a reply came since the client last sent: its next chunk is a new trip
-			relay(&wg, c, u, func([]byte) {
-				if replied.Swap(false) {
-					p.trips.Add(1)
-				}
-			}, func([]byte) { replied.Store(true) })
-		}
-	}()
+		}, func([]byte) { replied.Store(true) }, true
+	})
 	return p
 }
 
