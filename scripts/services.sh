@@ -116,27 +116,37 @@ find_versitygw() {
 	die "versitygw not found; install it with: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 (or set MCPRES_VERSITYGW)"
 }
 
-find_minio() { # print the minio binary's path, or nothing
-	local c
-	[ "${MCPRES_MINIO:-}" = none ] && return 0
-	for c in "${MCPRES_MINIO:-}" "$(command -v minio 2>/dev/null || true)" \
-		"${GOBIN:+$GOBIN/minio}" "$(go env GOPATH 2>/dev/null || true)/bin/minio"; do
+# find_optional NAME VAR: print the path of the optional service binary
+# NAME (VAR, then PATH, $GOBIN, $(go env GOPATH)/bin), or nothing; VAR=none
+# leaves it out, and a VAR that is no executable is an error.
+find_optional() {
+	local name=$1 var=$2 c
+	local given=${!var:-}
+	[ "$given" = none ] && return 0
+	for c in "$given" "$(command -v "$name" 2>/dev/null || true)" \
+		"${GOBIN:+$GOBIN/$name}" "$(go env GOPATH 2>/dev/null || true)/bin/$name"; do
 		if [ -n "$c" ] && [ -x "$c" ]; then
 			echo "$c"
 			return 0
 		fi
 	done
-	[ -z "${MCPRES_MINIO:-}" ] || die "MCPRES_MINIO=$MCPRES_MINIO is not an executable"
+	[ -z "$given" ] || die "$var=$given is not an executable"
 }
 
-minio_pid() { # print the pid of our MinIO when it is alive
+find_minio() { find_optional minio MCPRES_MINIO; }
+
+# service_pid NAME: print the pid of our NAME service (its pid file in
+# $STATE, a live process whose command line names it), or fail.
+service_pid() {
 	local pid
-	[ -f "$STATE/minio.pid" ] || return 1
-	pid=$(cat "$STATE/minio.pid")
+	[ -f "$STATE/$1.pid" ] || return 1
+	pid=$(cat "$STATE/$1.pid")
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q minio || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$1" || return 1
 	echo "$pid"
 }
+
+minio_pid() { service_pid minio; }
 
 vgw_pid() { # print the pid of our versitygw when it is alive
 	local pid
@@ -302,27 +312,9 @@ stop_minio() {
 # the tokens Hydra will not mint (expired, wrong audience, ...).
 HYDRA_TEST_KEYS=mcpres.test
 
-find_hydra() { # print the hydra binary's path, or nothing
-	local c
-	[ "${MCPRES_HYDRA:-}" = none ] && return 0
-	for c in "${MCPRES_HYDRA:-}" "$(command -v hydra 2>/dev/null || true)" \
-		"${GOBIN:+$GOBIN/hydra}" "$(go env GOPATH 2>/dev/null || true)/bin/hydra"; do
-		if [ -n "$c" ] && [ -x "$c" ]; then
-			echo "$c"
-			return 0
-		fi
-	done
-	[ -z "${MCPRES_HYDRA:-}" ] || die "MCPRES_HYDRA=$MCPRES_HYDRA is not an executable"
-}
+find_hydra() { find_optional hydra MCPRES_HYDRA; }
 
-hydra_pid() { # print the pid of our Hydra when it is alive
-	local pid
-	[ -f "$STATE/hydra.pid" ] || return 1
-	pid=$(cat "$STATE/hydra.pid")
-	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q hydra || return 1
-	echo "$pid"
-}
+hydra_pid() { service_pid hydra; }
 
 # start_hydra BIN EXCLUDED-PORTS...: migrate a hydra database in our
 # cluster, then serve Hydra (dev mode: plain HTTP on loopback) until down.
