@@ -233,13 +233,20 @@ start_versitygw() {
 			fi
 			sleep 0.2
 		done
-		say "versitygw: did not come up on port $port (attempt $attempt):"
-		tail -n 5 "$STATE/versitygw.log" >&2 || true
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		rm -f "$STATE/versitygw.pid"
+		give_up versitygw "$pid" "$port" "$attempt"
 	done
 	die "versitygw did not start"
+}
+
+# give_up NAME PID PORT ATTEMPT: a service that did not come up on PORT:
+# show the end of its log, stop it, forget its pid (the caller retries on
+# another port).
+give_up() {
+	say "$1: did not come up on port $3 (attempt $4):"
+	tail -n 5 "$STATE/$1.log" >&2 || true
+	kill "$2" 2>/dev/null || true
+	wait "$2" 2>/dev/null || true
+	rm -f "$STATE/$1.pid"
 }
 
 # stop_pid NAME PID: TERM, up to 10 s to exit, then KILL.
@@ -287,11 +294,7 @@ start_minio() {
 			fi
 			sleep 0.2
 		done
-		say "minio: did not come up on port $port (attempt $attempt):"
-		tail -n 5 "$STATE/minio.log" >&2 || true
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		rm -f "$STATE/minio.pid"
+		give_up minio "$pid" "$port" "$attempt"
 	done
 	die "minio did not start"
 }
@@ -354,11 +357,7 @@ start_hydra() {
 			fi
 			sleep 0.2
 		done
-		say "hydra: did not come up on port $pub (attempt $attempt):"
-		tail -n 5 "$STATE/hydra.log" >&2 || true
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		rm -f "$STATE/hydra.pid"
+		give_up hydra "$pid" "$pub" "$attempt"
 	done
 	die "hydra did not start"
 }
