@@ -396,8 +396,9 @@ type server struct {
 	starts  []time.Duration
 	wrong   int
 	failed  int
-	first   string // the first answer
-	sample  string // the first wrong or failed answer
+	first   string        // the first answer
+	cpu     time.Duration // the process's CPU time over the measured calls (0: unknown)
+	sample  string        // the first wrong or failed answer
 }
 
 // start execs the server and answers when initialize is answered.
@@ -480,19 +481,63 @@ func (s *server) once(ctx context.Context, timeout time.Duration) (time.Duration
 // first server of each round rotating.
 func readAll(ctx context.Context, c *config, servers []*server) error {
 	n := len(servers)
+	cpu0 := make([]time.Duration, n)
 	for round := range c.warmup + c.calls {
+		if round == c.warmup {
+			for i, s := range servers {
+				cpu0[i] = processCPU(s.pid)
+			}
+		}
 		for j := range n {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("stopped after %d rounds: %w", round, err)
 			}
 			s := servers[(round+j)%n]
-			d, _ := s.once(ctx, c.callTimeout)
+			d, ok := s.once(ctx, c.callTimeout)
+			if !ok && s.wrong+s.failed == 1 {
+				s.sample = fmt.Sprintf("round %d of %d (%d of warm-up), after %s: %s", round+1, c.warmup+c.calls, c.warmup, ms(d), s.sample)
+			}
 			if round >= c.warmup {
 				s.lat = append(s.lat, d)
 			}
 		}
 	}
+	for i, s := range servers {
+		if t := processCPU(s.pid); t > 0 && cpu0[i] > 0 {
+			s.cpu = t - cpu0[i]
+		}
+	}
 	return nil
+}
+
+// processCPU is the user and system CPU time of process pid so far, from
+// /proc (0 when unknown). Its resolution is one clock tick (10 ms).
+func processCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(f[11], &utime); err != nil {
+		return 0
+	}
+	if _, err := fmt.Sscan(f[12], &stime); err != nil {
+		return 0
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(utime+stime) * tick
 }
 
 // timeStarts times exec to initialize answered, c.starts times per server,
@@ -539,10 +584,14 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) 
 // report prints the table: percentiles per server and ours / peer.
 func report(w io.Writer, servers []*server, show bool) {
 	ours := servers[0]
-	fmt.Fprintf(w, "\n%-16s %7s %7s %7s %12s %12s %12s\n", "server", "calls", "wrong", "failed", "p50", "p90", "p99")
+	fmt.Fprintf(w, "\n%-16s %7s %7s %7s %12s %12s %12s %14s\n", "server", "calls", "wrong", "failed", "p50", "p90", "p99", "process CPU/call")
 	for _, s := range servers {
-		fmt.Fprintf(w, "%-16s %7d %7d %7d %12s %12s %12s\n", s.name, len(s.lat), s.wrong, s.failed,
-			ms(percentile(s.lat, 50)), ms(percentile(s.lat, 90)), ms(percentile(s.lat, 99)))
+		cpu := "unknown"
+		if s.cpu > 0 && len(s.lat) > 0 {
+			cpu = ms(s.cpu / time.Duration(len(s.lat)))
+		}
+		fmt.Fprintf(w, "%-16s %7d %7d %7d %12s %12s %12s %14s\n", s.name, len(s.lat), s.wrong, s.failed,
+			ms(percentile(s.lat, 50)), ms(percentile(s.lat, 90)), ms(percentile(s.lat, 99)), cpu)
 	}
 	fmt.Fprintln(w)
 	for _, s := range servers[1:] {
