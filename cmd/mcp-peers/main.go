@@ -593,6 +593,7 @@ func report(w io.Writer, servers []*server, show bool) {
 		fmt.Fprintf(w, "%-16s %7d %7d %7d %12s %12s %12s %14s\n", s.name, len(s.lat), s.wrong, s.failed,
 			ms(percentile(s.lat, 50)), ms(percentile(s.lat, 90)), ms(percentile(s.lat, 99)), cpu)
 	}
+	fmt.Fprintln(w, "(wrong and failed are of all calls, the warm-up's included)")
 	fmt.Fprintln(w)
 	for _, s := range servers[1:] {
 		fmt.Fprintf(w, "%s / %s: p50 %.2fx, p90 %.2fx, p99 %.2fx\n", ours.name, s.name,
