@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# load-ab.sh runs cmd/mcp-load against two mcp-resources binaries in
+# interleaved pairs (A then B, B then A, ...), on this machine's services,
+# and prints each run's requests per second, wrong answers and the CPU
+# time per request of the server process and of the PostgreSQL cluster
+# (all of its processes; the cluster is the throwaway one of
+# scripts/services.sh, which nothing else uses during the run).
+#
+#   scripts/load-ab.sh OLD-BINARY NEW-BINARY [PAIRS [CLIENTS [DURATION]]]
+#   scripts/load-ab.sh /tmp/old/mcp-resources .cache/peers/bin/mcp-resources 3 64 15s
+#
+# Needs the services (eval "$(scripts/services.sh up)") and
+# MCPRES_VERSITYGW. Each run's output goes to $AB_OUT (default: a
+# temporary directory, printed). The CPU counts warm-up and load requests.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+old=${1:?usage: load-ab.sh OLD NEW [PAIRS [CLIENTS [DURATION]]]}
+new=${2:?usage: load-ab.sh OLD NEW [PAIRS [CLIENTS [DURATION]]]}
+pairs=${3:-3}
+clients=${4:-64}
+duration=${5:-15s}
+[ "$pairs" -ge 1 ] && [ "$pairs" -le 10 ] || { echo "load-ab: PAIRS must be 1 to 10" >&2; exit 2; }
+[ -n "${MCPRES_POSTGRES_URL:-}" ] || { echo "load-ab: start the services first: eval \"\$(scripts/services.sh up)\"" >&2; exit 2; }
+out=${AB_OUT:-$(mktemp -d /tmp/load-ab.XXXXXX)}
+mkdir -p "$out"
+pgroot=$(cat "$ROOT/.services/pgroot")
+postmaster=$(head -1 "$pgroot/data/postmaster.pid")
+
+cd "$ROOT"
+go build -o "$out/mcp-load" ./cmd/mcp-load
+
+# ticks PID: user+system clock ticks of a process; with "tree", of the
+# process, its live children and its waited-for children.
+ticks() {
+	local pid=$1 total=0 c
+	[ -r "/proc/$pid/stat" ] || { echo 0; return; }
+	if [ "${2:-}" = tree ]; then
+		total=$(awk '{sub(/.*\) /, ""); print $12+$13+$14+$15}' "/proc/$pid/stat")
+		for c in $(pgrep -P "$pid"); do
+			total=$((total + $(awk '{sub(/.*\) /, ""); print $12+$13}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+		done
+		echo "$total"
+	else
+		awk '{sub(/.*\) /, ""); print $12+$13}' "/proc/$pid/stat"
+	fi
+}
+
+one() { # one LABEL BINARY
+	local label=$1 bin=$2 f pid="" last=0 pg0 pg1 drv rc
+	f="$out/$label-$(date +%H%M%S).txt"
+	pg0=$(ticks "$postmaster" tree)
+	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$f"
+	"$out/mcp-load" --clients "$clients" --duration "$duration" --warmup 3s --server "$bin" >>"$f" 2>&1 &
+	drv=$!
+	# Sample the server's CPU until it exits (the driver stops it).
+	while kill -0 "$drv" 2>/dev/null; do
+		[ -n "$pid" ] || pid=$(sed -n 's/^mcp-load: server .*(pid \([0-9]*\),.*/\1/p' "$f")
+		if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then last=$(ticks "$pid"); fi
+		sleep 0.2
+	done
+	wait "$drv" && rc=0 || rc=$?
+	pg1=$(ticks "$postmaster" tree)
+	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$f"
+	awk -v label="$label" -v rc="$rc" -v cpu="$last" -v pg=$((pg1 - pg0)) '
+		/^phase warm-up/ { warm = $6 }
+		/^phase load/ { reqs = $6; rps = $8 }
+		/^  wrong:/ { wrong += $2 }
+		/^load / { load = load " " $2 }
+		END {
+			n = warm + reqs
+			printf "%-4s %8s req/s  wrong %d  exit %s  server CPU/request %.2f ms  PostgreSQL CPU/request %.2f ms  load%s\n",
+				label, rps, wrong, rc, n ? cpu * 10 / n : 0, n ? pg * 10 / n : 0, load
+		}' "$f"
+}
+
+echo "load-ab: $pairs pairs, $clients clients, $duration; output in $out" >&2
+for i in $(seq 1 "$pairs"); do
+	if [ $((i % 2)) = 1 ]; then
+		one old "$old"
+		one new "$new"
+	else
+		one new "$new"
+		one old "$old"
+	fi
+done
