@@ -424,10 +424,6 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	return b, nil
 }
 
-// errPerTarget is the private cause when a file's policy is asked about one
-// target: the gateway asks Decide, which knows the definition.
-var errPerTarget = errors.New("config: a file's policy decides whole passes")
-
 // routePolicy is the policy of a file: a pass, and a discovery, of a
 // definition go to the policy of its resource (byName, by the definition's
 // name, which is the resource's), and to no other, so that reads of one
@@ -449,8 +445,6 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 			}
 			return p.Discover(ctx, d)
 		},
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return core.Unavailable(errPerTarget) },
 		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			p, err := of(pass.Definition.Name)
 			if err != nil {

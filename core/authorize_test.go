@@ -110,7 +110,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		Reader:     read,
 		Completer:  listCompleter{values: values, total: total, calls: calls},
 	}}, extra...)
-	pol := ResourcePolicy{
+	pol := PerTarget(TargetPolicy{
 		Discover: func(context.Context, ResourceDescription) error {
 			if deny {
 				return Unavailable(errors.New("no"))
@@ -119,7 +119,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		},
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	}
+	})
 	r, err := NewResources(bs, pol)
 	if err != nil {
 		t.Fatalf("NewResources: %v", err)
@@ -215,11 +215,11 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 		ResolverFunc
 		listCompleter
 	}{plan, comp}
-	pol := ResourcePolicy{
+	pol := PerTarget(TargetPolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	}
+	})
 	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return TextPayload("text/plain", "x"), nil
 	})

@@ -12,7 +12,9 @@
 // and the planned identity in the storage request itself, and return
 // [Unavailable] or [TooLarge].
 //
-// A policy that sets [ResourcePolicy].Decide may answer the decision before
+// A policy answers one [PolicyPass] over the whole plan per decision
+// ([ResourcePolicy].Decide); [PerTarget] adapts one that decides target by
+// target. A policy may answer the decision before
 // the reads ([PassBeforeReads]) from data its resolver fetched in the same
 // request, such as grant flags carried in a target's private authorization
 // data, and so spare a storage round trip at the risk of deciding on state

@@ -50,13 +50,13 @@ func ExampleReadLimit() {
 		}),
 		Reader: reader,
 	}
-	policy := core.ResourcePolicy{
+	policy := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, policy,
 		core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 16}))
 	if err != nil {

@@ -30,7 +30,7 @@ func Example() {
 			return core.TextPayload("text/plain", notes[id]), nil
 		}),
 	}
-	policy := core.ResourcePolicy{
+	policy := core.PerTarget(core.TargetPolicy{
 		Discover: func(ctx context.Context, d core.ResourceDescription) error { return nil },
 		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
@@ -41,7 +41,7 @@ func Example() {
 			}
 			return nil
 		},
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, policy)
 	if err != nil {
 		panic(err)

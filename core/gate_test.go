@@ -177,7 +177,7 @@ func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources 
 			return TextPayload("text/plain", textOf(tg.URI())), nil
 		}),
 	}
-	pol := ResourcePolicy{
+	pol := PerTarget(TargetPolicy{
 		Discover: func(ctx context.Context, d ResourceDescription) error {
 			l.start("discover %s", d.Name)
 			return nil
@@ -190,7 +190,7 @@ func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources 
 			l.start("permission %s", tg.URI())
 			return nil
 		},
-	}
+	})
 	r, err := NewResources([]ResourceBinding{b}, pol, WithResourceLimits(ResourceLimits{ReadTimeout: timeout}))
 	if err != nil {
 		t.Fatal(err)

@@ -135,10 +135,13 @@ func TestFixedBoundsOnDefinitionsAndMetadata(t *testing.T) {
 func TestNewResourcesRequiresEveryCallback(t *testing.T) {
 	g := newRig(t)
 	pol := g.policy()
+	ok := func(context.Context, ResourceTarget) error { return nil }
+	vis := func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil }
 	for name, p := range map[string]ResourcePolicy{
-		"Discover":   {Visibility: pol.Visibility, Read: pol.Read},
-		"Visibility": {Discover: pol.Discover, Read: pol.Read},
-		"Read":       {Discover: pol.Discover, Visibility: pol.Visibility},
+		"Discover":   {Decide: pol.Decide},
+		"Decide":     {Discover: pol.Discover},
+		"Visibility": PerTarget(TargetPolicy{Discover: pol.Discover, Read: ok}),
+		"Read":       PerTarget(TargetPolicy{Discover: pol.Discover, Visibility: vis}),
 	} {
 		if _, err := NewResources(nil, p); err == nil || !strings.Contains(err.Error(), name) {
 			t.Fatalf("missing policy %s: %v", name, err)

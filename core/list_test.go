@@ -36,7 +36,7 @@ func (c *listCalls) binding(def ResourceDefinition) ResourceBinding {
 }
 
 func (c *listCalls) policy(discover func(context.Context, ResourceDescription) error) ResourcePolicy {
-	return ResourcePolicy{
+	return PerTarget(TargetPolicy{
 		Discover: discover,
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) {
 			c.visibility.Add(1)
@@ -46,7 +46,7 @@ func (c *listCalls) policy(discover func(context.Context, ResourceDescription) e
 			c.readPolicy.Add(1)
 			return errors.New("list must not ask for read permission")
 		},
-	}
+	})
 }
 
 func (c *listCalls) check(t *testing.T) {

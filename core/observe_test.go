@@ -54,9 +54,7 @@ func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 			return TextPayload("text/plain", "x"), nil
 		}),
 	}}, ResourcePolicy{
-		Discover:   func(ctx context.Context, _ ResourceDescription) error { mark(ctx, "discover"); return nil },
-		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
-		Read:       func(context.Context, ResourceTarget) error { return nil },
+		Discover: func(ctx context.Context, _ ResourceDescription) error { mark(ctx, "discover"); return nil },
 		Decide: func(ctx context.Context, p PolicyPass) ([]TargetDecision, error) {
 			mark(ctx, "decide")
 			ds := make([]TargetDecision, len(p.Targets))

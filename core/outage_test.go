@@ -104,7 +104,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("outage %v", outage), func(t *testing.T) {
 			var failDiscover, failComplete bool
-			policy := ResourcePolicy{
+			policy := PerTarget(TargetPolicy{
 				Discover: func(context.Context, ResourceDescription) error {
 					if failDiscover {
 						return cause
@@ -113,7 +113,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 				},
 				Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 				Read:       func(context.Context, ResourceTarget) error { return nil },
-			}
+			})
 			comp := completingResolver{complete: func() (Completion, error) {
 				if failComplete {
 					return Completion{}, cause

@@ -28,9 +28,9 @@ import (
 //
 // Body reads run one at a time in plan order, each under ItemTimeout and
 // [ReadLimit]. Before returning, Read rechecks discovery, the requested target
-// and every planned item under the current policy. With
-// [ResourcePolicy].Decide each of the two decisions (before the reads and the
-// recheck) is one call for the whole plan.
+// and every planned item under the current policy. Each of the two
+// decisions (before the reads and the recheck) is one
+// [ResourcePolicy].Decide call for the whole plan.
 //
 // Read returns when the whole read ends (cancellation or ReadTimeout) even
 // if a host callback ignores its context. From then on it starts no further
@@ -185,9 +185,8 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 // decidePlan decides the requested target and every item of plan at stage,
 // recording each item's decision in st (first before the reads, final at
 // the recheck; st[i] follows plan item i). The recheck checks discovery
-// too. A hidden or read-denied requested target is [FailureUnavailable].
-// With [ResourcePolicy].Decide the whole pass is one call; without it, one
-// Discover (at the recheck), then Visibility and Read per target.
+// too (the policy's Decide stands in for it). A hidden or read-denied
+// requested target is [FailureUnavailable]. The whole pass is one call.
 func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceMatch, plan ResourceReadPlan, st []itemState) error {
 	def := m.def
 	at := func(i int) *decision {
@@ -196,31 +195,16 @@ func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceM
 		}
 		return &st[i].first
 	}
-	if r.policy.Decide == nil {
-		if stage == PassRecheck {
-			if err := r.discover(ctx, def); err != nil {
-				return err
-			}
-		}
-		if err := r.requested(ctx, plan.requested); err != nil {
-			return err
-		}
-		for i := range st {
-			d, err := r.decide(ctx, st[i].target)
-			if err != nil {
-				return err
-			}
-			*at(i) = d
-		}
-		return nil
-	}
 	targets, dup := passTargets(plan)
 	var ds []TargetDecision
+	var decided *perTargetError
 	err := guard(ctx, func() (err error) {
 		ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets, Captures: m.Vars()})
 		return err
 	})
 	switch {
+	case err != nil && errors.As(err, &decided):
+		return decided.f
 	case err != nil && isUnavailable(err):
 		return NewFailure(FailureUnavailable, err)
 	case err != nil:
@@ -272,50 +256,12 @@ func sameTarget(a, b ResourceTarget) bool {
 }
 
 // passDecision is the gateway's decision for a policy's answer: a hidden
-// target is hidden whatever else the answer says, as from decide.
+// target is hidden whatever else the answer says.
 func passDecision(d TargetDecision) decision {
 	if !d.Visible {
 		return decision{}
 	}
 	return decision{vis: d.Visibility, allowed: d.Read}
-}
-
-// requested checks that the requested target is visible and readable.
-func (r *Resources) requested(ctx context.Context, t ResourceTarget) error {
-	d, err := r.decide(ctx, t)
-	switch {
-	case err != nil:
-		return err
-	case !d.vis.Visible:
-		return NewFailure(FailureUnavailable, errors.New("requested target is hidden"))
-	case !d.allowed:
-		return NewFailure(FailureUnavailable, errors.New("requested target is read-denied"))
-	}
-	return nil
-}
-
-// decide asks the policy for a target's visibility and, when visible, its
-// read permission.
-func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, error) {
-	var vis Visibility
-	err := guard(ctx, func() (err error) {
-		vis, err = r.policy.Visibility(ctx, t)
-		return err
-	})
-	if err != nil {
-		return decision{}, callbackFailure(FailurePolicy, err)
-	}
-	if !vis.Visible {
-		return decision{}, nil
-	}
-	err = guard(ctx, func() error { return r.policy.Read(ctx, t) })
-	switch {
-	case err == nil:
-		return decision{vis: vis, allowed: true}, nil
-	case isUnavailable(err):
-		return decision{vis: vis}, nil
-	}
-	return decision{}, callbackFailure(FailurePolicy, err)
 }
 
 // readItem reads one body and admits it or records its issue. Only the end

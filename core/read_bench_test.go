@@ -28,11 +28,11 @@ func benchResources(b *testing.B, n int) *Resources {
 		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
 			return TextPayload("text/plain", body), nil
 		}),
-	}}, ResourcePolicy{
+	}}, PerTarget(TargetPolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	})
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

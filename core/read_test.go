@@ -114,7 +114,7 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 			record("read", tg)
 			return TextPayload("text/plain", "x"), nil
 		}),
-	}}, ResourcePolicy{
+	}}, PerTarget(TargetPolicy{
 		Discover: func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
 			if tg.URI() != bundleURI {
@@ -128,7 +128,7 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 			}
 			return nil
 		},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1095,14 +1095,14 @@ func TestConcurrentReadsThroughOneResources(t *testing.T) {
 	})
 	type principal struct{}
 	r, err := NewResources([]ResourceBinding{{Definition: ResourceDefinition{URI: bundleURI, Name: "b"}, Resolver: resolver, Reader: reader}},
-		ResourcePolicy{
+		PerTarget(TargetPolicy{
 			Discover: func(context.Context, ResourceDescription) error { return nil },
 			Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
 				// Principal "odd" cannot see d.
 				return Visibility{Visible: !(ctx.Value(principal{}) == "odd" && tg.URI() == "test://d")}, nil
 			},
 			Read: func(context.Context, ResourceTarget) error { return nil },
-		})
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}

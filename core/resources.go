@@ -75,10 +75,10 @@ func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Opt
 	switch {
 	case policy.Discover == nil:
 		return nil, configErr("ResourcePolicy.Discover", "callback is required")
-	case policy.Visibility == nil:
-		return nil, configErr("ResourcePolicy.Visibility", "callback is required")
-	case policy.Read == nil:
-		return nil, configErr("ResourcePolicy.Read", "callback is required")
+	case policy.missing != "":
+		return nil, configErr(policy.missing, "callback is required")
+	case policy.Decide == nil:
+		return nil, configErr("ResourcePolicy.Decide", "callback is required")
 	}
 	defs := make([]*definition, len(bindings))
 	for i, b := range bindings {

@@ -160,7 +160,7 @@ func (g *rig) passLog() []PolicyPass {
 
 // perTargetPolicy answers Discover, Visibility and Read from the maps.
 func (g *rig) perTargetPolicy() ResourcePolicy {
-	return ResourcePolicy{
+	return PerTarget(TargetPolicy{
 		Discover: func(ctx context.Context, d ResourceDescription) error {
 			p := int(g.discovers.Add(1)) - 1
 			p = min(p, 1)
@@ -198,7 +198,7 @@ func (g *rig) perTargetPolicy() ResourcePolicy {
 			}
 			return nil
 		},
-	}
+	})
 }
 
 func (g *rig) binding() ResourceBinding {

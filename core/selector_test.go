@@ -26,11 +26,11 @@ func selBinding(d ResourceDefinition) ResourceBinding {
 }
 
 func selPolicy() ResourcePolicy {
-	return ResourcePolicy{
+	return PerTarget(TargetPolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // selDefs builds definitions: an entry with a '{' or a "T " prefix is a

@@ -151,7 +151,7 @@ func planned(t testing.TB, ctx context.Context, r *core.Resources, uri string) c
 // nil, runs on every Read check (after planning, before any body read, and
 // again after the reads).
 func pgAllowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
@@ -162,7 +162,7 @@ func pgAllowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) cor
 			}
 			return nil
 		},
-	}
+	})
 }
 
 // gateway registers bindings under policy.

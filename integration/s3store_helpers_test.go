@@ -114,8 +114,12 @@ func putObject(t testing.TB, c *s3.Client, bucket, key, ct string, body []byte) 
 
 // allowAll is a policy under which everything is visible and readable, so
 // that what a test proves is the store's own enforcement.
-func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+func allowAll() core.ResourcePolicy { return core.PerTarget(allowTargets()) }
+
+// allowTargets is allowAll as the per-target callbacks, for a test that
+// replaces one of them.
+func allowTargets() core.TargetPolicy {
+	return core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil

@@ -41,15 +41,15 @@ func TestS3StoreObjectOverwrittenBetweenPlanAndReadIsNeverServed(t *testing.T) {
 	putObject(t, root, env.Bucket, "docs/a.txt", "text/plain", []byte("first a"))
 	putObject(t, root, env.Bucket, "docs/b.txt", "text/plain", []byte("stable b"))
 
-	policy := allowAll()
+	tp := allowTargets()
 	var overwritten atomic.Bool
-	policy.Read = func(ctx context.Context, tg core.ResourceTarget) error {
+	tp.Read = func(ctx context.Context, tg core.ResourceTarget) error {
 		if tg.URI() == "s3item://bundle/0" && overwritten.CompareAndSwap(false, true) {
 			putObject(t, root, env.Bucket, "docs/a.txt", "text/plain", []byte("SECOND!"))
 		}
 		return nil
 	}
-	res := gateway(t, policy, core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
+	res := gateway(t, core.PerTarget(tp), core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
 	w.reset()
 	got, err := res.Read(asHost(t.Context()), "s3bundle://test/ab")
 	gets, heads := w.gets.Load(), w.heads.Load()
@@ -167,16 +167,16 @@ func TestS3StoreBindingServesTheCurrentObjectAndRefusesItOnceDeleted(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := allowAll()
+	tp := allowTargets()
 	var deleteNow atomic.Bool
-	policy.Read = func(ctx context.Context, tg core.ResourceTarget) error {
+	tp.Read = func(ctx context.Context, tg core.ResourceTarget) error {
 		if deleteNow.Load() {
 			_, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("docs/a.txt")})
 			return err
 		}
 		return nil
 	}
-	res := gateway(t, policy, core.ResourceLimits{}, binding)
+	res := gateway(t, core.PerTarget(tp), core.ResourceLimits{}, binding)
 	got, err := res.Read(asHost(t.Context()), "s3obj://docs/a.txt")
 	if err != nil || bodies(got)["s3obj://docs/a.txt"] != "# a" || got.Items()[0].MIMEType() != "text/markdown" {
 		t.Fatalf("read: %v, %v", err, got)

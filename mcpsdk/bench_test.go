@@ -24,13 +24,13 @@ import (
 var benchText = strings.Repeat("benchmark text ", 64) // ~1 KiB
 
 func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // selfBinding plans the request URI as its one item and reads benchText.

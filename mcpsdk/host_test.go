@@ -146,7 +146,7 @@ func (h *testHost) bindings(t testing.TB) []core.ResourceBinding {
 }
 
 func (h *testHost) policy() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(ctx context.Context, d core.ResourceDescription) error {
 			switch {
 			case d.URI == "secret://hidden":
@@ -173,7 +173,7 @@ func (h *testHost) policy() core.ResourcePolicy {
 			}
 			return nil
 		},
-	}
+	})
 }
 
 // newResources builds the test host's gateway; extra bindings are

@@ -329,31 +329,15 @@ func (s *Store) Read(ctx context.Context, t core.ResourceTarget) (core.ResourceP
 // is visible to a principal with a grant on it (disclosing its URI when the
 // grant says so) and readable with a Read grant; any other target (a
 // bundle's requested target) is visible and readable to a caller with a
-// principal. Decide answers a whole pass the same way under one lock of
-// the store, and denies the whole read (an Unavailable error) to a caller
-// without a principal.
+// principal. Decide answers a whole pass under one lock of the store, and
+// denies the whole read (an Unavailable error) to a caller without a
+// principal.
 func (s *Store) Policy() core.ResourcePolicy {
 	return core.ResourcePolicy{
 		Discover: func(ctx context.Context, _ core.ResourceDescription) error {
 			_, err := s.principal(ctx)
 			if err != nil {
 				return core.Unavailable(err)
-			}
-			return nil
-		},
-		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-			d, err := s.decideOne(ctx, t)
-			if err != nil {
-				return core.Visibility{}, nil
-			}
-			return d.Visibility, nil
-		},
-		Read: func(ctx context.Context, t core.ResourceTarget) error {
-			switch d, err := s.decideOne(ctx, t); {
-			case err != nil:
-				return core.Unavailable(err)
-			case !d.Read:
-				return core.Unavailable(errNotVisible)
 			}
 			return nil
 		},
@@ -371,17 +355,6 @@ func (s *Store) Policy() core.ResourcePolicy {
 			return ds, nil
 		},
 	}
-}
-
-// decideOne decides one target for the principal of ctx.
-func (s *Store) decideOne(ctx context.Context, t core.ResourceTarget) (core.TargetDecision, error) {
-	principal, err := s.principal(ctx)
-	if err != nil {
-		return core.TargetDecision{}, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.decideLocked(principal, t), nil
 }
 
 // decideLocked is the policy's one rule, under s.mu: a target of this store

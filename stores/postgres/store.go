@@ -181,19 +181,7 @@ func (s *Store) guard(b core.ResourceBinding) core.ResourceBinding {
 
 // guardPolicy returns p checking the store before it asks the database.
 func (s *Store) guardPolicy(p core.ResourcePolicy) core.ResourcePolicy {
-	vis, read, dec := p.Visibility, p.Read, p.Decide
-	p.Visibility = func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-		if err := s.ready(ctx); err != nil {
-			return core.Visibility{}, err
-		}
-		return vis(ctx, t)
-	}
-	p.Read = func(ctx context.Context, t core.ResourceTarget) error {
-		if err := s.ready(ctx); err != nil {
-			return err
-		}
-		return read(ctx, t)
-	}
+	dec := p.Decide
 	p.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 		if err := s.ready(ctx); err != nil {
 			return nil, err

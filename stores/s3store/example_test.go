@@ -56,13 +56,13 @@ func ExampleBucket_Binding() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	allow := core.ResourcePolicy{
+	allow := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, allow)
 	if err != nil {
 		log.Fatal(err)

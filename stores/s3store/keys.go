@@ -349,13 +349,13 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 	if len(bs) < 2 {
 		return nil
 	}
-	allow := core.ResourcePolicy{
+	allow := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	r, err := core.NewResources(bs, allow)
 	if err != nil {
 		return err

@@ -69,13 +69,13 @@ func unreachableReader(context.Context, core.ResourceTarget) (core.ResourcePaylo
 // allowAll is a policy that lets everything through, so that whatever a case
 // sees was decided by the store.
 func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // create stores it and fails the case if the harness cannot.
