@@ -768,7 +768,7 @@ func (c *checker) gateway() {
 	stub := core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 		return core.ResourceReadPlan{}, errors.New("config: check only")
 	})
-	reader := core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+	reader := core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 		return core.ResourcePayload{}, errors.New("config: check only")
 	})
 	bindings := make([]core.ResourceBinding, len(defs))

@@ -55,22 +55,6 @@ func (f ResolverFunc) Resolve(ctx context.Context, m ResourceMatch) (ResourceRea
 	return f(ctx, m)
 }
 
-// Reader reads the body of one planned target. It must enforce current
-// access and the planned identity in the storage request itself, bound its
-// read by ReadLimit(ctx), honor ctx and allow concurrent calls. Return
-// [Unavailable] to deny and [TooLarge] when the item exceeds the limit.
-type Reader interface {
-	Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
-}
-
-// ReaderFunc adapts a function to [Reader].
-type ReaderFunc func(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
-
-// Read calls f.
-func (f ReaderFunc) Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
-	return f(ctx, t)
-}
-
 // ResourceBinding registers one definition with its two required callbacks
 // and its optional completion.
 type ResourceBinding struct {

@@ -8,9 +8,9 @@
 // [Resolver] and a [Reader]) and a [ResourcePolicy] with [NewResources], then calls
 // Read, List and ListTemplates; an adapter (such as this module's go-sdk
 // adapter) serves them over MCP. Store readers (Postgres, S3) implement
-// Reader: they bound their storage read by [ReadLimit], enforce current access
-// and the planned identity in the storage request itself, and return
-// [Unavailable] or [TooLarge].
+// Reader: they bound their storage read by each [ReadItem]'s Limit,
+// enforce current access and the planned identity in the storage request
+// itself, and return [Unavailable] or [TooLarge].
 //
 // A policy answers one [PolicyPass] over the whole plan per decision
 // ([ResourcePolicy].Decide); [PerTarget] adapts one that decides target by

@@ -9,25 +9,25 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// A store author's Reader bounds the storage read itself by ReadLimit: it
-// learns the stored size first (as SQL octet_length or an S3 Range request
-// would) and returns TooLarge instead of fetching an item over the limit.
-// Called directly, a host sets the limit with WithReadLimit; through the
-// gateway the limit is MaxItemBytes or what is left of the aggregate
-// budget, and a TooLarge item becomes a budget_exceeded issue while its
-// siblings survive.
-func ExampleReadLimit() {
+// A store author's Reader bounds the storage read itself by the item's
+// Limit: it learns the stored size first (as SQL octet_length or an S3
+// Range request would) and returns TooLarge instead of fetching an item
+// over the limit. Called directly, a host sets the limit in the request;
+// through the gateway the limit is MaxItemBytes or what is left of the
+// aggregate budget, and a TooLarge item becomes a budget_exceeded issue
+// while its siblings survive.
+func ExampleItemReader() {
 	blobs := map[string][]byte{
 		"store://blobs/small": []byte("tiny"),
 		"store://blobs/large": bytes.Repeat([]byte("x"), 64),
 	}
 	fetched := 0
-	reader := core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-		stored, ok := blobs[t.URI()]
+	reader := core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		stored, ok := blobs[item.Target.URI()]
 		if !ok {
 			return core.ResourcePayload{}, core.Unavailable(errors.New("no such blob"))
 		}
-		if size := int64(len(stored)); size > core.ReadLimit(ctx) {
+		if size := int64(len(stored)); size > item.Limit {
 			return core.ResourcePayload{}, core.TooLarge(size) // nothing fetched
 		}
 		fetched += len(stored) // the body read
@@ -36,9 +36,9 @@ func ExampleReadLimit() {
 
 	// A host calling the reader directly.
 	large, _ := core.NewResourceTarget("store://blobs/large", "blob", nil)
-	_, err := reader.Read(core.WithReadLimit(context.Background(), 16), large)
+	out, _ := reader.Read(context.Background(), core.ReadRequest{Items: []core.ReadItem{{Target: large, Limit: 16}}, Budget: 16})
 	var tooLarge *core.TooLargeError
-	fmt.Println("direct:", errors.As(err, &tooLarge), tooLarge.Size)
+	fmt.Println("direct:", errors.As(out[0].Err, &tooLarge), tooLarge.Size)
 
 	// The gateway, with items of at most 16 bytes.
 	binding := core.ResourceBinding{

@@ -25,7 +25,8 @@ func Example() {
 			}
 			return core.NewResourceReadPlan(t, t)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			t := item.Target
 			id := t.URI()[len("notes://all/"):]
 			return core.TextPayload("text/plain", notes[id]), nil
 		}),

@@ -172,7 +172,8 @@ func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources 
 			}
 			return NewResourceReadPlan(req, ts...)
 		}),
-		Reader: ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			tg := item.Target
 			l.start("body %s", tg.URI())
 			return TextPayload("text/plain", textOf(tg.URI())), nil
 		}),

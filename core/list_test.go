@@ -28,7 +28,7 @@ func (c *listCalls) binding(def ResourceDefinition) ResourceBinding {
 			c.resolve.Add(1)
 			return ResourceReadPlan{}, errors.New("list must not resolve")
 		}),
-		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 			c.read.Add(1)
 			return ResourcePayload{}, errors.New("list must not read")
 		}),

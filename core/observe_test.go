@@ -46,7 +46,8 @@ func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 			mark(ctx, "resolve")
 			return plan, nil
 		}),
-		Reader: ReaderFunc(func(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			t := item.Target
 			mark(ctx, "read")
 			if t.URI() == "mem://b/gone" {
 				return ResourcePayload{}, Unavailable(nil)

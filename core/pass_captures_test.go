@@ -26,7 +26,7 @@ func TestPolicyPassCarriesTheDecodedCaptures(t *testing.T) {
 				}
 				return core.NewResourceReadPlan(tg, tg)
 			}),
-			Reader: core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+			Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 				return core.TextPayload("text/plain", "x"), nil
 			}),
 		}

@@ -38,8 +38,21 @@ import (
 // may finish, and what it returns is discarded.
 func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
-		return r.read(ctx, uri)
+		return r.read(ctx, uri, exactSize)
 	})
+}
+
+// The module's adapter reads with its own sizer through itemsize.Read.
+func init() {
+	itemsize.Read = func(ctx context.Context, res any, uri string, f itemsize.Func) (any, error) {
+		r := res.(*Resources)
+		sizeOf := func(uri string, p ResourcePayload, meta []byte) int64 {
+			return f(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
+		}
+		return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
+			return r.read(ctx, uri, sizeOf)
+		})
+	}
 }
 
 // itemState follows one planned target through a read.
@@ -66,7 +79,7 @@ type budget struct {
 	stopped                  bool
 }
 
-func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, error) {
+func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (*ResourceResult, error) {
 	o := observerFrom(ctx)
 	var m ResourceMatch
 	if err := observed(ctx, o, PhaseStart{Phase: PhaseSelection, Item: -1}, func(context.Context) (err error) {
@@ -98,7 +111,6 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 		return nil, err
 	}
 
-	sizeOf := itemSizer(ctx)
 	l := r.limits
 	b := budget{
 		payloadCap: l.MaxResponseBytes - l.ReportPayloadBytes,
@@ -106,28 +118,8 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 		itemsLeft:  l.MaxItems,
 	}
 	b.payloadLeft, b.encodedLeft = b.payloadCap, b.encodedCap
-	for i := range st {
-		s := &st[i]
-		switch {
-		case !s.first.vis.Visible:
-			continue
-		case !s.first.allowed:
-			s.code = IssueUnavailable
-			continue
-		case b.stopped || b.itemsLeft == 0:
-			b.stopped = true
-			s.code = IssueBudgetExceeded
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
-		err := r.readItem(ictx, def, s, &b, sizeOf)
-		end(PhaseEnd{Issue: s.code, Err: err})
-		if err != nil {
-			return nil, err
-		}
+	if err := r.readItems(ctx, o, def, st, &b, sizeOf); err != nil {
+		return nil, err
 	}
 
 	if err := observed(ctx, o, PhaseStart{Phase: PhaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
@@ -264,15 +256,73 @@ func passDecision(d TargetDecision) decision {
 	return decision{vis: d.Visibility, allowed: d.Read}
 }
 
-// readItem reads one body and admits it or records its issue. Only the end
-// of the whole read returns an error.
-func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState, b *budget, sizeOf itemSizeFunc) error {
+// readItems reads the bodies of the readable items in plan order and
+// admits them. Consecutive readable items that one native batch [Reader]
+// serves are one request of at most the items the count limit leaves; an
+// [ItemReader] is asked item by item. Only the end of the whole read
+// returns an error.
+func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, st []itemState, b *budget, sizeOf itemSizeFunc) error {
+	for i := 0; i < len(st); {
+		s := &st[i]
+		switch {
+		case !s.first.vis.Visible:
+			i++
+			continue
+		case !s.first.allowed:
+			s.code = IssueUnavailable
+			i++
+			continue
+		case b.stopped || b.itemsLeft == 0:
+			b.stopped = true
+			s.code = IssueBudgetExceeded
+			i++
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rd := def.reader
+		if f, ok := rd.(itemReader); ok {
+			ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+			err := r.readOne(ictx, f, s, b, sizeOf)
+			end(PhaseEnd{Issue: s.code, Err: err})
+			if err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		// The run: this item and the readable items after it (hidden and
+		// denied ones need no read), up to what the count limit leaves.
+		run := []int{i}
+		j := i + 1
+		for ; j < len(st) && len(run) < b.itemsLeft; j++ {
+			switch t := &st[j]; {
+			case !t.first.vis.Visible:
+				continue
+			case !t.first.allowed:
+				t.code = IssueUnavailable
+				continue
+			}
+			run = append(run, j)
+		}
+		if err := r.readBatch(ctx, o, rd, st, run, b, sizeOf); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// readOne reads one item with an [ItemReader] and admits it or records
+// its issue.
+func (r *Resources) readOne(ctx context.Context, f itemReader, s *itemState, b *budget, sizeOf itemSizeFunc) error {
 	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
 	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
 	defer cancel()
 	var p ResourcePayload
 	err := guard(ctx, func() (err error) {
-		p, err = def.reader.Read(&limitContext{Context: itemCtx, limit: limit}, s.target)
+		p, err = f(itemCtx, ReadItem{Target: s.target, Limit: limit})
 		return err
 	})
 	if ctx.Err() != nil {
@@ -281,28 +331,92 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 	if errors.Is(err, errScopeEnded) {
 		return err
 	}
-	var tooLarge *TooLargeError
-	switch {
-	case itemCtx.Err() != nil:
+	if itemCtx.Err() != nil {
 		s.code = IssueTimeout
 		return nil
+	}
+	r.admit(s, b, p, err, limit, sizeOf)
+	return nil
+}
+
+// readBatch asks a native batch reader for the items of st at the indexes
+// of run in one request under one ItemTimeout, then admits the results in
+// plan order.
+func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []itemState, run []int, b *budget, sizeOf itemSizeFunc) error {
+	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
+	req := ReadRequest{Items: make([]ReadItem, len(run)), Budget: b.payloadLeft}
+	for k, i := range run {
+		req.Items[k] = ReadItem{Target: st[i].target, Limit: limit}
+	}
+	ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: run[0], Items: len(st)})
+	itemCtx, cancel := context.WithTimeout(ictx, r.limits.ItemTimeout)
+	defer cancel()
+	var res []ReadResult
+	err := guard(ctx, func() (err error) {
+		res, err = rd.Read(itemCtx, req)
+		return err
+	})
+	if ctx.Err() != nil {
+		end(PhaseEnd{Err: ctx.Err()})
+		return ctx.Err()
+	}
+	if errors.Is(err, errScopeEnded) {
+		end(PhaseEnd{Err: err})
+		return err
+	}
+	timedOut := itemCtx.Err() != nil
+	if err == nil && len(res) != len(run) {
+		err = fmt.Errorf("core: reader returned %d results for %d items", len(res), len(run))
+	}
+	// left is what the reader's Budget left it before result k: the limit
+	// a TooLarge is judged against (an item past it stops admission).
+	left := req.Budget
+	for k, i := range run {
+		s := &st[i]
+		if k > 0 {
+			_, end = startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+		}
+		switch {
+		case b.stopped || b.itemsLeft == 0:
+			b.stopped = true
+			s.code = IssueBudgetExceeded
+		case timedOut:
+			s.code = IssueTimeout
+		case err != nil:
+			r.admit(s, b, ResourcePayload{}, err, min(r.limits.MaxItemBytes, b.payloadLeft), sizeOf)
+		default:
+			r.admit(s, b, res[k].Payload, res[k].Err, min(limit, left), sizeOf)
+			if res[k].Err == nil {
+				left = max(left-res[k].Payload.Len(), 0)
+			}
+		}
+		end(PhaseEnd{Issue: s.code})
+	}
+	return nil
+}
+
+// admit admits the body p a reader returned for s, or records the issue
+// of err. limit is the item's read limit as admission stands now.
+func (r *Resources) admit(s *itemState, b *budget, p ResourcePayload, err error, limit int64, sizeOf itemSizeFunc) {
+	var tooLarge *TooLargeError
+	switch {
 	case err == nil:
 	case errors.As(err, &tooLarge):
 		r.overLimit(s, b, tooLarge.Size, limit)
-		return nil
+		return
 	case isUnavailable(err):
 		s.code = IssueUnavailable
-		return nil
+		return
 	case errors.Is(err, context.DeadlineExceeded):
 		s.code = IssueTimeout
-		return nil
+		return
 	default:
 		s.code = IssueReadFailed
-		return nil
+		return
 	}
 	if !p.valid() {
 		s.code = IssueInvalidContent
-		return nil
+		return
 	}
 	n, enc := p.Len(), sizeOf(s.target.uri, p, nil)
 	switch {
@@ -317,7 +431,6 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 		b.encodedLeft -= enc
 		b.itemsLeft--
 	}
-	return nil
 }
 
 // overLimit records a reader's TooLarge: an item that could never fit is an
@@ -337,16 +450,10 @@ func (r *Resources) overLimit(s *itemState, b *budget, size, limit int64) {
 	}
 }
 
-// itemSizer returns the adapter's conservative sizer when one is in ctx,
-// else the exact size of the module's own item shape; both count one
-// separator.
-func itemSizer(ctx context.Context) itemSizeFunc {
-	if f := itemsize.From(ctx); f != nil {
-		return func(uri string, p ResourcePayload, meta []byte) int64 {
-			return f(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
-		}
-	}
-	return func(uri string, p ResourcePayload, meta []byte) int64 { return itemEncodedSize(uri, p, meta) + 1 }
+// exactSize is the exact size of the module's own item shape, plus one
+// separator: the sizer of a read that no adapter sized.
+func exactSize(uri string, p ResourcePayload, meta []byte) int64 {
+	return itemEncodedSize(uri, p, meta) + 1
 }
 
 // itemSizeFunc returns the encoded size of a content entry plus one separator.

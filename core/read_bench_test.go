@@ -25,7 +25,7 @@ func benchResources(b *testing.B, n int) *Resources {
 	r, err := NewResources([]ResourceBinding{{
 		Definition: ResourceDefinition{URI: "mem://bundle", Name: "bundle"},
 		Resolver:   ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return plan, nil }),
-		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 			return TextPayload("text/plain", body), nil
 		}),
 	}}, PerTarget(TargetPolicy{

@@ -110,7 +110,8 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 	r, err := NewResources([]ResourceBinding{{
 		Definition: ResourceDefinition{URI: bundleURI, Name: "bundle"},
 		Resolver:   g.binding().Resolver,
-		Reader: ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			tg := item.Target
 			record("read", tg)
 			return TextPayload("text/plain", "x"), nil
 		}),
@@ -801,27 +802,19 @@ func TestPanickingResolverIsInvalidPlan(t *testing.T) {
 	wantKind(t, err, FailureInvalidPlan)
 }
 
-func TestReaderLearnsItsByteLimitFromContext(t *testing.T) {
+func TestReaderLearnsItsByteLimitFromTheRequest(t *testing.T) {
 	g := newRig(t, "test://a", "test://b")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{MaxItemBytes: 1000, MaxResponseBytes: 8<<10 + 1500})}
-	var limits []int64
 	for _, u := range []string{"test://a", "test://b"} {
 		g.item(u).read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
-			limits = append(limits, ReadLimit(ctx))
 			return TextPayload("text/plain", strings.Repeat("x", 900)), nil
 		}
 	}
 	mustRead(t, g)
 	// 1500 payload bytes for application items: the first read may take the
 	// item maximum, the second only what the first left.
-	if fmt.Sprint(limits) != "[1000 600]" {
-		t.Fatalf("limits = %v", limits)
-	}
-	if ReadLimit(context.Background()) != DefaultResourceLimits().MaxItemBytes {
-		t.Fatal("ReadLimit outside a read is not the default item maximum")
-	}
-	if ReadLimit(WithReadLimit(context.Background(), 7)) != 7 {
-		t.Fatal("WithReadLimit ignored")
+	if fmt.Sprint(g.readLimits) != "[1000 600]" {
+		t.Fatalf("limits = %v", g.readLimits)
 	}
 }
 
@@ -1070,7 +1063,8 @@ func TestCanariesNeverReachOutput(t *testing.T) {
 func TestConcurrentReadsThroughOneResources(t *testing.T) {
 	uris := []string{"test://a", "test://b", "test://c", "test://d"}
 	var inflight, peak atomic.Int32
-	reader := ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+	reader := ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+		tg := item.Target
 		n := inflight.Add(1)
 		for {
 			p := peak.Load()

@@ -19,7 +19,7 @@ func selBinding(d ResourceDefinition) ResourceBinding {
 		Resolver: ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) {
 			return ResourceReadPlan{}, errors.New("not used")
 		}),
-		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 			return ResourcePayload{}, errors.New("not used")
 		}),
 	}

@@ -60,7 +60,11 @@ func assertConfigLine(t *testing.T, err error, want ...string) {
 
 // fakeObjects is an ObjectSource that is never asked for anything: these
 // cases fail before any read.
-type fakeObjects struct{ core.Reader }
+type fakeObjects struct{}
+
+func (fakeObjects) Read(context.Context, core.ReadItem) (core.ResourcePayload, error) {
+	return core.ResourcePayload{}, errors.New("not used")
+}
 
 func (fakeObjects) PinObject(context.Context, string, string, string, string, int64, string) (core.ResourceTarget, error) {
 	return core.ResourceTarget{}, errors.New("not used")

@@ -119,7 +119,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 			if err != nil || a.Len() != 1 {
 				b.Fatal(err)
 			}
-			if _, err := st.Reader().Read(ctx, a.Item(0)); err != nil {
+			if _, err := readOne(ctx, st.Reader(), whole(a.Item(0))); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -129,7 +129,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 		b.ReportAllocs()
 		defer benchutil.CPU(b)()
 		for b.Loop() {
-			if _, err := st.Reader().Read(ctx, target); err != nil {
+			if _, err := readOne(ctx, st.Reader(), whole(target)); err != nil {
 				b.Fatal(err)
 			}
 		}

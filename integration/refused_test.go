@@ -391,7 +391,8 @@ func TestNoErrorDataCarriesAPrivateCause(t *testing.T) {
 				}
 				return core.NewResourceReadPlan(target(m.URI()), ts...)
 			}),
-			Reader: core.ReaderFunc(func(ctx context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+			Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+				tg := item.Target
 				return items[tg.URI()]()
 			}),
 		}

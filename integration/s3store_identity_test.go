@@ -115,7 +115,7 @@ func TestS3StorePlanThatNamesAVersionReturnsThatVersion(t *testing.T) {
 		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 			return core.NewResourceReadPlan(target, target)
 		}),
-		Reader: store,
+		Reader: core.ItemReader(store.Read),
 	}
 	res := gateway(t, allowAll(), core.ResourceLimits{}, binding)
 	putObject(t, root, env.Bucket, "docs/report.json", "application/json", []byte(`{"v":2}`))
@@ -129,7 +129,7 @@ func TestS3StorePlanThatNamesAVersionReturnsThatVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Read(asHost(t.Context()), tg); core.KindOf(err) != core.FailureUnavailable {
+		if _, err := store.Read(asHost(t.Context()), whole(tg)); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("version %q: %v, want unavailable", version, err)
 		}
 	}
@@ -211,7 +211,7 @@ func TestS3StoreEmptyObjectsAreEmptyTextOrBlobInOneRequest(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	binding := pinnedBundle("s3bundle://empty", "empty", store, targets)
+	binding := pinnedBundle("s3bundle://empty", "empty", core.ItemReader(store.Read), targets)
 	w.reset()
 	got, err := gateway(t, allowAll(), core.ResourceLimits{}, binding).Read(asHost(t.Context()), "s3bundle://empty")
 	if err != nil {
@@ -279,12 +279,12 @@ func TestS3StoreListPlansABoundedPrefixFromIdentityOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := store.Read(ctx, target)
+	p, err := store.Read(ctx, whole(target))
 	if err != nil || p.Text() != "body of l/b" {
 		t.Fatalf("read of a listed object: %q, %v", p.Text(), err)
 	}
 	putObject(t, c, env.Bucket, "l/b", "text/plain", []byte("BODY OF L/B"))
-	if p, err := store.Read(ctx, target); !errors.Is(err, s3store.ErrChanged) {
+	if p, err := store.Read(ctx, whole(target)); !errors.Is(err, s3store.ErrChanged) {
 		t.Fatalf("read of a listed object overwritten since: %q, %v; want ErrChanged", p.Text(), err)
 	}
 }

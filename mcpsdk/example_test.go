@@ -30,7 +30,8 @@ func Example() {
 			}
 			return core.NewResourceReadPlan(t, t)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			t := item.Target
 			return core.TextPayload("text/plain", notes[t.URI()[len("notes://all/"):]]), nil
 		}),
 	}

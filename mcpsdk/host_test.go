@@ -63,7 +63,8 @@ func bundle(t testing.TB, def core.ResourceDefinition, items []string, read func
 			}
 			return core.NewResourceReadPlan(target(t, m.URI()), ts...)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			tg := item.Target
 			return read(ctx, tg.URI())
 		}),
 	}

@@ -128,10 +128,16 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int, t co
 				return c, err
 			})
 		}
-		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
 			start := time.Now()
-			p, err := reader.Read(ctx, t)
-			m.storeCall(storeOf(i, t), "read", start, err)
+			var p core.ResourcePayload
+			out, err := reader.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
+			if err == nil && len(out) == 1 {
+				p, err = out[0].Payload, out[0].Err
+			} else if err == nil {
+				err = errors.New("mcp-resources: the reader returned no result for the item")
+			}
+			m.storeCall(storeOf(i, item.Target), "read", start, err)
 			return p, err
 		})
 		out[i] = b

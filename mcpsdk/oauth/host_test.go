@@ -50,7 +50,7 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 			}
 			return core.NewResourceReadPlan(tg, tg)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, _ core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, _ core.ReadItem) (core.ResourcePayload, error) {
 			p, _ := core.ContextPrincipal(ctx)
 			return core.TextPayload("application/json", p+" "+string(core.ContextClaims(ctx))), nil
 		}),

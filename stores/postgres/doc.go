@@ -37,7 +37,7 @@
 // target's private authorization data: it returns the row while the
 // principal can see it (row-level security) with its current version and
 // content size, and the content only when the version is the planned one, the
-// principal may read it and it fits [core.ReadLimit]. So:
+// principal may read it and it fits its [core.ReadItem] Limit. So:
 //
 //   - not visible (revoked, deleted, never granted): [core.Unavailable];
 //   - visible with another version: [ErrChanged], which the gateway reports as
@@ -82,7 +82,7 @@
 // statement whose result columns, by name, give each item's key, version,
 // MIME type and, optionally, a referenced object (object_key, object_etag,
 // object_version_id, ...); a body statement pinned by $key and the version
-// and bounded by [core.ReadLimit] in the statement itself; and a completion
+// and bounded by its [core.ReadItem] Limit in the statement itself; and a completion
 // statement per variable. Parameters are named ($tenant, $id, $key,
 // $principal) and rewritten to positional bind arguments; no SQL is built
 // from a value. [Source.Policy] is a policy of one statement that decides

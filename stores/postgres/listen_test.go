@@ -16,7 +16,7 @@ import (
 // Store register the bindings that join objects.
 type noObjects struct{}
 
-func (noObjects) Read(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+func (noObjects) Read(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 	return core.ResourcePayload{}, core.Unavailable(nil)
 }
 

@@ -52,7 +52,8 @@ type SourceOptions struct {
 // core and standard types appear in it, so a store satisfies it without
 // importing this package; *s3store.Bucket does.
 type ObjectSource interface {
-	core.Reader
+	// Read reads the object item's target pins, bounded by item.Limit.
+	Read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error)
 	// PinObject returns the target, with URI uri, that reads the object
 	// key pinned to etag and versionID (either may be empty; when both are,
 	// the store may look the current identity up under ctx's principal).

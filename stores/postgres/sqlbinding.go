@@ -89,7 +89,7 @@ type SQLBinding struct {
 	// (read_failed, retryable) from one that is gone or refused
 	// (unavailable); without one the statement must use $version and a
 	// changed item is unavailable. The store returns the body only when it
-	// fits core.ReadLimit, in the same statement (octet_length), so an
+	// fits the item's Limit, in the same statement (octet_length), so an
 	// oversized body is never transferred. Zero rows is unavailable; more
 	// than one is an error.
 	Body string
@@ -351,7 +351,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 // binding is the core binding of sb, with its completer when it has
 // completion statements.
 func (sb *sqlBinding) binding(def core.ResourceDefinition) core.ResourceBinding {
-	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ReaderFunc(sb.read)}
+	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ItemReader(sb.read)}
 	if len(sb.complete) > 0 {
 		out.Completer = sb
 	}
@@ -600,7 +600,8 @@ func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (c
 
 // read reads a row item with the body statement, or an object item
 // through its object source.
-func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+func (sb *sqlBinding) read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+	t := item.Target
 	ref, ok := parseSQLRef(t)
 	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name {
 		return core.ResourcePayload{}, ErrBadTarget
@@ -615,7 +616,7 @@ func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.Res
 		if err != nil {
 			return core.ResourcePayload{}, ErrBadTarget
 		}
-		return os.Read(ctx, inner)
+		return os.Read(ctx, core.ReadItem{Target: inner, Limit: item.Limit})
 	case refRow:
 		if sb.objOnly || t.Representation() != sb.repr {
 			return core.ResourcePayload{}, ErrBadTarget
@@ -631,7 +632,7 @@ func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.Res
 	if err != nil {
 		return core.ResourcePayload{}, err
 	}
-	limit := core.ReadLimit(ctx)
+	limit := item.Limit
 	args := append(sb.body.named.args(vals), ref.Version, limit)
 	var (
 		n       int

@@ -162,11 +162,11 @@ func (s *Store) guard(b core.ResourceBinding) core.ResourceBinding {
 		}
 		return inner.Resolve(ctx, m)
 	})
-	b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+	b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
 		if err := s.ready(ctx); err != nil {
 			return core.ResourcePayload{}, err
 		}
-		return rd.Read(ctx, t)
+		return readOne(ctx, rd, item)
 	})
 	if c := b.Completer; c != nil {
 		b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
@@ -245,7 +245,7 @@ func (s *Store) ObjectBinding() core.ResourceBinding { return s.bindings["asset-
 // Reader returns the reader of every target the store's bindings plan (each
 // binding's own reader reads those it plans): a
 // row through its binding's body statement, pinned to the planned key and
-// version and bounded by core.ReadLimit in the statement (one read-only
+// version and bounded by the item's Limit in the statement (one read-only
 // transaction in one round trip), an object through [Options].Objects.
 //
 // Outcomes: an asset the principal cannot see or read now is
@@ -254,8 +254,8 @@ func (s *Store) ObjectBinding() core.ResourceBinding { return s.bindings["asset-
 // core.TooLarge with its size, and its content is never transferred. A
 // target the store did not plan is [ErrBadTarget], before any request.
 func (s *Store) Reader() core.Reader {
-	return core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-		ref, ok := parseSQLRef(t)
+	return core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		ref, ok := parseSQLRef(item.Target)
 		if !ok || ref.Source != s.src.name {
 			return core.ResourcePayload{}, ErrBadTarget
 		}
@@ -266,8 +266,20 @@ func (s *Store) Reader() core.Reader {
 		if err := s.ready(ctx); err != nil {
 			return core.ResourcePayload{}, err
 		}
-		return rd.Read(ctx, t)
+		return readOne(ctx, rd, item)
 	})
+}
+
+// readOne reads item alone with rd.
+func readOne(ctx context.Context, rd core.Reader, item core.ReadItem) (core.ResourcePayload, error) {
+	out, err := rd.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
+	switch {
+	case err != nil:
+		return core.ResourcePayload{}, err
+	case len(out) != 1:
+		return core.ResourcePayload{}, fmt.Errorf("postgres: the reader returned %d results for one item", len(out))
+	}
+	return out[0].Payload, out[0].Err
 }
 
 // Policy returns the [core.ResourcePolicy] of the grants table

@@ -62,8 +62,6 @@ type Bucket struct {
 	typeByKey bool
 }
 
-var _ core.Reader = (*Bucket)(nil)
-
 // OpenBucket returns the store of bucket, whose requests client sends
 // unless opts.Client supplies a client per principal. It makes no request;
 // ctx is accepted for symmetry with other stores and future use. It panics
@@ -206,11 +204,12 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 	return objs, aws.ToBool(out.IsTruncated), nil
 }
 
-// Read reads the object that t pins (t must come from [NewObjectTarget]
-// with this bucket's name) in exactly one GET, under the requesting
-// principal's access: conditional on the planned ETag (If-Match) and
-// version id, and ranged to the first core.ReadLimit(ctx)+1 bytes (only the
+// Read reads the object that item's target pins (it must come from
+// [NewObjectTarget] with this bucket's name) in exactly one GET, under the
+// requesting principal's access: conditional on the planned ETag (If-Match)
+// and version id, and ranged to the first item.Limit+1 bytes (only the
 // first byte when the plan already knows the object is over the limit).
+// core.ItemReader(b.Read) is the bucket's core.Reader.
 // The returned ETag, version id and Content-Range total are checked against
 // the plan. It returns:
 //
@@ -230,8 +229,8 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //
 // Text that is not valid UTF-8 is returned as a text payload all the same,
 // so the gateway reports invalid_content rather than a retryable failure.
-func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-	obj, err := targetObject(t)
+func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+	obj, err := targetObject(item.Target)
 	if err != nil {
 		return core.ResourcePayload{}, err
 	}
@@ -247,7 +246,7 @@ func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.Resource
 			return core.ResourcePayload{}, err
 		}
 	}
-	limit := max(core.ReadLimit(ctx), 0)
+	limit := max(item.Limit, 0)
 	in := &s3.GetObjectInput{Bucket: aws.String(obj.Bucket), Key: aws.String(obj.Key)}
 	if obj.ETag != "" {
 		in.IfMatch = aws.String(obj.ETag)

@@ -119,8 +119,7 @@ func ExampleBucket_Read() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	readCtx := core.WithReadLimit(core.WithPrincipal(ctx, "alice"), 1<<20)
-	p, err := bucket.Read(readCtx, target)
+	p, err := bucket.Read(core.WithPrincipal(ctx, "alice"), core.ReadItem{Target: target, Limit: 1 << 20})
 	var tooLarge *core.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):

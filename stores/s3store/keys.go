@@ -181,7 +181,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 		tmpl += "/{" + keySegmentVar(depth) + "}"
 		def := f.Definition
 		def.URITemplate = tmpl
-		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: b})
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: core.ItemReader(b.Read)})
 	}
 	return out, nil
 }

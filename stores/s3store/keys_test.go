@@ -41,7 +41,7 @@ func stub(tmpl string) core.ResourceBinding {
 		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 			return core.ResourceReadPlan{}, core.Unavailable(nil)
 		}),
-		Reader: core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 			return core.ResourcePayload{}, core.Unavailable(nil)
 		})}
 }

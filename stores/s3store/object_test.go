@@ -147,15 +147,15 @@ func TestReadRefusesTargetsItDidNotPlanWithoutARequest(t *testing.T) {
 	}
 	ctx := core.WithPrincipal(context.Background(), "alice")
 	other, _ := core.NewResourceTarget("asset://x/1", "row", nil)
-	if _, err := b.Read(ctx, other); !errors.Is(err, errNotObjectTarget) {
+	if _, err := b.Read(ctx, whole(other)); !errors.Is(err, errNotObjectTarget) {
 		t.Errorf("foreign representation: %v", err)
 	}
 	foreign, _ := NewObjectTarget("asset://x/1", Object{Bucket: "elsewhere", Key: "k", ETag: "e", Size: -1})
-	if _, err := b.Read(ctx, foreign); err == nil || errors.Is(err, errServer) {
+	if _, err := b.Read(ctx, whole(foreign)); err == nil || errors.Is(err, errServer) {
 		t.Errorf("foreign bucket: %v", err)
 	}
 	mine, _ := NewObjectTarget("asset://x/1", Object{Bucket: "assets", Key: "k", ETag: "e", Size: -1})
-	if _, err := b.Read(context.Background(), mine); core.KindOf(err) != core.FailureUnavailable {
+	if _, err := b.Read(context.Background(), whole(mine)); core.KindOf(err) != core.FailureUnavailable {
 		t.Errorf("no principal: %v, want unavailable", err)
 	}
 }
@@ -206,4 +206,9 @@ func TestNewClientRefusesUnusableConfiguration(t *testing.T) {
 	if !o.UsePathStyle || o.Region != DefaultRegion || o.RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired || o.ResponseChecksumValidation != aws.ResponseChecksumValidationWhenRequired || !o.DisableLogOutputChecksumValidationSkipped {
 		t.Errorf("client options not set for S3-compatible servers: %+v", o)
 	}
+}
+
+// whole asks for target with the default item limit.
+func whole(target core.ResourceTarget) core.ReadItem {
+	return core.ReadItem{Target: target, Limit: core.DefaultResourceLimits().MaxItemBytes}
 }

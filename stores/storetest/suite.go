@@ -194,7 +194,7 @@ func deletedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 	}
 }
 
-// overReadLimit: an item larger than core.ReadLimit is core.TooLarge, with
+// overReadLimit: an item larger than its core.ReadItem Limit is core.TooLarge, with
 // the stored size when the store reports one; at exactly its size and above
 // it reads whole.
 func overReadLimit(ctx context.Context, t *testing.T, r *rig) {
