@@ -37,6 +37,9 @@ type Served struct {
 	// ObjectSourceOf names, index for index, the S3 source of the objects
 	// a binding's rows reference (its object.source), or "".
 	ObjectSourceOf []string
+	// Objects are the readers of the object items that rows reference, by
+	// S3 source name: register each with core.WithObjectSource.
+	Objects map[string]core.Reader
 	// Policy is the file's policy.
 	Policy core.ResourcePolicy
 	// Ready has one check per source, in file order, for a readiness
@@ -66,6 +69,16 @@ type Ready struct {
 	Source string
 	// Check reports whether the source answers now.
 	Check func(ctx context.Context) error
+}
+
+// ObjectSources returns the core.WithObjectSource option of each of
+// Objects, for core.NewResources.
+func (s *Served) ObjectSources() []core.Option {
+	opts := make([]core.Option, 0, len(s.Objects))
+	for name, rd := range s.Objects {
+		opts = append(opts, core.WithObjectSource(name, rd))
+	}
+	return opts
 }
 
 // Close closes every connection pool Open opened.
@@ -114,7 +127,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	fail := func() (*Served, error) { return nil, e.first() }
 
 	buckets := map[string]*s3store.Bucket{}
-	objects := map[string]postgres.ObjectSource{}
+	objects := map[string]string{} // S3 source -> its bucket, for the rows that reference objects
 	pools := map[string]*pgxpool.Pool{}
 	for _, src := range f.Sources {
 		switch {
@@ -132,7 +145,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				e.at(b.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
 				return fail()
 			}
-			buckets[src.Name], objects[src.Name] = bucket, bucket
+			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
+			if s.Objects == nil {
+				s.Objects = map[string]core.Reader{}
+			}
+			s.Objects[src.Name] = core.ItemReader(bucket.Read)
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
 		case src.Postgres != nil:
 			p := src.Postgres

@@ -26,8 +26,10 @@ import (
 // [FailureUnavailable] when every one of them was unavailable, so that an
 // item storage refused looks like a missing one).
 //
-// Body reads run one at a time in plan order, each under ItemTimeout and
-// [ReadLimit]. Before returning, Read rechecks discovery, the requested target
+// Body reads run in plan order: an [ItemReader] is asked one item at a
+// time, each under ItemTimeout with its [ReadItem] Limit; a native batch
+// [Reader] is asked once for consecutive items, under one ItemTimeout.
+// Results are admitted in plan order either way. Before returning, Read rechecks discovery, the requested target
 // and every planned item under the current policy. Each of the two
 // decisions (before the reads and the recheck) is one
 // [ResourcePolicy].Decide call for the whole plan.
@@ -170,6 +172,9 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 		if len(t.uri) > r.limits.MaxURIBytes {
 			return plan, NewFailure(FailureInvalidPlan, errors.New("plan target URI exceeds MaxURIBytes"))
 		}
+		if t.obj != nil && r.objects[t.obj.Source] == nil {
+			return plan, NewFailure(FailureInvalidPlan, errors.New("plan item names an object source that is not registered"))
+		}
 	}
 	return plan, nil
 }
@@ -241,10 +246,11 @@ func passTargets(plan ResourceReadPlan) (targets []ResourceTarget, dup int) {
 	return targets, dup
 }
 
-// sameTarget reports whether a and b are one identity: URI, representation
-// and authorization data.
+// sameTarget reports whether a and b are one identity: URI, representation,
+// authorization data and object reference.
 func sameTarget(a, b ResourceTarget) bool {
-	return a.uri == b.uri && a.repr == b.repr && bytes.Equal(a.authz, b.authz)
+	return a.uri == b.uri && a.repr == b.repr && bytes.Equal(a.authz, b.authz) &&
+		(a.obj == nil) == (b.obj == nil) && (a.obj == nil || *a.obj == *b.obj)
 }
 
 // passDecision is the gateway's decision for a policy's answer: a hidden
@@ -257,8 +263,9 @@ func passDecision(d TargetDecision) decision {
 }
 
 // readItems reads the bodies of the readable items in plan order and
-// admits them. Consecutive readable items that one native batch [Reader]
-// serves are one request of at most the items the count limit leaves; an
+// admits them. Each item is read by the object source its [ObjectRef]
+// names, or else by the binding's reader. Consecutive readable items that
+// one native batch [Reader] serves are one request of at most the items the count limit leaves; an
 // [ItemReader] is asked item by item. Only the end of the whole read
 // returns an error.
 func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, st []itemState, b *budget, sizeOf itemSizeFunc) error {
@@ -281,7 +288,7 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rd := def.reader
+		rd, from := r.readerOf(def, s.target)
 		if f, ok := rd.(itemReader); ok {
 			ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
 			err := r.readOne(ictx, f, s, b, sizeOf)
@@ -304,6 +311,9 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 				t.code = IssueUnavailable
 				continue
 			}
+			if _, other := r.readerOf(def, st[j].target); other != from {
+				break
+			}
 			run = append(run, j)
 		}
 		if err := r.readBatch(ctx, o, rd, st, run, b, sizeOf); err != nil {
@@ -312,6 +322,16 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		i = j
 	}
 	return nil
+}
+
+// readerOf returns the reader of target t of def: the object source its
+// [ObjectRef] names, else the binding's own reader; from names it ("" for
+// the binding's).
+func (r *Resources) readerOf(def *definition, t ResourceTarget) (rd Reader, from string) {
+	if t.obj != nil {
+		return r.objects[t.obj.Source], "object:" + t.obj.Source
+	}
+	return def.reader, ""
 }
 
 // readOne reads one item with an [ItemReader] and admits it or records

@@ -11,11 +11,12 @@ import (
 // selects, authorizes, admits and reports; it owns no listener, background
 // worker or application job. A Resources value is safe for concurrent use.
 type Resources struct {
-	defs   []*definition
-	sel    *selector
-	policy ResourcePolicy
-	limits ResourceLimits
-	list   listing
+	defs    []*definition
+	sel     *selector
+	policy  ResourcePolicy
+	limits  ResourceLimits
+	list    listing
+	objects map[string]Reader // object sources by name
 }
 
 // definition is the validated, immutable internal form of a binding.
@@ -42,6 +43,7 @@ type Option func(*options)
 type options struct {
 	limits    ResourceLimits
 	cursorKey []byte
+	objects   map[string]Reader // WithObjectSource
 	now       func() time.Time
 	err       error
 }
@@ -92,7 +94,7 @@ func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	r := &Resources{defs: defs, sel: sel, policy: policy, limits: limits}
+	r := &Resources{defs: defs, sel: sel, policy: policy, limits: limits, objects: o.objects}
 	if err := r.list.init(defs, o.cursorKey, o.now); err != nil {
 		return nil, err
 	}

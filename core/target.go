@@ -19,6 +19,7 @@ type ResourceTarget struct {
 	uri   string
 	repr  string
 	authz []byte
+	obj   *ObjectRef // set by WithObject; never modified
 }
 
 // NewResourceTarget validates and copies a target. uri must be a valid

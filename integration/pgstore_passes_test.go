@@ -45,8 +45,8 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 
 	c := countedPool(t, d.url, 1)
-	st := newStore(t, c.pool, &postgres.Options{Objects: bucket})
-	batch := pgGateway(t, st.Bindings(), st.Policy())
+	st := newStore(t, c.pool, &postgres.Options{Objects: bucket.Name()})
+	batch := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 
 	kinds := []struct {

@@ -12,6 +12,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // pgWire counts, at the connections of one pool, the bytes received and the
@@ -173,6 +174,11 @@ func pgGateway(t testing.TB, bindings []core.ResourceBinding, policy core.Resour
 		t.Fatalf("NewResources: %v", err)
 	}
 	return r
+}
+
+// objectsOf registers bucket as the reference store's object source.
+func objectsOf(bucket *s3store.Bucket) core.Option {
+	return core.WithObjectSource(postgres.ReferenceObjectSource, core.ItemReader(bucket.Read))
 }
 
 // as returns a context carrying principal.

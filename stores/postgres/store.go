@@ -19,7 +19,7 @@ const storeSource = "postgres"
 
 // errNoObject is the private cause for the object of an asset that a store
 // without [Options].Objects is asked for.
-var errNoObject = errors.New("postgres: the store serves no objects (Options.Objects is nil)")
+var errNoObject = errors.New("postgres: the store serves no objects (Options.Objects is empty)")
 
 // Store serves the reference schema (package migrations) as resources: it
 // is a [Source] with the bindings [ReferenceBindings] and the policy
@@ -63,14 +63,14 @@ func NewStore(db DB, opts *Options) (*Store, error) {
 	if so.Name == "" {
 		so.Name = storeSource
 	}
-	if o.Objects != nil {
-		so.Objects = map[string]ObjectSource{ReferenceObjectSource: o.Objects}
+	if o.Objects != "" {
+		so.Objects = map[string]string{ReferenceObjectSource: o.Objects}
 	}
 	src, err := NewSource(db, so)
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{src: src, bindings: map[string]core.ResourceBinding{}, readers: map[string]core.Reader{}, objects: o.Objects != nil}
+	st := &Store{src: src, bindings: map[string]core.ResourceBinding{}, readers: map[string]core.Reader{}, objects: o.Objects != ""}
 	for _, b := range ReferenceBindings() {
 		name := b.Definition.Name
 		if !st.objects && b.ObjectSource != "" {

@@ -19,9 +19,11 @@
 // ([KeyFamily].Grant, [Bucket.GrantedBinding]), serves only the keys the
 // grant grants, deciding before any request; [Bucket.ListingBinding] lists a
 // family's objects under one prefix as a bundle ([KeyListing]), gated by the
-// family's grant asked once for the prefix before the LIST; [Bucket.PinObject] pins an object
-// that a database row references, for package postgres's ObjectSource; and
-// [Bucket.Check] verifies the bucket at start-up.
+// family's grant asked once for the prefix before the LIST; [Bucket.Read]
+// also reads the [core.ObjectRef] items that a database row references (a
+// host registers the bucket with core.WithObjectSource under the name the
+// rows' references give); and [Bucket.Check] verifies the bucket at
+// start-up.
 //
 // A bucket opened with [Options].TypeByKey types every object it plans by
 // one rule, [KeyContentType]: a declared type (a row's object_mime), else

@@ -409,33 +409,6 @@ func (b *Bucket) typeOf(key, declared, stored string) string {
 	return ContentTypeOf(key, stored)
 }
 
-// PinObject returns the target, with URI uri, that reads key from this
-// bucket pinned to etag and versionID, for a database row (or any other
-// record) that references the object: it is how package postgres's
-// ObjectSource plans a row's object, without either package importing the
-// other. With neither an ETag nor a version id it pins the current version
-// from one HEAD under ctx's principal. size is -1 when unknown; an empty
-// contentType is the stored one (after a HEAD) or the key extension's
-// ([ContentTypeOf]; with Options.TypeByKey, [KeyContentType], never the
-// stored one). A key [CheckKey] refuses is core.Unavailable: the
-// record's object is not served.
-func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string, size int64, contentType string) (core.ResourceTarget, error) {
-	if err := CheckKey(key); err != nil {
-		return core.ResourceTarget{}, core.Unavailable(err)
-	}
-	obj := Object{Bucket: b.name, Key: key, ETag: etag, VersionID: versionID, Size: size}
-	stored := ""
-	if etag == "" && versionID == "" {
-		head, err := b.Head(ctx, key)
-		if err != nil {
-			return core.ResourceTarget{}, err
-		}
-		obj.ETag, obj.Size, stored = head.ETag, head.Size, head.ContentType
-	}
-	obj.ContentType = b.typeOf(key, contentType, stored)
-	return NewObjectTarget(uri, obj)
-}
-
 // Check asks S3, with the client given to OpenBucket, whether the bucket
 // exists and that client may use it (one HeadBucket request; when it is
 // refused, one ListObjectsV2 of at most one key, whose error says why: a

@@ -212,3 +212,43 @@ func TestNewClientRefusesUnusableConfiguration(t *testing.T) {
 func whole(target core.ResourceTarget) core.ReadItem {
 	return core.ReadItem{Target: target, Limit: core.DefaultResourceLimits().MaxItemBytes}
 }
+
+// TestObjectRefTargetsReadAKeyOfTheBucket: an item with a core.ObjectRef
+// is the ref's key in the bucket that reads it, pinned as the ref says; a
+// key CheckKey refuses is unavailable; without a MIME type the key
+// extension's is chosen, and the stored one only for an unpinned ref.
+func TestObjectRefTargetsReadAKeyOfTheBucket(t *testing.T) {
+	b := &Bucket{name: "docs"}
+	base, err := core.NewResourceTarget("doc://1/object", "object", []byte(`{"row":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := core.ObjectRef{Source: "files", Key: "a/b.md", ETag: `"e"`, VersionID: "v1", Size: 7}
+	tg, err := base.WithObject(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, declared, err := b.objectOf(tg)
+	if err != nil || !declared {
+		t.Fatalf("objectOf: %v, declared %v", err, declared)
+	}
+	if want := (Object{Bucket: "docs", Key: "a/b.md", ETag: `"e"`, VersionID: "v1", Size: 7}); obj != want {
+		t.Fatalf("object %+v, want %+v", obj, want)
+	}
+	if got := b.contentType(obj, declared, "text/x-stored"); got != "text/markdown; charset=utf-8" {
+		t.Errorf("pinned ref: content type %q, want the key extension's", got)
+	}
+	current := Object{Bucket: "docs", Key: "a/b.md", Size: -1}
+	if got := b.contentType(current, true, "text/x-stored"); got != "text/x-stored" {
+		t.Errorf("unpinned ref: content type %q, want the stored one", got)
+	}
+	bad, _ := base.WithObject(core.ObjectRef{Source: "files", Key: "a//b", Size: -1})
+	if _, _, err := b.objectOf(bad); core.KindOf(err) != core.FailureUnavailable {
+		t.Errorf("a refused key: %v, want unavailable", err)
+	}
+	// A target of another bucket (NewObjectTarget) is still refused.
+	other, _ := NewObjectTarget("doc://2", Object{Bucket: "elsewhere", Key: "k", ETag: `"e"`, Size: 1})
+	if _, _, err := b.objectOf(other); err == nil {
+		t.Error("another bucket's object target was accepted")
+	}
+}
