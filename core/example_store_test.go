@@ -81,3 +81,78 @@ func ExampleItemReader() {
 	// issue: store://blobs/large budget_exceeded
 	// bytes fetched: 4
 }
+
+// A store whose storage answers several items in one request implements
+// Reader itself: the gateway hands it the consecutive planned items it
+// serves (never more than the item-count limit leaves) in one ReadRequest,
+// and it returns one ReadResult per item, keeping the bodies within each
+// item's Limit and, together, within the Budget.
+func ExampleReader() {
+	stored := map[string]string{"store://docs/a": "alpha", "store://docs/b": "beta", "store://docs/c": "gamma"}
+	requests := 0
+	batch := batchReader(func(_ context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+		requests++ // one storage request for the whole batch
+		out := make([]core.ReadResult, len(req.Items))
+		left := req.Budget
+		for i, it := range req.Items {
+			body, ok := stored[it.Target.URI()]
+			switch size := int64(len(body)); {
+			case !ok:
+				out[i].Err = core.Unavailable(errors.New("no such document"))
+			case size > min(it.Limit, left):
+				out[i].Err = core.TooLarge(size)
+			default:
+				out[i].Payload = core.TextPayload("text/plain", body)
+				left -= size
+			}
+		}
+		return out, nil
+	})
+	binding := core.ResourceBinding{
+		Definition: core.ResourceDefinition{URI: "store://docs", Name: "docs"},
+		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+			bundle, _ := core.NewResourceTarget(m.URI(), "bundle", nil)
+			var items []core.ResourceTarget
+			for _, u := range []string{"store://docs/a", "store://docs/b", "store://docs/c"} {
+				t, _ := core.NewResourceTarget(u, "doc", nil)
+				items = append(items, t)
+			}
+			return core.NewResourceReadPlan(bundle, items...)
+		}),
+		Reader: batch,
+	}
+	policy := core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			ds := make([]core.TargetDecision, len(pass.Targets))
+			for i := range ds {
+				ds[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
+			}
+			return ds, nil
+		},
+	}
+	res, err := core.NewResources([]core.ResourceBinding{binding}, policy)
+	if err != nil {
+		panic(err)
+	}
+	result, err := res.Read(context.Background(), "store://docs")
+	if err != nil {
+		panic(err)
+	}
+	for _, it := range result.Items() {
+		fmt.Println(it.URI(), it.Text())
+	}
+	fmt.Println("storage requests:", requests)
+	// Output:
+	// store://docs/a alpha
+	// store://docs/b beta
+	// store://docs/c gamma
+	// storage requests: 1
+}
+
+// batchReader adapts a function to core.Reader.
+type batchReader func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error)
+
+func (f batchReader) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+	return f(ctx, req)
+}

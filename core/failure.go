@@ -226,7 +226,7 @@ type ConfigError struct {
 	Field string
 	// Reason says which rule was broken.
 	Reason string
-	// Err is the underlying error, such as a *[URIError], or nil.
+	// Err is the underlying error (such as the URI rule a definition broke), or nil.
 	Err error
 }
 

@@ -117,13 +117,13 @@ func TestFixedBoundsOnDefinitionsAndMetadata(t *testing.T) {
 	meta := func(n int) json.RawMessage { // a JSON object of exactly n bytes
 		return json.RawMessage(`{"k":"` + strings.Repeat("m", n-8) + `"}`)
 	}
-	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(MaxMetaBytes - 100)}); err != nil {
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(maxMetaBytes - 100)}); err != nil {
 		t.Fatalf("metadata under 64 KiB: %v", err)
 	}
-	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(MaxMetaBytes + 1)}); err == nil {
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(maxMetaBytes + 1)}); err == nil {
 		t.Fatal("metadata over 64 KiB accepted")
 	}
-	long := strings.Repeat("d", MaxDefinitionBytes)
+	long := strings.Repeat("d", maxDefinitionBytes)
 	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Description: long}); err == nil {
 		t.Fatal("definition over 64 KiB accepted")
 	}
@@ -260,9 +260,9 @@ func TestConfigErrorExposesTheURIRule(t *testing.T) {
 		b := g.binding()
 		b.Definition = d
 		_, err := NewResources([]ResourceBinding{b}, g.policy())
-		var ue *URIError
+		var ue *uriError
 		if !errors.As(err, &ue) {
-			t.Fatalf("%+v: %v does not unwrap to a *URIError", d, err)
+			t.Fatalf("%+v: %v does not unwrap to a *uriError", d, err)
 		}
 	}
 }

@@ -534,7 +534,7 @@ func TestListRequestValidation(t *testing.T) {
 	for _, list := range []listFunc{r.List, r.ListTemplates} {
 		for _, scope := range [][]byte{nil, {}} {
 			_, err := list(context.Background(), ListRequest{ScopeKey: scope})
-			if KindOf(err) != FailureInvalidRequest || !errors.Is(err, ErrMissingScopeKey) {
+			if KindOf(err) != FailureInvalidRequest || !errors.Is(err, errMissingScopeKey) {
 				t.Fatalf("scope %v: %v", scope, err)
 			}
 		}

@@ -84,20 +84,20 @@ type budget struct {
 func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (*ResourceResult, error) {
 	o := observerFrom(ctx)
 	var m ResourceMatch
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseSelection, Item: -1}, func(context.Context) (err error) {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
 		m, err = r.sel.match(uri)
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	def := m.def
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseDiscovery, Item: -1}, func(ctx context.Context) error {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
 		return r.discover(ctx, def)
 	}); err != nil {
 		return nil, err
 	}
 	var plan ResourceReadPlan
-	if err := observed(ctx, o, PhaseStart{Phase: PhasePlan, Item: -1}, func(ctx context.Context) (err error) {
+	if err := observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
 		plan, err = r.resolve(ctx, def, m)
 		return err
 	}); err != nil {
@@ -107,7 +107,7 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 	for i, t := range plan.items {
 		st[i].target = t
 	}
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
 	}); err != nil {
 		return nil, err
@@ -124,13 +124,13 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 		return nil, err
 	}
 
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassRecheck, m, plan, st)
 	}); err != nil {
 		return nil, err
 	}
 	var res *ResourceResult
-	err := observed(ctx, o, PhaseStart{Phase: PhaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
+	err := observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
 		res, err = r.assemble(st, sizeOf)
 		return err
 	})
@@ -501,7 +501,7 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 			continue
 		}
 		is := ResourceIssue{code: code}
-		if s.final.vis.DiscloseIssueURI && len(s.target.uri) <= MaxDisclosedURIBytes {
+		if s.final.vis.DiscloseIssueURI && len(s.target.uri) <= maxDisclosedURIBytes {
 			is.uri = s.target.uri
 		}
 		issues = append(issues, is)
@@ -585,7 +585,7 @@ func (r *Resources) warning(issues []ResourceIssue, sizeOf itemSizeFunc) (Resour
 		w := ResourceItem{uri: uri, payload: TextPayload("text/plain", WarningPrefix+string(report)), meta: []byte(warningMeta)}
 		meta := metaSize(report)
 		enc := sizeOf(uri, w.payload, w.meta) + meta
-		fits := w.payload.Len() <= r.limits.ReportPayloadBytes && enc <= r.limits.ReportEncodedBytes && meta <= MaxMetaBytes
+		fits := w.payload.Len() <= r.limits.ReportPayloadBytes && enc <= r.limits.ReportEncodedBytes && meta <= maxMetaBytes
 		return w, report, fits
 	}
 	maxK := min(len(issues), r.limits.MaxIssues)

@@ -89,7 +89,7 @@ func TestTargetConstructionRejectsBadInput(t *testing.T) {
 		{"empty representation", "test://a", "", nil},
 		{"invalid UTF-8 representation", "test://a", "\xff", nil},
 		{"invalid authorization JSON", "test://a", "item", json.RawMessage(`{`)},
-		{"oversized authorization JSON", "test://a", "item", json.RawMessage(`"` + strings.Repeat("a", MaxAuthorizationBytes) + `"`)},
+		{"oversized authorization JSON", "test://a", "item", json.RawMessage(`"` + strings.Repeat("a", maxAuthorizationBytes) + `"`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := NewResourceTarget(c.uri, c.repr, c.authz); err == nil {
@@ -975,8 +975,8 @@ func TestIssueMessagesAreFixedTemplates(t *testing.T) {
 }
 
 func TestIssueURIOnlyUnderFinalDiscloseAndAtMost256Bytes(t *testing.T) {
-	long := "test://x/" + strings.Repeat("a", MaxDisclosedURIBytes-9+1) // 257 bytes
-	exact := "test://y/" + strings.Repeat("b", MaxDisclosedURIBytes-9)  // 256 bytes
+	long := "test://x/" + strings.Repeat("a", maxDisclosedURIBytes-9+1) // 257 bytes
+	exact := "test://y/" + strings.Repeat("b", maxDisclosedURIBytes-9)  // 256 bytes
 	g := newRig(t, "test://ok", "test://first-only", "test://final-only", long, exact)
 	for _, u := range []string{"test://first-only", "test://final-only", long, exact} {
 		g.deny(u, 0, 1)

@@ -137,7 +137,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		return nil, fail("MIMEType", "is not a valid media type")
 	}
 	if d.Meta != nil {
-		if len(d.Meta) > MaxMetaBytes {
+		if len(d.Meta) > maxMetaBytes {
 			return nil, fail("Meta", "exceeds 64 KiB")
 		}
 		var obj map[string]json.RawMessage
@@ -162,7 +162,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 			return nil, &ConfigError{Definition: i, Name: name, Field: "URI", Reason: err.Error(), Err: err}
 		}
 	}
-	if n := definitionSize(d); n > MaxDefinitionBytes {
+	if n := definitionSize(d); n > maxDefinitionBytes {
 		return nil, fail("Definition", "encoded definition exceeds 64 KiB")
 	}
 	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader, complete: b.Completer}, nil
