@@ -444,8 +444,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 // routePolicy is the policy of a file: a pass, and a discovery, of a
 // definition go to the policy of its resource (byName, by the definition's
 // name, which is the resource's), and to no other, so that reads of one
-// database never ask another. The per-target Visibility and Read, which
-// the gateway does not call when Decide is set, hide and deny.
+// database never ask another.
 func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 	of := func(name string) (core.ResourcePolicy, error) {
 		p, ok := byName[name]

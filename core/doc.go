@@ -14,9 +14,12 @@
 //
 // A policy answers one [PolicyPass] over the whole plan per decision
 // ([ResourcePolicy].Decide); [PerTarget] adapts one that decides target by
-// target. A policy may answer the decision before
-// the reads ([PassBeforeReads]) from data its resolver fetched in the same
-// request, such as grant flags carried in a target's private authorization
+// target. A plan item may name a stored object ([ObjectRef]); the gateway
+// hands it to the reader registered for its source with
+// [WithObjectSource], and the policy decides it like any other item.
+//
+// A policy may answer the decision before the reads ([PassBeforeReads])
+// from data its resolver fetched in the same request, such as grant flags carried in a target's private authorization
 // data, and so spare a storage round trip at the risk of deciding on state
 // as old as the plan. The final recheck ([PassRecheck]) must ask storage for
 // the current state, because it is what stands between a grant revoked
