@@ -768,7 +768,7 @@ func (c *checker) gateway() {
 	stub := core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 		return core.ResourceReadPlan{}, errors.New("config: check only")
 	})
-	reader := core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+	reader := core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 		return core.ResourcePayload{}, errors.New("config: check only")
 	})
 	bindings := make([]core.ResourceBinding, len(defs))
@@ -778,10 +778,7 @@ func (c *checker) gateway() {
 	deny := func(context.Context) error { return core.Unavailable(errors.New("config: check only")) }
 	policy := core.ResourcePolicy{
 		Discover: func(ctx context.Context, _ core.ResourceDescription) error { return deny(ctx) },
-		Visibility: func(ctx context.Context, _ core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{}, deny(ctx)
-		},
-		Read: func(ctx context.Context, _ core.ResourceTarget) error { return deny(ctx) },
+		Decide:   func(ctx context.Context, _ core.PolicyPass) ([]core.TargetDecision, error) { return nil, deny(ctx) },
 	}
 	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.limits()))
 	var ce *core.ConfigError

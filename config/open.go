@@ -37,6 +37,9 @@ type Served struct {
 	// ObjectSourceOf names, index for index, the S3 source of the objects
 	// a binding's rows reference (its object.source), or "".
 	ObjectSourceOf []string
+	// Objects are the readers of the object items that rows reference, by
+	// S3 source name: register each with core.WithObjectSource.
+	Objects map[string]core.Reader
 	// Policy is the file's policy.
 	Policy core.ResourcePolicy
 	// Ready has one check per source, in file order, for a readiness
@@ -66,6 +69,16 @@ type Ready struct {
 	Source string
 	// Check reports whether the source answers now.
 	Check func(ctx context.Context) error
+}
+
+// ObjectSources returns the core.WithObjectSource option of each of
+// Objects, for core.NewResources.
+func (s *Served) ObjectSources() []core.Option {
+	opts := make([]core.Option, 0, len(s.Objects))
+	for name, rd := range s.Objects {
+		opts = append(opts, core.WithObjectSource(name, rd))
+	}
+	return opts
 }
 
 // Close closes every connection pool Open opened.
@@ -114,7 +127,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	fail := func() (*Served, error) { return nil, e.first() }
 
 	buckets := map[string]*s3store.Bucket{}
-	objects := map[string]postgres.ObjectSource{}
+	objects := map[string]string{} // S3 source -> its bucket, for the rows that reference objects
 	pools := map[string]*pgxpool.Pool{}
 	for _, src := range f.Sources {
 		switch {
@@ -132,7 +145,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				e.at(b.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
 				return fail()
 			}
-			buckets[src.Name], objects[src.Name] = bucket, bucket
+			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
+			if s.Objects == nil {
+				s.Objects = map[string]core.Reader{}
+			}
+			s.Objects[src.Name] = core.ItemReader(bucket.Read)
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
 		case src.Postgres != nil:
 			p := src.Postgres
@@ -424,15 +441,10 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	return b, nil
 }
 
-// errPerTarget is the private cause when a file's policy is asked about one
-// target: the gateway asks Decide, which knows the definition.
-var errPerTarget = errors.New("config: a file's policy decides whole passes")
-
 // routePolicy is the policy of a file: a pass, and a discovery, of a
 // definition go to the policy of its resource (byName, by the definition's
 // name, which is the resource's), and to no other, so that reads of one
-// database never ask another. The per-target Visibility and Read, which
-// the gateway does not call when Decide is set, hide and deny.
+// database never ask another.
 func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 	of := func(name string) (core.ResourcePolicy, error) {
 		p, ok := byName[name]
@@ -449,8 +461,6 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 			}
 			return p.Discover(ctx, d)
 		},
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) { return core.Visibility{}, nil },
-		Read:       func(context.Context, core.ResourceTarget) error { return core.Unavailable(errPerTarget) },
 		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			p, err := of(pass.Definition.Name)
 			if err != nil {

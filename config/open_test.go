@@ -105,7 +105,7 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if len(served.Bindings) != 10 || len(served.Lines) != 10 || len(served.Ready) != 2 {
 		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 10, 10, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
 	}
-	res, err := core.NewResources(served.Bindings, served.Policy)
+	res, err := core.NewResources(served.Bindings, served.Policy, served.ObjectSources()...)
 	if err != nil {
 		t.Fatal(err)
 	}

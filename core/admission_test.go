@@ -216,14 +216,14 @@ func TestMinimalReportThatCannotFitIsABoundedSizeError(t *testing.T) {
 	r := g.resources()
 	// An adapter sizer that breaks the invariant: it claims every diagnostic
 	// item is larger than any reserve.
-	ctx := itemsize.With(context.Background(), func(it itemsize.Item) int64 {
+	sizer := func(it itemsize.Item) int64 {
 		if it.Meta != nil {
 			return 1 << 40
 		}
 		return int64(len(it.URI) + len(it.Text) + 64)
-	})
+	}
 	g.discovers.Store(0)
-	res, err := r.Read(ctx, bundleURI)
+	res, err := sizedRead(r, sizer, bundleURI)
 	f := wantKind(t, err, FailureSize)
 	if res != nil || len(f.Error()) > 100 {
 		t.Fatalf("res=%v err=%q", res, f.Error())
@@ -235,9 +235,9 @@ func TestAdapterSizerBoundsEachItemsContribution(t *testing.T) {
 	l := ResourceLimits{ReportEncodedBytes: 1024, MaxResponseEncodedBytes: 1024 + 8192 + 256 + 1000}
 	g.opts = []Option{WithResourceLimits(l)}
 	r := g.resources()
-	ctx := itemsize.With(context.Background(), func(it itemsize.Item) int64 { return 400 }) // a generous estimate
+	sizer := func(it itemsize.Item) int64 { return 400 } // a generous estimate
 	g.discovers.Store(0)
-	res, err := r.Read(ctx, bundleURI)
+	res, err := sizedRead(r, sizer, bundleURI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,4 +499,12 @@ func modelAdmission(t testing.TB, l ResourceLimits, uris []string, payloads map[
 		}
 	}
 	return admitted, failures
+}
+
+// sizedRead reads uri through r with an adapter's sizer, as the module's
+// adapter does (through itemsize.Read).
+func sizedRead(r *Resources, f itemsize.Func, uri string) (*ResourceResult, error) {
+	v, err := itemsize.Read(context.Background(), r, uri, f)
+	res, _ := v.(*ResourceResult)
+	return res, err
 }

@@ -34,8 +34,8 @@ func (a Authorization) IsZero() bool { return a.requested.IsZero() }
 // first body read, and reads no body: it checks definition discovery,
 // resolves and validates the plan, checks the requested target's visibility
 // and read permission, and decides the visibility and read permission of
-// every planned item (with [ResourcePolicy].Decide, in one
-// [PassBeforeReads] call).
+// every planned item (in one [ResourcePolicy].Decide call at
+// [PassBeforeReads]).
 //
 // It fails when Read would fail before reading: the same *[Failure] kinds
 // for the same reasons (no match, discovery denied and a hidden or

@@ -101,7 +101,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		}
 		return NewResourceReadPlan(tg, tg)
 	})
-	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+	read := ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 		return TextPayload("text/plain", "x"), nil
 	})
 	bs := append([]ResourceBinding{{
@@ -110,7 +110,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		Reader:     read,
 		Completer:  listCompleter{values: values, total: total, calls: calls},
 	}}, extra...)
-	pol := ResourcePolicy{
+	pol := PerTarget(TargetPolicy{
 		Discover: func(context.Context, ResourceDescription) error {
 			if deny {
 				return Unavailable(errors.New("no"))
@@ -119,7 +119,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		},
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	}
+	})
 	r, err := NewResources(bs, pol)
 	if err != nil {
 		t.Fatalf("NewResources: %v", err)
@@ -190,7 +190,7 @@ func TestCompleteDropsValuesWhoseURIAnotherRegistrationTakes(t *testing.T) {
 	exact := ResourceBinding{
 		Definition: ResourceDefinition{URI: "test://p/p1/a/alpha", Name: "exact"},
 		Resolver:   ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return ResourceReadPlan{}, nil }),
-		Reader:     ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) { return ResourcePayload{}, nil }),
+		Reader:     ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) { return ResourcePayload{}, nil }),
 	}
 	r := completionResources(t, []string{"alpha", "alpine", "a b"}, 0, &calls, false, exact)
 	c, err := r.Complete(context.Background(), "test://p/{project}/a/{asset}", "asset", "a", map[string]string{"project": "p1"})
@@ -215,12 +215,12 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 		ResolverFunc
 		listCompleter
 	}{plan, comp}
-	pol := ResourcePolicy{
+	pol := PerTarget(TargetPolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	}
-	read := ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+	})
+	read := ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 		return TextPayload("text/plain", "x"), nil
 	})
 	base := ResourceBinding{Definition: ResourceDefinition{URITemplate: "test://x/{id}", Name: "x"}, Resolver: plan, Reader: read, Completer: comp}
@@ -228,7 +228,9 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 	wrapped.Resolver = ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
 		return base.Resolver.Resolve(ctx, m)
 	})
-	wrapped.Reader = ReaderFunc(func(ctx context.Context, t ResourceTarget) (ResourcePayload, error) { return base.Reader.Read(ctx, t) })
+	wrapped.Reader = hostReaderFunc(func(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
+		return base.Reader.Read(ctx, req)
+	})
 	for _, c := range []struct {
 		name  string
 		b     ResourceBinding
@@ -238,7 +240,7 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 		{"wrapped binding", wrapped, 1, 1},
 		{"method on the resolver, no field", ResourceBinding{Definition: base.Definition, Resolver: withMethod, Reader: read}, 0, 0},
 		{"method on the reader, no field", ResourceBinding{Definition: base.Definition, Resolver: plan, Reader: struct {
-			ReaderFunc
+			Reader
 			listCompleter
 		}{read, comp}}, 0, 0},
 	} {

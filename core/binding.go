@@ -55,22 +55,6 @@ func (f ResolverFunc) Resolve(ctx context.Context, m ResourceMatch) (ResourceRea
 	return f(ctx, m)
 }
 
-// Reader reads the body of one planned target. It must enforce current
-// access and the planned identity in the storage request itself, bound its
-// read by ReadLimit(ctx), honor ctx and allow concurrent calls. Return
-// [Unavailable] to deny and [TooLarge] when the item exceeds the limit.
-type Reader interface {
-	Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
-}
-
-// ReaderFunc adapts a function to [Reader].
-type ReaderFunc func(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
-
-// Read calls f.
-func (f ReaderFunc) Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
-	return f(ctx, t)
-}
-
 // ResourceBinding registers one definition with its two required callbacks
 // and its optional completion.
 type ResourceBinding struct {
@@ -95,26 +79,24 @@ type Visibility struct {
 	DiscloseIssueURI bool
 }
 
-// ResourcePolicy decides access. All three callbacks are required, must
-// honor ctx (which carries whatever principal the host put there) and must
-// allow concurrent calls. Discover and Read deny by returning [Unavailable];
-// any other error, and any Visibility error, fails the whole operation.
+// ResourcePolicy decides access with one question per pass over a whole
+// plan. Both callbacks are required, must honor ctx (which carries whatever
+// principal the host put there) and must allow concurrent calls. A policy
+// that decides one target at a time is a [TargetPolicy] adapted with
+// [PerTarget].
 type ResourcePolicy struct {
-	// Discover decides whether the caller may know of a definition.
+	// Discover decides whether the caller may know of a definition; it
+	// denies by returning [Unavailable], and any other error fails the
+	// operation. Listing, completion and the first step of a read ask it.
 	Discover func(ctx context.Context, d ResourceDescription) error
-	// Visibility decides whether a target is part of the caller's selection.
-	Visibility func(ctx context.Context, t ResourceTarget) (Visibility, error)
-	// Read decides whether the caller may read a visible target.
-	Read func(ctx context.Context, t ResourceTarget) error
-	// Decide is optional. When set, the gateway asks it once per pass for
-	// every target of a plan instead of calling Visibility and Read per
-	// target: once before the body reads and once for the final recheck,
-	// where it also stands in for Discover. It returns one decision per
-	// target of the pass, in order. A typed [Unavailable] error denies the
-	// whole read as a denied discovery does; any other error, a panic, or a
-	// wrong number of decisions fails the whole read as a policy failure.
-	// [Resources.Authorize] (subscriptions) makes the [PassBeforeReads]
-	// call; listing and completion use Discover as before. Visibility and
-	// Read are still required.
+	// Decide answers a [PolicyPass]: once before the body reads and once
+	// for the final recheck, where it also stands in for Discover. It
+	// returns one decision per target of the pass, in order. A typed
+	// [Unavailable] error denies the whole read as a denied discovery does;
+	// any other error, a panic, or a wrong number of decisions fails the
+	// whole read as a policy failure. [Resources.Authorize] (subscriptions)
+	// makes the [PassBeforeReads] call.
 	Decide func(ctx context.Context, pass PolicyPass) ([]TargetDecision, error)
+
+	missing string // set by PerTarget: the nil callback of its TargetPolicy
 }

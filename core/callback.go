@@ -237,7 +237,7 @@ func isNilCallback(v any) bool {
 		return true
 	case ResolverFunc:
 		return f == nil
-	case ReaderFunc:
+	case itemReader:
 		return f == nil
 	case CompleterFunc:
 		return f == nil

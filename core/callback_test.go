@@ -14,16 +14,20 @@ func (h *hostResolver) Resolve(context.Context, ResourceMatch) (ResourceReadPlan
 	return h.plan, nil
 }
 
-type hostReaderFunc func(ctx context.Context, t ResourceTarget) (ResourcePayload, error)
+type hostReaderFunc func(ctx context.Context, req ReadRequest) ([]ReadResult, error)
 
-func (f hostReaderFunc) Read(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
-	return f(ctx, t)
+func (f hostReaderFunc) Read(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
+	return f(ctx, req)
 }
 
 type valueReader struct{}
 
-func (valueReader) Read(context.Context, ResourceTarget) (ResourcePayload, error) {
-	return TextPayload("text/plain", "v"), nil
+func (valueReader) Read(_ context.Context, req ReadRequest) ([]ReadResult, error) {
+	out := make([]ReadResult, len(req.Items))
+	for i := range out {
+		out[i].Payload = TextPayload("text/plain", "v")
+	}
+	return out, nil
 }
 
 func TestNewResourcesRejectsNilCallbackHeldInAnInterface(t *testing.T) {
@@ -34,7 +38,7 @@ func TestNewResourcesRejectsNilCallbackHeldInAnInterface(t *testing.T) {
 		field string
 	}{
 		{"ResolverFunc(nil)", func(b *ResourceBinding) { b.Resolver = ResolverFunc(nil) }, "Resolver"},
-		{"ReaderFunc(nil)", func(b *ResourceBinding) { b.Reader = ReaderFunc(nil) }, "Reader"},
+		{"ItemReader(nil)", func(b *ResourceBinding) { b.Reader = ItemReader(nil) }, "Reader"},
 		{"nil pointer Resolver", func(b *ResourceBinding) { b.Resolver = (*hostResolver)(nil) }, "Resolver"},
 		{"host func type Reader", func(b *ResourceBinding) { b.Reader = hostReaderFunc(nil) }, "Reader"},
 	}

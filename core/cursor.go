@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// ListCursorLifetime is how long a list cursor stays valid after the page
+// listCursorLifetime is how long a list cursor stays valid after the page
 // that issued it.
-const ListCursorLifetime = 10 * time.Minute
+const listCursorLifetime = 10 * time.Minute
 
 // A list cursor is 96 bytes, base64url without padding (128 characters):
 //
@@ -112,7 +112,7 @@ func cursorKeyID(key []byte) (id [cursorKeyIDBytes]byte) {
 }
 
 // encodeCursor issues a cursor for method m at position pos, bound to the
-// registry revision, the scope hash and an expiry ListCursorLifetime from now.
+// registry revision, the scope hash and an expiry listCursorLifetime from now.
 func (l *listing) encodeCursor(m listMethod, pos int, scope *[sha256.Size]byte) string {
 	var raw [cursorRawBytes]byte
 	raw[0] = cursorVersion
@@ -120,7 +120,7 @@ func (l *listing) encodeCursor(m listMethod, pos int, scope *[sha256.Size]byte) 
 	copy(raw[cursorOffKeyID:], l.keyID[:])
 	copy(raw[cursorOffRevision:], l.revision[:])
 	binary.BigEndian.PutUint64(raw[cursorOffPosition:], uint64(pos))
-	binary.BigEndian.PutUint64(raw[cursorOffExpiry:], uint64(l.now().Add(ListCursorLifetime).UnixMilli()))
+	binary.BigEndian.PutUint64(raw[cursorOffExpiry:], uint64(l.now().Add(listCursorLifetime).UnixMilli()))
 	copy(raw[cursorOffScopeTag:], l.cursorScopeTag(scope))
 	copy(raw[cursorOffMAC:], l.cursorMAC(raw[:], scope))
 	return cursorEncoding.EncodeToString(raw[:])

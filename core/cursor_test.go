@@ -98,7 +98,7 @@ func TestCursorRefusals(t *testing.T) {
 	clock := &cursorClock{t: time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)}
 	var calls listCalls
 	defs := cursorDefs(3)
-	r := listNew(t, &calls, defs, listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock.now))
+	r := listNew(t, &calls, defs, listAllowAll, WithCursorKey(cursorTestKey), withClock(clock.now))
 	valid := cursorFirst(t, r.List, listScope)
 	validTmpl := cursorFirst(t, r.ListTemplates, listScope)
 
@@ -133,15 +133,15 @@ func TestCursorRefusals(t *testing.T) {
 		}
 	})
 	t.Run("cross-registry", func(t *testing.T) {
-		other := listNew(t, &calls, append(cursorDefs(3), ResourceDefinition{URI: "file:///extra", Name: "extra"}), listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock.now))
+		other := listNew(t, &calls, append(cursorDefs(3), ResourceDefinition{URI: "file:///extra", Name: "extra"}), listAllowAll, WithCursorKey(cursorTestKey), withClock(clock.now))
 		cursorRefused(t, other.List, listScope, valid, errCursorRevision)
 		changed := cursorDefs(3)
 		changed[len(changed)-1].Title = "retitled" // a field other than URI or name
-		other = listNew(t, &calls, changed, listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock.now))
+		other = listNew(t, &calls, changed, listAllowAll, WithCursorKey(cursorTestKey), withClock(clock.now))
 		cursorRefused(t, other.List, listScope, valid, errCursorRevision)
 	})
 	t.Run("another key", func(t *testing.T) {
-		other := listNew(t, &calls, defs, listAllowAll, WithCursorKey([]byte(strings.Repeat("k", 32))), WithClock(clock.now))
+		other := listNew(t, &calls, defs, listAllowAll, WithCursorKey([]byte(strings.Repeat("k", 32))), withClock(clock.now))
 		cursorRefused(t, other.List, listScope, valid, errCursorKey)
 		// Without the option each value draws its own key.
 		a := listNew(t, &calls, defs, listAllowAll)
@@ -160,24 +160,24 @@ func TestCursorRefusals(t *testing.T) {
 	})
 	t.Run("expiry", func(t *testing.T) {
 		c := cursorFirst(t, r.List, listScope)
-		clock.add(ListCursorLifetime - time.Millisecond)
+		clock.add(listCursorLifetime - time.Millisecond)
 		if _, err := r.List(context.Background(), ListRequest{ScopeKey: listScope, Cursor: c, PageSize: 2}); err != nil {
 			t.Fatalf("just before expiry: %v", err)
 		}
 		clock.add(time.Millisecond)
 		cursorRefused(t, r.List, listScope, c, errCursorExpired)
-		clock.add(-2 * ListCursorLifetime) // a clock that went back still honours the expiry it signed
+		clock.add(-2 * listCursorLifetime) // a clock that went back still honours the expiry it signed
 		if _, err := r.List(context.Background(), ListRequest{ScopeKey: listScope, Cursor: c, PageSize: 2}); err != nil {
 			t.Fatalf("clock went back: %v", err)
 		}
-		clock.add(ListCursorLifetime)
+		clock.add(listCursorLifetime)
 	})
 }
 
 func TestCursorEveryCharacterAndBitChange(t *testing.T) {
 	clock := &cursorClock{t: time.Unix(1_900_000_000, 0)}
 	var calls listCalls
-	r := listNew(t, &calls, cursorDefs(3), listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock.now))
+	r := listNew(t, &calls, cursorDefs(3), listAllowAll, WithCursorKey(cursorTestKey), withClock(clock.now))
 	valid := cursorFirst(t, r.List, listScope)
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	checked := 0
@@ -224,8 +224,8 @@ func TestCursorSharedAcrossReplicas(t *testing.T) {
 	}
 	reversed[len(defs)-1-3].Meta = json.RawMessage(`{"a":[1,2]}`) // same object, other spacing
 	var calls listCalls
-	a := listNew(t, &calls, defs, listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock.now))
-	b := listNew(t, &calls, reversed, listAllowAll, WithCursorKey(append([]byte(nil), cursorTestKey...)), WithClock(clock.now))
+	a := listNew(t, &calls, defs, listAllowAll, WithCursorKey(cursorTestKey), withClock(clock.now))
+	b := listNew(t, &calls, reversed, listAllowAll, WithCursorKey(append([]byte(nil), cursorTestKey...)), withClock(clock.now))
 	if a.Revision() != b.Revision() || len(a.Revision()) != 64 {
 		t.Fatalf("revisions %s and %s", a.Revision(), b.Revision())
 	}
@@ -248,7 +248,7 @@ func TestCursorSharedAcrossReplicas(t *testing.T) {
 	}
 	// A replica with different bindings refuses them.
 	c := cursorFirst(t, a.List, listScope)
-	other := listNew(t, &calls, cursorDefs(4), listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock.now))
+	other := listNew(t, &calls, cursorDefs(4), listAllowAll, WithCursorKey(cursorTestKey), withClock(clock.now))
 	cursorRefused(t, other.List, listScope, c, errCursorRevision)
 }
 
@@ -325,7 +325,7 @@ func TestCursorOptions(t *testing.T) {
 	}{
 		{"nil key", WithCursorKey(nil), "WithCursorKey"},
 		{"short key", WithCursorKey(make([]byte, 31)), "WithCursorKey"},
-		{"nil clock", WithClock(nil), "WithClock"},
+		{"nil clock", withClock(nil), "withClock"},
 	} {
 		_, err := NewResources(bs, pol, tc.opt)
 		var ce *ConfigError
@@ -334,8 +334,8 @@ func TestCursorOptions(t *testing.T) {
 		}
 	}
 	// The first error wins over later options.
-	_, err := NewResources(bs, pol, WithClock(nil), WithCursorKey(nil))
-	if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "WithClock" {
+	_, err := NewResources(bs, pol, withClock(nil), WithCursorKey(nil))
+	if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "withClock" {
 		t.Errorf("two bad options: %v", err)
 	}
 	// The key is copied: changing the caller's slice changes nothing.
@@ -361,7 +361,7 @@ func TestCursorOptions(t *testing.T) {
 func cursorFuzzResources(t testing.TB) *Resources {
 	var calls listCalls
 	clock := func() time.Time { return time.Unix(1_800_000_000, 0) }
-	return listNew(t, &calls, cursorDefs(4), listAllowAll, WithCursorKey(cursorTestKey), WithClock(clock))
+	return listNew(t, &calls, cursorDefs(4), listAllowAll, WithCursorKey(cursorTestKey), withClock(clock))
 }
 
 func FuzzDecodeCursor(f *testing.F) {

@@ -41,8 +41,8 @@ type Icon struct {
 
 // Audience values an [Annotations] may name.
 const (
-	AudienceUser      = "user"
-	AudienceAssistant = "assistant"
+	audienceUser      = "user"
+	audienceAssistant = "assistant"
 )
 
 // cloneAnnotations returns a copy that shares nothing with a.
@@ -89,7 +89,7 @@ func checkDefinitionExtras(d *ResourceDefinition) (field, reason string) {
 		seen := map[string]bool{}
 		for _, role := range a.Audience {
 			switch {
-			case role != AudienceUser && role != AudienceAssistant:
+			case role != audienceUser && role != audienceAssistant:
 				return "Annotations.Audience", `must hold only "user" and "assistant"`
 			case seen[role]:
 				return "Annotations.Audience", "must not repeat a role"
@@ -114,7 +114,7 @@ func checkDefinitionExtras(d *ResourceDefinition) (field, reason string) {
 		}
 	}
 	for _, ic := range d.Icons {
-		if err := checkURI(ic.Src, MaxDefinitionBytes); err != nil {
+		if err := checkURI(ic.Src, maxDefinitionBytes); err != nil {
 			return "Icons.Src", err.Error()
 		}
 		if ic.MIMEType != "" && !ValidMediaType(ic.MIMEType) {

@@ -18,7 +18,7 @@ func fullDefinition() ResourceDefinition {
 		URI: "a://x", Name: "n", Title: "t", Description: "d<&>\u2028", MIMEType: "text/plain",
 		Meta: json.RawMessage(`{"k":1}`),
 		Annotations: &Annotations{
-			Audience:     []string{AudienceUser, AudienceAssistant},
+			Audience:     []string{audienceUser, audienceAssistant},
 			Priority:     ptr(0.25),
 			LastModified: "2025-01-12T15:00:58Z",
 		},
@@ -91,7 +91,7 @@ func TestDefinitionExtrasAreValidatedAtNewResources(t *testing.T) {
 		{"icon size not UTF-8", func(d *ResourceDefinition) { d.Icons[0].Sizes = []string{"\xff"} }, "Icons.Sizes"},
 		{"icon theme", func(d *ResourceDefinition) { d.Icons[0].Theme = "blue" }, "Icons.Theme"},
 		{"extras push the definition over 64 KiB", func(d *ResourceDefinition) {
-			d.Icons[0].Sizes = []string{strings.Repeat("9", MaxDefinitionBytes)}
+			d.Icons[0].Sizes = []string{strings.Repeat("9", maxDefinitionBytes)}
 		}, "Definition"},
 	} {
 		d := fullDefinition()

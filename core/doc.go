@@ -8,13 +8,18 @@
 // [Resolver] and a [Reader]) and a [ResourcePolicy] with [NewResources], then calls
 // Read, List and ListTemplates; an adapter (such as this module's go-sdk
 // adapter) serves them over MCP. Store readers (Postgres, S3) implement
-// Reader: they bound their storage read by [ReadLimit], enforce current access
-// and the planned identity in the storage request itself, and return
-// [Unavailable] or [TooLarge].
+// Reader: they bound their storage read by each [ReadItem]'s Limit,
+// enforce current access and the planned identity in the storage request
+// itself, and return [Unavailable] or [TooLarge].
 //
-// A policy that sets [ResourcePolicy].Decide may answer the decision before
-// the reads ([PassBeforeReads]) from data its resolver fetched in the same
-// request, such as grant flags carried in a target's private authorization
+// A policy answers one [PolicyPass] over the whole plan per decision
+// ([ResourcePolicy].Decide); [PerTarget] adapts one that decides target by
+// target. A plan item may name a stored object ([ObjectRef]); the gateway
+// hands it to the reader registered for its source with
+// [WithObjectSource], and the policy decides it like any other item.
+//
+// A policy may answer the decision before the reads ([PassBeforeReads])
+// from data its resolver fetched in the same request, such as grant flags carried in a target's private authorization
 // data, and so spare a storage round trip at the risk of deciding on state
 // as old as the plan. The final recheck ([PassRecheck]) must ask storage for
 // the current state, because it is what stands between a grant revoked

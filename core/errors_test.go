@@ -19,7 +19,7 @@ func TestDeveloperErrorsCarryTheCorePrefix(t *testing.T) {
 	_, uriErr := NewResourceTarget("no scheme", "item", nil)
 	_, reprErr := NewResourceTarget("test://a", "", nil)
 	_, authzErr := NewResourceTarget("test://a", "item", []byte("{"))
-	_, authzBigErr := NewResourceTarget("test://a", "item", []byte(`"`+strings.Repeat("x", MaxAuthorizationBytes)+`"`))
+	_, authzBigErr := NewResourceTarget("test://a", "item", []byte(`"`+strings.Repeat("x", maxAuthorizationBytes)+`"`))
 	_, limitErr := NewResources(nil, g.policy(), WithResourceLimits(ResourceLimits{MaxItems: -1}))
 	bad := g.binding()
 	bad.Definition.Name = ""
@@ -30,7 +30,7 @@ func TestDeveloperErrorsCarryTheCorePrefix(t *testing.T) {
 	_, scopeErr := r.List(context.Background(), ListRequest{})
 	_, pageErr := r.List(context.Background(), ListRequest{ScopeKey: listScope, PageSize: -1})
 	for name, err := range map[string]error{
-		"ErrMissingScopeKey":           ErrMissingScopeKey,
+		"errMissingScopeKey":           errMissingScopeKey,
 		"ErrNoPrincipal":               ErrNoPrincipal,
 		"plan with a zero requested":   planErr,
 		"plan with a zero item":        itemErr,

@@ -25,12 +25,13 @@ func Example() {
 			}
 			return core.NewResourceReadPlan(t, t)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			t := item.Target
 			id := t.URI()[len("notes://all/"):]
 			return core.TextPayload("text/plain", notes[id]), nil
 		}),
 	}
-	policy := core.ResourcePolicy{
+	policy := core.PerTarget(core.TargetPolicy{
 		Discover: func(ctx context.Context, d core.ResourceDescription) error { return nil },
 		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
@@ -41,7 +42,7 @@ func Example() {
 			}
 			return nil
 		},
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, policy)
 	if err != nil {
 		panic(err)

@@ -226,7 +226,7 @@ type ConfigError struct {
 	Field string
 	// Reason says which rule was broken.
 	Reason string
-	// Err is the underlying error, such as a *[URIError], or nil.
+	// Err is the underlying error (such as the URI rule a definition broke), or nil.
 	Err error
 }
 
@@ -260,9 +260,10 @@ func NewConfigError(field, reason string, err error) *ConfigError {
 
 func configErr(field, reason string) *ConfigError { return NewConfigError(field, reason, nil) }
 
-// TooLargeError is what a reader returns when the stored item is larger than
-// [ReadLimit] allowed it to fetch. Size is the stored size in bytes, or -1 when
-// the reader does not know it.
+// TooLargeError is what a reader returns when the stored item is larger
+// than its [ReadItem] Limit (or what the request's Budget leaves) allowed
+// it to fetch. Size is the stored size in bytes, or -1 when the reader
+// does not know it.
 type TooLargeError struct{ Size int64 }
 
 // TooLarge returns a *[TooLargeError] for an item of size bytes (-1: unknown).

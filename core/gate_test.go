@@ -172,12 +172,13 @@ func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources 
 			}
 			return NewResourceReadPlan(req, ts...)
 		}),
-		Reader: ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			tg := item.Target
 			l.start("body %s", tg.URI())
 			return TextPayload("text/plain", textOf(tg.URI())), nil
 		}),
 	}
-	pol := ResourcePolicy{
+	pol := PerTarget(TargetPolicy{
 		Discover: func(ctx context.Context, d ResourceDescription) error {
 			l.start("discover %s", d.Name)
 			return nil
@@ -190,7 +191,7 @@ func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources 
 			l.start("permission %s", tg.URI())
 			return nil
 		},
-	}
+	})
 	r, err := NewResources([]ResourceBinding{b}, pol, WithResourceLimits(ResourceLimits{ReadTimeout: timeout}))
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,12 @@ import (
 
 // Fixed bounds of the contract. They are not configurable.
 const (
-	// MaxDefinitionBytes bounds the encoded JSON of one definition.
-	MaxDefinitionBytes = 64 << 10
-	// MaxMetaBytes bounds assembled metadata at each location.
-	MaxMetaBytes = 64 << 10
-	// MaxAuthorizationBytes bounds a target's private authorization JSON.
-	MaxAuthorizationBytes = 64 << 10
+	// maxDefinitionBytes bounds the encoded JSON of one definition.
+	maxDefinitionBytes = 64 << 10
+	// maxMetaBytes bounds assembled metadata at each location.
+	maxMetaBytes = 64 << 10
+	// maxAuthorizationBytes bounds a target's private authorization JSON.
+	maxAuthorizationBytes = 64 << 10
 	// MaxCursorBytes bounds list cursor input; longer input fails before decoding.
 	MaxCursorBytes = 4 << 10
 	// WireReserveBytes is reserved in every response for final wire framing.
@@ -21,8 +21,8 @@ const (
 	ConfigOverheadBytes = 256
 	// WarningURIBytes is the length of a generated warning URI.
 	WarningURIBytes = len(warningURIPrefix) + 32
-	// MaxDisclosedURIBytes bounds an issue URI; longer ones are omitted.
-	MaxDisclosedURIBytes = 256
+	// maxDisclosedURIBytes bounds an issue URI; longer ones are omitted.
+	maxDisclosedURIBytes = 256
 
 	minReportPayloadBytes = 256
 	minReportEncodedBytes = 1 << 10

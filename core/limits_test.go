@@ -117,13 +117,13 @@ func TestFixedBoundsOnDefinitionsAndMetadata(t *testing.T) {
 	meta := func(n int) json.RawMessage { // a JSON object of exactly n bytes
 		return json.RawMessage(`{"k":"` + strings.Repeat("m", n-8) + `"}`)
 	}
-	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(MaxMetaBytes - 100)}); err != nil {
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(maxMetaBytes - 100)}); err != nil {
 		t.Fatalf("metadata under 64 KiB: %v", err)
 	}
-	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(MaxMetaBytes + 1)}); err == nil {
+	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Meta: meta(maxMetaBytes + 1)}); err == nil {
 		t.Fatal("metadata over 64 KiB accepted")
 	}
-	long := strings.Repeat("d", MaxDefinitionBytes)
+	long := strings.Repeat("d", maxDefinitionBytes)
 	if err := bind(ResourceDefinition{URI: "test://m", Name: "m", Description: long}); err == nil {
 		t.Fatal("definition over 64 KiB accepted")
 	}
@@ -135,10 +135,13 @@ func TestFixedBoundsOnDefinitionsAndMetadata(t *testing.T) {
 func TestNewResourcesRequiresEveryCallback(t *testing.T) {
 	g := newRig(t)
 	pol := g.policy()
+	ok := func(context.Context, ResourceTarget) error { return nil }
+	vis := func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil }
 	for name, p := range map[string]ResourcePolicy{
-		"Discover":   {Visibility: pol.Visibility, Read: pol.Read},
-		"Visibility": {Discover: pol.Discover, Read: pol.Read},
-		"Read":       {Discover: pol.Discover, Visibility: pol.Visibility},
+		"Discover":   {Decide: pol.Decide},
+		"Decide":     {Discover: pol.Discover},
+		"Visibility": PerTarget(TargetPolicy{Discover: pol.Discover, Read: ok}),
+		"Read":       PerTarget(TargetPolicy{Discover: pol.Discover, Visibility: vis}),
 	} {
 		if _, err := NewResources(nil, p); err == nil || !strings.Contains(err.Error(), name) {
 			t.Fatalf("missing policy %s: %v", name, err)
@@ -257,9 +260,9 @@ func TestConfigErrorExposesTheURIRule(t *testing.T) {
 		b := g.binding()
 		b.Definition = d
 		_, err := NewResources([]ResourceBinding{b}, g.policy())
-		var ue *URIError
+		var ue *uriError
 		if !errors.As(err, &ue) {
-			t.Fatalf("%+v: %v does not unwrap to a *URIError", d, err)
+			t.Fatalf("%+v: %v does not unwrap to a *uriError", d, err)
 		}
 	}
 }

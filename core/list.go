@@ -37,9 +37,9 @@ type ListPage struct {
 	NextCursor string
 }
 
-// ErrMissingScopeKey is the private cause of the [FailureInvalidRequest]
+// errMissingScopeKey is the private cause of the [FailureInvalidRequest]
 // returned for a [ListRequest] without a ScopeKey.
-var ErrMissingScopeKey = errors.New("core: ListRequest.ScopeKey is required")
+var errMissingScopeKey = errors.New("core: ListRequest.ScopeKey is required")
 
 // errNegativePageSize is the private cause for a negative PageSize.
 var errNegativePageSize = errors.New("core: ListRequest.PageSize must not be negative")
@@ -133,7 +133,7 @@ func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revisio
 // reserve and the envelope set aside; a visible description too large for an
 // empty page fails it with [FailureSize] rather than disappearing.
 //
-// A cursor is valid for [ListCursorLifetime] and only for the same method,
+// A cursor is valid for ten minutes and only for the same method,
 // registry revision and ScopeKey; any other cursor, and any cursor over
 // [MaxCursorBytes], fails with [FailureInvalidCursor] and never restarts the
 // listing. A cursor does not make the listing a snapshot: descriptions are
@@ -157,7 +157,7 @@ func (r *Resources) ListTemplates(ctx context.Context, req ListRequest) (ListPag
 
 func (r *Resources) listPage(ctx context.Context, m listMethod, req ListRequest) (ListPage, error) {
 	if len(req.ScopeKey) == 0 {
-		return ListPage{}, NewFailure(FailureInvalidRequest, ErrMissingScopeKey)
+		return ListPage{}, NewFailure(FailureInvalidRequest, errMissingScopeKey)
 	}
 	size := req.PageSize
 	switch {

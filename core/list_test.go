@@ -28,7 +28,7 @@ func (c *listCalls) binding(def ResourceDefinition) ResourceBinding {
 			c.resolve.Add(1)
 			return ResourceReadPlan{}, errors.New("list must not resolve")
 		}),
-		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 			c.read.Add(1)
 			return ResourcePayload{}, errors.New("list must not read")
 		}),
@@ -36,7 +36,7 @@ func (c *listCalls) binding(def ResourceDefinition) ResourceBinding {
 }
 
 func (c *listCalls) policy(discover func(context.Context, ResourceDescription) error) ResourcePolicy {
-	return ResourcePolicy{
+	return PerTarget(TargetPolicy{
 		Discover: discover,
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) {
 			c.visibility.Add(1)
@@ -46,7 +46,7 @@ func (c *listCalls) policy(discover func(context.Context, ResourceDescription) e
 			c.readPolicy.Add(1)
 			return errors.New("list must not ask for read permission")
 		},
-	}
+	})
 }
 
 func (c *listCalls) check(t *testing.T) {
@@ -534,7 +534,7 @@ func TestListRequestValidation(t *testing.T) {
 	for _, list := range []listFunc{r.List, r.ListTemplates} {
 		for _, scope := range [][]byte{nil, {}} {
 			_, err := list(context.Background(), ListRequest{ScopeKey: scope})
-			if KindOf(err) != FailureInvalidRequest || !errors.Is(err, ErrMissingScopeKey) {
+			if KindOf(err) != FailureInvalidRequest || !errors.Is(err, errMissingScopeKey) {
 				t.Fatalf("scope %v: %v", scope, err)
 			}
 		}

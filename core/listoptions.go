@@ -24,13 +24,13 @@ func WithCursorKey(key []byte) Option {
 	}
 }
 
-// WithClock sets the clock that issues and expires list cursors (for
+// withClock sets the clock that issues and expires list cursors (for
 // tests); it must not be nil. The default is time.Now.
-func WithClock(now func() time.Time) Option {
+func withClock(now func() time.Time) Option {
 	return func(o *options) {
 		if now == nil {
 			if o.err == nil {
-				o.err = configErr("WithClock", "clock must not be nil")
+				o.err = configErr("withClock", "clock must not be nil")
 			}
 			return
 		}

@@ -5,26 +5,28 @@ import "context"
 // Phase names one phase of [Resources.Read] that an [Observer] sees.
 type Phase uint8
 
-// The phases of a read, in the order a read passes them.
+// The phases of a read, in the order a read passes them. An observer tells
+// them apart by [Phase.String]; PhaseItem, the one phase per planned item
+// (with its index), also by value.
 const (
-	// PhaseSelection matches the request URI against the definitions.
-	PhaseSelection Phase = iota + 1
-	// PhaseDiscovery asks the policy whether the caller may know of the
+	// phaseSelection matches the request URI against the definitions.
+	phaseSelection Phase = iota + 1
+	// phaseDiscovery asks the policy whether the caller may know of the
 	// matched definition.
-	PhaseDiscovery
-	// PhasePlan asks the binding's resolver for the read plan.
-	PhasePlan
-	// PhaseDecide is the decision pass before the body reads
+	phaseDiscovery
+	// phasePlan asks the binding's resolver for the read plan.
+	phasePlan
+	// phaseDecide is the decision pass before the body reads
 	// ([PassBeforeReads]).
-	PhaseDecide
+	phaseDecide
 	// PhaseItem is one planned item's body read; its end carries the item's
 	// issue code, empty when it was admitted.
 	PhaseItem
-	// PhaseRecheck is the final decision pass after the body reads
+	// phaseRecheck is the final decision pass after the body reads
 	// ([PassRecheck]).
-	PhaseRecheck
-	// PhaseAssembly applies the final decisions and builds the result.
-	PhaseAssembly
+	phaseRecheck
+	// phaseAssembly applies the final decisions and builds the result.
+	phaseAssembly
 )
 
 // String returns the phase's name as the span and attribute tables use it:
@@ -32,19 +34,19 @@ const (
 // "assembly".
 func (p Phase) String() string {
 	switch p {
-	case PhaseSelection:
+	case phaseSelection:
 		return "selection"
-	case PhaseDiscovery:
+	case phaseDiscovery:
 		return "discovery"
-	case PhasePlan:
+	case phasePlan:
 		return "plan"
-	case PhaseDecide:
+	case phaseDecide:
 		return "decide"
 	case PhaseItem:
 		return "item"
-	case PhaseRecheck:
+	case phaseRecheck:
 		return "recheck"
-	case PhaseAssembly:
+	case phaseAssembly:
 		return "assembly"
 	}
 	return "unknown"
@@ -54,12 +56,12 @@ func (p Phase) String() string {
 // authorization data.
 type PhaseStart struct {
 	Phase Phase
-	// Stage is the decision pass's stage for [PhaseDecide] and
-	// [PhaseRecheck], else zero.
+	// Stage is the decision pass's stage for the "decide" and "recheck"
+	// phases, else zero.
 	Stage PassStage
 	// Item is the item's index in plan order for [PhaseItem], else -1.
 	Item int
-	// Items is the number of planned items, known from [PhaseDecide] on,
+	// Items is the number of planned items, known from the "decide" phase on,
 	// else zero.
 	Items int
 }

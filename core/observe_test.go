@@ -46,7 +46,8 @@ func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 			mark(ctx, "resolve")
 			return plan, nil
 		}),
-		Reader: ReaderFunc(func(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			t := item.Target
 			mark(ctx, "read")
 			if t.URI() == "mem://b/gone" {
 				return ResourcePayload{}, Unavailable(nil)
@@ -54,9 +55,7 @@ func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 			return TextPayload("text/plain", "x"), nil
 		}),
 	}}, ResourcePolicy{
-		Discover:   func(ctx context.Context, _ ResourceDescription) error { mark(ctx, "discover"); return nil },
-		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
-		Read:       func(context.Context, ResourceTarget) error { return nil },
+		Discover: func(ctx context.Context, _ ResourceDescription) error { mark(ctx, "discover"); return nil },
 		Decide: func(ctx context.Context, p PolicyPass) ([]TargetDecision, error) {
 			mark(ctx, "decide")
 			ds := make([]TargetDecision, len(p.Targets))

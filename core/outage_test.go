@@ -104,7 +104,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("outage %v", outage), func(t *testing.T) {
 			var failDiscover, failComplete bool
-			policy := ResourcePolicy{
+			policy := PerTarget(TargetPolicy{
 				Discover: func(context.Context, ResourceDescription) error {
 					if failDiscover {
 						return cause
@@ -113,7 +113,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 				},
 				Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 				Read:       func(context.Context, ResourceTarget) error { return nil },
-			}
+			})
 			comp := completingResolver{complete: func() (Completion, error) {
 				if failComplete {
 					return Completion{}, cause
@@ -121,8 +121,8 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 				return Completion{Values: []string{"x"}}, nil
 			}}
 			r, err := NewResources([]ResourceBinding{
-				{Definition: ResourceDefinition{URI: "test://one", Name: "one"}, Resolver: comp, Reader: ReaderFunc(nil2)},
-				{Definition: ResourceDefinition{URITemplate: "test://t/{id}", Name: "t"}, Resolver: comp, Reader: ReaderFunc(nil2), Completer: comp},
+				{Definition: ResourceDefinition{URI: "test://one", Name: "one"}, Resolver: comp, Reader: ItemReader(nil2)},
+				{Definition: ResourceDefinition{URITemplate: "test://t/{id}", Name: "t"}, Resolver: comp, Reader: ItemReader(nil2), Completer: comp},
 			}, policy)
 			if err != nil {
 				t.Fatal(err)
@@ -161,7 +161,7 @@ func (c completingResolver) Complete(context.Context, CompletionRequest) (Comple
 	return c.complete()
 }
 
-func nil2(context.Context, ResourceTarget) (ResourcePayload, error) {
+func nil2(context.Context, ReadItem) (ResourcePayload, error) {
 	return TextPayload("text/plain", "x"), nil
 }
 

@@ -26,21 +26,16 @@ func TestPolicyPassCarriesTheDecodedCaptures(t *testing.T) {
 				}
 				return core.NewResourceReadPlan(tg, tg)
 			}),
-			Reader: core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+			Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 				return core.TextPayload("text/plain", "x"), nil
 			}),
 		}
-	}
-	allow := func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-		return core.Visibility{Visible: true}, nil
 	}
 	res, err := core.NewResources([]core.ResourceBinding{
 		binding(core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}", Name: "doc"}),
 		binding(core.ResourceDefinition{URI: "doc://index", Name: "index"}),
 	}, core.ResourcePolicy{
-		Discover:   func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: allow,
-		Read:       func(context.Context, core.ResourceTarget) error { return nil },
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Decide: func(_ context.Context, p core.PolicyPass) ([]core.TargetDecision, error) {
 			mu.Lock()
 			seen = append(seen, maps.Clone(p.Captures))

@@ -26,11 +26,13 @@ import (
 // [FailureUnavailable] when every one of them was unavailable, so that an
 // item storage refused looks like a missing one).
 //
-// Body reads run one at a time in plan order, each under ItemTimeout and
-// [ReadLimit]. Before returning, Read rechecks discovery, the requested target
-// and every planned item under the current policy. With
-// [ResourcePolicy].Decide each of the two decisions (before the reads and the
-// recheck) is one call for the whole plan.
+// Body reads run in plan order: an [ItemReader] is asked one item at a
+// time, each under ItemTimeout with its [ReadItem] Limit; a native batch
+// [Reader] is asked once for consecutive items, under one ItemTimeout.
+// Results are admitted in plan order either way. Before returning, Read rechecks discovery, the requested target
+// and every planned item under the current policy. Each of the two
+// decisions (before the reads and the recheck) is one
+// [ResourcePolicy].Decide call for the whole plan.
 //
 // Read returns when the whole read ends (cancellation or ReadTimeout) even
 // if a host callback ignores its context. From then on it starts no further
@@ -38,8 +40,21 @@ import (
 // may finish, and what it returns is discarded.
 func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
-		return r.read(ctx, uri)
+		return r.read(ctx, uri, exactSize)
 	})
+}
+
+// The module's adapter reads with its own sizer through itemsize.Read.
+func init() {
+	itemsize.Read = func(ctx context.Context, res any, uri string, f itemsize.Func) (any, error) {
+		r := res.(*Resources)
+		sizeOf := func(uri string, p ResourcePayload, meta []byte) int64 {
+			return f(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
+		}
+		return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
+			return r.read(ctx, uri, sizeOf)
+		})
+	}
 }
 
 // itemState follows one planned target through a read.
@@ -66,23 +81,23 @@ type budget struct {
 	stopped                  bool
 }
 
-func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, error) {
+func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (*ResourceResult, error) {
 	o := observerFrom(ctx)
 	var m ResourceMatch
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseSelection, Item: -1}, func(context.Context) (err error) {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
 		m, err = r.sel.match(uri)
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	def := m.def
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseDiscovery, Item: -1}, func(ctx context.Context) error {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
 		return r.discover(ctx, def)
 	}); err != nil {
 		return nil, err
 	}
 	var plan ResourceReadPlan
-	if err := observed(ctx, o, PhaseStart{Phase: PhasePlan, Item: -1}, func(ctx context.Context) (err error) {
+	if err := observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
 		plan, err = r.resolve(ctx, def, m)
 		return err
 	}); err != nil {
@@ -92,13 +107,12 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 	for i, t := range plan.items {
 		st[i].target = t
 	}
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
 	}); err != nil {
 		return nil, err
 	}
 
-	sizeOf := itemSizer(ctx)
 	l := r.limits
 	b := budget{
 		payloadCap: l.MaxResponseBytes - l.ReportPayloadBytes,
@@ -106,37 +120,17 @@ func (r *Resources) read(ctx context.Context, uri string) (*ResourceResult, erro
 		itemsLeft:  l.MaxItems,
 	}
 	b.payloadLeft, b.encodedLeft = b.payloadCap, b.encodedCap
-	for i := range st {
-		s := &st[i]
-		switch {
-		case !s.first.vis.Visible:
-			continue
-		case !s.first.allowed:
-			s.code = IssueUnavailable
-			continue
-		case b.stopped || b.itemsLeft == 0:
-			b.stopped = true
-			s.code = IssueBudgetExceeded
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
-		err := r.readItem(ictx, def, s, &b, sizeOf)
-		end(PhaseEnd{Issue: s.code, Err: err})
-		if err != nil {
-			return nil, err
-		}
+	if err := r.readItems(ctx, o, def, st, &b, sizeOf); err != nil {
+		return nil, err
 	}
 
-	if err := observed(ctx, o, PhaseStart{Phase: PhaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	if err := observed(ctx, o, PhaseStart{Phase: phaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassRecheck, m, plan, st)
 	}); err != nil {
 		return nil, err
 	}
 	var res *ResourceResult
-	err := observed(ctx, o, PhaseStart{Phase: PhaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
+	err := observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
 		res, err = r.assemble(st, sizeOf)
 		return err
 	})
@@ -178,6 +172,9 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 		if len(t.uri) > r.limits.MaxURIBytes {
 			return plan, NewFailure(FailureInvalidPlan, errors.New("plan target URI exceeds MaxURIBytes"))
 		}
+		if t.obj != nil && r.objects[t.obj.Source] == nil {
+			return plan, NewFailure(FailureInvalidPlan, errors.New("plan item names an object source that is not registered"))
+		}
 	}
 	return plan, nil
 }
@@ -185,9 +182,8 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 // decidePlan decides the requested target and every item of plan at stage,
 // recording each item's decision in st (first before the reads, final at
 // the recheck; st[i] follows plan item i). The recheck checks discovery
-// too. A hidden or read-denied requested target is [FailureUnavailable].
-// With [ResourcePolicy].Decide the whole pass is one call; without it, one
-// Discover (at the recheck), then Visibility and Read per target.
+// too (the policy's Decide stands in for it). A hidden or read-denied
+// requested target is [FailureUnavailable]. The whole pass is one call.
 func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceMatch, plan ResourceReadPlan, st []itemState) error {
 	def := m.def
 	at := func(i int) *decision {
@@ -196,31 +192,16 @@ func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceM
 		}
 		return &st[i].first
 	}
-	if r.policy.Decide == nil {
-		if stage == PassRecheck {
-			if err := r.discover(ctx, def); err != nil {
-				return err
-			}
-		}
-		if err := r.requested(ctx, plan.requested); err != nil {
-			return err
-		}
-		for i := range st {
-			d, err := r.decide(ctx, st[i].target)
-			if err != nil {
-				return err
-			}
-			*at(i) = d
-		}
-		return nil
-	}
 	targets, dup := passTargets(plan)
 	var ds []TargetDecision
+	var decided *perTargetError
 	err := guard(ctx, func() (err error) {
 		ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets, Captures: m.Vars()})
 		return err
 	})
 	switch {
+	case err != nil && errors.As(err, &decided):
+		return decided.f
 	case err != nil && isUnavailable(err):
 		return NewFailure(FailureUnavailable, err)
 	case err != nil:
@@ -265,14 +246,15 @@ func passTargets(plan ResourceReadPlan) (targets []ResourceTarget, dup int) {
 	return targets, dup
 }
 
-// sameTarget reports whether a and b are one identity: URI, representation
-// and authorization data.
+// sameTarget reports whether a and b are one identity: URI, representation,
+// authorization data and object reference.
 func sameTarget(a, b ResourceTarget) bool {
-	return a.uri == b.uri && a.repr == b.repr && bytes.Equal(a.authz, b.authz)
+	return a.uri == b.uri && a.repr == b.repr && bytes.Equal(a.authz, b.authz) &&
+		(a.obj == nil) == (b.obj == nil) && (a.obj == nil || *a.obj == *b.obj)
 }
 
 // passDecision is the gateway's decision for a policy's answer: a hidden
-// target is hidden whatever else the answer says, as from decide.
+// target is hidden whatever else the answer says.
 func passDecision(d TargetDecision) decision {
 	if !d.Visible {
 		return decision{}
@@ -280,53 +262,87 @@ func passDecision(d TargetDecision) decision {
 	return decision{vis: d.Visibility, allowed: d.Read}
 }
 
-// requested checks that the requested target is visible and readable.
-func (r *Resources) requested(ctx context.Context, t ResourceTarget) error {
-	d, err := r.decide(ctx, t)
-	switch {
-	case err != nil:
-		return err
-	case !d.vis.Visible:
-		return NewFailure(FailureUnavailable, errors.New("requested target is hidden"))
-	case !d.allowed:
-		return NewFailure(FailureUnavailable, errors.New("requested target is read-denied"))
+// readItems reads the bodies of the readable items in plan order and
+// admits them. Each item is read by the object source its [ObjectRef]
+// names, or else by the binding's reader. Consecutive readable items that
+// one native batch [Reader] serves are one request of at most the items the count limit leaves; an
+// [ItemReader] is asked item by item. Only the end of the whole read
+// returns an error.
+func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, st []itemState, b *budget, sizeOf itemSizeFunc) error {
+	for i := 0; i < len(st); {
+		s := &st[i]
+		switch {
+		case !s.first.vis.Visible:
+			i++
+			continue
+		case !s.first.allowed:
+			s.code = IssueUnavailable
+			i++
+			continue
+		case b.stopped || b.itemsLeft == 0:
+			b.stopped = true
+			s.code = IssueBudgetExceeded
+			i++
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rd, from := r.readerOf(def, s.target)
+		if f, ok := rd.(itemReader); ok {
+			ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+			err := r.readOne(ictx, f, s, b, sizeOf)
+			end(PhaseEnd{Issue: s.code, Err: err})
+			if err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		// The run: this item and the readable items after it (hidden and
+		// denied ones need no read), up to what the count limit leaves.
+		run := []int{i}
+		j := i + 1
+		for ; j < len(st) && len(run) < b.itemsLeft; j++ {
+			switch t := &st[j]; {
+			case !t.first.vis.Visible:
+				continue
+			case !t.first.allowed:
+				t.code = IssueUnavailable
+				continue
+			}
+			if _, other := r.readerOf(def, st[j].target); other != from {
+				break
+			}
+			run = append(run, j)
+		}
+		if err := r.readBatch(ctx, o, rd, st, run, b, sizeOf); err != nil {
+			return err
+		}
+		i = j
 	}
 	return nil
 }
 
-// decide asks the policy for a target's visibility and, when visible, its
-// read permission.
-func (r *Resources) decide(ctx context.Context, t ResourceTarget) (decision, error) {
-	var vis Visibility
-	err := guard(ctx, func() (err error) {
-		vis, err = r.policy.Visibility(ctx, t)
-		return err
-	})
-	if err != nil {
-		return decision{}, callbackFailure(FailurePolicy, err)
+// readerOf returns the reader of target t of def: the object source its
+// [ObjectRef] names, else the binding's own reader; from names it ("" for
+// the binding's).
+func (r *Resources) readerOf(def *definition, t ResourceTarget) (rd Reader, from string) {
+	if t.obj != nil {
+		return r.objects[t.obj.Source], "object:" + t.obj.Source
 	}
-	if !vis.Visible {
-		return decision{}, nil
-	}
-	err = guard(ctx, func() error { return r.policy.Read(ctx, t) })
-	switch {
-	case err == nil:
-		return decision{vis: vis, allowed: true}, nil
-	case isUnavailable(err):
-		return decision{vis: vis}, nil
-	}
-	return decision{}, callbackFailure(FailurePolicy, err)
+	return def.reader, ""
 }
 
-// readItem reads one body and admits it or records its issue. Only the end
-// of the whole read returns an error.
-func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState, b *budget, sizeOf itemSizeFunc) error {
+// readOne reads one item with an [ItemReader] and admits it or records
+// its issue.
+func (r *Resources) readOne(ctx context.Context, f itemReader, s *itemState, b *budget, sizeOf itemSizeFunc) error {
 	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
 	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
 	defer cancel()
 	var p ResourcePayload
 	err := guard(ctx, func() (err error) {
-		p, err = def.reader.Read(&limitContext{Context: itemCtx, limit: limit}, s.target)
+		p, err = f(itemCtx, ReadItem{Target: s.target, Limit: limit})
 		return err
 	})
 	if ctx.Err() != nil {
@@ -335,28 +351,92 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 	if errors.Is(err, errScopeEnded) {
 		return err
 	}
-	var tooLarge *TooLargeError
-	switch {
-	case itemCtx.Err() != nil:
+	if itemCtx.Err() != nil {
 		s.code = IssueTimeout
 		return nil
+	}
+	r.admit(s, b, p, err, limit, sizeOf)
+	return nil
+}
+
+// readBatch asks a native batch reader for the items of st at the indexes
+// of run in one request under one ItemTimeout, then admits the results in
+// plan order.
+func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []itemState, run []int, b *budget, sizeOf itemSizeFunc) error {
+	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
+	req := ReadRequest{Items: make([]ReadItem, len(run)), Budget: b.payloadLeft}
+	for k, i := range run {
+		req.Items[k] = ReadItem{Target: st[i].target, Limit: limit}
+	}
+	ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: run[0], Items: len(st)})
+	itemCtx, cancel := context.WithTimeout(ictx, r.limits.ItemTimeout)
+	defer cancel()
+	var res []ReadResult
+	err := guard(ctx, func() (err error) {
+		res, err = rd.Read(itemCtx, req)
+		return err
+	})
+	if ctx.Err() != nil {
+		end(PhaseEnd{Err: ctx.Err()})
+		return ctx.Err()
+	}
+	if errors.Is(err, errScopeEnded) {
+		end(PhaseEnd{Err: err})
+		return err
+	}
+	timedOut := itemCtx.Err() != nil
+	if err == nil && len(res) != len(run) {
+		err = fmt.Errorf("core: reader returned %d results for %d items", len(res), len(run))
+	}
+	// left is what the reader's Budget left it before result k: the limit
+	// a TooLarge is judged against (an item past it stops admission).
+	left := req.Budget
+	for k, i := range run {
+		s := &st[i]
+		if k > 0 {
+			_, end = startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+		}
+		switch {
+		case b.stopped || b.itemsLeft == 0:
+			b.stopped = true
+			s.code = IssueBudgetExceeded
+		case timedOut:
+			s.code = IssueTimeout
+		case err != nil:
+			r.admit(s, b, ResourcePayload{}, err, min(r.limits.MaxItemBytes, b.payloadLeft), sizeOf)
+		default:
+			r.admit(s, b, res[k].Payload, res[k].Err, min(limit, left), sizeOf)
+			if res[k].Err == nil {
+				left = max(left-res[k].Payload.Len(), 0)
+			}
+		}
+		end(PhaseEnd{Issue: s.code})
+	}
+	return nil
+}
+
+// admit admits the body p a reader returned for s, or records the issue
+// of err. limit is the item's read limit as admission stands now.
+func (r *Resources) admit(s *itemState, b *budget, p ResourcePayload, err error, limit int64, sizeOf itemSizeFunc) {
+	var tooLarge *TooLargeError
+	switch {
 	case err == nil:
 	case errors.As(err, &tooLarge):
 		r.overLimit(s, b, tooLarge.Size, limit)
-		return nil
+		return
 	case isUnavailable(err):
 		s.code = IssueUnavailable
-		return nil
+		return
 	case errors.Is(err, context.DeadlineExceeded):
 		s.code = IssueTimeout
-		return nil
+		return
 	default:
 		s.code = IssueReadFailed
-		return nil
+		return
 	}
 	if !p.valid() {
 		s.code = IssueInvalidContent
-		return nil
+		return
 	}
 	n, enc := p.Len(), sizeOf(s.target.uri, p, nil)
 	switch {
@@ -371,7 +451,6 @@ func (r *Resources) readItem(ctx context.Context, def *definition, s *itemState,
 		b.encodedLeft -= enc
 		b.itemsLeft--
 	}
-	return nil
 }
 
 // overLimit records a reader's TooLarge: an item that could never fit is an
@@ -391,16 +470,10 @@ func (r *Resources) overLimit(s *itemState, b *budget, size, limit int64) {
 	}
 }
 
-// itemSizer returns the adapter's conservative sizer when one is in ctx,
-// else the exact size of the module's own item shape; both count one
-// separator.
-func itemSizer(ctx context.Context) itemSizeFunc {
-	if f := itemsize.From(ctx); f != nil {
-		return func(uri string, p ResourcePayload, meta []byte) int64 {
-			return f(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
-		}
-	}
-	return func(uri string, p ResourcePayload, meta []byte) int64 { return itemEncodedSize(uri, p, meta) + 1 }
+// exactSize is the exact size of the module's own item shape, plus one
+// separator: the sizer of a read that no adapter sized.
+func exactSize(uri string, p ResourcePayload, meta []byte) int64 {
+	return itemEncodedSize(uri, p, meta) + 1
 }
 
 // itemSizeFunc returns the encoded size of a content entry plus one separator.
@@ -428,7 +501,7 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 			continue
 		}
 		is := ResourceIssue{code: code}
-		if s.final.vis.DiscloseIssueURI && len(s.target.uri) <= MaxDisclosedURIBytes {
+		if s.final.vis.DiscloseIssueURI && len(s.target.uri) <= maxDisclosedURIBytes {
 			is.uri = s.target.uri
 		}
 		issues = append(issues, is)
@@ -512,7 +585,7 @@ func (r *Resources) warning(issues []ResourceIssue, sizeOf itemSizeFunc) (Resour
 		w := ResourceItem{uri: uri, payload: TextPayload("text/plain", WarningPrefix+string(report)), meta: []byte(warningMeta)}
 		meta := metaSize(report)
 		enc := sizeOf(uri, w.payload, w.meta) + meta
-		fits := w.payload.Len() <= r.limits.ReportPayloadBytes && enc <= r.limits.ReportEncodedBytes && meta <= MaxMetaBytes
+		fits := w.payload.Len() <= r.limits.ReportPayloadBytes && enc <= r.limits.ReportEncodedBytes && meta <= maxMetaBytes
 		return w, report, fits
 	}
 	maxK := min(len(issues), r.limits.MaxIssues)

@@ -25,14 +25,14 @@ func benchResources(b *testing.B, n int) *Resources {
 	r, err := NewResources([]ResourceBinding{{
 		Definition: ResourceDefinition{URI: "mem://bundle", Name: "bundle"},
 		Resolver:   ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return plan, nil }),
-		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 			return TextPayload("text/plain", body), nil
 		}),
-	}}, ResourcePolicy{
+	}}, PerTarget(TargetPolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	})
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestTargetConstructionRejectsBadInput(t *testing.T) {
 		{"empty representation", "test://a", "", nil},
 		{"invalid UTF-8 representation", "test://a", "\xff", nil},
 		{"invalid authorization JSON", "test://a", "item", json.RawMessage(`{`)},
-		{"oversized authorization JSON", "test://a", "item", json.RawMessage(`"` + strings.Repeat("a", MaxAuthorizationBytes) + `"`)},
+		{"oversized authorization JSON", "test://a", "item", json.RawMessage(`"` + strings.Repeat("a", maxAuthorizationBytes) + `"`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := NewResourceTarget(c.uri, c.repr, c.authz); err == nil {
@@ -110,11 +110,12 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 	r, err := NewResources([]ResourceBinding{{
 		Definition: ResourceDefinition{URI: bundleURI, Name: "bundle"},
 		Resolver:   g.binding().Resolver,
-		Reader: ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			tg := item.Target
 			record("read", tg)
 			return TextPayload("text/plain", "x"), nil
 		}),
-	}}, ResourcePolicy{
+	}}, PerTarget(TargetPolicy{
 		Discover: func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
 			if tg.URI() != bundleURI {
@@ -128,7 +129,7 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 			}
 			return nil
 		},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -801,27 +802,19 @@ func TestPanickingResolverIsInvalidPlan(t *testing.T) {
 	wantKind(t, err, FailureInvalidPlan)
 }
 
-func TestReaderLearnsItsByteLimitFromContext(t *testing.T) {
+func TestReaderLearnsItsByteLimitFromTheRequest(t *testing.T) {
 	g := newRig(t, "test://a", "test://b")
 	g.opts = []Option{WithResourceLimits(ResourceLimits{MaxItemBytes: 1000, MaxResponseBytes: 8<<10 + 1500})}
-	var limits []int64
 	for _, u := range []string{"test://a", "test://b"} {
 		g.item(u).read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
-			limits = append(limits, ReadLimit(ctx))
 			return TextPayload("text/plain", strings.Repeat("x", 900)), nil
 		}
 	}
 	mustRead(t, g)
 	// 1500 payload bytes for application items: the first read may take the
 	// item maximum, the second only what the first left.
-	if fmt.Sprint(limits) != "[1000 600]" {
-		t.Fatalf("limits = %v", limits)
-	}
-	if ReadLimit(context.Background()) != DefaultResourceLimits().MaxItemBytes {
-		t.Fatal("ReadLimit outside a read is not the default item maximum")
-	}
-	if ReadLimit(WithReadLimit(context.Background(), 7)) != 7 {
-		t.Fatal("WithReadLimit ignored")
+	if fmt.Sprint(g.readLimits) != "[1000 600]" {
+		t.Fatalf("limits = %v", g.readLimits)
 	}
 }
 
@@ -982,8 +975,8 @@ func TestIssueMessagesAreFixedTemplates(t *testing.T) {
 }
 
 func TestIssueURIOnlyUnderFinalDiscloseAndAtMost256Bytes(t *testing.T) {
-	long := "test://x/" + strings.Repeat("a", MaxDisclosedURIBytes-9+1) // 257 bytes
-	exact := "test://y/" + strings.Repeat("b", MaxDisclosedURIBytes-9)  // 256 bytes
+	long := "test://x/" + strings.Repeat("a", maxDisclosedURIBytes-9+1) // 257 bytes
+	exact := "test://y/" + strings.Repeat("b", maxDisclosedURIBytes-9)  // 256 bytes
 	g := newRig(t, "test://ok", "test://first-only", "test://final-only", long, exact)
 	for _, u := range []string{"test://first-only", "test://final-only", long, exact} {
 		g.deny(u, 0, 1)
@@ -1070,7 +1063,8 @@ func TestCanariesNeverReachOutput(t *testing.T) {
 func TestConcurrentReadsThroughOneResources(t *testing.T) {
 	uris := []string{"test://a", "test://b", "test://c", "test://d"}
 	var inflight, peak atomic.Int32
-	reader := ReaderFunc(func(ctx context.Context, tg ResourceTarget) (ResourcePayload, error) {
+	reader := ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+		tg := item.Target
 		n := inflight.Add(1)
 		for {
 			p := peak.Load()
@@ -1095,14 +1089,14 @@ func TestConcurrentReadsThroughOneResources(t *testing.T) {
 	})
 	type principal struct{}
 	r, err := NewResources([]ResourceBinding{{Definition: ResourceDefinition{URI: bundleURI, Name: "b"}, Resolver: resolver, Reader: reader}},
-		ResourcePolicy{
+		PerTarget(TargetPolicy{
 			Discover: func(context.Context, ResourceDescription) error { return nil },
 			Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
 				// Principal "odd" cannot see d.
 				return Visibility{Visible: !(ctx.Value(principal{}) == "odd" && tg.URI() == "test://d")}, nil
 			},
 			Read: func(context.Context, ResourceTarget) error { return nil },
-		})
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 // selects, authorizes, admits and reports; it owns no listener, background
 // worker or application job. A Resources value is safe for concurrent use.
 type Resources struct {
-	defs   []*definition
-	sel    *selector
-	policy ResourcePolicy
-	limits ResourceLimits
-	list   listing
+	defs    []*definition
+	sel     *selector
+	policy  ResourcePolicy
+	limits  ResourceLimits
+	list    listing
+	objects map[string]Reader // object sources by name
 }
 
 // definition is the validated, immutable internal form of a binding.
@@ -42,6 +43,7 @@ type Option func(*options)
 type options struct {
 	limits    ResourceLimits
 	cursorKey []byte
+	objects   map[string]Reader // WithObjectSource
 	now       func() time.Time
 	err       error
 }
@@ -75,10 +77,10 @@ func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Opt
 	switch {
 	case policy.Discover == nil:
 		return nil, configErr("ResourcePolicy.Discover", "callback is required")
-	case policy.Visibility == nil:
-		return nil, configErr("ResourcePolicy.Visibility", "callback is required")
-	case policy.Read == nil:
-		return nil, configErr("ResourcePolicy.Read", "callback is required")
+	case policy.missing != "":
+		return nil, configErr(policy.missing, "callback is required")
+	case policy.Decide == nil:
+		return nil, configErr("ResourcePolicy.Decide", "callback is required")
 	}
 	defs := make([]*definition, len(bindings))
 	for i, b := range bindings {
@@ -92,7 +94,7 @@ func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	r := &Resources{defs: defs, sel: sel, policy: policy, limits: limits}
+	r := &Resources{defs: defs, sel: sel, policy: policy, limits: limits, objects: o.objects}
 	if err := r.list.init(defs, o.cursorKey, o.now); err != nil {
 		return nil, err
 	}
@@ -135,7 +137,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		return nil, fail("MIMEType", "is not a valid media type")
 	}
 	if d.Meta != nil {
-		if len(d.Meta) > MaxMetaBytes {
+		if len(d.Meta) > maxMetaBytes {
 			return nil, fail("Meta", "exceeds 64 KiB")
 		}
 		var obj map[string]json.RawMessage
@@ -160,7 +162,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 			return nil, &ConfigError{Definition: i, Name: name, Field: "URI", Reason: err.Error(), Err: err}
 		}
 	}
-	if n := definitionSize(d); n > MaxDefinitionBytes {
+	if n := definitionSize(d); n > maxDefinitionBytes {
 		return nil, fail("Definition", "encoded definition exceeds 64 KiB")
 	}
 	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader, complete: b.Completer}, nil

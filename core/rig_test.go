@@ -44,9 +44,10 @@ type rig struct {
 	// same maps (stage before reads is phase 0, recheck phase 1; the
 	// recheck applies noFind[1] and discoverErr(1) as discovery).
 	// passHook, when set, may replace a pass's answer.
-	batch    bool
-	passHook func(pass PolicyPass, ds []TargetDecision) ([]TargetDecision, error)
-	passes   []PolicyPass
+	batch      bool
+	passHook   func(pass PolicyPass, ds []TargetDecision) ([]TargetDecision, error)
+	passes     []PolicyPass
+	readLimits []int64 // the Limit of every item read, in order
 
 	discovers atomic.Int32
 	mu        sync.Mutex
@@ -160,7 +161,7 @@ func (g *rig) passLog() []PolicyPass {
 
 // perTargetPolicy answers Discover, Visibility and Read from the maps.
 func (g *rig) perTargetPolicy() ResourcePolicy {
-	return ResourcePolicy{
+	return PerTarget(TargetPolicy{
 		Discover: func(ctx context.Context, d ResourceDescription) error {
 			p := int(g.discovers.Add(1)) - 1
 			p = min(p, 1)
@@ -198,7 +199,7 @@ func (g *rig) perTargetPolicy() ResourcePolicy {
 			}
 			return nil
 		},
-	}
+	})
 }
 
 func (g *rig) binding() ResourceBinding {
@@ -225,8 +226,12 @@ func (g *rig) binding() ResourceBinding {
 			}
 			return NewResourceReadPlan(req, ts...)
 		}),
-		Reader: ReaderFunc(func(ctx context.Context, t ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+			t := item.Target
 			g.log("read %s", t.URI())
+			g.mu.Lock()
+			g.readLimits = append(g.readLimits, item.Limit)
+			g.mu.Unlock()
 			for _, it := range g.items {
 				if it.uri == t.URI() && it.read != nil {
 					return it.read(ctx, t)

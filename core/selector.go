@@ -38,16 +38,16 @@ type node struct {
 // that no registration matches.
 var errNoMatch = errors.New("no registered URI or template matches the request")
 
-// AmbiguousMatchError is the private cause (reachable with errors.As from
+// ambiguousMatchError is the private cause (reachable with errors.As from
 // the [FailureAmbiguous] failure) of a request that two or more templates
 // match. The public message of the failure names no template.
-type AmbiguousMatchError struct {
+type ambiguousMatchError struct {
 	// Templates holds two of the matching templates.
 	Templates []string
 }
 
 // Error names the matching templates; it is meant for logs, not clients.
-func (e *AmbiguousMatchError) Error() string {
+func (e *ambiguousMatchError) Error() string {
 	return "request matches templates " + strings.Join(e.Templates, " and ")
 }
 
@@ -150,7 +150,7 @@ func (s *selector) match(uri string) (ResourceMatch, error) {
 	case 0:
 		return ResourceMatch{}, NewFailure(FailureUnavailable, errNoMatch)
 	case 2:
-		return ResourceMatch{}, NewFailure(FailureAmbiguous, &AmbiguousMatchError{Templates: []string{found[0].raw, found[1].raw}})
+		return ResourceMatch{}, NewFailure(FailureAmbiguous, &ambiguousMatchError{Templates: []string{found[0].raw, found[1].raw}})
 	}
 	t := found[0]
 	var vars []capture
@@ -165,7 +165,7 @@ func (s *selector) match(uri string) (ResourceMatch, error) {
 		}
 		v, bad := decodeCapture(raw)
 		if bad != 0 {
-			return ResourceMatch{}, NewFailure(FailureInvalidRequest, &CaptureError{Variable: seg.name, Reason: bad})
+			return ResourceMatch{}, NewFailure(FailureInvalidRequest, &captureError{Variable: seg.name, Reason: bad})
 		}
 		if vars == nil {
 			vars = make([]capture, 0, len(t.segs))

@@ -19,18 +19,18 @@ func selBinding(d ResourceDefinition) ResourceBinding {
 		Resolver: ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) {
 			return ResourceReadPlan{}, errors.New("not used")
 		}),
-		Reader: ReaderFunc(func(context.Context, ResourceTarget) (ResourcePayload, error) {
+		Reader: ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 			return ResourcePayload{}, errors.New("not used")
 		}),
 	}
 }
 
 func selPolicy() ResourcePolicy {
-	return ResourcePolicy{
+	return PerTarget(TargetPolicy{
 		Discover:   func(context.Context, ResourceDescription) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // selDefs builds definitions: an entry with a '{' or a "T " prefix is a
@@ -63,8 +63,8 @@ func selMust(t testing.TB, entries ...string) *selector {
 // selOutcome is what one request is expected to produce.
 type selOutcome struct {
 	kind FailureKind   // 0: selected
-	uri  URIReason     // for FailureInvalidRequest from checkURI
-	cap  CaptureReason // for FailureInvalidRequest from a capture
+	uri  uriReason     // for FailureInvalidRequest from checkURI
+	cap  captureReason // for FailureInvalidRequest from a capture
 	def  int           // selected binding index
 	vars map[string]string
 }
@@ -77,8 +77,8 @@ func ok(def int, kv ...string) selOutcome {
 	return o
 }
 
-func badURI(r URIReason) selOutcome         { return selOutcome{kind: FailureInvalidRequest, uri: r} }
-func badCapture(r CaptureReason) selOutcome { return selOutcome{kind: FailureInvalidRequest, cap: r} }
+func badURI(r uriReason) selOutcome         { return selOutcome{kind: FailureInvalidRequest, uri: r} }
+func badCapture(r captureReason) selOutcome { return selOutcome{kind: FailureInvalidRequest, cap: r} }
 
 var (
 	unavailable = selOutcome{kind: FailureUnavailable}
@@ -112,8 +112,8 @@ func checkOutcome(t *testing.T, s *selector, uri string, want selOutcome) {
 	if strings.Contains(err.Error(), "{") {
 		t.Fatalf("public message %q names a template", err)
 	}
-	var ue *URIError
-	var ce *CaptureError
+	var ue *uriError
+	var ce *captureError
 	switch {
 	case want.uri != 0:
 		if !errors.As(err, &ue) || ue.Reason != want.uri {
@@ -148,29 +148,29 @@ func TestHostileRequests(t *testing.T) {
 		want selOutcome
 	}{
 		// Traversal in every encoding fails as a capture, never as a silent miss.
-		{"dot-dot capture fails", "asset://project/../thumbnail", badCapture(CaptureDotSegment)},
-		{"dot capture fails", "asset://project/./thumbnail", badCapture(CaptureDotSegment)},
-		{"encoded dot-dot capture fails", "asset://project/%2e%2e/thumbnail", badCapture(CaptureDotSegment)},
-		{"mixed-case encoded dot-dot capture fails", "asset://project/%2E%2e/thumbnail", badCapture(CaptureDotSegment)},
-		{"half-encoded dot-dot capture fails", "asset://project/.%2e", badCapture(CaptureDotSegment)},
-		{"encoded dot capture fails", "asset://project/%2E", badCapture(CaptureDotSegment)},
-		{"encoded slash capture fails", "asset://project/a%2fb/thumbnail", badCapture(CaptureSlash)},
-		{"upper encoded slash capture fails", "asset://project/a%2Fb", badCapture(CaptureSlash)},
-		{"encoded traversal path capture fails", "asset://project/..%2f..%2fetc%2fpasswd", badCapture(CaptureSlash)},
-		{"encoded dot-dot-slash-dot-dot capture fails", "asset://project/%2e%2e%2f%2e%2e/thumbnail", badCapture(CaptureSlash)},
-		{"encoded backslash capture fails", "asset://project/a%5cb", badCapture(CaptureBackslash)},
-		{"upper encoded backslash capture fails", "asset://project/..%5C..%5Cwin.ini/thumbnail", badCapture(CaptureBackslash)},
-		{"raw backslash capture fails", "asset://project/a\\b", badCapture(CaptureBackslash)},
-		{"raw backslash traversal capture fails", "asset://project/..\\..", badCapture(CaptureBackslash)},
-		{"encoded NUL capture fails", "asset://project/a%00b", badCapture(CaptureNUL)},
-		{"encoded NUL extension trick fails", "db://main/users/u/rows/x%00.png", badCapture(CaptureNUL)},
-		{"overlong dot-dot capture fails", "asset://project/%c0%ae%c0%ae", badCapture(CaptureInvalidUTF8)},
-		{"overlong slash capture fails", "asset://project/%c0%af/thumbnail", badCapture(CaptureInvalidUTF8)},
-		{"three-byte overlong dot capture fails", "asset://project/%e0%80%ae", badCapture(CaptureInvalidUTF8)},
-		{"encoded invalid byte capture fails", "asset://project/%ff", badCapture(CaptureInvalidUTF8)},
-		{"encoded surrogate capture fails", "asset://project/%ed%a0%80", badCapture(CaptureInvalidUTF8)},
-		{"truncated encoded UTF-8 capture fails", "file:///srv/docs/%e2%82", badCapture(CaptureInvalidUTF8)},
-		{"bad capture in a later variable fails", "db://main/users/ok/rows/%2e%2e", badCapture(CaptureDotSegment)},
+		{"dot-dot capture fails", "asset://project/../thumbnail", badCapture(captureDotSegment)},
+		{"dot capture fails", "asset://project/./thumbnail", badCapture(captureDotSegment)},
+		{"encoded dot-dot capture fails", "asset://project/%2e%2e/thumbnail", badCapture(captureDotSegment)},
+		{"mixed-case encoded dot-dot capture fails", "asset://project/%2E%2e/thumbnail", badCapture(captureDotSegment)},
+		{"half-encoded dot-dot capture fails", "asset://project/.%2e", badCapture(captureDotSegment)},
+		{"encoded dot capture fails", "asset://project/%2E", badCapture(captureDotSegment)},
+		{"encoded slash capture fails", "asset://project/a%2fb/thumbnail", badCapture(captureSlash)},
+		{"upper encoded slash capture fails", "asset://project/a%2Fb", badCapture(captureSlash)},
+		{"encoded traversal path capture fails", "asset://project/..%2f..%2fetc%2fpasswd", badCapture(captureSlash)},
+		{"encoded dot-dot-slash-dot-dot capture fails", "asset://project/%2e%2e%2f%2e%2e/thumbnail", badCapture(captureSlash)},
+		{"encoded backslash capture fails", "asset://project/a%5cb", badCapture(captureBackslash)},
+		{"upper encoded backslash capture fails", "asset://project/..%5C..%5Cwin.ini/thumbnail", badCapture(captureBackslash)},
+		{"raw backslash capture fails", "asset://project/a\\b", badCapture(captureBackslash)},
+		{"raw backslash traversal capture fails", "asset://project/..\\..", badCapture(captureBackslash)},
+		{"encoded NUL capture fails", "asset://project/a%00b", badCapture(captureNUL)},
+		{"encoded NUL extension trick fails", "db://main/users/u/rows/x%00.png", badCapture(captureNUL)},
+		{"overlong dot-dot capture fails", "asset://project/%c0%ae%c0%ae", badCapture(captureInvalidUTF8)},
+		{"overlong slash capture fails", "asset://project/%c0%af/thumbnail", badCapture(captureInvalidUTF8)},
+		{"three-byte overlong dot capture fails", "asset://project/%e0%80%ae", badCapture(captureInvalidUTF8)},
+		{"encoded invalid byte capture fails", "asset://project/%ff", badCapture(captureInvalidUTF8)},
+		{"encoded surrogate capture fails", "asset://project/%ed%a0%80", badCapture(captureInvalidUTF8)},
+		{"truncated encoded UTF-8 capture fails", "file:///srv/docs/%e2%82", badCapture(captureInvalidUTF8)},
+		{"bad capture in a later variable fails", "db://main/users/ok/rows/%2e%2e", badCapture(captureDotSegment)},
 
 		// Double encoding decodes once and is a valid capture.
 		{"double-encoded dot-dot captures literally", "asset://project/%252e%252e", ok(1, "id", "%2e%2e")},
@@ -178,29 +178,29 @@ func TestHostileRequests(t *testing.T) {
 		{"double-encoded NUL captures literally", "asset://project/%2500", ok(1, "id", "%00")},
 
 		// The request URI itself breaks a rule.
-		{"raw invalid UTF-8 request fails", "asset://project/\xff", badURI(URIReasonInvalidUTF8)},
-		{"raw overlong UTF-8 request fails", "asset://project/\xc0\xae\xc0\xae", badURI(URIReasonInvalidUTF8)},
-		{"credentials with password fail", "asset://user:pw@project/1", badURI(URIReasonCredentials)},
-		{"credentials without password fail", "asset://user@project/1", badURI(URIReasonCredentials)},
-		{"empty userinfo fails", "asset://@project/1", badURI(URIReasonCredentials)},
-		{"raw NUL fails", "asset://project/a\x00b", badURI(URIReasonControlOrSpace)},
-		{"newline fails", "asset://project/a\nb", badURI(URIReasonControlOrSpace)},
-		{"CRLF injection fails", "asset://project/1\r\nX-Evil: 1", badURI(URIReasonControlOrSpace)},
-		{"tab fails", "asset://project/\t1", badURI(URIReasonControlOrSpace)},
-		{"DEL fails", "asset://project/a\x7fb", badURI(URIReasonControlOrSpace)},
-		{"space fails", "asset://project/a b", badURI(URIReasonControlOrSpace)},
-		{"space in authority fails", "asset://pro ject/1", badURI(URIReasonControlOrSpace)},
-		{"lone percent fails", "asset://project/%", badURI(URIReasonBadEscape)},
-		{"short escape fails", "asset://project/%2", badURI(URIReasonBadEscape)},
-		{"non-hex escape fails", "asset://project/%zz", badURI(URIReasonBadEscape)},
-		{"percent-percent fails", "asset://project/%%32%65", badURI(URIReasonBadEscape)},
-		{"too long fails", "asset://project/" + long, badURI(URIReasonTooLong)},
-		{"reserved scheme fails", "mcp-warning://read/0123456789abcdef0123456789abcdef", badURI(URIReasonReservedScheme)},
-		{"reserved scheme in any case fails", "MCP-Warning://read/x", badURI(URIReasonReservedScheme)},
-		{"empty fails", "", badURI(URIReasonEmpty)},
-		{"relative path fails", "project/1", badURI(URIReasonNotAbsolute)},
-		{"network-path reference fails", "//project/1", badURI(URIReasonNotAbsolute)},
-		{"digit scheme fails", "1asset://project/1", badURI(URIReasonNotAbsolute)},
+		{"raw invalid UTF-8 request fails", "asset://project/\xff", badURI(uriReasonInvalidUTF8)},
+		{"raw overlong UTF-8 request fails", "asset://project/\xc0\xae\xc0\xae", badURI(uriReasonInvalidUTF8)},
+		{"credentials with password fail", "asset://user:pw@project/1", badURI(uriReasonCredentials)},
+		{"credentials without password fail", "asset://user@project/1", badURI(uriReasonCredentials)},
+		{"empty userinfo fails", "asset://@project/1", badURI(uriReasonCredentials)},
+		{"raw NUL fails", "asset://project/a\x00b", badURI(uriReasonControlOrSpace)},
+		{"newline fails", "asset://project/a\nb", badURI(uriReasonControlOrSpace)},
+		{"CRLF injection fails", "asset://project/1\r\nX-Evil: 1", badURI(uriReasonControlOrSpace)},
+		{"tab fails", "asset://project/\t1", badURI(uriReasonControlOrSpace)},
+		{"DEL fails", "asset://project/a\x7fb", badURI(uriReasonControlOrSpace)},
+		{"space fails", "asset://project/a b", badURI(uriReasonControlOrSpace)},
+		{"space in authority fails", "asset://pro ject/1", badURI(uriReasonControlOrSpace)},
+		{"lone percent fails", "asset://project/%", badURI(uriReasonBadEscape)},
+		{"short escape fails", "asset://project/%2", badURI(uriReasonBadEscape)},
+		{"non-hex escape fails", "asset://project/%zz", badURI(uriReasonBadEscape)},
+		{"percent-percent fails", "asset://project/%%32%65", badURI(uriReasonBadEscape)},
+		{"too long fails", "asset://project/" + long, badURI(uriReasonTooLong)},
+		{"reserved scheme fails", "mcp-warning://read/0123456789abcdef0123456789abcdef", badURI(uriReasonReservedScheme)},
+		{"reserved scheme in any case fails", "MCP-Warning://read/x", badURI(uriReasonReservedScheme)},
+		{"empty fails", "", badURI(uriReasonEmpty)},
+		{"relative path fails", "project/1", badURI(uriReasonNotAbsolute)},
+		{"network-path reference fails", "//project/1", badURI(uriReasonNotAbsolute)},
+		{"digit scheme fails", "1asset://project/1", badURI(uriReasonNotAbsolute)},
 
 		// A variable matches one non-empty segment: no template, no capture.
 		{"empty segment is not captured", "asset://project//thumbnail", unavailable},
@@ -249,7 +249,7 @@ func TestSelectionRules(t *testing.T) {
 		{"missing query does not match", "asset://q/1", unavailable},
 		{"longer query does not match", "asset://q/1?v=1&w=2", unavailable},
 		{"fragment on a query template does not match", "asset://q/1?v=1#x", unavailable},
-		{"capture before a static query is checked", "asset://q/..?v=1", badCapture(CaptureDotSegment)},
+		{"capture before a static query is checked", "asset://q/..?v=1", badCapture(captureDotSegment)},
 		{"static fragment matches byte for byte", "asset://f/1#top", ok(3, "id", "1")},
 		{"different fragment does not match", "asset://f/1#TOP", unavailable},
 		{"query on a path-only template does not match", "asset://project/1?x", unavailable},
@@ -294,7 +294,7 @@ func TestAmbiguityIsARequestError(t *testing.T) {
 	t.Run("private cause names the templates, public message does not", func(t *testing.T) {
 		s := selMust(t, "a://x/{id}/y", "a://x/{name}/y")
 		_, err := s.match("a://x/1/y")
-		var ae *AmbiguousMatchError
+		var ae *ambiguousMatchError
 		if !errors.As(err, &ae) || len(ae.Templates) != 2 || !strings.Contains(ae.Error(), "a://x/{name}/y") {
 			t.Fatalf("cause = %v", errors.Unwrap(err))
 		}
@@ -376,9 +376,9 @@ func TestSelectorThroughResources(t *testing.T) {
 	}
 	long := selBinding(ResourceDefinition{URITemplate: "asset://project/{id}/" + strings.Repeat("t", 60), Name: "long"})
 	_, err = NewResources([]ResourceBinding{long}, selPolicy(), WithResourceLimits(ResourceLimits{MaxURIBytes: 64}))
-	var ue *URIError
+	var ue *uriError
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "URITemplate" || !strings.Contains(ce.Reason, URIReasonTooLong.String()) {
+	if !errors.As(err, &ce) || ce.Field != "URITemplate" || !strings.Contains(ce.Reason, uriReasonTooLong.String()) {
 		t.Fatalf("template over MaxURIBytes: %v (%v)", err, errors.As(err, &ue))
 	}
 }

@@ -19,6 +19,7 @@ type ResourceTarget struct {
 	uri   string
 	repr  string
 	authz []byte
+	obj   *ObjectRef // set by WithObject; never modified
 }
 
 // NewResourceTarget validates and copies a target. uri must be a valid
@@ -35,8 +36,8 @@ func NewResourceTarget(uri, representation string, authorizationData json.RawMes
 	}
 	t := ResourceTarget{uri: uri, repr: representation}
 	if authorizationData != nil {
-		if len(authorizationData) > MaxAuthorizationBytes {
-			return ResourceTarget{}, fmt.Errorf("core: authorization data exceeds %d bytes", MaxAuthorizationBytes)
+		if len(authorizationData) > maxAuthorizationBytes {
+			return ResourceTarget{}, fmt.Errorf("core: authorization data exceeds %d bytes", maxAuthorizationBytes)
 		}
 		if !json.Valid(authorizationData) {
 			return ResourceTarget{}, fmt.Errorf("core: authorization data is not valid JSON")

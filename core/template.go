@@ -44,7 +44,7 @@ type tmplSeg struct {
 }
 
 // templateError is a rejected template; the reason is one of the tmpl*
-// constants, or a *URIError's text.
+// constants, or a *uriError's text.
 type templateError struct {
 	reason string
 	uri    error
@@ -62,7 +62,7 @@ func (e *templateError) Unwrap() error { return e.uri }
 func parseTemplate(raw string, maxBytes int) (*template, error) {
 	fail := func(reason string) (*template, error) { return nil, &templateError{reason: reason} }
 	if len(raw) > maxBytes {
-		err := uriErr(URIReasonTooLong, -1)
+		err := uriErr(uriReasonTooLong, -1)
 		return nil, &templateError{reason: err.Error(), uri: err}
 	}
 
@@ -104,7 +104,7 @@ func parseTemplate(raw string, maxBytes int) (*template, error) {
 		// none either.
 		err := checkURI(raw, maxBytes)
 		if err == nil {
-			err = uriErr(URIReasonNotAbsolute, -1)
+			err = uriErr(uriReasonNotAbsolute, -1)
 		}
 		return nil, &templateError{reason: err.Error(), uri: err}
 	}
@@ -190,61 +190,61 @@ func checkVarName(v string) string {
 	return ""
 }
 
-// CaptureReason says which capture rule a *[CaptureError] broke.
-type CaptureReason uint8
+// captureReason says which capture rule a captureError broke.
+type captureReason uint8
 
 // The capture rules: a template variable matches one non-empty path segment,
 // which is percent-decoded once; the result must be valid UTF-8, must not
 // contain '/', '\' or NUL, and must not be "." or "..". The zero value is
 // not a valid reason.
 const (
-	// CaptureInvalidUTF8: the decoded capture is not valid UTF-8 (this
+	// captureInvalidUTF8: the decoded capture is not valid UTF-8 (this
 	// includes overlong encodings such as %C0%AE).
-	CaptureInvalidUTF8 CaptureReason = iota + 1
-	// CaptureSlash: the decoded capture contains '/'.
-	CaptureSlash
-	// CaptureBackslash: the decoded capture contains '\'.
-	CaptureBackslash
-	// CaptureNUL: the decoded capture contains a NUL byte.
-	CaptureNUL
-	// CaptureDotSegment: the decoded capture is "." or "..".
-	CaptureDotSegment
+	captureInvalidUTF8 captureReason = iota + 1
+	// captureSlash: the decoded capture contains '/'.
+	captureSlash
+	// captureBackslash: the decoded capture contains '\'.
+	captureBackslash
+	// captureNUL: the decoded capture contains a NUL byte.
+	captureNUL
+	// captureDotSegment: the decoded capture is "." or "..".
+	captureDotSegment
 )
 
 var captureReasonText = [...]string{
-	CaptureInvalidUTF8: "is not valid UTF-8 after decoding",
-	CaptureSlash:       "contains '/' after decoding",
-	CaptureBackslash:   "contains '\\' after decoding",
-	CaptureNUL:         "contains NUL after decoding",
-	CaptureDotSegment:  "is a dot segment ('.' or '..') after decoding",
+	captureInvalidUTF8: "is not valid UTF-8 after decoding",
+	captureSlash:       "contains '/' after decoding",
+	captureBackslash:   "contains '\\' after decoding",
+	captureNUL:         "contains NUL after decoding",
+	captureDotSegment:  "is a dot segment ('.' or '..') after decoding",
 }
 
 // String describes the rule.
-func (r CaptureReason) String() string {
+func (r captureReason) String() string {
 	if int(r) < len(captureReasonText) && captureReasonText[r] != "" {
 		return captureReasonText[r]
 	}
-	return fmt.Sprintf("CaptureReason(%d)", uint8(r))
+	return fmt.Sprintf("captureReason(%d)", uint8(r))
 }
 
-// CaptureError is the private cause of a [FailureInvalidRequest] whose request
+// captureError is the private cause of a [FailureInvalidRequest] whose request
 // matched a template but whose capture breaks the capture rules. It names
 // the template variable, never the captured value.
-type CaptureError struct {
+type captureError struct {
 	// Variable is the template variable's name.
 	Variable string
 	// Reason is the rule that was broken.
-	Reason CaptureReason
+	Reason captureReason
 }
 
 // Error describes the broken rule.
-func (e *CaptureError) Error() string {
+func (e *captureError) Error() string {
 	return fmt.Sprintf("capture of {%s} %s", e.Variable, e.Reason)
 }
 
 // decodeCapture percent-decodes seg (which passed checkURI, so every '%'
 // has two hex digits) exactly once and applies the capture rules.
-func decodeCapture(seg string) (string, CaptureReason) {
+func decodeCapture(seg string) (string, captureReason) {
 	v := seg
 	if strings.IndexByte(seg, '%') >= 0 {
 		b := make([]byte, 0, len(seg))
@@ -263,21 +263,21 @@ func decodeCapture(seg string) (string, CaptureReason) {
 
 // checkCapture applies the capture rules to a decoded value and returns the
 // first broken one, or 0.
-func checkCapture(v string) CaptureReason {
+func checkCapture(v string) captureReason {
 	switch {
 	case !utf8.ValidString(v):
-		return CaptureInvalidUTF8
+		return captureInvalidUTF8
 	case v == "." || v == "..":
-		return CaptureDotSegment
+		return captureDotSegment
 	}
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
 		case '/':
-			return CaptureSlash
+			return captureSlash
 		case '\\':
-			return CaptureBackslash
+			return captureBackslash
 		case 0:
-			return CaptureNUL
+			return captureNUL
 		}
 	}
 	return 0

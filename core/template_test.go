@@ -100,21 +100,21 @@ func TestParseTemplateAppliesURIRulesToLiterals(t *testing.T) {
 	tests := []struct {
 		raw      string
 		maxBytes int
-		want     URIReason
+		want     uriReason
 	}{
-		{"", 2048, URIReasonEmpty},
-		{"a://h/" + strings.Repeat("x", 60) + "/{id}", 64, URIReasonTooLong},
-		{"/rel/{id}", 2048, URIReasonNotAbsolute},
-		{"a://u:p@h/{id}", 2048, URIReasonCredentials},
-		{"a://h/\xff/{id}", 2048, URIReasonInvalidUTF8},
-		{"a://h/%zz/{id}", 2048, URIReasonBadEscape},
-		{"a://h/a b/{id}", 2048, URIReasonControlOrSpace},
-		{"a://h/{id}?q=\x7f", 2048, URIReasonControlOrSpace},
-		{"mcp-WARNING://read/{id}", 2048, URIReasonReservedScheme},
+		{"", 2048, uriReasonEmpty},
+		{"a://h/" + strings.Repeat("x", 60) + "/{id}", 64, uriReasonTooLong},
+		{"/rel/{id}", 2048, uriReasonNotAbsolute},
+		{"a://u:p@h/{id}", 2048, uriReasonCredentials},
+		{"a://h/\xff/{id}", 2048, uriReasonInvalidUTF8},
+		{"a://h/%zz/{id}", 2048, uriReasonBadEscape},
+		{"a://h/a b/{id}", 2048, uriReasonControlOrSpace},
+		{"a://h/{id}?q=\x7f", 2048, uriReasonControlOrSpace},
+		{"mcp-WARNING://read/{id}", 2048, uriReasonReservedScheme},
 	}
 	for _, tc := range tests {
 		_, err := parseTemplate(tc.raw, tc.maxBytes)
-		var ue *URIError
+		var ue *uriError
 		if !errors.As(err, &ue) || ue.Reason != tc.want {
 			t.Errorf("parseTemplate(%q) = %v, want URI reason %v", tc.raw, err, tc.want)
 		}
@@ -126,7 +126,7 @@ func TestNewResourcesRejectsTemplatesWithConfigError(t *testing.T) {
 		{"a://h/{x*}", tmplExplode},
 		{"a://{h}/x", tmplInAuthority},
 		{"a://h/{id}/{id}", tmplRepeatedName},
-		{"a://h/%zz/{id}", URIReasonBadEscape.String()},
+		{"a://h/%zz/{id}", uriReasonBadEscape.String()},
 	}
 	for _, tc := range cases {
 		b := []ResourceBinding{
@@ -147,7 +147,7 @@ func TestNewResourcesRejectsTemplatesWithConfigError(t *testing.T) {
 func TestDecodeCaptureDecodesOnce(t *testing.T) {
 	tests := []struct {
 		seg, want string
-		bad       CaptureReason
+		bad       captureReason
 	}{
 		{"abc", "abc", 0},
 		{"%252F", "%2F", 0},
@@ -157,14 +157,14 @@ func TestDecodeCaptureDecodesOnce(t *testing.T) {
 		{"1%27%20OR%201%3D1", "1' OR 1=1", 0},
 		{"...", "...", 0},
 		{".a", ".a", 0},
-		{"%2e", ".", CaptureDotSegment},
-		{"%2E%2e", "..", CaptureDotSegment},
-		{"a%2fb", "a/b", CaptureSlash},
-		{"a%5Cb", "a\\b", CaptureBackslash},
-		{"a\\b", "a\\b", CaptureBackslash},
-		{"%00", "\x00", CaptureNUL},
-		{"%c0%ae", "\xc0\xae", CaptureInvalidUTF8},
-		{"%ff", "\xff", CaptureInvalidUTF8},
+		{"%2e", ".", captureDotSegment},
+		{"%2E%2e", "..", captureDotSegment},
+		{"a%2fb", "a/b", captureSlash},
+		{"a%5Cb", "a\\b", captureBackslash},
+		{"a\\b", "a\\b", captureBackslash},
+		{"%00", "\x00", captureNUL},
+		{"%c0%ae", "\xc0\xae", captureInvalidUTF8},
+		{"%ff", "\xff", captureInvalidUTF8},
 	}
 	for _, tc := range tests {
 		got, bad := decodeCapture(tc.seg)
@@ -172,8 +172,8 @@ func TestDecodeCaptureDecodesOnce(t *testing.T) {
 			t.Errorf("decodeCapture(%q) = %q, %v; want %q, %v", tc.seg, got, bad, tc.want, tc.bad)
 		}
 	}
-	for r := CaptureInvalidUTF8; r <= CaptureDotSegment; r++ {
-		if strings.HasPrefix(r.String(), "CaptureReason(") {
+	for r := captureInvalidUTF8; r <= captureDotSegment; r++ {
+		if strings.HasPrefix(r.String(), "captureReason(") {
 			t.Errorf("capture reason %d has no text", r)
 		}
 	}

@@ -14,99 +14,99 @@ const maxURIHardLimit = 64 << 10
 // or target may use it, in any letter case.
 const reservedScheme = "mcp-warning"
 
-// URIReason says which URI rule a *[URIError] broke.
-type URIReason uint8
+// uriReason says which URI rule a uriError broke.
+type uriReason uint8
 
 // The URI rules. The zero value is not a valid reason.
 const (
-	// URIReasonEmpty: the URI is the empty string.
-	URIReasonEmpty URIReason = iota + 1
-	// URIReasonTooLong: the URI exceeds the byte limit.
-	URIReasonTooLong
-	// URIReasonNotAbsolute: the URI does not start with an RFC 3986 scheme
+	// uriReasonEmpty: the URI is the empty string.
+	uriReasonEmpty uriReason = iota + 1
+	// uriReasonTooLong: the URI exceeds the byte limit.
+	uriReasonTooLong
+	// uriReasonNotAbsolute: the URI does not start with an RFC 3986 scheme
 	// (a letter, then letters, digits, '+', '-' or '.', then ':').
-	URIReasonNotAbsolute
-	// URIReasonCredentials: the authority carries userinfo (an '@').
-	URIReasonCredentials
-	// URIReasonInvalidUTF8: the URI bytes are not valid UTF-8.
-	URIReasonInvalidUTF8
-	// URIReasonBadEscape: a '%' is not followed by two hex digits.
-	URIReasonBadEscape
-	// URIReasonControlOrSpace: an ASCII control character (including DEL)
+	uriReasonNotAbsolute
+	// uriReasonCredentials: the authority carries userinfo (an '@').
+	uriReasonCredentials
+	// uriReasonInvalidUTF8: the URI bytes are not valid UTF-8.
+	uriReasonInvalidUTF8
+	// uriReasonBadEscape: a '%' is not followed by two hex digits.
+	uriReasonBadEscape
+	// uriReasonControlOrSpace: an ASCII control character (including DEL)
 	// or a space.
-	URIReasonControlOrSpace
-	// URIReasonReservedScheme: the scheme is mcp-warning, in any letter case.
-	URIReasonReservedScheme
+	uriReasonControlOrSpace
+	// uriReasonReservedScheme: the scheme is mcp-warning, in any letter case.
+	uriReasonReservedScheme
 )
 
 var uriReasonText = [...]string{
-	URIReasonEmpty:          "is empty",
-	URIReasonTooLong:        "exceeds the byte limit",
-	URIReasonNotAbsolute:    "is not absolute (no valid scheme)",
-	URIReasonCredentials:    "carries credentials (userinfo) in its authority",
-	URIReasonInvalidUTF8:    "is not valid UTF-8",
-	URIReasonBadEscape:      "has a '%' not followed by two hex digits",
-	URIReasonControlOrSpace: "contains an ASCII control character or a space",
-	URIReasonReservedScheme: "uses the reserved mcp-warning scheme",
+	uriReasonEmpty:          "is empty",
+	uriReasonTooLong:        "exceeds the byte limit",
+	uriReasonNotAbsolute:    "is not absolute (no valid scheme)",
+	uriReasonCredentials:    "carries credentials (userinfo) in its authority",
+	uriReasonInvalidUTF8:    "is not valid UTF-8",
+	uriReasonBadEscape:      "has a '%' not followed by two hex digits",
+	uriReasonControlOrSpace: "contains an ASCII control character or a space",
+	uriReasonReservedScheme: "uses the reserved mcp-warning scheme",
 }
 
 // String describes the rule.
-func (r URIReason) String() string {
+func (r uriReason) String() string {
 	if int(r) < len(uriReasonText) && uriReasonText[r] != "" {
 		return uriReasonText[r]
 	}
-	return fmt.Sprintf("URIReason(%d)", uint8(r))
+	return fmt.Sprintf("uriReason(%d)", uint8(r))
 }
 
-// URIError reports a URI (request, definition, template or target) that
+// uriError reports a URI (request, definition, template or target) that
 // breaks a validity rule. It never quotes the URI, which may be hostile or
 // private; Offset locates the offending byte instead.
-type URIError struct {
+type uriError struct {
 	// Reason is the rule that was broken.
-	Reason URIReason
+	Reason uriReason
 	// Offset is the byte offset of the offending byte, or -1 when the rule
 	// concerns the URI as a whole (empty, too long, not absolute).
 	Offset int
 }
 
 // Error describes the broken rule without quoting the URI.
-func (e *URIError) Error() string {
+func (e *uriError) Error() string {
 	if e.Offset >= 0 {
 		return fmt.Sprintf("URI %s (at byte %d)", e.Reason, e.Offset)
 	}
 	return "URI " + e.Reason.String()
 }
 
-func uriErr(r URIReason, off int) error { return &URIError{Reason: r, Offset: off} }
+func uriErr(r uriReason, off int) error { return &uriError{Reason: r, Offset: off} }
 
 // checkURI applies the URI rules (non-empty, at most maxBytes bytes, absolute,
 // no userinfo, valid UTF-8, every '%' followed by two hex digits, no ASCII
-// control character or space, not the mcp-warning scheme; see URIReason)
-// and returns a *URIError or nil. It never normalises: a URI is either
+// control character or space, not the mcp-warning scheme; see uriReason)
+// and returns a *uriError or nil. It never normalises: a URI is either
 // accepted byte for byte or rejected. Byte-level rules are reported at the
 // first offending byte, before the structural rules.
 func checkURI(s string, maxBytes int) error {
 	if s == "" {
-		return uriErr(URIReasonEmpty, -1)
+		return uriErr(uriReasonEmpty, -1)
 	}
 	if len(s) > maxBytes {
-		return uriErr(URIReasonTooLong, -1)
+		return uriErr(uriReasonTooLong, -1)
 	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c <= ' ' || c == 0x7f:
-			return uriErr(URIReasonControlOrSpace, i)
+			return uriErr(uriReasonControlOrSpace, i)
 		case c == '%':
 			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-				return uriErr(URIReasonBadEscape, i)
+				return uriErr(uriReasonBadEscape, i)
 			}
 			i += 3
 			continue
 		case c >= utf8.RuneSelf:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && n == 1 {
-				return uriErr(URIReasonInvalidUTF8, i)
+				return uriErr(uriReasonInvalidUTF8, i)
 			}
 			i += n
 			continue
@@ -115,14 +115,14 @@ func checkURI(s string, maxBytes int) error {
 	}
 	n := schemeLen(s)
 	if n == 0 {
-		return uriErr(URIReasonNotAbsolute, -1)
+		return uriErr(uriReasonNotAbsolute, -1)
 	}
 	if strings.EqualFold(s[:n], reservedScheme) {
-		return uriErr(URIReasonReservedScheme, 0)
+		return uriErr(uriReasonReservedScheme, 0)
 	}
 	if lo, hi, ok := authority(s, n); ok {
 		if at := strings.IndexByte(s[lo:hi], '@'); at >= 0 {
-			return uriErr(URIReasonCredentials, lo+at)
+			return uriErr(uriReasonCredentials, lo+at)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ func TestCheckURIRules(t *testing.T) {
 		rule     string
 		uri      string
 		maxBytes int
-		want     URIReason // 0: accepted
+		want     uriReason // 0: accepted
 	}{
 		{"accepts an absolute URI with an authority", "asset://project/1/thumbnail", 0, 0},
 		{"accepts an opaque URI", "urn:x:y", 0, 0},
@@ -28,47 +28,47 @@ func TestCheckURIRules(t *testing.T) {
 		{"accepts exactly max bytes", long, 64, 0},
 		{"accepts @ after the authority", "a://h/x@y?u@v#w@z", 0, 0},
 
-		{"empty is rejected", "", 0, URIReasonEmpty},
-		{"over max bytes is rejected", long + "x", 64, URIReasonTooLong},
-		{"too long is decided before the bytes are scanned", strings.Repeat("\x00", 65), 64, URIReasonTooLong},
+		{"empty is rejected", "", 0, uriReasonEmpty},
+		{"over max bytes is rejected", long + "x", 64, uriReasonTooLong},
+		{"too long is decided before the bytes are scanned", strings.Repeat("\x00", 65), 64, uriReasonTooLong},
 
-		{"relative reference is not absolute", "/x/y", 0, URIReasonNotAbsolute},
-		{"network-path reference is not absolute", "//h/x", 0, URIReasonNotAbsolute},
-		{"scheme must start with a letter", "1a://h/x", 0, URIReasonNotAbsolute},
-		{"empty scheme is not absolute", ":x", 0, URIReasonNotAbsolute},
-		{"scheme with _ is not absolute", "a_b://h", 0, URIReasonNotAbsolute},
-		{"no colon is not absolute", "asset", 0, URIReasonNotAbsolute},
-		{"percent in scheme is not absolute", "a%41://h", 0, URIReasonNotAbsolute},
+		{"relative reference is not absolute", "/x/y", 0, uriReasonNotAbsolute},
+		{"network-path reference is not absolute", "//h/x", 0, uriReasonNotAbsolute},
+		{"scheme must start with a letter", "1a://h/x", 0, uriReasonNotAbsolute},
+		{"empty scheme is not absolute", ":x", 0, uriReasonNotAbsolute},
+		{"scheme with _ is not absolute", "a_b://h", 0, uriReasonNotAbsolute},
+		{"no colon is not absolute", "asset", 0, uriReasonNotAbsolute},
+		{"percent in scheme is not absolute", "a%41://h", 0, uriReasonNotAbsolute},
 
-		{"userinfo with password is credentials", "a://user:pw@h/x", 0, URIReasonCredentials},
-		{"userinfo without password is credentials", "a://user@h/x", 0, URIReasonCredentials},
-		{"empty userinfo is credentials", "a://@h/x", 0, URIReasonCredentials},
-		{"userinfo before a query is credentials", "a://u@h?x", 0, URIReasonCredentials},
-		{"backslash does not hide userinfo", "a://h\\@evil/x", 0, URIReasonCredentials},
+		{"userinfo with password is credentials", "a://user:pw@h/x", 0, uriReasonCredentials},
+		{"userinfo without password is credentials", "a://user@h/x", 0, uriReasonCredentials},
+		{"empty userinfo is credentials", "a://@h/x", 0, uriReasonCredentials},
+		{"userinfo before a query is credentials", "a://u@h?x", 0, uriReasonCredentials},
+		{"backslash does not hide userinfo", "a://h\\@evil/x", 0, uriReasonCredentials},
 
-		{"invalid UTF-8 byte", "a://h/\xff", 0, URIReasonInvalidUTF8},
-		{"overlong UTF-8 raw", "a://h/\xc0\xae", 0, URIReasonInvalidUTF8},
-		{"truncated UTF-8", "a://h/\xe2\x82", 0, URIReasonInvalidUTF8},
-		{"raw surrogate", "a://h/\xed\xa0\x80", 0, URIReasonInvalidUTF8},
+		{"invalid UTF-8 byte", "a://h/\xff", 0, uriReasonInvalidUTF8},
+		{"overlong UTF-8 raw", "a://h/\xc0\xae", 0, uriReasonInvalidUTF8},
+		{"truncated UTF-8", "a://h/\xe2\x82", 0, uriReasonInvalidUTF8},
+		{"raw surrogate", "a://h/\xed\xa0\x80", 0, uriReasonInvalidUTF8},
 
-		{"lone percent", "a://h/%", 0, URIReasonBadEscape},
-		{"percent with one hex digit at end", "a://h/%2", 0, URIReasonBadEscape},
-		{"percent with non-hex", "a://h/%zz", 0, URIReasonBadEscape},
-		{"percent with one non-hex", "a://h/%2g", 0, URIReasonBadEscape},
-		{"double percent", "a://h/%%41", 0, URIReasonBadEscape},
+		{"lone percent", "a://h/%", 0, uriReasonBadEscape},
+		{"percent with one hex digit at end", "a://h/%2", 0, uriReasonBadEscape},
+		{"percent with non-hex", "a://h/%zz", 0, uriReasonBadEscape},
+		{"percent with one non-hex", "a://h/%2g", 0, uriReasonBadEscape},
+		{"double percent", "a://h/%%41", 0, uriReasonBadEscape},
 
-		{"space", "a://h/x y", 0, URIReasonControlOrSpace},
-		{"NUL", "a://h/x\x00", 0, URIReasonControlOrSpace},
-		{"tab", "a://h/\tx", 0, URIReasonControlOrSpace},
-		{"newline", "a://h/x\n", 0, URIReasonControlOrSpace},
-		{"carriage return", "a://h/x\r", 0, URIReasonControlOrSpace},
-		{"escape", "a://h/\x1b[0m", 0, URIReasonControlOrSpace},
-		{"DEL", "a://h/\x7f", 0, URIReasonControlOrSpace},
-		{"leading space", " a://h/x", 0, URIReasonControlOrSpace},
+		{"space", "a://h/x y", 0, uriReasonControlOrSpace},
+		{"NUL", "a://h/x\x00", 0, uriReasonControlOrSpace},
+		{"tab", "a://h/\tx", 0, uriReasonControlOrSpace},
+		{"newline", "a://h/x\n", 0, uriReasonControlOrSpace},
+		{"carriage return", "a://h/x\r", 0, uriReasonControlOrSpace},
+		{"escape", "a://h/\x1b[0m", 0, uriReasonControlOrSpace},
+		{"DEL", "a://h/\x7f", 0, uriReasonControlOrSpace},
+		{"leading space", " a://h/x", 0, uriReasonControlOrSpace},
 
-		{"reserved scheme", "mcp-warning://read/00000000000000000000000000000000", 0, URIReasonReservedScheme},
-		{"reserved scheme in upper case", "MCP-WARNING://read/x", 0, URIReasonReservedScheme},
-		{"reserved scheme in mixed case, opaque", "Mcp-Warning:x", 0, URIReasonReservedScheme},
+		{"reserved scheme", "mcp-warning://read/00000000000000000000000000000000", 0, uriReasonReservedScheme},
+		{"reserved scheme in upper case", "MCP-WARNING://read/x", 0, uriReasonReservedScheme},
+		{"reserved scheme in mixed case, opaque", "Mcp-Warning:x", 0, uriReasonReservedScheme},
 		{"a longer scheme is not reserved", "mcp-warnings://read/x", 0, 0},
 	}
 	for _, tc := range tests {
@@ -84,9 +84,9 @@ func TestCheckURIRules(t *testing.T) {
 				}
 				return
 			}
-			var ue *URIError
+			var ue *uriError
 			if !errors.As(err, &ue) {
-				t.Fatalf("checkURI(%q) = %v, want *URIError", tc.uri, err)
+				t.Fatalf("checkURI(%q) = %v, want *uriError", tc.uri, err)
 			}
 			if ue.Reason != tc.want {
 				t.Fatalf("checkURI(%q) reason = %v, want %v", tc.uri, ue.Reason, tc.want)
@@ -99,19 +99,19 @@ func TestCheckURIRules(t *testing.T) {
 }
 
 func TestURIErrorNamesEveryReason(t *testing.T) {
-	for r := URIReasonEmpty; r <= URIReasonReservedScheme; r++ {
-		if s := r.String(); s == "" || strings.HasPrefix(s, "URIReason(") {
+	for r := uriReasonEmpty; r <= uriReasonReservedScheme; r++ {
+		if s := r.String(); s == "" || strings.HasPrefix(s, "uriReason(") {
 			t.Errorf("reason %d has no text", r)
 		}
 	}
-	if s := URIReason(0).String(); s != "URIReason(0)" {
+	if s := uriReason(0).String(); s != "uriReason(0)" {
 		t.Errorf("zero reason = %q", s)
 	}
 }
 
 func TestTargetAndDefinitionUseURIRules(t *testing.T) {
-	if _, err := NewResourceTarget("a://u:p@h/x", "r", nil); !errors.As(err, new(*URIError)) {
-		t.Fatalf("NewResourceTarget with credentials: %v, want a wrapped *URIError", err)
+	if _, err := NewResourceTarget("a://u:p@h/x", "r", nil); !errors.As(err, new(*uriError)) {
+		t.Fatalf("NewResourceTarget with credentials: %v, want a wrapped *uriError", err)
 	}
 	if _, err := NewResourceTarget("MCP-warning://read/x", "r", nil); err == nil {
 		t.Fatal("NewResourceTarget accepted the reserved scheme")
@@ -177,9 +177,9 @@ func FuzzCheckURI(f *testing.F) {
 			t.Fatalf("checkURI(%q, %d) = %v, oracle accepts = %v", s, maxBytes, err, want)
 		}
 		if err != nil {
-			var ue *URIError
-			if !errors.As(err, &ue) || ue.Reason < URIReasonEmpty || ue.Reason > URIReasonReservedScheme {
-				t.Fatalf("checkURI(%q) = %#v, want a *URIError with a known reason", s, err)
+			var ue *uriError
+			if !errors.As(err, &ue) || ue.Reason < uriReasonEmpty || ue.Reason > uriReasonReservedScheme {
+				t.Fatalf("checkURI(%q) = %#v, want a *uriError with a known reason", s, err)
 			}
 			if ue.Offset >= len(s) {
 				t.Fatalf("offset %d beyond %d bytes", ue.Offset, len(s))

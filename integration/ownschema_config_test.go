@@ -58,14 +58,6 @@ func assertConfigLine(t *testing.T, err error, want ...string) {
 	t.Log(msg)
 }
 
-// fakeObjects is an ObjectSource that is never asked for anything: these
-// cases fail before any read.
-type fakeObjects struct{ core.Reader }
-
-func (fakeObjects) PinObject(context.Context, string, string, string, string, int64, string) (core.ResourceTarget, error) {
-	return core.ResourceTarget{}, errors.New("not used")
-}
-
 // TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine: every mistake
 // in a definition (a statement that does not prepare, a missing or
 // misspelled column, a wrong type, a role that does not exist or that the
@@ -85,7 +77,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 	newSource := func(t *testing.T, db postgres.DB, role string) *postgres.Source {
 		t.Helper()
 		src, err := postgres.NewSource(db, postgres.SourceOptions{Name: "docs", Role: role,
-			Objects: map[string]postgres.ObjectSource{"files": fakeObjects{}}})
+			Objects: map[string]string{"files": ""}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,6 +95,7 @@ func TestOwnSchemaCompletionOffersOnlyWhatRowLevelSecurityShows(t *testing.T) {
 func TestOwnSchemaTwoDatabasesAndTwoBucketsServeOneHost(t *testing.T) {
 	t.Parallel()
 	var bindings []core.ResourceBinding
+	var objects []core.Option
 	type site struct {
 		name string
 		rig  *docsRig
@@ -116,7 +117,7 @@ func TestOwnSchemaTwoDatabasesAndTwoBucketsServeOneHost(t *testing.T) {
 		s.rig = rig
 		s.id = rig.document(t, "acme", s.name, "body in "+s.name, "f.txt", "text/plain", []byte("file in "+s.name))
 		src, err := postgres.NewSource(rig.pool, postgres.SourceOptions{Name: s.name, Role: "docs_reader",
-			Objects: map[string]postgres.ObjectSource{"files": files}})
+			Objects: map[string]string{s.name + "-files": files.Name()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func TestOwnSchemaTwoDatabasesAndTwoBucketsServeOneHost(t *testing.T) {
 			Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key, d.s3_etag AS object_etag
 				FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
 			Body:         `SELECT d.body, d.xmin AS version FROM documents d WHERE d.id::text = $key`,
-			ObjectSource: "files",
+			ObjectSource: s.name + "-files",
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -134,8 +135,9 @@ func TestOwnSchemaTwoDatabasesAndTwoBucketsServeOneHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		bindings = append(bindings, b)
+		objects = append(objects, core.WithObjectSource(s.name+"-files", core.ItemReader(files.Read)))
 	}
-	res, err := core.NewResources(bindings, postgres.DatabaseDecides())
+	res, err := core.NewResources(bindings, postgres.DatabaseDecides(), objects...)
 	if err != nil {
 		t.Fatal(err)
 	}

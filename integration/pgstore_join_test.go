@@ -34,8 +34,8 @@ func newJoinRig(t *testing.T) *joinRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: bucket})
-	j.res = pgGateway(t, st.Bindings(), st.Policy())
+	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: bucket.Name()})
+	j.res = pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	j.d.project(t, "p")
 	return j
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // pgWire counts, at the connections of one pool, the bytes received and the
@@ -151,7 +152,7 @@ func planned(t testing.TB, ctx context.Context, r *core.Resources, uri string) c
 // nil, runs on every Read check (after planning, before any body read, and
 // again after the reads).
 func pgAllowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
@@ -162,7 +163,7 @@ func pgAllowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) cor
 			}
 			return nil
 		},
-	}
+	})
 }
 
 // gateway registers bindings under policy.
@@ -173,6 +174,11 @@ func pgGateway(t testing.TB, bindings []core.ResourceBinding, policy core.Resour
 		t.Fatalf("NewResources: %v", err)
 	}
 	return r
+}
+
+// objectsOf registers bucket as the reference store's object source.
+func objectsOf(bucket *s3store.Bucket) core.Option {
+	return core.WithObjectSource(postgres.ReferenceObjectSource, core.ItemReader(bucket.Read))
 }
 
 // as returns a context carrying principal.

@@ -106,8 +106,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 	})
 	// gateway-grants: the same read under the store's grants policy, which
 	// decides each pass in one call (Decide): the plan carries the grant
-	// flags, the recheck is one statement. gateway-grants-per-target: the
-	// same policy without Decide, one statement per question as before.
+	// flags, the recheck is one statement.
 	grantsRead(b, st, "asset://project/p/asset/a000/body", 1)
 	// authorize-read: the plan (one transaction) through
 	// Resources.Authorize, then the pinned read (one transaction) through
@@ -120,7 +119,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 			if err != nil || a.Len() != 1 {
 				b.Fatal(err)
 			}
-			if _, err := st.Reader().Read(ctx, a.Item(0)); err != nil {
+			if _, err := readOne(ctx, st.Reader(), whole(a.Item(0))); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -130,7 +129,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 		b.ReportAllocs()
 		defer benchutil.CPU(b)()
 		for b.Loop() {
-			if _, err := st.Reader().Read(ctx, target); err != nil {
+			if _, err := readOne(ctx, st.Reader(), whole(target)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -179,17 +178,14 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 	})
 }
 
-// grantsRead runs the sub-benchmarks gateway-grants (the store's policy,
-// with Decide) and gateway-grants-per-target (the same without Decide) of
-// a read of uri with items items.
+// grantsRead runs the sub-benchmark gateway-grants (the store's policy)
+// of a read of uri with items items.
 func grantsRead(b *testing.B, st *postgres.Store, uri string, items int) {
 	ctx := as(context.Background(), "alice")
-	perTarget := st.Policy()
-	perTarget.Decide = nil
 	for _, g := range []struct {
 		name   string
 		policy core.ResourcePolicy
-	}{{"gateway-grants", st.Policy()}, {"gateway-grants-per-target", perTarget}} {
+	}{{"gateway-grants", st.Policy()}} {
 		r := pgGateway(b, st.Bindings(), g.policy)
 		b.Run(g.name, func(b *testing.B) {
 			b.ReportAllocs()

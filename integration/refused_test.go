@@ -391,19 +391,23 @@ func TestNoErrorDataCarriesAPrivateCause(t *testing.T) {
 				}
 				return core.NewResourceReadPlan(target(m.URI()), ts...)
 			}),
-			Reader: core.ReaderFunc(func(ctx context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+			Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+				tg := item.Target
 				return items[tg.URI()]()
 			}),
 		}
 	}
 	ok := func() error { return nil }
-	policy := allowAll()
-	policy.Visibility = func(_ context.Context, tg core.ResourceTarget) (core.Visibility, error) {
-		if tg.URI() == "canary://policy-outage" {
-			return core.Visibility{}, core.Outage(cause)
-		}
-		return core.Visibility{Visible: true, DiscloseIssueURI: strings.HasSuffix(tg.URI(), "/disclosed")}, nil
-	}
+	policy := core.PerTarget(core.TargetPolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Visibility: func(_ context.Context, tg core.ResourceTarget) (core.Visibility, error) {
+			if tg.URI() == "canary://policy-outage" {
+				return core.Visibility{}, core.Outage(cause)
+			}
+			return core.Visibility{Visible: true, DiscloseIssueURI: strings.HasSuffix(tg.URI(), "/disclosed")}, nil
+		},
+		Read: func(context.Context, core.ResourceTarget) error { return nil },
+	})
 	res := gateway(t, policy, core.ResourceLimits{MaxItemBytes: 8},
 		binding("canary://plan-outage", func() error { return core.Outage(cause) }, nil),
 		binding("canary://policy-outage", ok, nil),

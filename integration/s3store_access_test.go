@@ -57,14 +57,15 @@ func TestS3StoreAccessIsEnforcedByS3PerPrincipal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := allowAll()
+	tp := allowTargets()
 	var revokeNow, revoked atomic.Bool
-	policy.Read = func(ctx context.Context, tg core.ResourceTarget) error {
+	tp.Read = func(ctx context.Context, tg core.ResourceTarget) error {
 		if tg.URI() == "s3item://bundle/1" && revokeNow.Load() && revoked.CompareAndSwap(false, true) {
 			return setGrants(ctx, root, env.Bucket, map[string][]string{alice.AccessKey: {"docs/a.txt"}})
 		}
 		return nil
 	}
+	policy := core.PerTarget(tp)
 	res := gateway(t, policy, core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
 	read := func(ctx context.Context) (*core.ResourceResult, error) { return res.Read(ctx, "s3bundle://test/ab") }
 

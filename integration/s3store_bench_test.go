@@ -34,7 +34,7 @@ func TestS3StoreSendsOneRequestPerItem(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	pinned := pinnedBundle("s3bundle://n", "n", store, targets)
+	pinned := pinnedBundle("s3bundle://n", "n", core.ItemReader(store.Read), targets)
 	tmpl, err := store.Binding(core.ResourceDefinition{URITemplate: "s3obj://n/{name}", Name: "one"}, "n/")
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 			Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 				return core.NewResourceReadPlan(target, target)
 			}),
-			Reader: store,
+			Reader: core.ItemReader(store.Read),
 		}
 		tmpl, err := store.Binding(core.ResourceDefinition{URITemplate: "s3obj://bench/{name}", Name: "tmpl"}, "bench/")
 		if err != nil {
@@ -145,7 +145,7 @@ func BenchmarkS3StoreRead(b *testing.B) {
 			defer benchutil.CPU(b)()
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				p, err := store.Read(ctx, target)
+				p, err := store.Read(ctx, whole(target))
 				if err != nil || p.Len() != int64(size) {
 					b.Fatalf("reader: %v", err)
 				}
@@ -190,7 +190,7 @@ func BenchmarkS3StoreOverLimit(b *testing.B) {
 		}
 		targets = append(targets, t)
 	}
-	bundle := pinnedBundle("s3bundle://overlimit", "overlimit", store, targets)
+	bundle := pinnedBundle("s3bundle://overlimit", "overlimit", core.ItemReader(store.Read), targets)
 	res := gateway(b, allowAll(), core.ResourceLimits{MaxItemBytes: 1 << 20}, bundle)
 	ctx := asHost(context.Background())
 	read := func() any {

@@ -105,7 +105,7 @@ func TestS3StoreObjectOverTheItemLimitIsNeverFetchedNorHeld(t *testing.T) {
 				Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 					return core.NewResourceReadPlan(req, bigT, smallT)
 				}),
-				Reader: store,
+				Reader: core.ItemReader(store.Read),
 			}
 			res := gateway(t, allowAll(), core.ResourceLimits{MaxItemBytes: limit}, binding)
 
@@ -135,7 +135,7 @@ func TestS3StoreObjectOverTheItemLimitIsNeverFetchedNorHeld(t *testing.T) {
 			}
 
 			// The reader alone reports the stored size.
-			_, err = store.Read(core.WithReadLimit(asHost(t.Context()), limit), bigT)
+			_, err = store.Read(asHost(t.Context()), core.ReadItem{Target: bigT, Limit: limit})
 			var tl *core.TooLargeError
 			if !errors.As(err, &tl) || tl.Size != size {
 				t.Fatalf("reader: %v, want TooLarge(%d)", err, size)

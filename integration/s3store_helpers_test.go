@@ -114,8 +114,12 @@ func putObject(t testing.TB, c *s3.Client, bucket, key, ct string, body []byte) 
 
 // allowAll is a policy under which everything is visible and readable, so
 // that what a test proves is the store's own enforcement.
-func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+func allowAll() core.ResourcePolicy { return core.PerTarget(allowTargets()) }
+
+// allowTargets is allowAll as the per-target callbacks, for a test that
+// replaces one of them.
+func allowTargets() core.TargetPolicy {
+	return core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
@@ -158,7 +162,7 @@ func bundleBinding(b *s3store.Bucket, uri string, keys ...string) core.ResourceB
 			}
 			return core.NewResourceReadPlan(req, items...)
 		}),
-		Reader: b,
+		Reader: core.ItemReader(b.Read),
 	}
 }
 
@@ -252,4 +256,22 @@ func pinnedBundle(uri, name string, reader core.Reader, targets []core.ResourceT
 		}),
 		Reader: reader,
 	}
+}
+
+// whole asks for target with the default item limit.
+func whole(target core.ResourceTarget) core.ReadItem {
+	return core.ReadItem{Target: target, Limit: core.DefaultResourceLimits().MaxItemBytes}
+}
+
+// readOne reads item alone with rd, as the gateway asks a reader for one
+// item.
+func readOne(ctx context.Context, rd core.Reader, item core.ReadItem) (core.ResourcePayload, error) {
+	out, err := rd.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
+	switch {
+	case err != nil:
+		return core.ResourcePayload{}, err
+	case len(out) != 1:
+		return core.ResourcePayload{}, fmt.Errorf("the reader returned %d results for one item", len(out))
+	}
+	return out[0].Payload, out[0].Err
 }

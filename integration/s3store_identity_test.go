@@ -41,15 +41,15 @@ func TestS3StoreObjectOverwrittenBetweenPlanAndReadIsNeverServed(t *testing.T) {
 	putObject(t, root, env.Bucket, "docs/a.txt", "text/plain", []byte("first a"))
 	putObject(t, root, env.Bucket, "docs/b.txt", "text/plain", []byte("stable b"))
 
-	policy := allowAll()
+	tp := allowTargets()
 	var overwritten atomic.Bool
-	policy.Read = func(ctx context.Context, tg core.ResourceTarget) error {
+	tp.Read = func(ctx context.Context, tg core.ResourceTarget) error {
 		if tg.URI() == "s3item://bundle/0" && overwritten.CompareAndSwap(false, true) {
 			putObject(t, root, env.Bucket, "docs/a.txt", "text/plain", []byte("SECOND!"))
 		}
 		return nil
 	}
-	res := gateway(t, policy, core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
+	res := gateway(t, core.PerTarget(tp), core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
 	w.reset()
 	got, err := res.Read(asHost(t.Context()), "s3bundle://test/ab")
 	gets, heads := w.gets.Load(), w.heads.Load()
@@ -115,7 +115,7 @@ func TestS3StorePlanThatNamesAVersionReturnsThatVersion(t *testing.T) {
 		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 			return core.NewResourceReadPlan(target, target)
 		}),
-		Reader: store,
+		Reader: core.ItemReader(store.Read),
 	}
 	res := gateway(t, allowAll(), core.ResourceLimits{}, binding)
 	putObject(t, root, env.Bucket, "docs/report.json", "application/json", []byte(`{"v":2}`))
@@ -129,7 +129,7 @@ func TestS3StorePlanThatNamesAVersionReturnsThatVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Read(asHost(t.Context()), tg); core.KindOf(err) != core.FailureUnavailable {
+		if _, err := store.Read(asHost(t.Context()), whole(tg)); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("version %q: %v, want unavailable", version, err)
 		}
 	}
@@ -167,16 +167,16 @@ func TestS3StoreBindingServesTheCurrentObjectAndRefusesItOnceDeleted(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := allowAll()
+	tp := allowTargets()
 	var deleteNow atomic.Bool
-	policy.Read = func(ctx context.Context, tg core.ResourceTarget) error {
+	tp.Read = func(ctx context.Context, tg core.ResourceTarget) error {
 		if deleteNow.Load() {
 			_, err := root.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("docs/a.txt")})
 			return err
 		}
 		return nil
 	}
-	res := gateway(t, policy, core.ResourceLimits{}, binding)
+	res := gateway(t, core.PerTarget(tp), core.ResourceLimits{}, binding)
 	got, err := res.Read(asHost(t.Context()), "s3obj://docs/a.txt")
 	if err != nil || bodies(got)["s3obj://docs/a.txt"] != "# a" || got.Items()[0].MIMEType() != "text/markdown" {
 		t.Fatalf("read: %v, %v", err, got)
@@ -211,7 +211,7 @@ func TestS3StoreEmptyObjectsAreEmptyTextOrBlobInOneRequest(t *testing.T) {
 		}
 		targets = append(targets, tg)
 	}
-	binding := pinnedBundle("s3bundle://empty", "empty", store, targets)
+	binding := pinnedBundle("s3bundle://empty", "empty", core.ItemReader(store.Read), targets)
 	w.reset()
 	got, err := gateway(t, allowAll(), core.ResourceLimits{}, binding).Read(asHost(t.Context()), "s3bundle://empty")
 	if err != nil {
@@ -279,12 +279,12 @@ func TestS3StoreListPlansABoundedPrefixFromIdentityOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := store.Read(ctx, target)
+	p, err := store.Read(ctx, whole(target))
 	if err != nil || p.Text() != "body of l/b" {
 		t.Fatalf("read of a listed object: %q, %v", p.Text(), err)
 	}
 	putObject(t, c, env.Bucket, "l/b", "text/plain", []byte("BODY OF L/B"))
-	if p, err := store.Read(ctx, target); !errors.Is(err, s3store.ErrChanged) {
+	if p, err := store.Read(ctx, whole(target)); !errors.Is(err, s3store.ErrChanged) {
 		t.Fatalf("read of a listed object overwritten since: %q, %v; want ErrChanged", p.Text(), err)
 	}
 }

@@ -54,8 +54,8 @@ func TestTracedPartialReadIsOneNestedTraceWithoutPrivateValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := newPool(t, d.url, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = postgres.NewTracer(tp) })
-	st := newStore(t, pool, &postgres.Options{Objects: bucket})
-	res := pgGateway(t, st.Bindings(), st.Policy())
+	st := newStore(t, pool, &postgres.Options{Objects: bucket.Name()})
+	res := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	d.project(t, project)
 	obj := putObject(t, j.client, j.env.Bucket, key, "text/plain", []byte("first words"))
 	d.exec(t, `INSERT INTO mcpres.assets (project_id, id, name, title, mime_type,

@@ -21,13 +21,12 @@ func TestReauthorizationKeepsTheSubscribersClaims(t *testing.T) {
 	st := memory.New(nil)
 	b := st.KeyBinding(core.ResourceDefinition{URITemplate: tmpl, Name: "doc"}, "id", "")
 	p := st.Policy()
-	p.Decide = nil // the per-target callbacks below, which need the claim
-	vis := p.Visibility
-	p.Visibility = func(ctx context.Context, tg core.ResourceTarget) (core.Visibility, error) {
+	decide := p.Decide // wrapped below: it needs the claim
+	p.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 		if string(core.ContextClaims(ctx)) != `{"groups":["eng"]}` || !slices.Contains(core.ContextScopes(ctx), "read") {
-			return core.Visibility{}, nil
+			return make([]core.TargetDecision, len(pass.Targets)), nil // all hidden
 		}
-		return vis(ctx, tg)
+		return decide(ctx, pass)
 	}
 	res, err := core.NewResources([]core.ResourceBinding{b}, p)
 	if err != nil {

@@ -24,13 +24,13 @@ import (
 var benchText = strings.Repeat("benchmark text ", 64) // ~1 KiB
 
 func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // selfBinding plans the request URI as its one item and reads benchText.
@@ -44,7 +44,7 @@ func selfBinding(def core.ResourceDefinition) core.ResourceBinding {
 			}
 			return core.NewResourceReadPlan(t, t)
 		}),
-		Reader: core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 			return core.TextPayload("text/plain", benchText), nil
 		}),
 	}
@@ -186,7 +186,7 @@ func BenchmarkReadBlob(b *testing.B) {
 	})
 	b.Run("adapter", func(b *testing.B) {
 		bind := selfBinding(core.ResourceDefinition{URI: uri, Name: "blob", MIMEType: "application/octet-stream"})
-		bind.Reader = core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+		bind.Reader = core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 			return core.BlobPayload("application/octet-stream", benchBlob), nil
 		})
 		r, err := core.NewResources([]core.ResourceBinding{bind}, allowAll())

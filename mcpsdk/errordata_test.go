@@ -18,13 +18,13 @@ import (
 // allowAllPolicy lets storage decide, as hosts that enforce access in the
 // database or bucket do, and discloses every issue's URI.
 func allowAllPolicy() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // wireError is the JSON-RPC error of err as the client decoded it, encoded

@@ -30,17 +30,18 @@ func Example() {
 			}
 			return core.NewResourceReadPlan(t, t)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			t := item.Target
 			return core.TextPayload("text/plain", notes[t.URI()[len("notes://all/"):]]), nil
 		}),
 	}
-	allow := core.ResourcePolicy{
+	allow := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, allow)
 	if err != nil {
 		log.Fatal(err)

@@ -63,7 +63,8 @@ func bundle(t testing.TB, def core.ResourceDefinition, items []string, read func
 			}
 			return core.NewResourceReadPlan(target(t, m.URI()), ts...)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			tg := item.Target
 			return read(ctx, tg.URI())
 		}),
 	}
@@ -146,7 +147,7 @@ func (h *testHost) bindings(t testing.TB) []core.ResourceBinding {
 }
 
 func (h *testHost) policy() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(ctx context.Context, d core.ResourceDescription) error {
 			switch {
 			case d.URI == "secret://hidden":
@@ -173,7 +174,7 @@ func (h *testHost) policy() core.ResourcePolicy {
 			}
 			return nil
 		},
-	}
+	})
 }
 
 // newResources builds the test host's gateway; extra bindings are

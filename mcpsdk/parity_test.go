@@ -28,7 +28,7 @@ import (
 // length modulo 3 and every item kind.
 func randomBinding(t testing.TB) core.ResourceBinding {
 	pieces := []string{"a", "é", "\"", "\\", "\n", "\t", "\x01", "\x1f", "<", "&", "\u2028", "\u2029", "😀", "\x7f", " ", "/", "Ω"}
-	item := func(n, i int) (core.ResourcePayload, error) {
+	body := func(n, i int) (core.ResourcePayload, error) {
 		rng := rand.New(rand.NewPCG(uint64(n), uint64(i)))
 		switch rng.IntN(10) {
 		case 0:
@@ -65,10 +65,11 @@ func randomBinding(t testing.TB) core.ResourceBinding {
 			}
 			return core.NewResourceReadPlan(target(t, m.URI()), ts...)
 		}),
-		Reader: core.ReaderFunc(func(_ context.Context, tg core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(_ context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+			tg := item.Target
 			var n, i int
 			fmt.Sscanf(tg.URI(), "rand://item/%d/%d", &n, &i)
-			return item(n, i)
+			return body(n, i)
 		}),
 	}
 }

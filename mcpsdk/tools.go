@@ -388,7 +388,7 @@ func (a *adapter) toolRead(ctx context.Context, args json.RawMessage, version st
 	if in.URI == nil {
 		return nil, core.NewFailure(core.FailureInvalidRequest, errMissingArgument)
 	}
-	result, err := a.r.Read(itemsize.With(ctx, toolItemSize), *in.URI)
+	result, err := sizedRead(ctx, a.r, *in.URI, toolItemSize)
 	o.Result, o.Err = result, err
 	if err != nil {
 		return nil, err
@@ -703,4 +703,12 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// sizedRead is r.Read with the sizer f of this adapter's wire shape, handed
+// to the gateway as an argument through the module-internal itemsize.Read.
+func sizedRead(ctx context.Context, r *core.Resources, uri string, f itemsize.Func) (*core.ResourceResult, error) {
+	v, err := itemsize.Read(ctx, r, uri, f)
+	res, _ := v.(*core.ResourceResult)
+	return res, err
 }

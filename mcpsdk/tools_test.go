@@ -183,7 +183,7 @@ func TestReadResourceToolShowsWhatAResourceReadShows(t *testing.T) {
 
 		t.Run("a partial bundle puts the warning first and the report in _meta", func(t *testing.T) {
 			res, raw := readTool(t, c, "bundle://partial")
-			want, err := r.Read(itemsize.With(ctx, toolItemSize), "bundle://partial")
+			want, err := sizedRead(ctx, r, "bundle://partial", toolItemSize)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -847,7 +847,7 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 			var seen corpusCoverage
 			for n := range corpusReads {
 				uri := fmt.Sprintf("rand://r/%d", n)
-				want, werr := r.Read(itemsize.With(ctx, toolItemSize), uri)
+				want, werr := sizedRead(ctx, r, uri, toolItemSize)
 				noCanary(t, c)
 				c.tap.reset()
 				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolReadResource, Arguments: map[string]any{"uri": uri}})
@@ -937,8 +937,8 @@ func TestToolReadsAreAdmittedForTheToolShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		read, err1 := r.Read(itemsize.With(context.Background(), itemSize), "two://x")
-		tool, err2 := r.Read(itemsize.With(context.Background(), toolItemSize), "two://x")
+		read, err1 := sizedRead(context.Background(), r, "two://x", itemSize)
+		tool, err2 := sizedRead(context.Background(), r, "two://x", toolItemSize)
 		if err1 != nil || err2 != nil || read.Partial() || !tool.Partial() {
 			continue
 		}

@@ -51,7 +51,8 @@ func openConfig(ctx context.Context, path string) (*config.File, *config.Served,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	res, err := core.NewResources(served.Bindings, served.Policy, core.WithResourceLimits(f.ResourceLimits()))
+	opts := append([]core.Option{core.WithResourceLimits(f.ResourceLimits())}, served.ObjectSources()...)
+	res, err := core.NewResources(served.Bindings, served.Policy, opts...)
 	if err != nil {
 		served.Close()
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -89,7 +90,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 	if err != nil {
 		return nil, err
 	}
-	be := &backend{bindings: served.Bindings, policy: served.Policy, close: served.Close, sources: served.Changes, file: f,
+	be := &backend{bindings: served.Bindings, policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects,
 		storeOf: func(i int, t core.ResourceTarget) string {
 			if !t.IsZero() && t.Representation() == s3store.Representation && served.ObjectSourceOf[i] != "" {
 				return served.ObjectSourceOf[i]

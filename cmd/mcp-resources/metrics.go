@@ -128,15 +128,37 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int, t co
 				return c, err
 			})
 		}
-		b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-			start := time.Now()
-			p, err := reader.Read(ctx, t)
-			m.storeCall(storeOf(i, t), "read", start, err)
-			return p, err
-		})
+		b.Reader = m.reader(func(t core.ResourceTarget) string { return storeOf(i, t) }, reader)
 		out[i] = b
 	}
 	return out
+}
+
+// reader returns reader timing each item's read under the store storeOf
+// names.
+func (m *metrics) reader(storeOf func(t core.ResourceTarget) string, reader core.Reader) core.Reader {
+	return core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		start := time.Now()
+		var p core.ResourcePayload
+		out, err := reader.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
+		if err == nil && len(out) == 1 {
+			p, err = out[0].Payload, out[0].Err
+		} else if err == nil {
+			err = errors.New("mcp-resources: the reader returned no result for the item")
+		}
+		m.storeCall(storeOf(item.Target), "read", start, err)
+		return p, err
+	})
+}
+
+// objectSources returns the core.WithObjectSource options of objects, each
+// reader timed under its source's name.
+func (m *metrics) objectSources(objects map[string]core.Reader) []core.Option {
+	var opts []core.Option
+	for name, rd := range objects {
+		opts = append(opts, core.WithObjectSource(name, m.reader(func(core.ResourceTarget) string { return name }, rd)))
+	}
+	return opts
 }
 
 func (m *metrics) storeCall(store, op string, start time.Time, err error) {

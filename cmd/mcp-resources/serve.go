@@ -55,7 +55,8 @@ type backend struct {
 	bindings []core.ResourceBinding
 	policy   core.ResourcePolicy
 	ready    []readyCheck
-	sources  []core.ChangeSource // what tells subscriptions that storage changed
+	sources  []core.ChangeSource    // what tells subscriptions that storage changed
+	objects  map[string]core.Reader // the readers of object items, by object source
 	close    func()
 	// storeOf names the store (a metric label) of binding i that resolves
 	// its plans and completes its variables (t zero) or reads target t.
@@ -115,6 +116,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		opts = append(opts, core.WithCursorKey(key))
 	}
 	m := newMetrics()
+	opts = append(opts, m.objectSources(be.objects)...)
 	res, err := core.NewResources(m.instrument(be.bindings, be.storeOf), be.policy, opts...)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)

@@ -29,8 +29,13 @@ func New(ctx context.Context, db postgres.DB, files *s3store.Bucket) (*core.Reso
 	if err != nil {
 		return nil, err
 	}
-	return core.NewResources(bindings, policy)
+	return core.NewResources(bindings, policy, core.WithObjectSource(ObjectSource, core.ItemReader(files.Read)))
 }
+
+// ObjectSource is the object source the documents' rows reference their
+// files under: a gateway of [Definitions] registers the bucket's reader
+// under it with core.WithObjectSource, as New does.
+const ObjectSource = "files"
 
 // Definitions returns the bindings and the policy that New serves, checked.
 func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]core.ResourceBinding, core.ResourcePolicy, error) {
@@ -38,7 +43,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 		return nil, core.ResourcePolicy{}, err
 	}
 	src, err := postgres.NewSource(db, postgres.SourceOptions{Name: "docs", Role: "docs_reader",
-		Objects: map[string]postgres.ObjectSource{"files": files}})
+		Objects: map[string]string{ObjectSource: files.Name()}})
 	if err != nil {
 		return fail(err)
 	}
@@ -49,7 +54,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 			d.s3_key AS object_key, d.s3_etag AS object_etag, true AS visible, true AS read, true AS disclose
 			FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
 		Body:         `SELECT d.body, d.xmin AS version FROM documents d WHERE d.id::text = $key`,
-		ObjectSource: "files",
+		ObjectSource: ObjectSource,
 		Complete: map[string]string{
 			"tenant": `SELECT m.tenant_id AS value FROM memberships m WHERE starts_with(m.tenant_id, $prefix) ORDER BY 1`,
 			"id": `SELECT d.id::text AS value FROM documents d
@@ -64,7 +69,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 			Description: "A document's file alone"},
 		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key, d.s3_etag AS object_etag,
 			true AS visible, true AS read, true AS disclose FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
-		ObjectSource: "files", ObjectOnly: true,
+		ObjectSource: ObjectSource, ObjectOnly: true,
 	})
 	if err != nil {
 		return fail(err)

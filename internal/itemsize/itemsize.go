@@ -2,7 +2,8 @@
 // item, {"uri":U,"mimeType":M,"text":T} or {"uri":U,"mimeType":M,"blob":B}
 // with an optional "_meta", which core admits items with and the go-sdk
 // adapter writes, and the hook through which an adapter whose wire shape
-// differs (the tool surface's embedded resource) supplies its own sizer.
+// differs (the tool surface's embedded resource) supplies its own sizer
+// (through [Read]).
 package itemsize
 
 import (
@@ -45,16 +46,8 @@ func Exact(it Item) int64 {
 // separators included. It must be pure and cheap.
 type Func func(item Item) int64
 
-type key struct{}
-
-// With returns ctx carrying f, for a read whose items the adapter wraps in
-// a shape other than the one [Exact] sizes.
-func With(ctx context.Context, f Func) context.Context {
-	return context.WithValue(ctx, key{}, f)
-}
-
-// From returns the sizer in ctx, or nil.
-func From(ctx context.Context) Func {
-	f, _ := ctx.Value(key{}).(Func)
-	return f
-}
+// Read is the gateway's read of uri through res (a *core.Resources) with
+// the adapter's sizer f: it returns a *core.ResourceResult. core installs
+// it when it is initialized, so that an adapter of this module hands its
+// sizer over as an argument, never through a context or a public option.
+var Read func(ctx context.Context, res any, uri string, f Func) (any, error)

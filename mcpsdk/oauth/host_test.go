@@ -50,18 +50,18 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 			}
 			return core.NewResourceReadPlan(tg, tg)
 		}),
-		Reader: core.ReaderFunc(func(ctx context.Context, _ core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(ctx context.Context, _ core.ReadItem) (core.ResourcePayload, error) {
 			p, _ := core.ContextPrincipal(ctx)
 			return core.TextPayload("application/json", p+" "+string(core.ContextClaims(ctx))), nil
 		}),
 	}
-	allow := core.ResourcePolicy{
+	allow := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, allow)
 	if err != nil {
 		t.Fatal(err)

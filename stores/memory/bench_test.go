@@ -3,6 +3,7 @@ package memory_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,13 +18,13 @@ import (
 // run), and the heap a read of items far over the item limit needs.
 
 func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // BenchmarkMemoryStoreRead reads one 1 KiB text item of the store:
@@ -54,7 +55,6 @@ func BenchmarkMemoryStoreRead(b *testing.B) {
 		}
 		return r
 	}
-	limited := core.WithReadLimit(ctx, core.DefaultResourceLimits().MaxItemBytes)
 
 	b.Run("reader", func(b *testing.B) {
 		t, err := st.Target(ctx, uri, "doc")
@@ -64,7 +64,7 @@ func BenchmarkMemoryStoreRead(b *testing.B) {
 		b.ReportAllocs()
 		cpu := benchutil.CPU(b)
 		for b.Loop() {
-			if p, err := st.Read(limited, t); err != nil || p.Len() != int64(len(body)) {
+			if p, err := st.Read(ctx, whole(t)); err != nil || p.Len() != int64(len(body)) {
 				b.Fatal(err)
 			}
 		}
@@ -78,7 +78,7 @@ func BenchmarkMemoryStoreRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if p, err := st.Read(limited, t); err != nil || p.Len() != int64(len(body)) {
+			if p, err := st.Read(ctx, whole(t)); err != nil || p.Len() != int64(len(body)) {
 				b.Fatal(err)
 			}
 		}
@@ -150,9 +150,33 @@ func BenchmarkMemoryStoreOverLimit(b *testing.B) {
 	benchutil.Held(b, read)
 }
 
-// perTarget is p without Decide: the gateway asks Visibility and Read per
-// target, as before Decide existed.
+// perTarget is p asked one target at a time through [core.PerTarget]: each
+// Visibility and Read is a one-target pass of p's Decide.
 func perTarget(p core.ResourcePolicy) core.ResourcePolicy {
-	p.Decide = nil
-	return p
+	one := func(ctx context.Context, t core.ResourceTarget) (core.TargetDecision, error) {
+		ds, err := p.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: []core.ResourceTarget{t}})
+		if err != nil {
+			return core.TargetDecision{}, err
+		}
+		return ds[0], nil
+	}
+	return core.PerTarget(core.TargetPolicy{
+		Discover: p.Discover,
+		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
+			d, err := one(ctx, t)
+			if core.KindOf(err) == core.FailureUnavailable {
+				return core.Visibility{}, nil
+			}
+			return d.Visibility, err
+		},
+		Read: func(ctx context.Context, t core.ResourceTarget) error {
+			switch d, err := one(ctx, t); {
+			case err != nil:
+				return err
+			case !d.Read:
+				return core.Unavailable(errors.New("read denied"))
+			}
+			return nil
+		},
+	})
 }

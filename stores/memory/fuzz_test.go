@@ -30,7 +30,7 @@ func FuzzReadRefusesTargetsItDidNotPlan(f *testing.F) {
 		if err != nil {
 			return // not a target the gateway would pass
 		}
-		p, err := st.Read(core.WithPrincipal(t.Context(), principal), target)
+		p, err := st.Read(core.WithPrincipal(t.Context(), principal), whole(target))
 		if err != nil {
 			if !p.IsZero() {
 				t.Fatalf("an error came with a payload")

@@ -107,7 +107,7 @@ func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix stri
 	return core.ResourceBinding{
 		Definition: def,
 		Resolver:   s.Resolver(refs),
-		Reader:     s,
+		Reader:     core.ItemReader(s.Read),
 		Completer:  keyCompleter{s: s, variable: variable, keyPrefix: keyPrefix},
 	}
 }

@@ -4,7 +4,7 @@
 // It keeps the guarantees every store of this module keeps (package
 // storetest proves them): a plan pins each item's version, and a read
 // refuses an item that changed since ([ErrChanged]) or that the principal
-// may no longer see (core.Unavailable); a read is bounded by core.ReadLimit
+// may no longer see (core.Unavailable); a read is bounded by its item's Limit
 // before any byte is copied. Every change, grant and revocation takes effect
 // on the very next read.
 //
@@ -199,9 +199,9 @@ func KeyFromVar(name string) func(core.ResourceMatch) ([]Ref, error) {
 }
 
 // Binding returns a binding of def whose resolver plans the items refs
-// names for a match (see Resolver) and whose reader is s.
+// names for a match (see Resolver) and whose reader is s.Read.
 func (s *Store) Binding(def core.ResourceDefinition, refs func(core.ResourceMatch) ([]Ref, error)) core.ResourceBinding {
-	return core.ResourceBinding{Definition: def, Resolver: s.Resolver(refs), Reader: s}
+	return core.ResourceBinding{Definition: def, Resolver: s.Resolver(refs), Reader: core.ItemReader(s.Read)}
 }
 
 // Resolver returns a core.Resolver that plans the items refs names for a
@@ -284,9 +284,11 @@ func (s *Store) Target(ctx context.Context, uri, key string) (core.ResourceTarge
 // Read reads the body of a target that s planned. It refuses, in this
 // order: a canceled request (its context error), a caller without a current
 // read grant or a missing item (core.Unavailable), an item whose version is
-// not the planned one (ErrChanged), and an item over core.ReadLimit
-// (core.TooLarge with its size). Read is s's core.Reader.
-func (s *Store) Read(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+// not the planned one (ErrChanged), and an item over item.Limit
+// (core.TooLarge with its size). core.ItemReader(s.Read) is s's
+// core.Reader.
+func (s *Store) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+	t := item.Target
 	if err := ctx.Err(); err != nil {
 		return core.ResourcePayload{}, err
 	}
@@ -310,7 +312,7 @@ func (s *Store) Read(ctx context.Context, t core.ResourceTarget) (core.ResourceP
 		return core.ResourcePayload{}, core.Unavailable(errNotVisible)
 	case e.version != p.Version:
 		return core.ResourcePayload{}, ErrChanged
-	case int64(len(e.body)) > core.ReadLimit(ctx):
+	case int64(len(e.body)) > item.Limit:
 		return core.ResourcePayload{}, core.TooLarge(int64(len(e.body)))
 	}
 	if err := ctx.Err(); err != nil {
@@ -329,31 +331,15 @@ func (s *Store) Read(ctx context.Context, t core.ResourceTarget) (core.ResourceP
 // is visible to a principal with a grant on it (disclosing its URI when the
 // grant says so) and readable with a Read grant; any other target (a
 // bundle's requested target) is visible and readable to a caller with a
-// principal. Decide answers a whole pass the same way under one lock of
-// the store, and denies the whole read (an Unavailable error) to a caller
-// without a principal.
+// principal. Decide answers a whole pass under one lock of the store, and
+// denies the whole read (an Unavailable error) to a caller without a
+// principal.
 func (s *Store) Policy() core.ResourcePolicy {
 	return core.ResourcePolicy{
 		Discover: func(ctx context.Context, _ core.ResourceDescription) error {
 			_, err := s.principal(ctx)
 			if err != nil {
 				return core.Unavailable(err)
-			}
-			return nil
-		},
-		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-			d, err := s.decideOne(ctx, t)
-			if err != nil {
-				return core.Visibility{}, nil
-			}
-			return d.Visibility, nil
-		},
-		Read: func(ctx context.Context, t core.ResourceTarget) error {
-			switch d, err := s.decideOne(ctx, t); {
-			case err != nil:
-				return core.Unavailable(err)
-			case !d.Read:
-				return core.Unavailable(errNotVisible)
 			}
 			return nil
 		},
@@ -371,17 +357,6 @@ func (s *Store) Policy() core.ResourcePolicy {
 			return ds, nil
 		},
 	}
-}
-
-// decideOne decides one target for the principal of ctx.
-func (s *Store) decideOne(ctx context.Context, t core.ResourceTarget) (core.TargetDecision, error) {
-	principal, err := s.principal(ctx)
-	if err != nil {
-		return core.TargetDecision{}, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.decideLocked(principal, t), nil
 }
 
 // decideLocked is the policy's one rule, under s.mu: a target of this store

@@ -37,7 +37,7 @@
 // target's private authorization data: it returns the row while the
 // principal can see it (row-level security) with its current version and
 // content size, and the content only when the version is the planned one, the
-// principal may read it and it fits [core.ReadLimit]. So:
+// principal may read it and it fits its [core.ReadItem] Limit. So:
 //
 //   - not visible (revoked, deleted, never granted): [core.Unavailable];
 //   - visible with another version: [ErrChanged], which the gateway reports as
@@ -62,9 +62,10 @@
 //	asset://project/{project}/asset/{asset}/body   one asset's inline body (its own MIME type)
 //
 // An asset's fields and body are two representations with distinct
-// canonical URIs. With [Options].Objects (an [ObjectSource], such as
-// package s3store's *Bucket) the store also joins each row with the object
-// it references:
+// canonical URIs. With [Options].Objects (the bucket the rows name) the
+// store also joins each row with the object it references, an object item
+// of [ReferenceObjectSource] that the host's gateway reads with the
+// bucket (core.WithObjectSource):
 //
 //	asset://project/{project}/asset/{asset}          the joined bundle: the fields, then the object
 //	asset://project/{project}/asset/{asset}/object   the object alone, pinned by the row's ETag and version id
@@ -82,7 +83,7 @@
 // statement whose result columns, by name, give each item's key, version,
 // MIME type and, optionally, a referenced object (object_key, object_etag,
 // object_version_id, ...); a body statement pinned by $key and the version
-// and bounded by [core.ReadLimit] in the statement itself; and a completion
+// and bounded by its [core.ReadItem] Limit in the statement itself; and a completion
 // statement per variable. Parameters are named ($tenant, $id, $key,
 // $principal) and rewritten to positional bind arguments; no SQL is built
 // from a value. [Source.Policy] is a policy of one statement that decides
@@ -93,9 +94,11 @@
 // login's membership of it, and reports the first mistake as one
 // *core.ConfigError line; unchecked statements serve nothing.
 //
-// An object a plan row references becomes a second item, read by the
-// [ObjectSource] the row names (package s3store's *Bucket is one), pinned
-// by the row's ETag and version id; the two packages never import each
-// other. Each Source takes its own pool, so one host can serve several
+// An object a plan row references becomes a second item, a target with a
+// [core.ObjectRef] (the row's object source, key, ETag, version id, size
+// and MIME type) that the gateway routes to the reader registered under
+// that source (package s3store's *Bucket, through core.WithObjectSource),
+// pinned by the row's ETag and version id; the policy decides it by the
+// row's key. The two packages never import each other. Each Source takes its own pool, so one host can serve several
 // databases, each with its own credentials.
 package postgres

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -12,18 +11,6 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// noObjects is an ObjectSource that is never asked for anything: it lets a
-// Store register the bindings that join objects.
-type noObjects struct{}
-
-func (noObjects) Read(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
-	return core.ResourcePayload{}, core.Unavailable(nil)
-}
-
-func (noObjects) PinObject(context.Context, string, string, string, string, int64, string) (core.ResourceTarget, error) {
-	return core.ResourceTarget{}, core.Unavailable(nil)
-}
-
 // TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns proves the
 // reference store's listener LISTENs on ReferenceKeyChannel only and that
 // each payload migration 3 sends changes exactly the store's targets it
@@ -33,7 +20,7 @@ func (noObjects) PinObject(context.Context, string, string, string, string, int6
 // row) every asset of the project and not another project's; "projects"
 // the index and not an asset. A target of another source has no keys.
 func TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns(t *testing.T) {
-	st, err := NewStore(&countingDB{}, &Options{Objects: noObjects{}})
+	st, err := NewStore(&countingDB{}, &Options{Objects: "assets"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -15,13 +14,6 @@ type grantFlags struct {
 	Visible  bool `json:"v,omitempty"`
 	Read     bool `json:"r,omitempty"`
 	Disclose bool `json:"d,omitempty"`
-}
-
-// objectRef carries an object store's own target inside a Source's private
-// authorization data: its representation and authorization data.
-type objectRef struct {
-	Repr string          `json:"r"`
-	Data json.RawMessage `json:"d,omitempty"`
 }
 
 // decide turns what a pinned body statement returned into a payload or an

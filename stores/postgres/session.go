@@ -55,10 +55,11 @@ type Options struct {
 	// MaxPlanItems bounds the items a resolver plans; a request that would
 	// plan more fails. Zero means [DefaultMaxPlanItems].
 	MaxPlanItems int
-	// Objects, when not nil, is the object store of the objects that the
-	// reference schema's asset rows reference ([NewStore] serves them; a
-	// *s3store.Bucket of the bucket the rows name); nil serves rows only.
-	Objects ObjectSource
+	// Objects, when not empty, is the bucket whose objects the reference
+	// schema's asset rows reference: [NewStore] plans them as object items
+	// of [ReferenceObjectSource], which the host registers with
+	// core.WithObjectSource; empty serves rows only.
+	Objects string
 	// Name names the store's source in targets and errors, as
 	// [SourceOptions].Name does; empty means "postgres". Give each Store
 	// and Source of one gateway its own name, so that no policy takes

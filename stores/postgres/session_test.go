@@ -35,7 +35,7 @@ func storeCalls(t *testing.T, st *Store) map[string]func(ctx context.Context) er
 	planned := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
 	return map[string]func(ctx context.Context) error{
 		"resolve": func(ctx context.Context) error { _, err := res.Read(ctx, "asset://project/p/asset/a/body"); return err },
-		"read":    func(ctx context.Context) error { _, err := st.Reader().Read(ctx, planned); return err },
+		"read":    func(ctx context.Context) error { _, err := readOne(ctx, st.Reader(), whole(planned)); return err },
 		"decide": func(ctx context.Context) error {
 			_, err := st.Policy().Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: []core.ResourceTarget{planned}})
 			return err
@@ -115,7 +115,7 @@ func TestAnExpiredDeadlineIsATimeoutBeforeTheDatabase(t *testing.T) {
 	st, _ := NewStore(db, nil)
 	ctx, cancel := context.WithDeadline(core.WithPrincipal(t.Context(), "alice"), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := st.Reader().Read(ctx, rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
+	if _, err := readOne(ctx, st.Reader(), whole(rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a"))); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
 		t.Fatalf("expired deadline: %v after %d batches", err, db.sent.Load())
 	}
 }
@@ -225,10 +225,10 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Reader().Read(ctx, target); !errors.Is(err, ErrBadTarget) {
+		if _, err := readOne(ctx, st.Reader(), whole(target)); !errors.Is(err, ErrBadTarget) {
 			t.Errorf("store reader with authz %q: %v, want ErrBadTarget", authz, err)
 		}
-		if _, err := qr.Read(ctx, target); !errors.Is(err, ErrBadTarget) {
+		if _, err := readOne(ctx, qr, whole(target)); !errors.Is(err, ErrBadTarget) {
 			t.Errorf("another source's reader with authz %q: %v, want ErrBadTarget", authz, err)
 		}
 	}
@@ -269,7 +269,7 @@ func TestStoresOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
 	}
 	ctx := core.WithPrincipal(t.Context(), "alice")
 	theirs := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
-	if _, err := named.Reader().Read(ctx, theirs); !errors.Is(err, ErrBadTarget) {
+	if _, err := readOne(ctx, named.Reader(), whole(theirs)); !errors.Is(err, ErrBadTarget) {
 		t.Fatalf("the named store read a default store's target: %v", err)
 	}
 	authz, _ := json.Marshal(sqlRef{Kind: refRow, Source: "archive", Binding: "asset-body", Key: "p/a", Version: "1", MIME: "text/plain"})
@@ -281,7 +281,7 @@ func TestStoresOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := def.Reader().Read(ctx, ours); !errors.Is(err, ErrBadTarget) {
+	if _, err := readOne(ctx, def.Reader(), whole(ours)); !errors.Is(err, ErrBadTarget) {
 		t.Fatalf("the default store read the named store's target: %v", err)
 	}
 	if n := db.sent.Load(); n != 0 {

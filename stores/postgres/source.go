@@ -41,25 +41,14 @@ type SourceOptions struct {
 	// MaxPlanItems bounds the rows one plan or bundle statement may return.
 	// Zero means [DefaultMaxPlanItems].
 	MaxPlanItems int
-	// Objects are the object stores that plan rows may reference, by the
+	// Objects are the object sources that plan rows may reference, by the
 	// name a row's object_source column (or a binding's
-	// [SQLBinding].ObjectSource) gives. Package s3store's *Bucket is one.
-	Objects map[string]ObjectSource
-}
-
-// ObjectSource is an object store that a plan row can reference: it pins
-// the referenced object as a target of its own and reads such targets. Only
-// core and standard types appear in it, so a store satisfies it without
-// importing this package; *s3store.Bucket does.
-type ObjectSource interface {
-	core.Reader
-	// PinObject returns the target, with URI uri, that reads the object
-	// key pinned to etag and versionID (either may be empty; when both are,
-	// the store may look the current identity up under ctx's principal).
-	// size is the object's size in bytes or -1, contentType its MIME type
-	// or "" to let the store choose. It returns core.Unavailable for an
-	// object the store does not serve.
-	PinObject(ctx context.Context, uri, key, etag, versionID string, size int64, contentType string) (core.ResourceTarget, error)
+	// [SQLBinding].ObjectSource) gives, each with the bucket it names (""
+	// for any): a row whose object_bucket names another bucket has no
+	// object item. An object item is a target with a [core.ObjectRef]
+	// naming the source; the host registers the source's reader (package
+	// s3store's *Bucket) with core.WithObjectSource under the same name.
+	Objects map[string]string
 }
 
 // Source is one PostgreSQL database that a host's own SQL statements serve:
@@ -77,7 +66,7 @@ type Source struct {
 	s       *session
 	name    string
 	login   bool
-	objects map[string]ObjectSource
+	objects map[string]string // object source name -> bucket ("" any)
 
 	mu     sync.Mutex
 	stmts  []*statement
@@ -120,12 +109,12 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		return nil, err
 	}
-	objs := make(map[string]ObjectSource, len(opts.Objects))
-	for name, o := range opts.Objects {
-		if o == nil {
-			return nil, core.NewConfigError("source "+opts.Name+": Objects["+name+"]", "is nil", nil)
+	objs := make(map[string]string, len(opts.Objects))
+	for name, bucket := range opts.Objects {
+		if name == "" {
+			return nil, core.NewConfigError("source "+opts.Name+": Objects", "an object source needs a name", nil)
 		}
-		objs[name] = o
+		objs[name] = bucket
 	}
 	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs}, nil
 }

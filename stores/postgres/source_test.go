@@ -106,3 +106,8 @@ func FuzzURIPattern(f *testing.F) {
 		}
 	})
 }
+
+// whole asks for target with the default item limit.
+func whole(target core.ResourceTarget) core.ReadItem {
+	return core.ReadItem{Target: target, Limit: core.DefaultResourceLimits().MaxItemBytes}
+}

@@ -34,9 +34,9 @@ import (
 //	name, title        (text)                accepted and checked; not served (core items carry no name)
 //	size               (integer)             the body's size, when known
 //	text               (boolean)             serve the body as text; default: by MIME type
-//	object_key         (text)                a referenced object: a second item, read from an ObjectSource
+//	object_key         (text)                a referenced object: a second item, a core.ObjectRef read by the object source
 //	object_source      (text)                which of SourceOptions.Objects holds it (default ObjectSource)
-//	object_bucket      (text)                the bucket the row names: a row naming another bucket than its object source's Name has no object item
+//	object_bucket      (text)                the bucket the row names: a row naming another bucket than its object source's (SourceOptions.Objects) has no object item
 //	object_etag        (text)                the ETag that pins it
 //	object_version_id  (text)                the version id that pins it
 //	object_size        (integer)             its size, checked when it is read
@@ -89,7 +89,7 @@ type SQLBinding struct {
 	// (read_failed, retryable) from one that is gone or refused
 	// (unavailable); without one the statement must use $version and a
 	// changed item is unavailable. The store returns the body only when it
-	// fits core.ReadLimit, in the same statement (octet_length), so an
+	// fits the item's Limit, in the same statement (octet_length), so an
 	// oversized body is never transferred. Zero rows is unavailable; more
 	// than one is an error.
 	Body string
@@ -103,7 +103,7 @@ type SQLBinding struct {
 	// rows' objects when the plan has no object_source column.
 	ObjectSource string
 	// Representation labels the row items; empty means "row". Object
-	// items are labelled by their object store.
+	// items are labelled "object".
 	Representation string
 	// WithoutObjects serves every row alone: the plan's object columns are
 	// accepted and ignored, for a host that serves a definition written
@@ -155,10 +155,6 @@ type sqlRef struct {
 	Version string `json:"v,omitempty"`
 	MIME    string `json:"m,omitempty"`
 	Text    bool   `json:"t,omitempty"`
-	// ObjectSource and Object are an object item's store and that store's
-	// own target.
-	ObjectSource string     `json:"os,omitempty"`
-	Object       *objectRef `json:"o,omitempty"`
 	// Grants is the policy's answer read by the plan statement (its
 	// visible, read and disclose columns), for the decision before the
 	// reads; nil when the plan has no such columns.
@@ -351,7 +347,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 // binding is the core binding of sb, with its completer when it has
 // completion statements.
 func (sb *sqlBinding) binding(def core.ResourceDefinition) core.ResourceBinding {
-	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ReaderFunc(sb.read)}
+	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ItemReader(sb.read)}
 	if len(sb.complete) > 0 {
 		out.Completer = sb
 	}
@@ -469,7 +465,7 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		if p.has["visible"] {
 			rows[0].nullIsFalse("visible", "read", "disclose")
 		}
-		ot, ok, err := sb.objectTarget(ctx, m.URI(), rows[0])
+		ot, ok, err := sb.objectTarget(m.URI(), rows[0])
 		switch {
 		case err != nil:
 			return core.ResourceReadPlan{}, err
@@ -501,7 +497,7 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		if t.URI() == m.URI() {
 			requested = t
 		}
-		ot, ok, err := sb.objectTarget(ctx, uri, r)
+		ot, ok, err := sb.objectTarget(uri, r)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
@@ -541,10 +537,16 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	return core.NewResourceTarget(uri, sb.repr, authz)
 }
 
-// objectTarget returns the object item a row references, if any: ok is
-// false for a row without one and for an object its store does not serve
+// objectRepresentation labels the object items of rows.
+const objectRepresentation = "object"
+
+// objectTarget returns the object item a row references, if any: a target
+// with a [core.ObjectRef] naming the row's object source, which the gateway
+// hands to the reader registered under that name; its authorization data
+// is the row's key, which the policy decides. ok is false for a row without
+// an object and for one naming another bucket than its object source's
 // (the row's item then stands alone).
-func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (core.ResourceTarget, bool, error) {
+func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, bool, error) {
 	key, ok := r.str("object_key")
 	if !ok || sb.noObjects {
 		return core.ResourceTarget{}, false, nil
@@ -553,14 +555,12 @@ func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (c
 	if !ok {
 		srcName = sb.objSource
 	}
-	os, ok := sb.src.objects[srcName]
+	named, ok := sb.src.objects[srcName]
 	if !ok {
 		return core.ResourceTarget{}, false, nil
 	}
-	if bucket, ok := r.str("object_bucket"); ok {
-		if named, ok := os.(interface{ Name() string }); ok && named.Name() != bucket {
-			return core.ResourceTarget{}, false, nil // another bucket's object: the row stands alone
-		}
+	if bucket, ok := r.str("object_bucket"); ok && named != "" && named != bucket {
+		return core.ResourceTarget{}, false, nil // another bucket's object: the row stands alone
 	}
 	uri := rowURI + "/object"
 	if sb.objOnly {
@@ -571,51 +571,41 @@ func (sb *sqlBinding) objectTarget(ctx context.Context, rowURI string, r row) (c
 			return core.ResourceTarget{}, false, fmt.Errorf("postgres: binding %q: ObjectURI: %w", sb.name, err)
 		}
 	}
-	etag, _ := r.str("object_etag")
-	vid, _ := r.str("object_version_id")
-	size, ok := r.int("object_size")
-	if !ok {
-		size = -1
+	obj := core.ObjectRef{Source: srcName, Key: key, Size: -1}
+	obj.ETag, _ = r.str("object_etag")
+	obj.VersionID, _ = r.str("object_version_id")
+	if size, ok := r.int("object_size"); ok {
+		obj.Size = size
 	}
-	mime, _ := r.str("object_mime")
-	inner, err := os.PinObject(ctx, uri, key, etag, vid, size, mime)
-	switch {
-	case core.KindOf(err) == core.FailureUnavailable:
-		return core.ResourceTarget{}, false, nil
-	case err != nil:
-		return core.ResourceTarget{}, false, err
-	case inner.IsZero() || inner.URI() != uri:
-		return core.ResourceTarget{}, false, fmt.Errorf("postgres: object source %q pinned no target for the URI it was given", srcName)
+	obj.MIMEType, _ = r.str("object_mime")
+	if obj.MIMEType != "" && !core.ValidMediaType(obj.MIMEType) {
+		obj.MIMEType = "" // the object source chooses, as for none
 	}
-	key, _ = r.str("key")
+	rowKey, _ := r.str("key")
 	version, _ := r.str("version")
-	authz, err := json.Marshal(sqlRef{Kind: refObject, Source: sb.src.name, Binding: sb.name, Key: key, Version: version,
-		ObjectSource: srcName, Object: &objectRef{Repr: inner.Representation(), Data: inner.AuthorizationData()}, Grants: r.grants()})
+	authz, err := json.Marshal(sqlRef{Kind: refObject, Source: sb.src.name, Binding: sb.name, Key: rowKey, Version: version, Grants: r.grants()})
 	if err != nil {
 		return core.ResourceTarget{}, false, err
 	}
-	t, err := core.NewResourceTarget(uri, inner.Representation(), authz)
-	return t, err == nil, err
+	t, err := core.NewResourceTarget(uri, objectRepresentation, authz)
+	if err != nil {
+		return core.ResourceTarget{}, false, err
+	}
+	if t, err = t.WithObject(obj); err != nil {
+		return core.ResourceTarget{}, false, nil // a reference no object source can read: the row stands alone
+	}
+	return t, true, nil
 }
 
-// read reads a row item with the body statement, or an object item
-// through its object source.
-func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+// read reads a row item with the body statement. Object items are read by
+// the object source the gateway routes them to, never here.
+func (sb *sqlBinding) read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+	t := item.Target
 	ref, ok := parseSQLRef(t)
 	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name {
 		return core.ResourcePayload{}, ErrBadTarget
 	}
 	switch ref.Kind {
-	case refObject:
-		os, ok := sb.src.objects[ref.ObjectSource]
-		if !ok || ref.Object == nil {
-			return core.ResourcePayload{}, ErrBadTarget
-		}
-		inner, err := core.NewResourceTarget(t.URI(), ref.Object.Repr, ref.Object.Data)
-		if err != nil {
-			return core.ResourcePayload{}, ErrBadTarget
-		}
-		return os.Read(ctx, inner)
 	case refRow:
 		if sb.objOnly || t.Representation() != sb.repr {
 			return core.ResourcePayload{}, ErrBadTarget
@@ -631,7 +621,7 @@ func (sb *sqlBinding) read(ctx context.Context, t core.ResourceTarget) (core.Res
 	if err != nil {
 		return core.ResourcePayload{}, err
 	}
-	limit := core.ReadLimit(ctx)
+	limit := item.Limit
 	args := append(sb.body.named.args(vals), ref.Version, limit)
 	var (
 		n       int

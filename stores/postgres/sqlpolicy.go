@@ -49,9 +49,7 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // Decide answers a whole plan with one statement in one round trip, before
 // the body reads and again for the recheck; before the reads it needs no
 // statement at all for targets whose plan statement returned the answer
-// itself (the visible and read columns of [SQLBinding]); Visibility and Read run the
-// same statement for one key, for a gateway that asks per target. Discover
-// allows every definition to a caller with a valid principal. The statement
+// itself (the visible and read columns of [SQLBinding]). Discover allows every definition to a caller with a valid principal. The statement
 // is checked by [Source.Check] with the source's other statements. Errors
 // are *core.ConfigError values.
 //
@@ -84,10 +82,8 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	src.add(st)
 	p := &sqlPolicy{src: src, st: st}
 	return core.ResourcePolicy{
-		Discover:   p.discover,
-		Visibility: p.visibility,
-		Read:       p.read,
-		Decide:     p.decide,
+		Discover: p.discover,
+		Decide:   p.decide,
 	}, nil
 }
 
@@ -229,37 +225,6 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 	return out, nil
 }
 
-func (p *sqlPolicy) one(ctx context.Context, t core.ResourceTarget) (flags, error) {
-	k, bundle, _ := p.keyOf(t)
-	if bundle {
-		return flags{discover: true, visible: true, read: true}, nil
-	}
-	answers, err := p.ask(ctx, []string{k}, "", "")
-	if err != nil {
-		return flags{}, err
-	}
-	return answers[k], nil
-}
-
-func (p *sqlPolicy) visibility(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-	f, err := p.one(ctx, t)
-	if err != nil {
-		return core.Visibility{}, err
-	}
-	return core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, nil
-}
-
-func (p *sqlPolicy) read(ctx context.Context, t core.ResourceTarget) error {
-	f, err := p.one(ctx, t)
-	if err != nil {
-		return err
-	}
-	if !f.read || !f.visible || !f.discover {
-		return core.Unavailable(errPolicyHidden)
-	}
-	return nil
-}
-
 // DatabaseDecides returns the policy of a host whose database is the only
 // gate: it lets every caller discover, see and read everything, and leaves
 // access to row-level security (or the host's own predicate on
@@ -278,10 +243,6 @@ func (p *sqlPolicy) read(ctx context.Context, t core.ResourceTarget) error {
 func DatabaseDecides() core.ResourcePolicy {
 	return core.ResourcePolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
 		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			out := make([]core.TargetDecision, len(pass.Targets))
 			for i := range out {

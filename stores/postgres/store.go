@@ -19,7 +19,7 @@ const storeSource = "postgres"
 
 // errNoObject is the private cause for the object of an asset that a store
 // without [Options].Objects is asked for.
-var errNoObject = errors.New("postgres: the store serves no objects (Options.Objects is nil)")
+var errNoObject = errors.New("postgres: the store serves no objects (Options.Objects is empty)")
 
 // Store serves the reference schema (package migrations) as resources: it
 // is a [Source] with the bindings [ReferenceBindings] and the policy
@@ -63,14 +63,14 @@ func NewStore(db DB, opts *Options) (*Store, error) {
 	if so.Name == "" {
 		so.Name = storeSource
 	}
-	if o.Objects != nil {
-		so.Objects = map[string]ObjectSource{ReferenceObjectSource: o.Objects}
+	if o.Objects != "" {
+		so.Objects = map[string]string{ReferenceObjectSource: o.Objects}
 	}
 	src, err := NewSource(db, so)
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{src: src, bindings: map[string]core.ResourceBinding{}, readers: map[string]core.Reader{}, objects: o.Objects != nil}
+	st := &Store{src: src, bindings: map[string]core.ResourceBinding{}, readers: map[string]core.Reader{}, objects: o.Objects != ""}
 	for _, b := range ReferenceBindings() {
 		name := b.Definition.Name
 		if !st.objects && b.ObjectSource != "" {
@@ -162,11 +162,11 @@ func (s *Store) guard(b core.ResourceBinding) core.ResourceBinding {
 		}
 		return inner.Resolve(ctx, m)
 	})
-	b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+	b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
 		if err := s.ready(ctx); err != nil {
 			return core.ResourcePayload{}, err
 		}
-		return rd.Read(ctx, t)
+		return readOne(ctx, rd, item)
 	})
 	if c := b.Completer; c != nil {
 		b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
@@ -181,19 +181,7 @@ func (s *Store) guard(b core.ResourceBinding) core.ResourceBinding {
 
 // guardPolicy returns p checking the store before it asks the database.
 func (s *Store) guardPolicy(p core.ResourcePolicy) core.ResourcePolicy {
-	vis, read, dec := p.Visibility, p.Read, p.Decide
-	p.Visibility = func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
-		if err := s.ready(ctx); err != nil {
-			return core.Visibility{}, err
-		}
-		return vis(ctx, t)
-	}
-	p.Read = func(ctx context.Context, t core.ResourceTarget) error {
-		if err := s.ready(ctx); err != nil {
-			return err
-		}
-		return read(ctx, t)
-	}
+	dec := p.Decide
 	p.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 		if err := s.ready(ctx); err != nil {
 			return nil, err
@@ -257,7 +245,7 @@ func (s *Store) ObjectBinding() core.ResourceBinding { return s.bindings["asset-
 // Reader returns the reader of every target the store's bindings plan (each
 // binding's own reader reads those it plans): a
 // row through its binding's body statement, pinned to the planned key and
-// version and bounded by core.ReadLimit in the statement (one read-only
+// version and bounded by the item's Limit in the statement (one read-only
 // transaction in one round trip), an object through [Options].Objects.
 //
 // Outcomes: an asset the principal cannot see or read now is
@@ -266,8 +254,8 @@ func (s *Store) ObjectBinding() core.ResourceBinding { return s.bindings["asset-
 // core.TooLarge with its size, and its content is never transferred. A
 // target the store did not plan is [ErrBadTarget], before any request.
 func (s *Store) Reader() core.Reader {
-	return core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-		ref, ok := parseSQLRef(t)
+	return core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		ref, ok := parseSQLRef(item.Target)
 		if !ok || ref.Source != s.src.name {
 			return core.ResourcePayload{}, ErrBadTarget
 		}
@@ -278,8 +266,20 @@ func (s *Store) Reader() core.Reader {
 		if err := s.ready(ctx); err != nil {
 			return core.ResourcePayload{}, err
 		}
-		return rd.Read(ctx, t)
+		return readOne(ctx, rd, item)
 	})
+}
+
+// readOne reads item alone with rd.
+func readOne(ctx context.Context, rd core.Reader, item core.ReadItem) (core.ResourcePayload, error) {
+	out, err := rd.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
+	switch {
+	case err != nil:
+		return core.ResourcePayload{}, err
+	case len(out) != 1:
+		return core.ResourcePayload{}, fmt.Errorf("postgres: the reader returned %d results for one item", len(out))
+	}
+	return out[0].Payload, out[0].Err
 }
 
 // Policy returns the [core.ResourcePolicy] of the grants table

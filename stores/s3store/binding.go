@@ -74,7 +74,7 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 		}
 		return core.NewResourceReadPlan(t, t)
 	}
-	return core.ResourceBinding{Definition: def, Resolver: core.ResolverFunc(resolve), Reader: b}, nil
+	return core.ResourceBinding{Definition: def, Resolver: core.ResolverFunc(resolve), Reader: core.ItemReader(b.Read)}, nil
 }
 
 // bindingError is the *core.ConfigError of a rejected [Bucket.Binding]

@@ -62,8 +62,6 @@ type Bucket struct {
 	typeByKey bool
 }
 
-var _ core.Reader = (*Bucket)(nil)
-
 // OpenBucket returns the store of bucket, whose requests client sends
 // unless opts.Client supplies a client per principal. It makes no request;
 // ctx is accepted for symmetry with other stores and future use. It panics
@@ -206,11 +204,19 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 	return objs, aws.ToBool(out.IsTruncated), nil
 }
 
-// Read reads the object that t pins (t must come from [NewObjectTarget]
-// with this bucket's name) in exactly one GET, under the requesting
-// principal's access: conditional on the planned ETag (If-Match) and
-// version id, and ranged to the first core.ReadLimit(ctx)+1 bytes (only the
-// first byte when the plan already knows the object is over the limit).
+// Read reads the object that item's target pins in exactly one GET, under
+// the requesting principal's access: conditional on the planned ETag
+// (If-Match) and version id, and ranged to the first item.Limit+1 bytes
+// (only the first byte when the plan already knows the object is over the
+// limit). The target either carries a [core.ObjectRef] (a key of this
+// bucket, as a database row references it; the gateway routes such an
+// item to the bucket registered with core.WithObjectSource under the
+// ref's source; with neither ETag nor version id it reads the current
+// object, and with no MIME type it takes the key extension's, or for the
+// current object the stored one, see [ContentTypeOf] and
+// Options.TypeByKey) or comes from
+// [NewObjectTarget] with this bucket's name. core.ItemReader(b.Read) is
+// the bucket's core.Reader.
 // The returned ETag, version id and Content-Range total are checked against
 // the plan. It returns:
 //
@@ -230,13 +236,10 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //
 // Text that is not valid UTF-8 is returned as a text payload all the same,
 // so the gateway reports invalid_content rather than a retryable failure.
-func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-	obj, err := targetObject(t)
+func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+	obj, declared, err := b.objectOf(item.Target)
 	if err != nil {
 		return core.ResourcePayload{}, err
-	}
-	if obj.Bucket != b.name {
-		return core.ResourcePayload{}, errors.New("s3store: target pins an object of another bucket")
 	}
 	principal, c, err := b.access(ctx)
 	if err != nil {
@@ -247,7 +250,7 @@ func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.Resource
 			return core.ResourcePayload{}, err
 		}
 	}
-	limit := max(core.ReadLimit(ctx), 0)
+	limit := max(item.Limit, 0)
 	in := &s3.GetObjectInput{Bucket: aws.String(obj.Bucket), Key: aws.String(obj.Key)}
 	if obj.ETag != "" {
 		in.IfMatch = aws.String(obj.ETag)
@@ -271,7 +274,7 @@ func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.Resource
 			if obj.Size > 0 {
 				return core.ResourcePayload{}, fmt.Errorf("%w: the planned object was not empty", ErrChanged)
 			}
-			return payload(obj.ContentType, nil), nil
+			return payload(b.contentType(obj, declared, ""), nil), nil
 		}
 		return core.ResourcePayload{}, err
 	}
@@ -296,7 +299,42 @@ func (b *Bucket) Read(ctx context.Context, t core.ResourceTarget) (core.Resource
 	if total >= 0 && int64(len(data)) != total {
 		return core.ResourcePayload{}, fmt.Errorf("%w: body of %d bytes for an object of %d", errServer, len(data), total)
 	}
-	return payload(obj.ContentType, data), nil
+	return payload(b.contentType(obj, declared, aws.ToString(out.ContentType)), data), nil
+}
+
+// objectOf returns the object t pins: from its [core.ObjectRef] (a key of
+// this bucket; declared reports that the ref's MIME type, possibly empty,
+// is to be resolved against the stored one) or from [NewObjectTarget]'s
+// authorization data, which must name this bucket.
+func (b *Bucket) objectOf(t core.ResourceTarget) (obj Object, declared bool, err error) {
+	if ref, ok := t.Object(); ok {
+		if err := CheckKey(ref.Key); err != nil {
+			return Object{}, false, core.Unavailable(err)
+		}
+		return Object{Bucket: b.name, Key: ref.Key, ETag: ref.ETag, VersionID: ref.VersionID, Size: ref.Size, ContentType: ref.MIMEType}, true, nil
+	}
+	obj, err = targetObject(t)
+	if err != nil {
+		return Object{}, false, err
+	}
+	if obj.Bucket != b.name {
+		return Object{}, false, errors.New("s3store: target pins an object of another bucket")
+	}
+	return obj, false, nil
+}
+
+// contentType is the MIME type of the payload of obj: the planned one, or
+// for an object reference the one typeOf chooses from the declared type
+// and, for a reference that pins no identity (the current object), the
+// stored one.
+func (b *Bucket) contentType(obj Object, declared bool, stored string) string {
+	if !declared {
+		return obj.ContentType
+	}
+	if obj.ETag != "" || obj.VersionID != "" {
+		stored = ""
+	}
+	return mediaType(b.typeOf(obj.Key, obj.ContentType, stored))
 }
 
 // payload builds text or a blob by MIME type; nil data is the empty body.

@@ -9,8 +9,8 @@
 // size, content type), never bodies; [NewObjectTarget] pins an object that a
 // caller already knows (for example from a database row) as a
 // [core.ResourceTarget] whose private authorization data carries that
-// identity. [Bucket.Read] is the [core.Reader]: one GET per item, conditional
-// on the planned ETag (If-Match) and version id, ranged by [core.ReadLimit],
+// identity. [Bucket.Read], through [core.ItemReader], is the [core.Reader]: one GET per item, conditional
+// on the planned ETag (If-Match) and version id, ranged by the item's Limit,
 // so that S3 itself refuses a changed or revoked object and the bytes fetched
 // never exceed the limit. [Bucket.Binding] is a template binding over a
 // configured key prefix; [Bucket.KeyBindings] serves nested keys under a
@@ -19,9 +19,11 @@
 // ([KeyFamily].Grant, [Bucket.GrantedBinding]), serves only the keys the
 // grant grants, deciding before any request; [Bucket.ListingBinding] lists a
 // family's objects under one prefix as a bundle ([KeyListing]), gated by the
-// family's grant asked once for the prefix before the LIST; [Bucket.PinObject] pins an object
-// that a database row references, for package postgres's ObjectSource; and
-// [Bucket.Check] verifies the bucket at start-up.
+// family's grant asked once for the prefix before the LIST; [Bucket.Read]
+// also reads the [core.ObjectRef] items that a database row references (a
+// host registers the bucket with core.WithObjectSource under the name the
+// rows' references give); and [Bucket.Check] verifies the bucket at
+// start-up.
 //
 // A bucket opened with [Options].TypeByKey types every object it plans by
 // one rule, [KeyContentType]: a declared type (a row's object_mime), else

@@ -56,13 +56,13 @@ func ExampleBucket_Binding() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	allow := core.ResourcePolicy{
+	allow := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	res, err := core.NewResources([]core.ResourceBinding{binding}, allow)
 	if err != nil {
 		log.Fatal(err)
@@ -119,8 +119,7 @@ func ExampleBucket_Read() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	readCtx := core.WithReadLimit(core.WithPrincipal(ctx, "alice"), 1<<20)
-	p, err := bucket.Read(readCtx, target)
+	p, err := bucket.Read(core.WithPrincipal(ctx, "alice"), core.ReadItem{Target: target, Limit: 1 << 20})
 	var tooLarge *core.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):

@@ -181,7 +181,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 		tmpl += "/{" + keySegmentVar(depth) + "}"
 		def := f.Definition
 		def.URITemplate = tmpl
-		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: b})
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: core.ItemReader(b.Read)})
 	}
 	return out, nil
 }
@@ -349,13 +349,13 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 	if len(bs) < 2 {
 		return nil
 	}
-	allow := core.ResourcePolicy{
+	allow := core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 	r, err := core.NewResources(bs, allow)
 	if err != nil {
 		return err
@@ -407,33 +407,6 @@ func (b *Bucket) typeOf(key, declared, stored string) string {
 		return ContentTypeOf(key, declared)
 	}
 	return ContentTypeOf(key, stored)
-}
-
-// PinObject returns the target, with URI uri, that reads key from this
-// bucket pinned to etag and versionID, for a database row (or any other
-// record) that references the object: it is how package postgres's
-// ObjectSource plans a row's object, without either package importing the
-// other. With neither an ETag nor a version id it pins the current version
-// from one HEAD under ctx's principal. size is -1 when unknown; an empty
-// contentType is the stored one (after a HEAD) or the key extension's
-// ([ContentTypeOf]; with Options.TypeByKey, [KeyContentType], never the
-// stored one). A key [CheckKey] refuses is core.Unavailable: the
-// record's object is not served.
-func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string, size int64, contentType string) (core.ResourceTarget, error) {
-	if err := CheckKey(key); err != nil {
-		return core.ResourceTarget{}, core.Unavailable(err)
-	}
-	obj := Object{Bucket: b.name, Key: key, ETag: etag, VersionID: versionID, Size: size}
-	stored := ""
-	if etag == "" && versionID == "" {
-		head, err := b.Head(ctx, key)
-		if err != nil {
-			return core.ResourceTarget{}, err
-		}
-		obj.ETag, obj.Size, stored = head.ETag, head.Size, head.ContentType
-	}
-	obj.ContentType = b.typeOf(key, contentType, stored)
-	return NewObjectTarget(uri, obj)
 }
 
 // Check asks S3, with the client given to OpenBucket, whether the bucket

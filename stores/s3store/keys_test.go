@@ -26,13 +26,13 @@ var reports = KeyFamily{Definition: core.ResourceDefinition{Name: "report"},
 	URI: "report://tenants/{tenant}/reports/...", Prefix: "tenants/{tenant}/reports/", MaxDepth: 6}
 
 func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // stub is a binding of tmpl that is never read.
@@ -41,7 +41,7 @@ func stub(tmpl string) core.ResourceBinding {
 		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
 			return core.ResourceReadPlan{}, core.Unavailable(nil)
 		}),
-		Reader: core.ReaderFunc(func(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+		Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 			return core.ResourcePayload{}, core.Unavailable(nil)
 		})}
 }

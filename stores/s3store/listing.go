@@ -116,7 +116,7 @@ func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	}
 	prefix, _ := parseKeyPrefix(fam.Prefix)
 	lst := &listing{b: b, family: fam.Definition.Name, scheme: scheme, uriSegs: segs, prefix: prefix, depth: fam.MaxDepth, grant: fam.Grant, maxKeys: maxKeys, maxURI: maxURI}
-	return core.ResourceBinding{Definition: l.Definition, Resolver: core.ResolverFunc(lst.resolve), Reader: b}, nil
+	return core.ResourceBinding{Definition: l.Definition, Resolver: core.ResolverFunc(lst.resolve), Reader: core.ItemReader(b.Read)}, nil
 }
 
 // listing is one KeyListing's resolver.

@@ -80,13 +80,13 @@ func TestListingAsksTheGrantAboutThePrefixBeforeAnyRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := core.NewResources([]core.ResourceBinding{b}, core.ResourcePolicy{
+	res, err := core.NewResources([]core.ResourceBinding{b}, core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

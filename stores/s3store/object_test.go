@@ -147,15 +147,15 @@ func TestReadRefusesTargetsItDidNotPlanWithoutARequest(t *testing.T) {
 	}
 	ctx := core.WithPrincipal(context.Background(), "alice")
 	other, _ := core.NewResourceTarget("asset://x/1", "row", nil)
-	if _, err := b.Read(ctx, other); !errors.Is(err, errNotObjectTarget) {
+	if _, err := b.Read(ctx, whole(other)); !errors.Is(err, errNotObjectTarget) {
 		t.Errorf("foreign representation: %v", err)
 	}
 	foreign, _ := NewObjectTarget("asset://x/1", Object{Bucket: "elsewhere", Key: "k", ETag: "e", Size: -1})
-	if _, err := b.Read(ctx, foreign); err == nil || errors.Is(err, errServer) {
+	if _, err := b.Read(ctx, whole(foreign)); err == nil || errors.Is(err, errServer) {
 		t.Errorf("foreign bucket: %v", err)
 	}
 	mine, _ := NewObjectTarget("asset://x/1", Object{Bucket: "assets", Key: "k", ETag: "e", Size: -1})
-	if _, err := b.Read(context.Background(), mine); core.KindOf(err) != core.FailureUnavailable {
+	if _, err := b.Read(context.Background(), whole(mine)); core.KindOf(err) != core.FailureUnavailable {
 		t.Errorf("no principal: %v, want unavailable", err)
 	}
 }
@@ -205,5 +205,50 @@ func TestNewClientRefusesUnusableConfiguration(t *testing.T) {
 	o := c.Options()
 	if !o.UsePathStyle || o.Region != DefaultRegion || o.RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired || o.ResponseChecksumValidation != aws.ResponseChecksumValidationWhenRequired || !o.DisableLogOutputChecksumValidationSkipped {
 		t.Errorf("client options not set for S3-compatible servers: %+v", o)
+	}
+}
+
+// whole asks for target with the default item limit.
+func whole(target core.ResourceTarget) core.ReadItem {
+	return core.ReadItem{Target: target, Limit: core.DefaultResourceLimits().MaxItemBytes}
+}
+
+// TestObjectRefTargetsReadAKeyOfTheBucket: an item with a core.ObjectRef
+// is the ref's key in the bucket that reads it, pinned as the ref says; a
+// key CheckKey refuses is unavailable; without a MIME type the key
+// extension's is chosen, and the stored one only for an unpinned ref.
+func TestObjectRefTargetsReadAKeyOfTheBucket(t *testing.T) {
+	b := &Bucket{name: "docs"}
+	base, err := core.NewResourceTarget("doc://1/object", "object", []byte(`{"row":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := core.ObjectRef{Source: "files", Key: "a/b.md", ETag: `"e"`, VersionID: "v1", Size: 7}
+	tg, err := base.WithObject(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, declared, err := b.objectOf(tg)
+	if err != nil || !declared {
+		t.Fatalf("objectOf: %v, declared %v", err, declared)
+	}
+	if want := (Object{Bucket: "docs", Key: "a/b.md", ETag: `"e"`, VersionID: "v1", Size: 7}); obj != want {
+		t.Fatalf("object %+v, want %+v", obj, want)
+	}
+	if got := b.contentType(obj, declared, "text/x-stored"); got != "text/markdown; charset=utf-8" {
+		t.Errorf("pinned ref: content type %q, want the key extension's", got)
+	}
+	current := Object{Bucket: "docs", Key: "a/b.md", Size: -1}
+	if got := b.contentType(current, true, "text/x-stored"); got != "text/x-stored" {
+		t.Errorf("unpinned ref: content type %q, want the stored one", got)
+	}
+	bad, _ := base.WithObject(core.ObjectRef{Source: "files", Key: "a//b", Size: -1})
+	if _, _, err := b.objectOf(bad); core.KindOf(err) != core.FailureUnavailable {
+		t.Errorf("a refused key: %v, want unavailable", err)
+	}
+	// A target of another bucket (NewObjectTarget) is still refused.
+	other, _ := NewObjectTarget("doc://2", Object{Bucket: "elsewhere", Key: "k", ETag: `"e"`, Size: 1})
+	if _, _, err := b.objectOf(other); err == nil {
+		t.Error("another bucket's object target was accepted")
 	}
 }

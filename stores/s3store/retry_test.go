@@ -46,7 +46,7 @@ func TestThrottlingIsRetriedBoundedlyThenRetryable(t *testing.T) {
 	target, _ := NewObjectTarget("asset://x/1", Object{Bucket: "assets", Key: "k", ETag: `"e"`, Size: 10})
 	ctx := core.WithPrincipal(t.Context(), "alice")
 
-	_, err = b.Read(ctx, target)
+	_, err = b.Read(ctx, whole(target))
 	if !errors.Is(err, errServer) || core.KindOf(err) != core.FailureOutage || errors.Is(err, ErrChanged) {
 		t.Fatalf("throttled read: %v, want an outage", err)
 	}
@@ -64,7 +64,7 @@ func TestThrottlingIsRetriedBoundedlyThenRetryable(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = b.Read(dctx, target)
+	_, err = b.Read(dctx, whole(target))
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("retries ran %v past a 300ms item deadline", took)
 	}

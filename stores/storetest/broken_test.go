@@ -25,7 +25,7 @@ var broken = map[string]struct {
 	"serves-newest": {func(h *memHarness) storetest.Harness { return &servesNewest{h} }, "ChangedItemIsNeverServedInItsNewVersion"},
 	// Reads with the server's own all-powerful principal instead of the caller's.
 	"ignores-revocation": {func(h *memHarness) storetest.Harness { return &ignoresRevocation{h} }, "RevokedAccessIsUnavailable"},
-	// Fetches whatever is stored, whatever core.ReadLimit says.
+	// Fetches whatever is stored, whatever the item's Limit says.
 	"ignores-read-limit": {func(h *memHarness) storetest.Harness { return &ignoresReadLimit{h} }, "ItemOverReadLimitIsTooLarge"},
 	// Reads each planned body while planning (to "validate" it).
 	"reads-bodies-while-planning": {func(h *memHarness) storetest.Harness { return &readsWhilePlanning{h} }, "PlanningFetchesNoBody"},
@@ -92,12 +92,13 @@ type servesNewest struct{ *memHarness }
 
 func (h *servesNewest) Binding() core.ResourceBinding {
 	b := h.memHarness.Binding()
-	b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
+	b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		t := item.Target
 		fresh, err := h.st.Target(ctx, t.URI(), h.key(t.URI()))
 		if err != nil {
 			return core.ResourcePayload{}, err
 		}
-		return h.st.Read(ctx, fresh)
+		return h.st.Read(ctx, core.ReadItem{Target: fresh, Limit: item.Limit})
 	})
 	return b
 }
@@ -113,8 +114,8 @@ func (h *ignoresRevocation) Create(ctx context.Context, it storetest.Item) (stri
 
 func (h *ignoresRevocation) Binding() core.ResourceBinding {
 	b := h.memHarness.Binding()
-	b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-		return h.st.Read(core.WithPrincipal(ctx, root), t)
+	b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		return h.st.Read(core.WithPrincipal(ctx, root), item)
 	})
 	return b
 }
@@ -123,8 +124,9 @@ type ignoresReadLimit struct{ *memHarness }
 
 func (h *ignoresReadLimit) Binding() core.ResourceBinding {
 	b := h.memHarness.Binding()
-	b.Reader = core.ReaderFunc(func(ctx context.Context, t core.ResourceTarget) (core.ResourcePayload, error) {
-		return h.st.Read(core.WithReadLimit(ctx, math.MaxInt64), t)
+	b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		item.Limit = math.MaxInt64
+		return h.st.Read(ctx, item)
 	})
 	return b
 }
@@ -138,7 +140,7 @@ func (h *readsWhilePlanning) Binding() core.ResourceBinding {
 		p, err := inner.Resolve(ctx, m)
 		if err == nil {
 			for i := range p.Len() {
-				if _, err := h.st.Read(ctx, p.Item(i)); err != nil {
+				if _, err := h.st.Read(ctx, core.ReadItem{Target: p.Item(i), Limit: math.MaxInt64}); err != nil {
 					return core.ResourceReadPlan{}, err
 				}
 			}

@@ -54,7 +54,7 @@ func newRig(ctx context.Context, t *testing.T, newHarness MakeHarness) *rig {
 	gw, err := core.NewResources([]core.ResourceBinding{{
 		Definition: b.Definition,
 		Resolver:   capture,
-		Reader:     core.ReaderFunc(unreachableReader),
+		Reader:     core.ItemReader(unreachableReader),
 	}}, allowAll())
 	if err != nil {
 		t.Fatalf("storetest: registering Harness.Binding: %v", err)
@@ -62,20 +62,20 @@ func newRig(ctx context.Context, t *testing.T, newHarness MakeHarness) *rig {
 	return &rig{t: t, h: h, b: b, gw: gw, reader: b.Reader}
 }
 
-func unreachableReader(context.Context, core.ResourceTarget) (core.ResourcePayload, error) {
+func unreachableReader(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 	return core.ResourcePayload{}, errors.New("storetest: the planning gateway never reads")
 }
 
 // allowAll is a policy that lets everything through, so that whatever a case
 // sees was decided by the store.
 func allowAll() core.ResourcePolicy {
-	return core.ResourcePolicy{
+	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDescription) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	}
+	})
 }
 
 // create stores it and fails the case if the harness cannot.
@@ -119,9 +119,17 @@ func (r *rig) plan(ctx context.Context, principal, uri string) core.ResourceTarg
 	return t
 }
 
-// read calls the store's reader directly as principal under limit.
+// read calls the store's reader directly as principal for one item under
+// limit (its Limit and the request's Budget).
 func (r *rig) read(ctx context.Context, principal string, t core.ResourceTarget, limit int64) (core.ResourcePayload, error) {
-	return r.reader.Read(core.WithReadLimit(r.h.Context(ctx, principal), limit), t)
+	out, err := r.reader.Read(r.h.Context(ctx, principal), core.ReadRequest{Items: []core.ReadItem{{Target: t, Limit: limit}}, Budget: limit})
+	switch {
+	case err != nil:
+		return core.ResourcePayload{}, err
+	case len(out) != 1:
+		return core.ResourcePayload{}, fmt.Errorf("storetest: the reader returned %d results for one item", len(out))
+	}
+	return out[0].Payload, out[0].Err
 }
 
 // mustSupport skips the case when err says the store lacks a capability, and

@@ -53,6 +53,7 @@ var cases = []testCase{
 	{"RevokedAccessIsUnavailable", revokedUnavailable},
 	{"DeletedItemIsUnavailable", deletedUnavailable},
 	{"ItemOverReadLimitIsTooLarge", overReadLimit},
+	{"RequestStaysWithinItsBudget", withinBudget},
 	{"NeverGrantedLooksLikeMissing", neverGrantedLooksLikeMissing},
 	{"EndedContextReturnsNoBody", endedContext},
 	{"ConcurrentReadersSeeOnlyTheirOwn", concurrentReaders},
@@ -194,7 +195,7 @@ func deletedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 	}
 }
 
-// overReadLimit: an item larger than core.ReadLimit is core.TooLarge, with
+// overReadLimit: an item larger than its core.ReadItem Limit is core.TooLarge, with
 // the stored size when the store reports one; at exactly its size and above
 // it reads whole.
 func overReadLimit(ctx context.Context, t *testing.T, r *rig) {
@@ -238,6 +239,41 @@ func overReadLimit(ctx context.Context, t *testing.T, r *rig) {
 		}
 		checkPayload(t, p, it)
 	})
+}
+
+// withinBudget: a request for several items answers each in order and
+// returns bodies only while their sum stays within the request's Budget;
+// an item past it is core.TooLarge (its size, or -1), never a body.
+func withinBudget(ctx context.Context, t *testing.T, r *rig) {
+	var items []core.ReadItem
+	var want []Item
+	for i := range 3 {
+		it := Item{Text: true, MIMEType: "text/plain", Body: bytes.Repeat([]byte{byte('a' + i)}, 100), Readers: []string{alice}}
+		items = append(items, core.ReadItem{Target: r.plan(ctx, alice, r.create(ctx, it)), Limit: 1 << 20})
+		want = append(want, it)
+	}
+	out, err := r.reader.Read(r.h.Context(ctx, alice), core.ReadRequest{Items: items, Budget: 250})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if len(out) != len(items) {
+		t.Fatalf("%d results for %d items", len(out), len(items))
+	}
+	for i := range 2 {
+		if out[i].Err != nil {
+			t.Fatalf("item %d, within the budget: %v", i, out[i].Err)
+		}
+		checkPayload(t, out[i].Payload, want[i])
+	}
+	var tl *core.TooLargeError
+	switch {
+	case !errors.As(out[2].Err, &tl):
+		t.Fatalf("the item past the budget: %v (payload zero=%v), want core.TooLarge", out[2].Err, out[2].Payload.IsZero())
+	case tl.Size != 100 && tl.Size != -1:
+		t.Errorf("the item past the budget: TooLarge size %d, want 100 (or -1 when unknown)", tl.Size)
+	case !out[2].Payload.IsZero():
+		t.Error("TooLarge came with a payload")
+	}
 }
 
 // neverGrantedLooksLikeMissing: an item the principal never had access to

@@ -1,0 +1,74 @@
+package core
+
+import "context"
+
+// ReadItem is one planned item a [Reader] is asked for.
+type ReadItem struct {
+	// Target is the planned target, exactly as the resolver built it.
+	Target ResourceTarget
+	// Limit is how many payload bytes this item's body may hold: the
+	// smaller of MaxItemBytes and what is left of the aggregate payload
+	// budget. A store bounds the storage read itself with it (an SQL
+	// octet_length check, an S3 Range) and returns [TooLarge] when the
+	// stored item is bigger.
+	Limit int64
+}
+
+// ReadRequest asks a [Reader] for the bodies of consecutive planned items
+// it serves, in plan order.
+type ReadRequest struct {
+	// Items are the items to read: never more than the item-count limit
+	// leaves.
+	Items []ReadItem
+	// Budget is how many payload bytes the bodies returned for the whole
+	// request may hold together (what the aggregate payload budget leaves).
+	Budget int64
+}
+
+// ReadResult is a [Reader]'s answer for one item: a payload, or an error
+// ([Unavailable] to deny, [TooLarge] with the item's size when it does not
+// fit, any other error for a failed read).
+type ReadResult struct {
+	Payload ResourcePayload
+	Err     error
+}
+
+// Reader reads the bodies of planned targets. It must enforce current
+// access and the planned identity in the storage request itself, honor ctx
+// and allow concurrent calls. It returns one result per item of the
+// request, in order, and a body only when it fits its item's Limit and the
+// sum of the bodies it returns stays within the request's Budget: an item
+// past the Budget is [TooLarge] with its size. An error instead of results
+// is the same error for every item. The gateway admits the results in plan
+// order exactly as it would the items read one by one; one request runs
+// under one ItemTimeout.
+type Reader interface {
+	Read(ctx context.Context, req ReadRequest) ([]ReadResult, error)
+}
+
+// ItemReader returns the [Reader] that reads one item at a time with f.
+// The gateway calls f once per item, in plan order, each under its own
+// ItemTimeout and with the Limit that admission leaves after the items
+// before it.
+func ItemReader(f func(ctx context.Context, item ReadItem) (ResourcePayload, error)) Reader {
+	return itemReader(f)
+}
+
+// itemReader is the Reader ItemReader returns; the gateway recognizes it
+// and asks it item by item.
+type itemReader func(ctx context.Context, item ReadItem) (ResourcePayload, error)
+
+// Read reads the items of req one after the other within req.Budget.
+func (f itemReader) Read(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
+	out := make([]ReadResult, len(req.Items))
+	left := req.Budget
+	for i, it := range req.Items {
+		it.Limit = min(it.Limit, left)
+		p, err := f(ctx, it)
+		out[i] = ReadResult{Payload: p, Err: err}
+		if err == nil {
+			left = max(left-p.Len(), 0)
+		}
+	}
+	return out, nil
+}
