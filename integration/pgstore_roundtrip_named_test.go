@@ -60,7 +60,7 @@ func statementKind(sql string) string {
 
 func (n *namedBatches) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
 	n.tracer.TraceBatchQuery(ctx, c, d)
-	if strings.HasPrefix(d.SQL, "SELECT set_config(") {
+	if strings.Contains(d.SQL, "set_config('mcp.principal'") { // the set-up
 		return
 	}
 	n.mu.Lock()
