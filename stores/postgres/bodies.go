@@ -293,21 +293,20 @@ func (s *session) bodies(ctx context.Context, st *bodiesStatement, items []bodyI
 		}
 	}
 	out := make([]bodyResult, len(items))
-	var rows, spent int64
+	var (
+		rows, spent, ord int64
+		res              bodyResult
+		version          *string
+	)
+	dest := []any{&ord, &res.found, &version, &res.size, &res.cut, &res.body} // scanned into for every row
+	if st.recheck {
+		dest = append(dest, &res.decided, &res.answer.visible, &res.answer.read, &res.answer.discover, &res.answer.disclose)
+	}
 	err := s.query(ctx, st.sql, args, func(r pgx.Rows) error {
 		if rows++; rows > int64(maxBodyRowsPerItem*len(items)) {
 			return errors.New("postgres: the body statement returned more than one row per item")
 		}
-		var (
-			ord  int64
-			res  bodyResult
-			dest = []any{&ord, &res.found, &res.version, &res.size, &res.cut, &res.body}
-		)
-		var version *string
-		dest[2] = &version
-		if st.recheck {
-			dest = append(dest, &res.decided, &res.answer.visible, &res.answer.read, &res.answer.discover, &res.answer.disclose)
-		}
+		res, version = bodyResult{}, nil
 		if err := r.Scan(dest...); err != nil {
 			return err
 		}
