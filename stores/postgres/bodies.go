@@ -302,7 +302,7 @@ func (s *session) bodies(ctx context.Context, st *bodiesStatement, items []bodyI
 	if st.recheck {
 		dest = append(dest, &res.decided, &res.answer.visible, &res.answer.read, &res.answer.discover, &res.answer.disclose)
 	}
-	err := s.query(ctx, st.sql, args, func(r pgx.Rows) error {
+	err := s.queryPlanned(ctx, true, st.sql, args, func(r pgx.Rows) error {
 		if rows++; rows > int64(maxBodyRowsPerItem*len(items)) {
 			return errors.New("postgres: the body statement returned more than one row per item")
 		}

@@ -207,10 +207,40 @@ func CheckPrincipal(p string) error {
 // (the principal, up to 64 KiB of claims) are not sent back. PostgreSQL
 // keeps a volatile function of a subquery's select list even when the
 // outer query uses none of its columns.
-const (
-	sqlSetupRole = "SELECT FROM (SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('mcp.claims', $3, true), set_config('statement_timeout', $4, true), set_config('transaction_read_only', 'on', true)) AS setup"
-	sqlSetup     = "SELECT FROM (SELECT set_config('mcp.principal', $1, true), set_config('mcp.claims', $2, true), set_config('statement_timeout', $3, true), set_config('transaction_read_only', 'on', true)) AS setup"
-)
+//
+// A statement whose plan must not be made for its arguments each time (a
+// bodies statement: PostgreSQL keeps planning a statement over an array
+// parameter for each call when its actual length is below its default
+// estimate) is sent after the generic form of the set-up, which also sets
+// plan_cache_mode to force_generic_plan for the transaction.
+var sqlSetups = [2][2]string{ // [role switched][generic plan]
+	{setupSQL(false, false), setupSQL(false, true)},
+	{setupSQL(true, false), setupSQL(true, true)},
+}
+
+// setupSQL returns the set-up statement, with the role switch (its $1)
+// or without, in its plain or its generic form.
+func setupSQL(role, generic bool) string {
+	n := 0
+	arg := func() string { n++; return "$" + strconv.Itoa(n) }
+	var calls []string
+	if role {
+		calls = append(calls, "set_config('role', "+arg()+", true)")
+	}
+	calls = append(calls, "set_config('mcp.principal', "+arg()+", true)", "set_config('mcp.claims', "+arg()+", true)",
+		"set_config('statement_timeout', "+arg()+", true)", "set_config('transaction_read_only', 'on', true)")
+	if generic {
+		calls = append(calls, "set_config('plan_cache_mode', 'force_generic_plan', true)")
+	}
+	return "SELECT FROM (SELECT " + strings.Join(calls, ", ") + ") AS setup"
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // txBatch is the batch of one transaction, allocated at once: the set-up
 // statement, the store's statement and the set-up's arguments.
@@ -228,7 +258,13 @@ type txBatch struct {
 // transaction-locally and a statement timeout taken from ctx's deadline.
 // It returns classified errors. Every read of the stores goes through it.
 func (s *session) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
-	t, err := s.begin(ctx)
+	return s.queryPlanned(ctx, false, sql, args, each)
+}
+
+// queryPlanned is query, with the statement run on its generic plan when
+// generic is set.
+func (s *session) queryPlanned(ctx context.Context, generic bool, sql string, args []any, each func(pgx.Rows) error) error {
+	t, err := s.begin(ctx, generic)
 	if err != nil {
 		return err
 	}
@@ -252,7 +288,7 @@ func (s *session) query(ctx context.Context, sql string, args []any, each func(p
 // begin returns a batch whose first statement makes the implicit
 // transaction read-only, switches to the store's role, sets the principal,
 // the claims (mcp.claims) and the statement timeout; query queues its statement after it.
-func (s *session) begin(ctx context.Context) (*txBatch, error) {
+func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
 		return nil, err
@@ -276,10 +312,10 @@ func (s *session) begin(ctx context.Context) (*txBatch, error) {
 	ms := strconv.FormatInt(max(1, int64((timeout+time.Millisecond-1)/time.Millisecond)), 10)
 	if s.role != "" {
 		t.setup = [4]any{s.roleArg, p, claims, ms}
-		t.q[0] = pgx.QueuedQuery{SQL: sqlSetupRole, Arguments: t.setup[:4]}
+		t.q[0] = pgx.QueuedQuery{SQL: sqlSetups[1][b2i(generic)], Arguments: t.setup[:4]}
 	} else {
 		t.setup = [4]any{p, claims, ms}
-		t.q[0] = pgx.QueuedQuery{SQL: sqlSetup, Arguments: t.setup[:3]}
+		t.q[0] = pgx.QueuedQuery{SQL: sqlSetups[0][b2i(generic)], Arguments: t.setup[:3]}
 	}
 	t.b.QueuedQueries = append(t.b.QueuedQueries, &t.q[0])
 	return t, nil
