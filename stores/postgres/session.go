@@ -310,13 +310,12 @@ func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 	t := &txBatch{}
 	t.b.QueuedQueries = t.qs[:0]
 	ms := strconv.FormatInt(max(1, int64((timeout+time.Millisecond-1)/time.Millisecond)), 10)
+	n := 3
+	t.setup = [4]any{p, claims, ms}
 	if s.role != "" {
-		t.setup = [4]any{s.roleArg, p, claims, ms}
-		t.q[0] = pgx.QueuedQuery{SQL: sqlSetups[1][b2i(generic)], Arguments: t.setup[:4]}
-	} else {
-		t.setup = [4]any{p, claims, ms}
-		t.q[0] = pgx.QueuedQuery{SQL: sqlSetups[0][b2i(generic)], Arguments: t.setup[:3]}
+		t.setup, n = [4]any{s.roleArg, p, claims, ms}, 4
 	}
+	t.q[0] = pgx.QueuedQuery{SQL: sqlSetups[b2i(s.role != "")][b2i(generic)], Arguments: t.setup[:n]}
 	t.b.QueuedQueries = append(t.b.QueuedQueries, &t.q[0])
 	return t, nil
 }
