@@ -8,10 +8,13 @@
 // one [pgx.Batch], which is one round trip once the pooled connection has
 // prepared the statements:
 //
-//	SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true),
+//	SELECT FROM (SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true),
 //	       set_config('mcp.claims', $3, true), set_config('statement_timeout', $4, true),
-//	       set_config('transaction_read_only', 'on', true)
+//	       set_config('transaction_read_only', 'on', true)) AS setup
 //	<one parameterised statement>
+//
+// (the set-up returns one row of no columns, so the values it set, the
+// claims among them, are not sent back)
 //
 // The batch is one pipeline ending in one Sync, and Postgres runs
 // everything up to a Sync as one implicit transaction: the settings are

@@ -113,6 +113,7 @@ type session struct {
 	db        DB
 	principal core.PrincipalFunc
 	role      string // "" keeps the login role
+	roleArg   any    // role, boxed once as the set-up's argument
 	timeout   time.Duration
 	maxItems  int
 }
@@ -140,6 +141,7 @@ func newSession(db DB, opts *Options) (*session, error) {
 	} else if !utf8.ValidString(s.role) || strings.IndexByte(s.role, 0) >= 0 || len(s.role) > 63 {
 		return nil, core.NewConfigError("Options.Role", "must be a role name of at most 63 bytes of UTF-8 without NUL", nil)
 	}
+	s.roleArg = s.role
 	switch {
 	case s.timeout < 0:
 		return nil, core.NewConfigError("Options.StatementTimeout", "is negative", nil)
@@ -201,10 +203,54 @@ func CheckPrincipal(p string) error {
 // the implicit transaction too: the connection is idle again after the
 // batch. integration/pgstore_implicit_test.go proves each of these on the
 // real server.
-const (
-	sqlSetupRole = "SELECT set_config('role', $1, true), set_config('mcp.principal', $2, true), set_config('mcp.claims', $3, true), set_config('statement_timeout', $4, true), set_config('transaction_read_only', 'on', true)"
-	sqlSetup     = "SELECT set_config('mcp.principal', $1, true), set_config('mcp.claims', $2, true), set_config('statement_timeout', $3, true), set_config('transaction_read_only', 'on', true)"
-)
+//
+// The set-up returns one row of no columns: the values set_config returns
+// (the principal, up to 64 KiB of claims) are not sent back. PostgreSQL
+// keeps a volatile function of a subquery's select list even when the
+// outer query uses none of its columns.
+//
+// A statement whose plan must not be made for its arguments each time (a
+// bodies statement: PostgreSQL keeps planning a statement over an array
+// parameter for each call when its actual length is below its default
+// estimate) is sent after the generic form of the set-up, which also sets
+// plan_cache_mode to force_generic_plan for the transaction.
+var sqlSetups = [2][2]string{ // [role switched][generic plan]
+	{setupSQL(false, false), setupSQL(false, true)},
+	{setupSQL(true, false), setupSQL(true, true)},
+}
+
+// setupSQL returns the set-up statement, with the role switch (its $1)
+// or without, in its plain or its generic form.
+func setupSQL(role, generic bool) string {
+	n := 0
+	arg := func() string { n++; return "$" + strconv.Itoa(n) }
+	var calls []string
+	if role {
+		calls = append(calls, "set_config('role', "+arg()+", true)")
+	}
+	calls = append(calls, "set_config('mcp.principal', "+arg()+", true)", "set_config('mcp.claims', "+arg()+", true)",
+		"set_config('statement_timeout', "+arg()+", true)", "set_config('transaction_read_only', 'on', true)")
+	if generic {
+		calls = append(calls, "set_config('plan_cache_mode', 'force_generic_plan', true)")
+	}
+	return "SELECT FROM (SELECT " + strings.Join(calls, ", ") + ") AS setup"
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// txBatch is the batch of one transaction, allocated at once: the set-up
+// statement, the store's statement and the set-up's arguments.
+type txBatch struct {
+	b     pgx.Batch
+	qs    [2]*pgx.QueuedQuery
+	q     [2]pgx.QueuedQuery
+	setup [4]any
+}
 
 // query runs sql with args as the one statement of a read-only implicit
 // transaction, sent as one round trip (one batch), and calls each for every
@@ -213,12 +259,19 @@ const (
 // transaction-locally and a statement timeout taken from ctx's deadline.
 // It returns classified errors. Every read of the stores goes through it.
 func (s *session) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
-	b, err := s.begin(ctx)
+	return s.queryPlanned(ctx, false, sql, args, each)
+}
+
+// queryPlanned is query, with the statement run on its generic plan when
+// generic is set.
+func (s *session) queryPlanned(ctx context.Context, generic bool, sql string, args []any, each func(pgx.Rows) error) error {
+	t, err := s.begin(ctx, generic)
 	if err != nil {
 		return err
 	}
-	b.Queue(sql, args...)
-	return s.run(ctx, b, func(br pgx.BatchResults) error {
+	t.q[1] = pgx.QueuedQuery{SQL: sql, Arguments: args}
+	t.b.QueuedQueries = append(t.b.QueuedQueries, &t.q[1])
+	return s.run(ctx, &t.b, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -236,7 +289,7 @@ func (s *session) query(ctx context.Context, sql string, args []any, each func(p
 // begin returns a batch whose first statement makes the implicit
 // transaction read-only, switches to the store's role, sets the principal,
 // the claims (mcp.claims) and the statement timeout; query queues its statement after it.
-func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
+func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
 		return nil, err
@@ -255,14 +308,17 @@ func (s *session) begin(ctx context.Context) (*pgx.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := &txBatch{}
+	t.b.QueuedQueries = t.qs[:0]
 	ms := strconv.FormatInt(max(1, int64((timeout+time.Millisecond-1)/time.Millisecond)), 10)
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
+	n := 3
+	t.setup = [4]any{p, claims, ms}
 	if s.role != "" {
-		b.Queue(sqlSetupRole, s.role, p, claims, ms)
-	} else {
-		b.Queue(sqlSetup, p, claims, ms)
+		t.setup, n = [4]any{s.roleArg, p, claims, ms}, 4
 	}
-	return b, nil
+	t.q[0] = pgx.QueuedQuery{SQL: sqlSetups[b2i(s.role != "")][b2i(generic)], Arguments: t.setup[:n]}
+	t.b.QueuedQueries = append(t.b.QueuedQueries, &t.q[0])
+	return t, nil
 }
 
 // run sends b as one round trip (one implicit transaction) and lets scan

@@ -169,7 +169,7 @@ const (
 
 func parseSQLRef(t core.ResourceTarget) (sqlRef, bool) {
 	var r sqlRef
-	if json.Unmarshal(t.AuthorizationData(), &r) != nil || r.Source == "" {
+	if decodeSQLRef(t.AuthorizationData(), &r) != nil || r.Source == "" {
 		return sqlRef{}, false
 	}
 	switch r.Kind {
