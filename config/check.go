@@ -41,7 +41,6 @@ var (
 type checker struct {
 	e         *errs
 	f         *File
-	lines     []string
 	sources   map[string]*Source
 	resources map[string]*Resource
 }
@@ -304,14 +303,14 @@ func (c *checker) pgSourceRef(name string, sp Spans, path string) *Source {
 func (c *checker) statement(sql string, sp Spans, key, path string, captures, extra, required []string) {
 	params, problem, off := scanSQL(sql)
 	if problem != "" {
-		c.e.at(c.sqlPos(sp, key, sql, off), "%s.%s: %s", path, key, problem)
+		c.e.at(c.f.sqlPos(sp, key, sql, off), "%s.%s: %s", path, key, problem)
 		return
 	}
 	used := map[string]bool{}
 	for _, p := range params {
 		used[p.Name] = true
 		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
-			at := c.sqlPos(sp, key, sql, p.Offset)
+			at := c.f.sqlPos(sp, key, sql, p.Offset)
 			if len(captures) == 0 {
 				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
 			} else {
@@ -338,7 +337,7 @@ func dollarList(names []string) string {
 
 // sqlPos is the position of byte off of the SQL under key: exact in a
 // literal block (|) or a one-line value, else the value's start.
-func (c *checker) sqlPos(sp Spans, key, sql string, off int) Position {
+func (f *File) sqlPos(sp Spans, key, sql string, off int) Position {
 	at := sp.Of(key)
 	n := sp.nodes[key]
 	if n == nil {
@@ -349,10 +348,10 @@ func (c *checker) sqlPos(sp Spans, key, sql string, off int) Position {
 	switch {
 	case n.Style&literalStyle != 0:
 		line := n.Line + 1 + nl
-		if line-1 >= len(c.lines) {
+		if line-1 >= len(f.lines) {
 			return at
 		}
-		indent := blockIndent(c.lines, n.Line)
+		indent := blockIndent(f.lines, n.Line)
 		return Position{Line: line, Column: indent + col + 1}
 	case nl == 0 && n.Style&(singleStyle|doubleStyle) != 0:
 		return Position{Line: n.Line, Column: n.Column + 1 + col}
@@ -655,7 +654,7 @@ func (c *checker) listing(r *Resource, family bool, caps []string, path string) 
 	}
 	for _, p := range params {
 		if p.Name == "key" || !slices.Contains(famCaps, p.Name) && p.Name != "principal" && p.Name != "binding" {
-			c.e.at(c.sqlPos(g.Spans, "keys", g.Keys, p.Offset), "resources.%s.grant.keys: $%s: %s lists %s's objects and asks this grant once for the whole prefix, so the grant must return prefixes by $principal and the captures (%s), not by the key or its segments",
+			c.e.at(c.f.sqlPos(g.Spans, "keys", g.Keys, p.Offset), "resources.%s.grant.keys: $%s: %s lists %s's objects and asks this grant once for the whole prefix, so the grant must return prefixes by $principal and the captures (%s), not by the key or its segments",
 				r.List, p.Name, r.Name, r.List, strings.Join(famCaps, ", "))
 			return
 		}

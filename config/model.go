@@ -35,6 +35,8 @@ type File struct {
 	// withoutObjects names the resources whose object items [File.WithoutS3]
 	// left out.
 	withoutObjects map[string]bool
+	// lines are the file's lines, for positions inside a statement.
+	lines []string
 }
 
 // Spans records where each key of one mapping of the file was written.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -170,7 +169,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
 		if err != nil {
-			return nil, f.storeError(err, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.Self())
 		}
 		sources[src.Name] = ps
 	}
@@ -193,7 +192,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			b, err := ps.Binding(sb)
 			if err != nil {
-				return nil, f.storeError(err, r.Spans.Self())
+				return nil, f.storeError(err, r.Source, r.Spans.Self())
 			}
 			objSrc := ""
 			if r.Object != nil && !f.withoutObjects[r.Name] {
@@ -232,7 +231,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		def.URITemplate = r.Template
 		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
 		if err != nil {
-			return nil, f.storeError(err, r.Spans.Self())
+			return nil, f.storeError(err, r.Source, r.Spans.Self())
 		}
 		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
 		s.ObjectSourceOf = append(s.ObjectSourceOf, "")
@@ -247,7 +246,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		bs, err := buckets[src.Name].KeyBindings(fams...)
 		if err != nil {
-			return nil, f.storeError(err, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.Self())
 		}
 		at := familyAt[src.Name]
 		names := make([]string, len(bs))
@@ -276,7 +275,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		default:
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
-				return nil, f.storeError(err, p.Spans.Of("decide"))
+				return nil, f.storeError(err, src.Name, p.Spans.Of("decide"))
 			}
 			bySource[src.Name] = pol
 		}
@@ -303,18 +302,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		cancel()
 		switch {
 		case err == nil:
-		case src.S3 != nil:
-			key := "bucket"
-			if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-				key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
-				if key == "" || !src.S3.Spans.Has(key) {
-					key = "bucket"
-				}
-			}
-			e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
+		case src.S3 != nil && !errors.As(err, new(*core.ConfigError)):
+			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
 			return fail()
 		default:
-			return nil, f.storeError(err, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.Self())
 		}
 	}
 	for _, src := range f.Sources {
@@ -389,7 +381,7 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	}
 	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, caps)
 	if err != nil {
-		return nil, f.storeError(err, r.Grant.Spans.Of("keys"))
+		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.Of("keys"))
 	}
 	return g, nil
 }
@@ -408,7 +400,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	if g := fam.Grant; g != nil {
 		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, captures(r.Template))
 		if err != nil {
-			return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("list"))
+			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("list"))
 		}
 		kf.Grant = grant
 	}
@@ -419,7 +411,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	def.URITemplate = r.Template
 	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
 	if err != nil {
-		return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("template"))
+		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("template"))
 	}
 	return b, nil
 }
@@ -515,91 +507,111 @@ func (f *File) decider(r Resource) string {
 	return "plan statement's row-level security, then sources." + r.Source + ".postgres.policy.decide"
 }
 
-// The fields of the stores' ConfigErrors, mapped back to the file.
-var (
-	bindingField = regexp.MustCompile(`^source ([^:]+): binding "([^"]+)": (.+)$`)
-	policyField  = regexp.MustCompile(`^source ([^:]+): policy: `)
-	sourceField  = regexp.MustCompile(`^source ([^:]+): (Role|LoginRole|db)`)
-	familyField  = regexp.MustCompile(`^key family "([^"]+)": (\w+)`)
-	completeKind = regexp.MustCompile(`^complete "([^"]+)"`)
-)
-
 // storeError turns a store's error into one *Error at the key of the file
-// it concerns, else at def.
-func (f *File) storeError(err error, def Position) error {
+// its core.ConfigPath names, else at def. source is the file's source the
+// failing call was about, for a path that names none.
+func (f *File) storeError(err error, source string, def Position) error {
 	e := &errs{file: f.Name}
-	var ce *core.ConfigError
-	if !errors.As(err, &ce) {
+	ce, ok := errors.AsType[*core.ConfigError](err)
+	if !ok {
 		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
 		return e.first()
 	}
-	res := func(name string) *Resource {
-		for i := range f.Resources {
-			if f.Resources[i].Name == name {
-				return &f.Resources[i]
-			}
-		}
-		return nil
-	}
-	src := func(name string) *Source {
-		for i := range f.Sources {
-			if f.Sources[i].Name == name {
-				return &f.Sources[i]
-			}
-		}
-		return nil
-	}
 	reason := f.redactAll(ce.Reason)
-	if m := bindingField.FindStringSubmatch(ce.Field); m != nil && res(m[2]) != nil {
-		r := res(m[2])
-		key, at := bindingKey(r, m[3])
-		e.at(at, "resources.%s.%s: %s", r.Name, key, reason)
+	p := ce.Path
+	if p.Source == "" {
+		p.Source = source
+	}
+	key, at, ok := f.locate(p)
+	if !ok {
+		e.at(def, "%s: %s", ce.Field, reason)
 		return e.first()
 	}
-	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.policyOf(m[1]) != nil {
-		p, path := f.policyOf(m[1]), "policy.decide"
-		if p != f.Policy {
-			path = "sources." + m[1] + ".postgres.policy.decide"
-		}
-		e.at(p.Spans.Of("decide"), "%s: %s", path, reason)
-		return e.first()
+	if se, ok := errors.AsType[*postgres.SQLError](err); ok && strings.HasPrefix(key, "resources.") {
+		at = f.sqlAt(p, at, se.Offset)
 	}
-	if m := sourceField.FindStringSubmatch(ce.Field); m != nil && src(m[1]) != nil && src(m[1]).Postgres != nil {
-		s := src(m[1])
-		key := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[m[2]]
-		e.at(s.Postgres.Spans.Of(key), "sources.%s.postgres.%s: %s", s.Name, key, reason)
-		return e.first()
-	}
-	if m := familyField.FindStringSubmatch(ce.Field); m != nil && res(m[1]) != nil {
-		r := res(m[1])
-		key := map[string]string{"URI": "template", "Prefix": "prefix", "MaxDepth": "max_depth"}[m[2]]
-		if key == "" {
-			key = "template"
-		}
-		e.at(r.Spans.Of(key), "resources.%s.%s: %s", r.Name, key, reason)
-		return e.first()
-	}
-	e.at(def, "%s: %s", ce.Field, reason)
+	e.at(at, "%s: %s", key, reason)
 	return e.first()
 }
 
-// bindingKey maps the field a SQL binding's error names to the file's key.
-func bindingKey(r *Resource, field string) (string, Position) {
-	kind, _, _ := strings.Cut(field, ": ")
-	if m := completeKind.FindStringSubmatch(kind); m != nil {
-		return "completion." + m[1], r.Spans.Of("completion." + m[1])
+// sqlAt is the position of byte off of the statement that p names, or at
+// when p names none.
+func (f *File) sqlAt(p core.ConfigPath, at Position, off int) Position {
+	for _, r := range f.Resources {
+		if r.Name != p.Binding {
+			continue
+		}
+		switch key := resourceKeys[p.Field]; {
+		case key == "plan" || key == "bundle" || key == "body":
+			return f.sqlPos(r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key], off)
+		case p.Field == "Complete":
+			return f.sqlPos(r.Spans, "completion."+p.Key, r.Completion[p.Key], off)
+		case p.Field == "Grant" && r.Grant != nil:
+			return f.sqlPos(r.Grant.Spans, "keys", r.Grant.Keys, off)
+		}
 	}
-	key := map[string]string{"plan": "plan", "bundle": "bundle", "body": "body", "ItemURI": "item_uri"}[kind]
+	return at
+}
+
+// locate maps a store's path to the file: the key's path as errors name it
+// and its position.
+func (f *File) locate(p core.ConfigPath) (string, Position, bool) {
+	for i := range f.Resources {
+		if r := &f.Resources[i]; p.Binding != "" && r.Name == p.Binding {
+			key, at := resourceKey(r, p)
+			return "resources." + r.Name + "." + key, at, true
+		}
+	}
+	var s *Source
+	for i := range f.Sources {
+		if f.Sources[i].Name == p.Source {
+			s = &f.Sources[i]
+		}
+	}
 	switch {
-	case key != "":
+	case s == nil:
+	case p.Field == "Decide" && f.policyOf(s.Name) != nil:
+		pol, path := f.policyOf(s.Name), "policy.decide"
+		if pol != f.Policy {
+			path = "sources." + s.Name + ".postgres.policy.decide"
+		}
+		return path, pol.Spans.Of("decide"), true
+	case s.Postgres != nil:
+		if key, ok := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[p.Field]; ok {
+			return "sources." + s.Name + ".postgres." + key, s.Postgres.Spans.Of(key), true
+		}
+	case s.S3 != nil:
+		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
+		if key == "" || !s.S3.Spans.Has(key) {
+			key = "bucket"
+		}
+		return "sources." + s.Name + ".s3." + key, s.S3.Spans.Of(key), true
+	}
+	return "", Position{}, false
+}
+
+// resourceKeys maps the Go fields of the stores' bindings to a resource's
+// keys.
+var resourceKeys = map[string]string{
+	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
+	"Prefix": "prefix", "MaxDepth": "max_depth",
+}
+
+// resourceKey maps the field a store's path names to r's key.
+func resourceKey(r *Resource, p core.ConfigPath) (string, Position) {
+	if key := resourceKeys[p.Field]; key != "" {
 		return key, r.Spans.Of(key)
-	case kind == "ObjectURI" && r.Object != nil:
+	}
+	switch {
+	case p.Field == "Complete":
+		return "completion." + p.Key, r.Spans.Of("completion." + p.Key)
+	case p.Field == "ObjectURI" && r.Object != nil:
 		return "object.uri", r.Object.Spans.Of("uri")
-	case kind == "ObjectSource" && r.Object != nil:
+	case p.Field == "ObjectSource" && r.Object != nil:
 		return "object.source", r.Object.Spans.Of("source")
-	case kind == "grant" && r.Grant != nil:
+	case p.Field == "Grant" && r.Grant != nil:
 		return "grant.keys", r.Grant.Spans.Of("keys")
-	case kind == "grant" && r.List != "":
+	case p.Field == "Grant" && r.List != "":
 		return "list", r.Spans.Of("list")
 	}
 	if r.Spans.Has("template") {

@@ -42,7 +42,7 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store template needs at least one {variable} to form the key", nil)
 	}
 	if err := checkPrefix(prefix); err != nil {
-		return core.ResourceBinding{}, bindingError(def, "prefix", "must be empty or a key prefix that ends with '/'", err)
+		return core.ResourceBinding{}, bindingError(def, "Prefix", "must be empty or a key prefix that ends with '/'", err)
 	}
 	resolve := func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		var key strings.Builder
@@ -82,5 +82,6 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 func bindingError(def core.ResourceDefinition, field, reason string, err error) *core.ConfigError {
 	e := core.NewConfigError(field, reason, err)
 	e.Name = def.Name
+	e.Path = core.ConfigPath{Binding: def.Name, Field: field}
 	return e
 }

@@ -122,7 +122,7 @@ func (b *Bucket) KeyBindings(families ...KeyFamily) ([]core.ResourceBinding, err
 func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	name := f.Definition.Name
 	fail := func(field, reason string) ([]core.ResourceBinding, error) {
-		return nil, core.NewConfigError(fmt.Sprintf("key family %q: %s", name, field), reason, nil)
+		return nil, configAt("key family", name, field, reason)
 	}
 	switch {
 	case name == "":
@@ -344,6 +344,14 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) cor
 	})
 }
 
+// configAt is a *core.ConfigError about field of the binding named name,
+// a "key family" or a "key listing" (what).
+func configAt(what, name, field, reason string) *core.ConfigError {
+	e := core.NewConfigError(fmt.Sprintf("%s %q: %s", what, name, field), reason, nil)
+	e.Path = core.ConfigPath{Binding: name, Field: field}
+	return e
+}
+
 // checkDisjoint refuses bindings some of whose templates overlap.
 func checkDisjoint(bs []core.ResourceBinding) error {
 	if len(bs) < 2 {
@@ -363,7 +371,9 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 	overlaps, _ := r.TemplateOverlaps()
 	if len(overlaps) > 0 {
 		o := overlaps[0]
-		return core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+		e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+		e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
+		return e
 	}
 	return nil
 }
@@ -440,8 +450,8 @@ func (b *Bucket) PinObject(ctx context.Context, uri, key, etag, versionID string
 // exists and that client may use it (one HeadBucket request; when it is
 // refused, one ListObjectsV2 of at most one key, whose error says why: a
 // HEAD answer has no body). It returns a *core.ConfigError whose Field
-// names what is wrong: "SecretAccessKey" when S3 refuses the signature,
-// "AccessKeyID" when it does not know the key, "bucket" when the bucket
+// and Path.Field name what is wrong: "SecretAccessKey" when S3 refuses the signature,
+// "AccessKeyID" when it does not know the key, "Bucket" when the bucket
 // does not exist or the credentials may not use it; and the error itself
 // when S3 cannot be reached.
 func (b *Bucket) Check(ctx context.Context) error {
@@ -460,13 +470,20 @@ func (b *Bucket) Check(ctx context.Context) error {
 	}
 	switch code {
 	case "SignatureDoesNotMatch":
-		return core.NewConfigError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
+		return checkError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
 	case "InvalidAccessKeyId":
-		return core.NewConfigError("AccessKeyID", "S3 does not know the access key", err)
+		return checkError("AccessKeyID", "S3 does not know the access key", err)
 	case "NoSuchBucket":
-		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
+		return checkError("Bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
 	case "AccessDenied":
-		return core.NewConfigError("bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
+		return checkError("Bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
 	}
-	return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+	return checkError("Bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+}
+
+// checkError is a *core.ConfigError of [Bucket.Check] about field.
+func checkError(field, reason string, err error) *core.ConfigError {
+	e := core.NewConfigError(field, reason, err)
+	e.Path = core.ConfigPath{Field: field}
+	return e
 }

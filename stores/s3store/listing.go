@@ -73,7 +73,7 @@ type KeyListing struct {
 func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	name := l.Definition.Name
 	fail := func(field, reason string) (core.ResourceBinding, error) {
-		return core.ResourceBinding{}, core.NewConfigError(fmt.Sprintf("key listing %q: %s", name, field), reason, nil)
+		return core.ResourceBinding{}, configAt("key listing", name, field, reason)
 	}
 	switch {
 	case name == "":
