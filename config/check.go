@@ -3,12 +3,9 @@ package config
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"reflect"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,18 +20,6 @@ var (
 	validBucket = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 	validRegion = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 	captureRe   = regexp.MustCompile(`\{([^{}]*)\}`)
-)
-
-// MaxDepth bounds Resource.MaxDepth: the segments "..." stands for.
-const MaxDepth = 32
-
-// Statement parameters each kind of statement may use besides the
-// template's captures, and those it must use.
-var (
-	planParams       = []string{"principal"}
-	bodyParams       = []string{"key", "version", "principal"}
-	decideParams     = []string{"keys", "binding", "captures", "principal"}
-	completionParams = []string{"prefix", "limit", "principal"}
 )
 
 // checker checks a decoded file; every mistake goes to e.
@@ -232,7 +217,9 @@ func (c *checker) policy() {
 			c.e.at(p.Spans.Of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
 		}
 		missing = s == nil
-		c.decide(p, "policy")
+		if s != nil {
+			c.decide(p, s.Name, "policy")
+		}
 	}
 	for _, s := range c.f.Sources {
 		pg := s.Postgres
@@ -244,7 +231,7 @@ func (c *checker) policy() {
 			if own.Spans.Has("source") {
 				c.e.at(own.Spans.Of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
 			}
-			c.decide(own, path)
+			c.decide(own, s.Name, path)
 		}
 		if c.f.policyOf(s.Name) != nil || !c.f.serves(s.Name) {
 			continue
@@ -260,12 +247,14 @@ func (c *checker) policy() {
 }
 
 // decide checks a decide policy's statement.
-func (c *checker) decide(p *Policy, path string) {
+func (c *checker) decide(p *Policy, source, path string) {
 	if !p.Spans.Has("decide") {
 		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, PolicyDatabase)
 		return
 	}
-	c.statement(p.Decide, p.Spans, "decide", path, nil, decideParams, []string{"keys"})
+	if err := postgres.CheckPolicy(source, p.Decide); err != nil {
+		c.f.storeMistake(c.e, err, source, p.Spans.Of("decide"))
+	}
 }
 
 // policyOf is the policy of the resources of PostgreSQL source name: its
@@ -296,43 +285,6 @@ func (c *checker) pgSourceRef(name string, sp Spans, path string) *Source {
 		return s
 	}
 	return nil
-}
-
-// statement checks one SQL statement held under key: its $names must be
-// captures or one of extra, and it must use every name of required.
-func (c *checker) statement(sql string, sp Spans, key, path string, captures, extra, required []string) {
-	params, problem, off := scanSQL(sql)
-	if problem != "" {
-		c.e.at(c.f.sqlPos(sp, key, sql, off), "%s.%s: %s", path, key, problem)
-		return
-	}
-	used := map[string]bool{}
-	for _, p := range params {
-		used[p.Name] = true
-		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
-			at := c.f.sqlPos(sp, key, sql, p.Offset)
-			if len(captures) == 0 {
-				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
-			} else {
-				c.e.at(at, "%s.%s: $%s is neither a capture of the template (%s) nor one of %s", path, key, p.Name, strings.Join(captures, ", "), dollarList(extra))
-			}
-			return
-		}
-	}
-	for _, r := range required {
-		if !used[r] {
-			c.e.at(sp.Of(key), "%s.%s: must use $%s", path, key, r)
-			return
-		}
-	}
-}
-
-func dollarList(names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = "$" + n
-	}
-	return strings.Join(out, ", ")
 }
 
 // sqlPos is the position of byte off of the SQL under key: exact in a
@@ -412,7 +364,7 @@ func (c *checker) resource(r *Resource) {
 		if family {
 			c.e.at(sp.Of("template"), "%s.template: a ... segment is for S3 key families; a postgres resource names its captures", path)
 		}
-		c.pgResource(r, caps, path)
+		c.pgResource(r, path)
 		return
 	}
 	c.s3Resource(r, family, caps, path)
@@ -424,64 +376,18 @@ var (
 	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
 )
 
-func (c *checker) pgResource(r *Resource, caps []string, path string) {
+func (c *checker) pgResource(r *Resource, path string) {
 	sp := r.Spans
 	for _, k := range s3Only {
 		if sp.Has(k) {
 			c.e.at(sp.Of(k), "%s.%s: is for S3 resources; %q is a postgres source", path, k, r.Source)
 		}
 	}
-	planKey := "plan"
-	switch {
-	case sp.Has("plan") == sp.Has("bundle"):
+	if sp.Has("plan") == sp.Has("bundle") {
 		c.e.at(sp.Self(), "%s: give exactly one of plan (one item) and bundle (several items)", path)
 		return
-	case sp.Has("plan"):
-		c.statement(r.Plan, sp, "plan", path, caps, planParams, caps)
-		if sp.Has("item_uri") {
-			c.e.at(sp.Of("item_uri"), "%s.item_uri: is for a bundle; a plan's item is the request URI", path)
-		}
-		if sp.Has("anchored") {
-			c.e.at(sp.Of("anchored"), "%s.anchored: is for a bundle; a plan's missing row is already unavailable", path)
-		}
-	default:
-		planKey = "bundle"
-		c.statement(r.Bundle, sp, "bundle", path, caps, planParams, caps)
-		if !sp.Has("item_uri") {
-			c.e.at(sp.Of("bundle"), "%s: item_uri is required with bundle: each row's item URI, such as doc://tenants/{tenant_id}/documents/{id}", path)
-		} else if msg := uriPatternProblem(r.ItemURI); msg != "" {
-			c.e.at(sp.Of("item_uri"), "%s.item_uri: %s", path, msg)
-		}
 	}
-	objectOnly := planKey == "plan" && !sp.Has("body") && r.Object != nil
-	switch {
-	case objectOnly:
-		if r.Object.Spans.Has("uri") {
-			c.e.at(r.Object.Spans.Of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
-		}
-	case !sp.Has("body"):
-		also := ""
-		if planKey == "plan" {
-			also = " (a plan without body serves its row's object alone, and needs object)"
-		}
-		c.e.at(sp.Of(planKey), "%s: body is required with %s: the statement that reads a planned item by $key%s", path, planKey, also)
-	default:
-		c.statement(r.Body, sp, "body", path, nil, bodyParams, []string{"key"})
-	}
-	for _, v := range sortedKeys(r.Completion) {
-		key := "completion." + v
-		if !slices.Contains(caps, v) {
-			c.e.at(sp.Of(key+":key"), "%s.completion: %s is not a capture of the template", path, v)
-			continue
-		}
-		var others []string
-		for _, o := range caps {
-			if o != v {
-				others = append(others, o)
-			}
-		}
-		c.statement(r.Completion[v], sp, key, path, others, completionParams, []string{"prefix"})
-	}
+	var objects []string
 	if o := r.Object; o != nil {
 		switch s := c.sources[o.Source]; {
 		case !o.Spans.Has("source"):
@@ -490,48 +396,18 @@ func (c *checker) pgResource(r *Resource, caps []string, path string) {
 			c.e.at(o.Spans.Of("source"), "%s.object.source: no source is named %q", path, o.Source)
 		case s.S3 == nil:
 			c.e.at(o.Spans.Of("source"), "%s.object.source: %q is not an s3 source", path, o.Source)
+		default:
+			objects = append(objects, o.Source)
 		}
-		if o.Spans.Has("uri") {
-			if msg := uriPatternProblem(o.URI); msg != "" {
-				c.e.at(o.Spans.Of("uri"), "%s.object.uri: %s", path, msg)
-			}
-		}
-	}
-	if sp.Has("listen") && !postgres.ValidChannel(r.Listen) {
-		c.e.at(sp.Of("listen"), "%s.listen: %q is not a channel name (lowercase letters, digits and _, up to 63)", path, r.Listen)
-	}
-}
-
-// uriPatternProblem checks an item URI pattern: an absolute URI whose
-// {column} placeholders name columns.
-func uriPatternProblem(p string) string {
-	scheme, rest, ok := strings.Cut(p, "://")
-	if !ok || scheme == "" || rest == "" || strings.ContainsAny(scheme, "{}") {
-		return "is not an absolute URI pattern such as doc://tenants/{tenant_id}/documents/{id}"
-	}
-	open := false
-	start := 0
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '{':
-			if open {
-				return "a { inside a placeholder"
-			}
-			open, start = true, i+1
-		case '}':
-			if !open {
-				return "a } without its {"
-			}
-			if name := p[start:i]; name == "" || !isIdentStart(name[0]) || strings.IndexFunc(name, func(r rune) bool { return r > 0x7f || !isIdentChar(byte(r)) }) >= 0 {
-				return fmt.Sprintf("{%s} does not name a column", name)
-			}
-			open = false
+		if sp.Has("plan") && !sp.Has("body") && o.Spans.Has("uri") {
+			c.e.at(o.Spans.Of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
+			return
 		}
 	}
-	if open {
-		return "a { without its }"
+	// The rest are the store's rules, checked by the store.
+	if err := postgres.CheckBinding(r.Source, c.f.sqlBinding(*r, r.definition()), objects...); err != nil {
+		c.f.storeMistake(c.e, err, r.Source, sp.Self())
 	}
-	return ""
 }
 
 func (c *checker) s3Resource(r *Resource, family bool, caps []string, path string) {
@@ -550,45 +426,48 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		return
 	}
 	c.gate(r, path)
-	at := sp.Of("prefix")
-	prefixCaps, err := s3store.KeyPrefixCaptures(r.Prefix)
-	if err != nil {
-		c.e.at(at, "%s.prefix: %s", path, strings.TrimPrefix(err.Error(), "s3store: "))
-		return
-	}
-	for i, v := range prefixCaps {
-		if slices.Contains(prefixCaps[:i], v) {
-			c.e.at(at, "%s.prefix: {%s} is used twice", path, v)
-			return
-		}
-	}
-	if !family {
-		switch {
-		case sp.Has("max_depth"):
-			c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
-		case len(prefixCaps) > 0:
-			c.e.at(at, "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
-		case len(caps) == 0:
-			c.e.at(sp.Of("template"), "%s.template: needs a capture for the key, or a last /... segment", path)
-		}
-		return
-	}
+	def := r.definition()
+	var err error
 	switch {
+	case !family && sp.Has("max_depth"):
+		c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
+		return
+	case !family && strings.ContainsAny(r.Prefix, "{}"):
+		c.e.at(sp.Of("prefix"), "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
+		return
+	case !family:
+		def.URITemplate = r.Template
+		err = s3store.CheckBinding(def, r.Prefix)
 	case !sp.Has("max_depth"):
 		c.e.at(sp.Of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
 		return
-	case r.MaxDepth < 1 || r.MaxDepth > MaxDepth:
-		c.e.at(sp.Of("max_depth"), "%s.max_depth: must be from 1 to %d", path, MaxDepth)
-		return
-	case !sameSet(prefixCaps, caps):
-		c.e.at(at, "%s.prefix: must capture exactly the template's captures (%s), so that each URI names one key", path, strings.Join(caps, ", "))
+	default:
+		err = s3store.CheckKeyFamily(r.family())
 	}
-	for i := 1; i <= r.MaxDepth; i++ {
-		if slices.Contains(caps, familyVar(i)) {
-			c.e.at(sp.Of("template"), "%s.template: {%s} is the name of key segment %d of the family", path, familyVar(i), i)
-			return
+	if err != nil {
+		c.f.storeMistake(c.e, err, r.Source, sp.Self())
+		return
+	}
+	if g := r.Grant; g != nil && g.Spans.Has("keys") && c.sources[g.Source] != nil && c.sources[g.Source].Postgres != nil {
+		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), false); err != nil {
+			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
 		}
 	}
+}
+
+// family is the key family of r, an S3 resource whose template ends in
+// "/...", without its grant.
+func (r *Resource) family() s3store.KeyFamily {
+	return s3store.KeyFamily{Definition: r.definition(), URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth}
+}
+
+// captures are the names a URI of r, an S3 resource, captures: its
+// template's, then a key family's k1, k2, ...
+func (r *Resource) captures() []string {
+	if strings.HasSuffix(r.Template, "/...") {
+		return r.family().Captures()
+	}
+	return captures(r.Template)
 }
 
 // gate checks that a statement grants an S3 resource's objects, or that
@@ -639,47 +518,21 @@ func (c *checker) listing(r *Resource, family bool, caps []string, path string) 
 		c.e.at(sp.Of("list"), "%s.list: %q is not a key family of source %q (an S3 resource whose template ends in /...)", path, r.List, r.Source)
 		return
 	}
-	famCaps := captures(strings.TrimSuffix(fam.Template, "/..."))
-	if !sameSet(caps, famCaps) {
-		c.e.at(sp.Of("template"), "%s.template: must capture exactly the captures of %s (%s), which fill its prefix %s", path, r.List, strings.Join(famCaps, ", "), fam.Prefix)
+	def := r.definition()
+	def.URITemplate = r.Template
+	if err := s3store.CheckListing(s3store.KeyListing{Definition: def, Family: fam.family()}); err != nil {
+		c.f.storeMistake(c.e, err, r.Source, sp.Of("template"))
 		return
 	}
 	g := fam.Grant
 	if g == nil || fam.Public {
 		return // public, or refused at the family already
 	}
-	params, problem, _ := scanSQL(g.Keys)
-	if problem != "" {
-		return // reported at the family's grant
-	}
-	for _, p := range params {
-		if p.Name == "key" || !slices.Contains(famCaps, p.Name) && p.Name != "principal" && p.Name != "binding" {
-			c.e.at(c.f.sqlPos(g.Spans, "keys", g.Keys, p.Offset), "resources.%s.grant.keys: $%s: %s lists %s's objects and asks this grant once for the whole prefix, so the grant must return prefixes by $principal and the captures (%s), not by the key or its segments",
-				r.List, p.Name, r.Name, r.List, strings.Join(famCaps, ", "))
-			return
+	if s := c.sources[g.Source]; s != nil && s.Postgres != nil && g.Spans.Has("keys") {
+		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, caps, true); err != nil {
+			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
 		}
 	}
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // origin is what produced one throwaway definition: a resource and the
@@ -699,18 +552,14 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	var origins []origin
 	for i := range f.Resources {
 		r := &f.Resources[i]
-		d := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
-		if a := r.Annotations; a != nil {
-			d.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
-		}
+		d := r.definition()
 		switch {
 		case r.URI != "":
 			d.URI = r.URI
 			defs, origins = append(defs, d), append(origins, origin{r, "uri"})
 		case strings.HasSuffix(r.Template, "/..."):
-			base := strings.TrimSuffix(r.Template, "/...")
-			for depth := 1; depth <= r.MaxDepth; depth++ {
-				d.URITemplate = familyTemplate(base, depth)
+			for _, tmpl := range r.family().Templates() {
+				d.URITemplate = tmpl
 				defs, origins = append(defs, d), append(origins, origin{r, "template"})
 			}
 		default:
@@ -720,23 +569,6 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	}
 	return defs, origins
 }
-
-// familyTemplate returns the template of a key family at depth: base then
-// depth segments captured as {k1} ... {kdepth}, as package s3store names them.
-func familyTemplate(base string, depth int) string {
-	var b strings.Builder
-	b.WriteString(base)
-	for i := 1; i <= depth; i++ {
-		b.WriteString("/{")
-		b.WriteString(familyVar(i))
-		b.WriteString("}")
-	}
-	return b.String()
-}
-
-// familyVar names the capture of key segment i (1-based) of a key family,
-// as package s3store's KeyFamily does.
-func familyVar(i int) string { return "k" + strconv.Itoa(i) }
 
 // limits returns the gateway limits the file sets.
 func (f *File) limits() core.ResourceLimits {

@@ -177,20 +177,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	families := map[string][]s3store.KeyFamily{}
 	familyAt := map[string]int{} // bucket -> index in s.Bindings where its families go
 	for _, r := range f.Resources {
-		def := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
-		if a := r.Annotations; a != nil {
-			def.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
-		}
+		def := r.definition()
 		if ps := sources[r.Source]; ps != nil {
-			def.URI, def.URITemplate = r.URI, r.Template
-			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
-			if f.withoutObjects[r.Name] {
-				sb.WithoutObjects, sb.ObjectURI = true, r.Object.URI
-			} else if o := r.Object; o != nil {
-				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
-				sb.ObjectOnly = r.Plan != "" && r.Body == ""
-			}
-			b, err := ps.Binding(sb)
+			b, err := ps.Binding(f.sqlBinding(r, def))
 			if err != nil {
 				return nil, f.storeError(err, r.Source, r.Spans.Self())
 			}
@@ -222,9 +211,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if _, ok := familyAt[r.Source]; !ok {
 				familyAt[r.Source] = len(s.Bindings)
 			}
-			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth, Grant: grant})
-			for d := 1; d <= r.MaxDepth; d++ {
-				s.Lines = append(s.Lines, f.describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
+			fam := r.family()
+			fam.Grant = grant
+			families[r.Source] = append(families[r.Source], fam)
+			for _, tmpl := range fam.Templates() {
+				s.Lines = append(s.Lines, f.describe(r, tmpl))
 			}
 			continue
 		}
@@ -357,6 +348,29 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	return s, nil
 }
 
+// definition is r's core definition, without its URI or template.
+func (r *Resource) definition() core.ResourceDefinition {
+	def := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+	if a := r.Annotations; a != nil {
+		def.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
+	}
+	return def
+}
+
+// sqlBinding is the postgres binding of r, a resource of a postgres
+// source, whose definition is def.
+func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLBinding {
+	def.URI, def.URITemplate = r.URI, r.Template
+	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
+	if f.withoutObjects[r.Name] {
+		sb.WithoutObjects, sb.ObjectURI = true, r.Object.URI
+	} else if o := r.Object; o != nil {
+		sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
+		sb.ObjectOnly = r.Plan != "" && r.Body == ""
+	}
+	return sb
+}
+
 // serves reports whether a resource of the file is served from source name.
 func (f *File) serves(name string) bool {
 	for _, r := range f.Resources {
@@ -373,13 +387,7 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	if r.Grant == nil {
 		return nil, nil
 	}
-	caps := captures(strings.TrimSuffix(r.Template, "/..."))
-	if strings.HasSuffix(r.Template, "/...") {
-		for d := 1; d <= r.MaxDepth; d++ {
-			caps = append(caps, familyVar(d))
-		}
-	}
-	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, caps)
+	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, r.captures())
 	if err != nil {
 		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.Of("keys"))
 	}
@@ -390,13 +398,8 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 // r.List: gated as the family is, with the family's grant statement asked
 // once about the listed prefix (postgres Source.PrefixGrant).
 func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinition, r Resource, sources map[string]*postgres.Source) (core.ResourceBinding, error) {
-	var fam Resource
-	for _, x := range f.Resources {
-		if x.Name == r.List {
-			fam = x
-		}
-	}
-	kf := s3store.KeyFamily{Definition: core.ResourceDefinition{Name: fam.Name}, URI: fam.Template, Prefix: fam.Prefix, MaxDepth: fam.MaxDepth}
+	fam := f.resource(r.List)
+	kf := fam.family()
 	if g := fam.Grant; g != nil {
 		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, captures(r.Template))
 		if err != nil {
@@ -512,10 +515,16 @@ func (f *File) decider(r Resource) string {
 // failing call was about, for a path that names none.
 func (f *File) storeError(err error, source string, def Position) error {
 	e := &errs{file: f.Name}
+	f.storeMistake(e, err, source, def)
+	return e.first()
+}
+
+// storeMistake is storeError's mistake, added to e.
+func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 	ce, ok := errors.AsType[*core.ConfigError](err)
 	if !ok {
 		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
-		return e.first()
+		return
 	}
 	reason := f.redactAll(ce.Reason)
 	p := ce.Path
@@ -525,22 +534,24 @@ func (f *File) storeError(err error, source string, def Position) error {
 	key, at, ok := f.locate(p)
 	if !ok {
 		e.at(def, "%s: %s", ce.Field, reason)
-		return e.first()
+		return
 	}
-	if se, ok := errors.AsType[*postgres.SQLError](err); ok && strings.HasPrefix(key, "resources.") {
+	if se, ok := errors.AsType[*postgres.SQLError](err); ok {
 		at = f.sqlAt(p, at, se.Offset)
 	}
 	e.at(at, "%s: %s", key, reason)
-	return e.first()
 }
 
 // sqlAt is the position of byte off of the statement that p names, or at
 // when p names none.
 func (f *File) sqlAt(p core.ConfigPath, at Position, off int) Position {
-	for _, r := range f.Resources {
-		if r.Name != p.Binding {
-			continue
+	if p.Binding == "" && p.Field == "Decide" {
+		if pol := f.policyOf(p.Source); pol != nil {
+			return f.sqlPos(pol.Spans, "decide", pol.Decide, off)
 		}
+	}
+	if r := f.resource(p.Binding); r != nil {
+		r = f.grantHolder(r, p)
 		switch key := resourceKeys[p.Field]; {
 		case key == "plan" || key == "bundle" || key == "body":
 			return f.sqlPos(r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key], off)
@@ -553,14 +564,34 @@ func (f *File) sqlAt(p core.ConfigPath, at Position, off int) Position {
 	return at
 }
 
+// resource is the resource named name, or nil.
+func (f *File) resource(name string) *Resource {
+	for i := range f.Resources {
+		if name != "" && f.Resources[i].Name == name {
+			return &f.Resources[i]
+		}
+	}
+	return nil
+}
+
+// grantHolder is the resource whose grant statement a store's path about
+// r's grant names: a listing's grant is the family's it lists.
+func (f *File) grantHolder(r *Resource, p core.ConfigPath) *Resource {
+	if p.Field == "Grant" && r.Grant == nil && r.List != "" {
+		if fam := f.resource(r.List); fam != nil && fam.Grant != nil {
+			return fam
+		}
+	}
+	return r
+}
+
 // locate maps a store's path to the file: the key's path as errors name it
 // and its position.
 func (f *File) locate(p core.ConfigPath) (string, Position, bool) {
-	for i := range f.Resources {
-		if r := &f.Resources[i]; p.Binding != "" && r.Name == p.Binding {
-			key, at := resourceKey(r, p)
-			return "resources." + r.Name + "." + key, at, true
-		}
+	if r := f.resource(p.Binding); r != nil {
+		r = f.grantHolder(r, p)
+		key, at := resourceKey(r, p)
+		return "resources." + r.Name + "." + key, at, true
 	}
 	var s *Source
 	for i := range f.Sources {
@@ -600,6 +631,14 @@ var resourceKeys = map[string]string{
 // resourceKey maps the field a store's path names to r's key.
 func resourceKey(r *Resource, p core.ConfigPath) (string, Position) {
 	if key := resourceKeys[p.Field]; key != "" {
+		if !r.Spans.Has(key) {
+			// A key the file leaves out: at the statement it goes with.
+			for _, k := range []string{"plan", "bundle", "template"} {
+				if r.Spans.Has(k) {
+					return key, r.Spans.Of(k)
+				}
+			}
+		}
 		return key, r.Spans.Of(key)
 	}
 	switch {

@@ -227,7 +227,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	if b.Definition.URITemplate != "" {
 		v, err := core.TemplateVariables(b.Definition.URITemplate)
 		if err != nil {
-			return fail("URITemplate", err.Error())
+			return failAt(at("URITemplate", ""), errors.Unwrap(err).Error(), err) // the rule, without "core: URI template"
 		}
 		vars = v
 	}
@@ -291,6 +291,11 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	if err := named.checkNames(allowCapture, "the template has no such variable (parameters: the template's variables and $principal)"); err != nil {
 		return failAt(at(planField, ""), err.Error(), err)
 	}
+	for _, v := range vars {
+		if named.paramIndex(v) == 0 {
+			return fail(planField, fmt.Sprintf("must use $%s: URIs that differ only in {%s} would read the same rows", v, v))
+		}
+	}
 	sb.plan = &statement{owner: owner, kind: kind, path: at(planField, ""), named: named}
 	sb.plan.prepare = sb.preparePlan
 	// Completions, in name order so that Check reports deterministically;
@@ -315,7 +320,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 			return failAt(path, err.Error(), err)
 		}
 		if named.paramIndex("prefix") == 0 {
-			return failAt(path, "does not use $prefix: compare the value with starts_with(value, $prefix)", nil)
+			return failAt(path, "must use $prefix: compare the value with starts_with(value, $prefix)", nil)
 		}
 		st := &statement{owner: owner, kind: field, path: path, named: named}
 		st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
@@ -345,7 +350,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		return failAt(at("Body", ""), err.Error(), err)
 	}
 	if named.paramIndex("key") == 0 {
-		return fail("Body", "does not use $key: it must select the planned item")
+		return fail("Body", "must use $key: it selects the planned item")
 	}
 	sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
 	sb.body.prepare = sb.prepareBody
@@ -785,11 +790,15 @@ func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan fu
 	return out, err
 }
 
-// uriPattern is literal text with {column} placeholders.
+// uriPattern is an absolute URI pattern: literal text with {column}
+// placeholders.
 type uriPattern struct{ parts []string } // even: literal, odd: column name
 
 func parseURIPattern(s string) (uriPattern, error) {
 	var p uriPattern
+	if scheme, rest, ok := strings.Cut(s, "://"); s != "" && (!ok || scheme == "" || rest == "" || strings.ContainsAny(scheme, "{}")) {
+		return p, errors.New("is not an absolute URI pattern such as doc://tenants/{tenant_id}/documents/{id}")
+	}
 	for s != "" {
 		open := strings.IndexByte(s, '{')
 		if open < 0 {
@@ -802,7 +811,7 @@ func parseURIPattern(s string) (uriPattern, error) {
 		}
 		name := s[open+1 : open+end]
 		if !validParamName(name) {
-			return uriPattern{}, fmt.Errorf("placeholder {%s} is not a column name", name)
+			return uriPattern{}, fmt.Errorf("{%s} does not name a column", name)
 		}
 		if strings.ContainsAny(s[:open], "}") {
 			return uriPattern{}, errors.New("has a '}' without its '{'")

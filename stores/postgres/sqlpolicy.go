@@ -79,7 +79,7 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 		return core.ResourcePolicy{}, fail(err.Error(), err)
 	}
 	if named.paramIndex("keys") == 0 {
-		return core.ResourcePolicy{}, fail("does not use $keys: decide the keys it is given", nil)
+		return core.ResourcePolicy{}, fail("must use $keys: decide the keys it is given", nil)
 	}
 	st := &statement{owner: owner, kind: "decide", path: path, named: named}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {

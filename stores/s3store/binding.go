@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -36,7 +37,7 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 	}
 	names, err := core.TemplateVariables(def.URITemplate)
 	if err != nil {
-		return core.ResourceBinding{}, bindingError(def, "URITemplate", err.Error(), err)
+		return core.ResourceBinding{}, bindingError(def, "URITemplate", errors.Unwrap(err).Error(), err)
 	}
 	if len(names) == 0 {
 		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store template needs at least one {variable} to form the key", nil)

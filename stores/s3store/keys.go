@@ -130,7 +130,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	case f.Definition.URI != "" || f.Definition.URITemplate != "":
 		return fail("Definition", "must leave URI and URITemplate empty: KeyFamily.URI gives the templates")
 	case f.MaxDepth < 1 || f.MaxDepth > MaxKeyDepth:
-		return fail("MaxDepth", fmt.Sprintf("must be 1 to %d", MaxKeyDepth))
+		return fail("MaxDepth", fmt.Sprintf("must be from 1 to %d", MaxKeyDepth))
 	}
 	base, ok := strings.CutSuffix(f.URI, "/...")
 	if !ok {
@@ -149,7 +149,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	}
 	prefix, err := parseKeyPrefix(f.Prefix)
 	if err != nil {
-		return fail("Prefix", err.Error())
+		return fail("Prefix", reasonOf(err))
 	}
 	var prefixVars []string
 	for _, seg := range prefix {
@@ -157,31 +157,32 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 			prefixVars = append(prefixVars, seg.text)
 		}
 	}
-	for _, v := range uriVars {
-		if !slices.Contains(prefixVars, v) {
-			return fail("Prefix", fmt.Sprintf("does not use the URI's capture {%s}: two URIs would name one key", v))
+	for i, v := range prefixVars {
+		if slices.Contains(prefixVars[:i], v) {
+			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
 		}
 	}
-	for i, v := range prefixVars {
-		switch {
-		case !slices.Contains(uriVars, v):
-			return fail("Prefix", fmt.Sprintf("uses {%s}, which the URI does not capture", v))
-		case slices.Contains(prefixVars[:i], v):
-			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
+	exactly := fmt.Sprintf("it must capture exactly the template's captures (%s), so that each URI names one key", strings.Join(uriVars, ", "))
+	for _, v := range uriVars {
+		if !slices.Contains(prefixVars, v) {
+			return fail("Prefix", fmt.Sprintf("does not use the template's capture {%s}: %s", v, exactly))
+		}
+	}
+	for _, v := range prefixVars {
+		if !slices.Contains(uriVars, v) {
+			return fail("Prefix", fmt.Sprintf("uses {%s}, which the template does not capture: %s", v, exactly))
 		}
 	}
 	for i := 1; i <= f.MaxDepth; i++ {
 		if slices.Contains(uriVars, keySegmentVar(i)) {
-			return fail("URI", fmt.Sprintf("captures {%s}, a name the family uses for key segment %d", keySegmentVar(i), i))
+			return fail("URI", fmt.Sprintf("{%s} is the name of key segment %d of the family", keySegmentVar(i), i))
 		}
 	}
 	out := make([]core.ResourceBinding, 0, f.MaxDepth)
-	tmpl := base
-	for depth := 1; depth <= f.MaxDepth; depth++ {
-		tmpl += "/{" + keySegmentVar(depth) + "}"
+	for depth, tmpl := range f.Templates() {
 		def := f.Definition
 		def.URITemplate = tmpl
-		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: b})
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth+1, f.Grant), Reader: b})
 	}
 	return out, nil
 }
@@ -192,24 +193,13 @@ type keySegment struct {
 	capture bool
 }
 
-// KeyPrefixCaptures checks a key prefix by the rules
-// [Bucket.KeyBindings] applies to [KeyFamily].Prefix ("" or segments
-// ending in '/', each a valid key segment or a whole "{name}" capture, at
-// most [MaxKeyBytes] in all) and returns the names of its captures in
-// order, a repeated name as often as it occurs. It is for a caller that
-// wants the refusal before it has a bucket.
-func KeyPrefixCaptures(prefix string) ([]string, error) {
-	segs, err := parseKeyPrefix(prefix)
-	if err != nil {
-		return nil, err
+// reasonOf is the rule err names: a *KeyError's reason, without the
+// package's name.
+func reasonOf(err error) string {
+	if ke, ok := errors.AsType[*KeyError](err); ok {
+		return ke.Reason.String()
 	}
-	var names []string
-	for _, seg := range segs {
-		if seg.capture {
-			names = append(names, seg.text)
-		}
-	}
-	return names, nil
+	return err.Error()
 }
 
 // parseKeyPrefix parses "" or segments ending in '/'.
@@ -234,7 +224,7 @@ func parseKeyPrefix(p string) ([]keySegment, error) {
 			return nil, fmt.Errorf("segment %q mixes literal text and a capture; captures are whole segments", seg)
 		}
 		if err := checkSegment(seg); err != nil {
-			return nil, fmt.Errorf("segment %q: %w", seg, err)
+			return nil, fmt.Errorf("segment %q: %s", seg, reasonOf(err))
 		}
 		out = append(out, keySegment{text: seg})
 	}
