@@ -17,9 +17,7 @@ import (
 
 var (
 	validName   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-	validBucket = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 	validRegion = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	captureRe   = regexp.MustCompile(`\{([^{}]*)\}`)
 )
 
 // checker checks a decoded file; every mistake goes to e.
@@ -177,11 +175,10 @@ func writtenPassword(raw string) bool {
 }
 
 func (c *checker) s3(b *S3Source, path string) {
-	switch {
-	case !b.Spans.Has("bucket"):
+	if !b.Spans.Has("bucket") {
 		c.required(b.Spans, "bucket", path)
-	case !validBucket.MatchString(string(b.Bucket)) || strings.Contains(string(b.Bucket), ".."):
-		c.e.at(b.Spans.Of("bucket"), "%s.bucket: is not a bucket name (3 to 63 lowercase letters, digits, . and -)", path)
+	} else if err := s3store.CheckBucketName(string(b.Bucket)); err != nil {
+		c.e.at(b.Spans.Of("bucket"), "%s.bucket: %s", path, err.(*core.ConfigError).Reason)
 	}
 	if b.Spans.Has("endpoint") {
 		u, err := url.Parse(string(b.Endpoint))
@@ -324,15 +321,6 @@ func blockIndent(lines []string, line int) int {
 	return 0
 }
 
-// captures returns the {names} of a template, in order.
-func captures(tmpl string) []string {
-	var out []string
-	for _, m := range captureRe.FindAllStringSubmatch(tmpl, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 func (c *checker) resource(r *Resource) {
 	path := "resources." + r.Name
 	sp := r.Spans
@@ -341,8 +329,7 @@ func (c *checker) resource(r *Resource) {
 		c.e.at(sp.Self(), "%s: give exactly one of uri and template", path)
 		return
 	}
-	tmpl, family := strings.CutSuffix(r.Template, "/...")
-	caps := captures(tmpl)
+	family := strings.HasSuffix(r.Template, "/...")
 	for _, sc := range r.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \"\\") {
 			c.e.at(sp.Of("scopes"), "%s.scopes: a scope may not be empty or hold spaces, quotes or backslashes", path)
@@ -367,7 +354,7 @@ func (c *checker) resource(r *Resource) {
 		c.pgResource(r, path)
 		return
 	}
-	c.s3Resource(r, family, caps, path)
+	c.s3Resource(r, family, path)
 }
 
 // s3Only and pgOnly are the keys that make sense for one kind of source.
@@ -410,7 +397,7 @@ func (c *checker) pgResource(r *Resource, path string) {
 	}
 }
 
-func (c *checker) s3Resource(r *Resource, family bool, caps []string, path string) {
+func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range pgOnly {
 		if sp.Has(k) {
@@ -422,7 +409,7 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		return
 	}
 	if sp.Has("list") {
-		c.listing(r, family, caps, path)
+		c.listing(r, family, path)
 		return
 	}
 	c.gate(r, path)
@@ -467,7 +454,8 @@ func (r *Resource) captures() []string {
 	if strings.HasSuffix(r.Template, "/...") {
 		return r.family().Captures()
 	}
-	return captures(r.Template)
+	vars, _ := core.TemplateVariables(r.Template) // a bad template is the gateway's to report
+	return vars
 }
 
 // gate checks that a statement grants an S3 resource's objects, or that
@@ -497,7 +485,7 @@ func (c *checker) gate(r *Resource, path string) {
 
 // listing checks a resource that lists a key family's objects: the family
 // gates it, so it has no gate, prefix or depth of its own.
-func (c *checker) listing(r *Resource, family bool, caps []string, path string) {
+func (c *checker) listing(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range []string{"prefix", "max_depth", "grant", "public"} {
 		if sp.Has(k) {
@@ -529,7 +517,7 @@ func (c *checker) listing(r *Resource, family bool, caps []string, path string) 
 		return // public, or refused at the family already
 	}
 	if s := c.sources[g.Source]; s != nil && s.Postgres != nil && g.Spans.Has("keys") {
-		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, caps, true); err != nil {
+		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), true); err != nil {
 			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
 		}
 	}

@@ -401,7 +401,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	fam := f.resource(r.List)
 	kf := fam.family()
 	if g := fam.Grant; g != nil {
-		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, captures(r.Template))
+		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, r.captures())
 		if err != nil {
 			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("list"))
 		}

@@ -11,6 +11,15 @@ import (
 // a configuration file is refused by the store's own rules, with the
 // store's *core.ConfigError (its Path), before it connects.
 
+// CheckBucketName checks a bucket name as [OpenBucket] does: a
+// *core.ConfigError at the path of the Bucket.
+func CheckBucketName(name string) error {
+	if err := checkBucket(name); err != nil {
+		return checkError("Bucket", "is not a bucket name: it "+err.Error(), nil)
+	}
+	return nil
+}
+
 // CheckKeyFamily checks f as [Bucket.KeyBindings] does.
 func CheckKeyFamily(f KeyFamily) error {
 	_, err := (&Bucket{}).keyBindings(f)
