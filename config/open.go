@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,14 +29,9 @@ const OpenTimeout = 10 * time.Second
 // server needs around them.
 type Served struct {
 	// Bindings are the file's bindings, in file order (a key family gives
-	// one per depth).
-	Bindings []core.ResourceBinding
-	// SourceOf names the source of each binding, index for index (a
-	// metric label).
-	SourceOf []string
-	// ObjectSourceOf names, index for index, the S3 source of the objects
-	// a binding's rows reference (its object.source), or "".
-	ObjectSourceOf []string
+	// one per depth), each with the sources it reads; CoreBindings lists
+	// them for core.NewResources.
+	Bindings []Binding
 	// Policy is the file's policy.
 	Policy core.ResourcePolicy
 	// Ready has one check per source, in file order, for a readiness
@@ -57,6 +53,25 @@ type Served struct {
 	Changes []core.ChangeSource
 
 	closers []func()
+}
+
+// Binding is one binding of a file and the sources it reads.
+type Binding struct {
+	core.ResourceBinding
+	// Source names the binding's source (a metric label).
+	Source string
+	// ObjectSource names the S3 source of the objects the binding's rows
+	// reference (its object.source), or "".
+	ObjectSource string
+}
+
+// CoreBindings returns the bindings alone, in order, for core.NewResources.
+func (s *Served) CoreBindings() []core.ResourceBinding {
+	out := make([]core.ResourceBinding, len(s.Bindings))
+	for i, b := range s.Bindings {
+		out[i] = b.ResourceBinding
+	}
+	return out
 }
 
 // Ready is the readiness check of one source.
@@ -187,8 +202,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if r.Object != nil && !f.withoutObjects[r.Name] {
 				objSrc = r.Object.Source
 			}
-			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
-			s.ObjectSourceOf = append(s.ObjectSourceOf, objSrc)
+			s.Bindings = append(s.Bindings, Binding{b, r.Source, objSrc})
 			s.Lines = append(s.Lines, f.describe(r, def.URI+def.URITemplate))
 			continue
 		}
@@ -198,8 +212,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if err != nil {
 				return nil, err
 			}
-			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
-			s.ObjectSourceOf = append(s.ObjectSourceOf, "")
+			s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
 			s.Lines = append(s.Lines, f.describe(r, r.Template))
 			continue
 		}
@@ -224,8 +237,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if err != nil {
 			return nil, f.storeError(err, r.Source, r.Spans.Self())
 		}
-		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
-		s.ObjectSourceOf = append(s.ObjectSourceOf, "")
+		s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
 		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
 	}
 	// Key families go in at the place of their bucket's first one, so
@@ -240,13 +252,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			return nil, f.storeError(err, src.Name, src.Spans.Self())
 		}
 		at := familyAt[src.Name]
-		names := make([]string, len(bs))
-		for i := range names {
-			names[i] = src.Name
+		ins := make([]Binding, len(bs))
+		for i, b := range bs {
+			ins[i] = Binding{ResourceBinding: b, Source: src.Name}
 		}
-		s.Bindings = append(s.Bindings[:at], append(bs, s.Bindings[at:]...)...)
-		s.SourceOf = append(s.SourceOf[:at], append(names, s.SourceOf[at:]...)...)
-		s.ObjectSourceOf = append(s.ObjectSourceOf[:at], append(make([]string, len(bs)), s.ObjectSourceOf[at:]...)...)
+		s.Bindings = slices.Insert(s.Bindings, at, ins...)
 		for name, i := range familyAt {
 			if i > at && name != src.Name {
 				familyAt[name] = i + len(bs)
