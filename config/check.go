@@ -357,10 +357,11 @@ func (c *checker) resource(r *Resource) {
 	c.s3Resource(r, family, path)
 }
 
-// s3Only and pgOnly are the keys that make sense for one kind of source.
+// s3Only and pgOnly are the keys that make sense for one kind of source:
+// those of its part of a Resource.
 var (
-	s3Only = []string{"prefix", "max_depth", "grant", "public", "list"}
-	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
+	s3Only = fieldKeys(reflect.TypeFor[S3Resource]())
+	pgOnly = fieldKeys(reflect.TypeFor[PostgresResource]())
 )
 
 func (c *checker) pgResource(r *Resource, path string) {

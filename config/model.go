@@ -197,6 +197,18 @@ type Resource struct {
 	// Source names the source that serves the resource.
 	Source string `yaml:"source" schema:"required,ref=name"`
 
+	// PostgresResource holds the keys of a resource of a PostgreSQL
+	// source, S3Resource those of an S3 source: written beside the keys
+	// above, each checked by its store.
+	PostgresResource `yaml:",inline"`
+	S3Resource       `yaml:",inline"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// PostgresResource is the part of a resource that a PostgreSQL source
+// serves it by: postgres.SQLBinding's fields, as the file writes them.
+type PostgresResource struct {
 	// Plan (PostgreSQL) selects the one item a request names, identity
 	// only, in columns named key, version, mime and optionally name,
 	// title, size, text, object_key, object_etag, object_version_id,
@@ -235,7 +247,12 @@ type Resource struct {
 	// connection per source LISTENs on all of its resources' channels
 	// (postgres Source.Listener), through listen_url when it is set.
 	Listen string `yaml:"listen" schema:"ref=channel"`
+}
 
+// S3Resource is the part of a resource that an S3 source serves it by:
+// s3store.KeyFamily's, KeyListing's and Bucket.Binding's fields, as the file
+// writes them.
+type S3Resource struct {
 	// Prefix (S3) is the key prefix: "" or whole segments ending in '/'.
 	// For a key family (a Template ending in "/...") it captures exactly
 	// the template's captures; otherwise it is literal and the template's
@@ -265,8 +282,6 @@ type Resource struct {
 	// listed, in key order, and the gateway admits limits.max_items of
 	// them with a budget issue for the rest.
 	List string `yaml:"list" schema:"ref=name"`
-
-	Spans Spans `yaml:"-"`
 }
 
 // Grant is the statement that grants an S3 resource's objects

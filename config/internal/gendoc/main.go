@@ -142,7 +142,7 @@ are complete ones. A key not listed here is an error at its position;
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| key | type | required | meaning |\n|---|---|---|---|\n", s.path, oneLine(docs[s.typ]))
 		rows := 0
-		for _, field := range st.Fields.List {
+		for _, field := range fields(st, structs) {
 			key := yamlKey(field)
 			if key == "" {
 				continue
@@ -204,7 +204,7 @@ func walk(structs map[string]*ast.StructType) ([]section, error) {
 		}
 		index[s.typ] = len(out)
 		out = append(out, s)
-		for _, field := range st.Fields.List {
+		for _, field := range fields(st, structs) {
 			key := yamlKey(field)
 			if key == "" {
 				continue
@@ -243,6 +243,20 @@ func walk(structs map[string]*ast.StructType) ([]section, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// fields are the fields of st that keys are written into: an embedded
+// struct of the model tagged yaml:",inline" gives its own in its place.
+func fields(st *ast.StructType, structs map[string]*ast.StructType) []*ast.Field {
+	var out []*ast.Field
+	for _, f := range st.Fields.List {
+		if id, ok := f.Type.(*ast.Ident); ok && len(f.Names) == 0 && f.Tag != nil && strings.Contains(f.Tag.Value, `yaml:",inline"`) && structs[id.Name] != nil {
+			out = append(out, fields(structs[id.Name], structs)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // policyNote follows a policy's path: the word database stands for it.

@@ -93,7 +93,7 @@ func Schema(structs map[string]*ast.StructType, docs map[string]string, sections
 	}
 	var root obj
 	for _, s := range sections {
-		o, err := structSchema(s.typ, structs[s.typ], docs[s.typ])
+		o, err := structSchema(s.typ, fields(structs[s.typ], structs), docs[s.typ])
 		if err != nil {
 			return nil, err
 		}
@@ -123,12 +123,12 @@ func Schema(structs map[string]*ast.StructType, docs map[string]string, sections
 }
 
 // structSchema is the object that the struct typ, documented by doc, models.
-func structSchema(typ string, st *ast.StructType, doc string) (obj, error) {
+func structSchema(typ string, fs []*ast.Field, doc string) (obj, error) {
 	props := obj{}
 	var required []string
 	groups := map[string][]string{}
 	var groupOrder []string
-	for _, field := range st.Fields.List {
+	for _, field := range fs {
 		key := yamlKey(field)
 		if key == "" {
 			continue
