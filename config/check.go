@@ -209,7 +209,7 @@ func (c *checker) policy() {
 	p, sp := c.f.Policy, c.f.Spans
 	missing := false // reported already: no second error about the same cause
 	if p != nil && !p.Database {
-		s := c.pgSourceRef(p.Source, p.Spans, "policy")
+		s := c.sourceRef(p.Source, p.Spans, "policy", false, "")
 		if s != nil && s.Postgres.Policy != nil {
 			c.e.at(p.Spans.Of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
 		}
@@ -269,15 +269,21 @@ func (f *File) policyOf(name string) *Policy {
 	return nil
 }
 
-// pgSourceRef checks that the source key names a PostgreSQL source.
-func (c *checker) pgSourceRef(name string, sp Spans, path string) *Source {
+// sourceRef checks that the source key of the mapping at path names a
+// source, an S3 one with s3 and else a PostgreSQL one; why follows "source
+// is required" when the key is missing.
+func (c *checker) sourceRef(name string, sp Spans, path string, s3 bool, why string) *Source {
+	kind := "a postgres"
+	if s3 {
+		kind = "an s3"
+	}
 	switch s := c.sources[name]; {
 	case !sp.Has("source"):
-		c.e.at(sp.Self(), "%s: source is required", path)
+		c.e.at(sp.Self(), "%s: source is required%s", path, why)
 	case s == nil:
 		c.e.at(sp.Of("source"), "%s.source: no source is named %q", path, name)
-	case s.Postgres == nil:
-		c.e.at(sp.Of("source"), "%s.source: %q is not a postgres source", path, name)
+	case (s.S3 != nil) != s3:
+		c.e.at(sp.Of("source"), "%s.source: %q is not %s source", path, name, kind)
 	default:
 		return s
 	}
@@ -377,14 +383,7 @@ func (c *checker) pgResource(r *Resource, path string) {
 	}
 	var objects []string
 	if o := r.Object; o != nil {
-		switch s := c.sources[o.Source]; {
-		case !o.Spans.Has("source"):
-			c.e.at(o.Spans.Self(), "%s.object: source is required: the S3 source that holds the objects", path)
-		case s == nil:
-			c.e.at(o.Spans.Of("source"), "%s.object.source: no source is named %q", path, o.Source)
-		case s.S3 == nil:
-			c.e.at(o.Spans.Of("source"), "%s.object.source: %q is not an s3 source", path, o.Source)
-		default:
+		if c.sourceRef(o.Source, o.Spans, path+".object", true, ": the S3 source that holds the objects") != nil {
 			objects = append(objects, o.Source)
 		}
 		if sp.Has("plan") && !sp.Has("body") && o.Spans.Has("uri") {
@@ -470,14 +469,7 @@ func (c *checker) gate(r *Resource, path string) {
 		c.e.at(sp.Self(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
 			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
 	case g != nil:
-		switch s := c.sources[g.Source]; {
-		case !g.Spans.Has("source"):
-			c.e.at(g.Spans.Self(), "%s.grant: source is required: the postgres source the statement runs on", path)
-		case s == nil:
-			c.e.at(g.Spans.Of("source"), "%s.grant.source: no source is named %q", path, g.Source)
-		case s.Postgres == nil:
-			c.e.at(g.Spans.Of("source"), "%s.grant.source: %q is not a postgres source", path, g.Source)
-		}
+		c.sourceRef(g.Source, g.Spans, path+".grant", false, ": the postgres source the statement runs on")
 		if !g.Spans.Has("keys") {
 			c.e.at(g.Spans.Self(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
 		}
