@@ -264,8 +264,22 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	// Each PostgreSQL source's policy decides its own resources' reads and
-	// nothing else; an S3 resource's grant decided before its plan.
+	if s.Policy, err = f.policy(sources); err != nil {
+		return nil, err
+	}
+	if err := f.checkSources(ctx, sources, buckets); err != nil {
+		return nil, err
+	}
+	if s.Changes, err = f.changes(ctx, opts, pools, sources, buckets); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// policy is the file's policy: each PostgreSQL source's decides its own
+// resources' reads and nothing else; an S3 resource's grant decided before
+// its plan.
+func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy, error) {
 	bySource := map[string]core.ResourcePolicy{}
 	for _, src := range f.Sources {
 		p := f.policyOf(src.Name)
@@ -276,7 +290,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		default:
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
-				return nil, f.storeError(err, src.Name, p.Spans.Of("decide"))
+				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.Of("decide"))
 			}
 			bySource[src.Name] = pol
 		}
@@ -289,9 +303,13 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		byName[r.Name] = pol
 	}
-	s.Policy = routePolicy(byName)
-	s.Policy = f.gateScopes(s.Policy) // scopes.go
+	return f.gateScopes(routePolicy(byName)), nil // scopes.go
+}
 
+// checkSources checks every source against its server (Source.Check,
+// Bucket.Check), each within OpenTimeout.
+func (f *File) checkSources(ctx context.Context, sources map[string]*postgres.Source, buckets map[string]*s3store.Bucket) error {
+	e := &errs{file: f.Name}
 	for _, src := range f.Sources {
 		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
 		var err error
@@ -305,11 +323,19 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		case err == nil:
 		case src.S3 != nil && !errors.As(err, new(*core.ConfigError)):
 			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
-			return fail()
+			return e.first()
 		default:
-			return nil, f.storeError(err, src.Name, src.Spans.Self())
+			return f.storeError(err, src.Name, src.Spans.Self())
 		}
 	}
+	return nil
+}
+
+// changes are the change sources of the file (Served.Changes).
+func (f *File) changes(ctx context.Context, opts *OpenOptions, pools map[string]*pgxpool.Pool, sources map[string]*postgres.Source,
+	buckets map[string]*s3store.Bucket) ([]core.ChangeSource, error) {
+	e := &errs{file: f.Name}
+	var out []core.ChangeSource
 	for _, src := range f.Sources {
 		p, ps := src.Postgres, sources[src.Name]
 		if p == nil || !f.listens(src.Name) {
@@ -322,14 +348,14 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
-				return fail()
+				return nil, e.first()
 			}
 			cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
 			conn, err := pgx.ConnectConfig(cctx, c)
 			cancel()
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, c.Host, c.Port, pgCause(err, src))
-				return fail()
+				return nil, e.first()
 			}
 			_ = conn.Close(context.WithoutCancel(ctx))
 			lcfg = c
@@ -341,9 +367,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: log})
 		if err != nil {
 			e.at(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
-			return fail()
+			return nil, e.first()
 		}
-		s.Changes = append(s.Changes, l)
+		out = append(out, l)
 	}
 	for _, src := range f.Sources {
 		if src.S3 == nil || !f.serves(src.Name) {
@@ -353,9 +379,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if opts.Logger != nil {
 			log = opts.Logger.With("source", src.Name)
 		}
-		s.Changes = append(s.Changes, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
+		out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
 	}
-	return s, nil
+	return out, nil
 }
 
 // definition is r's core definition, without its URI or template.
