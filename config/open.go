@@ -567,37 +567,26 @@ func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 	if p.Source == "" {
 		p.Source = source
 	}
-	key, at, ok := f.locate(p)
+	pl, ok := f.locate(p)
 	if !ok {
 		e.at(def, "%s: %s", ce.Field, reason)
 		return
 	}
-	if se, ok := errors.AsType[*postgres.SQLError](err); ok {
-		at = f.sqlAt(p, at, se.Offset)
+	at := pl.spans.Of(pl.key)
+	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
+		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
 	}
-	e.at(at, "%s: %s", key, reason)
+	e.at(at, "%s: %s", pl.path, reason)
 }
 
-// sqlAt is the position of byte off of the statement that p names, or at
-// when p names none.
-func (f *File) sqlAt(p core.ConfigPath, at Position, off int) Position {
-	if p.Binding == "" && p.Field == "Decide" {
-		if pol := f.policyOf(p.Source); pol != nil {
-			return f.sqlPos(pol.Spans, "decide", pol.Decide, off)
-		}
-	}
-	if r := f.resource(p.Binding); r != nil {
-		r = f.grantHolder(r, p)
-		switch key := resourceKeys[p.Field]; {
-		case key == "plan" || key == "bundle" || key == "body":
-			return f.sqlPos(r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key], off)
-		case p.Field == "Complete":
-			return f.sqlPos(r.Spans, "completion."+p.Key, r.Completion[p.Key], off)
-		case p.Field == "Grant" && r.Grant != nil:
-			return f.sqlPos(r.Grant.Spans, "keys", r.Grant.Keys, off)
-		}
-	}
-	return at
+// place is where a store's path is in the file: the path errors name it
+// by, the key of the mapping spans it is written under, and the statement
+// written there, if any.
+type place struct {
+	path  string
+	spans Spans
+	key   string
+	sql   string
 }
 
 // resource is the resource named name, or nil.
@@ -610,24 +599,15 @@ func (f *File) resource(name string) *Resource {
 	return nil
 }
 
-// grantHolder is the resource whose grant statement a store's path about
-// r's grant names: a listing's grant is the family's it lists.
-func (f *File) grantHolder(r *Resource, p core.ConfigPath) *Resource {
-	if p.Field == "Grant" && r.Grant == nil && r.List != "" {
-		if fam := f.resource(r.List); fam != nil && fam.Grant != nil {
-			return fam
-		}
-	}
-	return r
-}
-
-// locate maps a store's path to the file: the key's path as errors name it
-// and its position.
-func (f *File) locate(p core.ConfigPath) (string, Position, bool) {
+// locate maps a store's path to its place in the file.
+func (f *File) locate(p core.ConfigPath) (place, bool) {
 	if r := f.resource(p.Binding); r != nil {
-		r = f.grantHolder(r, p)
-		key, at := resourceKey(r, p)
-		return "resources." + r.Name + "." + key, at, true
+		if fam := f.resource(r.List); p.Field == "Grant" && r.Grant == nil && fam != nil && fam.Grant != nil {
+			r = fam // a listing's grant is the family's it lists
+		}
+		pl := resourcePlace(r, p)
+		pl.path = "resources." + r.Name + "." + pl.path
+		return pl, true
 	}
 	var s *Source
 	for i := range f.Sources {
@@ -642,19 +622,19 @@ func (f *File) locate(p core.ConfigPath) (string, Position, bool) {
 		if pol != f.Policy {
 			path = "sources." + s.Name + ".postgres.policy.decide"
 		}
-		return path, pol.Spans.Of("decide"), true
+		return place{path, pol.Spans, "decide", pol.Decide}, true
 	case s.Postgres != nil:
 		if key, ok := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[p.Field]; ok {
-			return "sources." + s.Name + ".postgres." + key, s.Postgres.Spans.Of(key), true
+			return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
 		}
 	case s.S3 != nil:
 		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
 		if key == "" || !s.S3.Spans.Has(key) {
 			key = "bucket"
 		}
-		return "sources." + s.Name + ".s3." + key, s.S3.Spans.Of(key), true
+		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
 	}
-	return "", Position{}, false
+	return place{}, false
 }
 
 // resourceKeys maps the Go fields of the stores' bindings to a resource's
@@ -664,35 +644,36 @@ var resourceKeys = map[string]string{
 	"Prefix": "prefix", "MaxDepth": "max_depth",
 }
 
-// resourceKey maps the field a store's path names to r's key.
-func resourceKey(r *Resource, p core.ConfigPath) (string, Position) {
+// resourcePlace is the place in r of the field a store's path names, its
+// path relative to r.
+func resourcePlace(r *Resource, p core.ConfigPath) place {
 	if key := resourceKeys[p.Field]; key != "" {
 		if !r.Spans.Has(key) {
 			// A key the file leaves out: at the statement it goes with.
 			for _, k := range []string{"plan", "bundle", "template"} {
 				if r.Spans.Has(k) {
-					return key, r.Spans.Of(k)
+					return place{key, r.Spans, k, ""}
 				}
 			}
 		}
-		return key, r.Spans.Of(key)
+		return place{key, r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key]}
 	}
 	switch {
 	case p.Field == "Complete":
-		return "completion." + p.Key, r.Spans.Of("completion." + p.Key)
+		return place{"completion." + p.Key, r.Spans, "completion." + p.Key, r.Completion[p.Key]}
 	case p.Field == "ObjectURI" && r.Object != nil:
-		return "object.uri", r.Object.Spans.Of("uri")
+		return place{"object.uri", r.Object.Spans, "uri", ""}
 	case p.Field == "ObjectSource" && r.Object != nil:
-		return "object.source", r.Object.Spans.Of("source")
+		return place{"object.source", r.Object.Spans, "source", ""}
 	case p.Field == "Grant" && r.Grant != nil:
-		return "grant.keys", r.Grant.Spans.Of("keys")
+		return place{"grant.keys", r.Grant.Spans, "keys", r.Grant.Keys}
 	case p.Field == "Grant" && r.List != "":
-		return "list", r.Spans.Of("list")
+		return place{"list", r.Spans, "list", ""}
 	}
 	if r.Spans.Has("template") {
-		return "template", r.Spans.Of("template")
+		return place{"template", r.Spans, "template", ""}
 	}
-	return "uri", r.Spans.Of("uri")
+	return place{"uri", r.Spans, "uri", ""}
 }
 
 // redactAll removes the value of every secret of the file from s, in case
