@@ -203,7 +203,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				objSrc = r.Object.Source
 			}
 			s.Bindings = append(s.Bindings, Binding{b, r.Source, objSrc})
-			s.Lines = append(s.Lines, f.describe(r, def.URI+def.URITemplate))
+			s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
 			continue
 		}
 		bucket := buckets[r.Source]

@@ -105,6 +105,11 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if len(served.Bindings) != 10 || len(served.Lines) != 10 || len(served.Ready) != 2 {
 		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 10, 10, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
 	}
+	for _, l := range served.Lines {
+		if uri, _, _ := strings.Cut(l, "\t"); !strings.Contains(uri, "://") {
+			t.Errorf("line %q does not start with the URI or template it describes", l)
+		}
+	}
 	file, err := Parse(documentsExample, data, &Options{LookupEnv: r.lookup})
 	if err != nil {
 		t.Fatal(err)
