@@ -160,9 +160,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"a decide statement without $keys", func(t *testing.T) string { return edit(t, "unnest($keys::text[])", "unnest(ARRAY['a'])") }, 15, "must use $keys"},
 		{"a decide statement with a capture", func(t *testing.T) string {
 			return edit(t, "unnest($keys::text[])", "unnest($keys::text[]) WHERE $tenant")
-		}, 15, "$tenant is not one of $keys, $binding, $captures, $principal"},
+		}, 15, "parameter $tenant: a policy statement takes $keys, $binding, $captures and $principal"},
 		{"a positional parameter", func(t *testing.T) string { return edit(t, "id = $id\n", "id = $2\n") }, 22, "positional"},
-		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 22, "$tenat is neither a capture of the template (tenant, id)"},
+		{"a parameter that is no capture", func(t *testing.T) string { return edit(t, "tenant = $tenant", "tenant = $tenat") }, 22, "parameter $tenat: the template has no such variable"},
 		{"a capture the plan does not use", func(t *testing.T) string { return edit(t, "tenant = $tenant AND ", "") }, 20, "must use $tenant"},
 		{"a body that does not use $key", func(t *testing.T) string {
 			return edit(t, "WHERE id = $key AND xmin::text = $version", "WHERE xmin::text = $version")
@@ -171,7 +171,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a string left open", func(t *testing.T) string { return edit(t, "'text/plain' AS", "'text/plain AS") }, 21, "unterminated"},
 		{"a plan without body", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "")
-		}, 20, "body is required"},
+		}, 20, "body: is required"},
 		{"plan and bundle", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    bundle: SELECT $tenant, $id\n    body: SELECT body")
 		}, 17, "exactly one of plan"},
@@ -228,7 +228,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 33, "limits.max_uri_bytes"},
 		{"a completion for no capture", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenantt: SELECT id FROM t WHERE id LIKE $prefix\n    body: SELECT body")
-		}, 24, "not a capture"},
+		}, 24, "completion.tenantt: the template has no such variable"},
 		{"a completion without $prefix", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    completion:\n      tenant: SELECT id FROM t\n    body: SELECT body")
 		}, 24, "must use $prefix"},
@@ -237,11 +237,11 @@ func TestBrokenFiles(t *testing.T) {
 		}, 23, "not a channel name"},
 		{"anchored on a plan", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    anchored: true\n    body: SELECT body")
-		}, 23, "anchored: is for a bundle"},
+		}, 23, "anchored: is for bundles"},
 		{"a bad resource name", func(t *testing.T) string { return strings.Replace(good, "  doc:\n", "  9doc:\n", 1) }, 17, "a name is a letter"},
 		{"a bundle without item_uri", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    body: SELECT $key\n"
-		}, 35, "item_uri is required"},
+		}, 35, "item_uri: is required"},
 		{"an item_uri that names no column", func(t *testing.T) string {
 			return good + "  all:\n    template: doc://t/{tenant}\n    source: db\n    bundle: SELECT $tenant\n    item_uri: doc://t/{}/x\n    body: SELECT $key\n"
 		}, 36, "does not name a column"},

@@ -3,12 +3,9 @@ package config
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"reflect"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,28 +17,13 @@ import (
 
 var (
 	validName   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-	validBucket = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 	validRegion = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	captureRe   = regexp.MustCompile(`\{([^{}]*)\}`)
-)
-
-// MaxDepth bounds Resource.MaxDepth: the segments "..." stands for.
-const MaxDepth = 32
-
-// Statement parameters each kind of statement may use besides the
-// template's captures, and those it must use.
-var (
-	planParams       = []string{"principal"}
-	bodyParams       = []string{"key", "version", "principal"}
-	decideParams     = []string{"keys", "binding", "captures", "principal"}
-	completionParams = []string{"prefix", "limit", "principal"}
 )
 
 // checker checks a decoded file; every mistake goes to e.
 type checker struct {
 	e         *errs
 	f         *File
-	lines     []string
 	sources   map[string]*Source
 	resources map[string]*Resource
 }
@@ -193,11 +175,10 @@ func writtenPassword(raw string) bool {
 }
 
 func (c *checker) s3(b *S3Source, path string) {
-	switch {
-	case !b.Spans.Has("bucket"):
+	if !b.Spans.Has("bucket") {
 		c.required(b.Spans, "bucket", path)
-	case !validBucket.MatchString(string(b.Bucket)) || strings.Contains(string(b.Bucket), ".."):
-		c.e.at(b.Spans.Of("bucket"), "%s.bucket: is not a bucket name (3 to 63 lowercase letters, digits, . and -)", path)
+	} else if err := s3store.CheckBucketName(string(b.Bucket)); err != nil {
+		c.e.at(b.Spans.Of("bucket"), "%s.bucket: %s", path, err.(*core.ConfigError).Reason)
 	}
 	if b.Spans.Has("endpoint") {
 		u, err := url.Parse(string(b.Endpoint))
@@ -228,12 +209,14 @@ func (c *checker) policy() {
 	p, sp := c.f.Policy, c.f.Spans
 	missing := false // reported already: no second error about the same cause
 	if p != nil && !p.Database {
-		s := c.pgSourceRef(p.Source, p.Spans, "policy")
+		s := c.sourceRef(p.Source, p.Spans, "policy", false, "")
 		if s != nil && s.Postgres.Policy != nil {
 			c.e.at(p.Spans.Of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
 		}
 		missing = s == nil
-		c.decide(p, "policy")
+		if s != nil {
+			c.decide(p, s.Name, "policy")
+		}
 	}
 	for _, s := range c.f.Sources {
 		pg := s.Postgres
@@ -245,7 +228,7 @@ func (c *checker) policy() {
 			if own.Spans.Has("source") {
 				c.e.at(own.Spans.Of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
 			}
-			c.decide(own, path)
+			c.decide(own, s.Name, path)
 		}
 		if c.f.policyOf(s.Name) != nil || !c.f.serves(s.Name) {
 			continue
@@ -261,12 +244,14 @@ func (c *checker) policy() {
 }
 
 // decide checks a decide policy's statement.
-func (c *checker) decide(p *Policy, path string) {
+func (c *checker) decide(p *Policy, source, path string) {
 	if !p.Spans.Has("decide") {
 		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, PolicyDatabase)
 		return
 	}
-	c.statement(p.Decide, p.Spans, "decide", path, nil, decideParams, []string{"keys"})
+	if err := postgres.CheckPolicy(source, p.Decide); err != nil {
+		c.f.storeMistake(c.e, err, source, p.Spans.Of("decide"))
+	}
 }
 
 // policyOf is the policy of the resources of PostgreSQL source name: its
@@ -284,61 +269,30 @@ func (f *File) policyOf(name string) *Policy {
 	return nil
 }
 
-// pgSourceRef checks that the source key names a PostgreSQL source.
-func (c *checker) pgSourceRef(name string, sp Spans, path string) *Source {
+// sourceRef checks that the source key of the mapping at path names a
+// source, an S3 one with s3 and else a PostgreSQL one; why follows "source
+// is required" when the key is missing.
+func (c *checker) sourceRef(name string, sp Spans, path string, s3 bool, why string) *Source {
+	kind := "a postgres"
+	if s3 {
+		kind = "an s3"
+	}
 	switch s := c.sources[name]; {
 	case !sp.Has("source"):
-		c.e.at(sp.Self(), "%s: source is required", path)
+		c.e.at(sp.Self(), "%s: source is required%s", path, why)
 	case s == nil:
 		c.e.at(sp.Of("source"), "%s.source: no source is named %q", path, name)
-	case s.Postgres == nil:
-		c.e.at(sp.Of("source"), "%s.source: %q is not a postgres source", path, name)
+	case (s.S3 != nil) != s3:
+		c.e.at(sp.Of("source"), "%s.source: %q is not %s source", path, name, kind)
 	default:
 		return s
 	}
 	return nil
 }
 
-// statement checks one SQL statement held under key: its $names must be
-// captures or one of extra, and it must use every name of required.
-func (c *checker) statement(sql string, sp Spans, key, path string, captures, extra, required []string) {
-	params, problem, off := scanSQL(sql)
-	if problem != "" {
-		c.e.at(c.sqlPos(sp, key, sql, off), "%s.%s: %s", path, key, problem)
-		return
-	}
-	used := map[string]bool{}
-	for _, p := range params {
-		used[p.Name] = true
-		if !slices.Contains(captures, p.Name) && !slices.Contains(extra, p.Name) {
-			at := c.sqlPos(sp, key, sql, p.Offset)
-			if len(captures) == 0 {
-				c.e.at(at, "%s.%s: $%s is not one of %s", path, key, p.Name, dollarList(extra))
-			} else {
-				c.e.at(at, "%s.%s: $%s is neither a capture of the template (%s) nor one of %s", path, key, p.Name, strings.Join(captures, ", "), dollarList(extra))
-			}
-			return
-		}
-	}
-	for _, r := range required {
-		if !used[r] {
-			c.e.at(sp.Of(key), "%s.%s: must use $%s", path, key, r)
-			return
-		}
-	}
-}
-
-func dollarList(names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = "$" + n
-	}
-	return strings.Join(out, ", ")
-}
-
 // sqlPos is the position of byte off of the SQL under key: exact in a
 // literal block (|) or a one-line value, else the value's start.
-func (c *checker) sqlPos(sp Spans, key, sql string, off int) Position {
+func (f *File) sqlPos(sp Spans, key, sql string, off int) Position {
 	at := sp.Of(key)
 	n := sp.nodes[key]
 	if n == nil {
@@ -349,10 +303,10 @@ func (c *checker) sqlPos(sp Spans, key, sql string, off int) Position {
 	switch {
 	case n.Style&literalStyle != 0:
 		line := n.Line + 1 + nl
-		if line-1 >= len(c.lines) {
+		if line-1 >= len(f.lines) {
 			return at
 		}
-		indent := blockIndent(c.lines, n.Line)
+		indent := blockIndent(f.lines, n.Line)
 		return Position{Line: line, Column: indent + col + 1}
 	case nl == 0 && n.Style&(singleStyle|doubleStyle) != 0:
 		return Position{Line: n.Line, Column: n.Column + 1 + col}
@@ -373,15 +327,6 @@ func blockIndent(lines []string, line int) int {
 	return 0
 }
 
-// captures returns the {names} of a template, in order.
-func captures(tmpl string) []string {
-	var out []string
-	for _, m := range captureRe.FindAllStringSubmatch(tmpl, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 func (c *checker) resource(r *Resource) {
 	path := "resources." + r.Name
 	sp := r.Spans
@@ -390,8 +335,7 @@ func (c *checker) resource(r *Resource) {
 		c.e.at(sp.Self(), "%s: give exactly one of uri and template", path)
 		return
 	}
-	tmpl, family := strings.CutSuffix(r.Template, "/...")
-	caps := captures(tmpl)
+	family := strings.HasSuffix(r.Template, "/...")
 	for _, sc := range r.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \"\\") {
 			c.e.at(sp.Of("scopes"), "%s.scopes: a scope may not be empty or hold spaces, quotes or backslashes", path)
@@ -413,129 +357,47 @@ func (c *checker) resource(r *Resource) {
 		if family {
 			c.e.at(sp.Of("template"), "%s.template: a ... segment is for S3 key families; a postgres resource names its captures", path)
 		}
-		c.pgResource(r, caps, path)
+		c.pgResource(r, path)
 		return
 	}
-	c.s3Resource(r, family, caps, path)
+	c.s3Resource(r, family, path)
 }
 
-// s3Only and pgOnly are the keys that make sense for one kind of source.
+// s3Only and pgOnly are the keys that make sense for one kind of source:
+// those of its part of a Resource.
 var (
-	s3Only = []string{"prefix", "max_depth", "grant", "public", "list"}
-	pgOnly = []string{"plan", "body", "bundle", "item_uri", "anchored", "completion", "object", "listen"}
+	s3Only = fieldKeys(reflect.TypeFor[S3Resource]())
+	pgOnly = fieldKeys(reflect.TypeFor[PostgresResource]())
 )
 
-func (c *checker) pgResource(r *Resource, caps []string, path string) {
+func (c *checker) pgResource(r *Resource, path string) {
 	sp := r.Spans
 	for _, k := range s3Only {
 		if sp.Has(k) {
 			c.e.at(sp.Of(k), "%s.%s: is for S3 resources; %q is a postgres source", path, k, r.Source)
 		}
 	}
-	planKey := "plan"
-	switch {
-	case sp.Has("plan") == sp.Has("bundle"):
+	if sp.Has("plan") == sp.Has("bundle") {
 		c.e.at(sp.Self(), "%s: give exactly one of plan (one item) and bundle (several items)", path)
 		return
-	case sp.Has("plan"):
-		c.statement(r.Plan, sp, "plan", path, caps, planParams, caps)
-		if sp.Has("item_uri") {
-			c.e.at(sp.Of("item_uri"), "%s.item_uri: is for a bundle; a plan's item is the request URI", path)
-		}
-		if sp.Has("anchored") {
-			c.e.at(sp.Of("anchored"), "%s.anchored: is for a bundle; a plan's missing row is already unavailable", path)
-		}
-	default:
-		planKey = "bundle"
-		c.statement(r.Bundle, sp, "bundle", path, caps, planParams, caps)
-		if !sp.Has("item_uri") {
-			c.e.at(sp.Of("bundle"), "%s: item_uri is required with bundle: each row's item URI, such as doc://tenants/{tenant_id}/documents/{id}", path)
-		} else if msg := uriPatternProblem(r.ItemURI); msg != "" {
-			c.e.at(sp.Of("item_uri"), "%s.item_uri: %s", path, msg)
-		}
 	}
-	objectOnly := planKey == "plan" && !sp.Has("body") && r.Object != nil
-	switch {
-	case objectOnly:
-		if r.Object.Spans.Has("uri") {
-			c.e.at(r.Object.Spans.Of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
-		}
-	case !sp.Has("body"):
-		also := ""
-		if planKey == "plan" {
-			also = " (a plan without body serves its row's object alone, and needs object)"
-		}
-		c.e.at(sp.Of(planKey), "%s: body is required with %s: the statement that reads a planned item by $key%s", path, planKey, also)
-	default:
-		c.statement(r.Body, sp, "body", path, nil, bodyParams, []string{"key"})
-	}
-	for _, v := range sortedKeys(r.Completion) {
-		key := "completion." + v
-		if !slices.Contains(caps, v) {
-			c.e.at(sp.Of(key+":key"), "%s.completion: %s is not a capture of the template", path, v)
-			continue
-		}
-		var others []string
-		for _, o := range caps {
-			if o != v {
-				others = append(others, o)
-			}
-		}
-		c.statement(r.Completion[v], sp, key, path, others, completionParams, []string{"prefix"})
-	}
+	var objects []string
 	if o := r.Object; o != nil {
-		switch s := c.sources[o.Source]; {
-		case !o.Spans.Has("source"):
-			c.e.at(o.Spans.Self(), "%s.object: source is required: the S3 source that holds the objects", path)
-		case s == nil:
-			c.e.at(o.Spans.Of("source"), "%s.object.source: no source is named %q", path, o.Source)
-		case s.S3 == nil:
-			c.e.at(o.Spans.Of("source"), "%s.object.source: %q is not an s3 source", path, o.Source)
+		if c.sourceRef(o.Source, o.Spans, path+".object", true, ": the S3 source that holds the objects") != nil {
+			objects = append(objects, o.Source)
 		}
-		if o.Spans.Has("uri") {
-			if msg := uriPatternProblem(o.URI); msg != "" {
-				c.e.at(o.Spans.Of("uri"), "%s.object.uri: %s", path, msg)
-			}
+		if sp.Has("plan") && !sp.Has("body") && o.Spans.Has("uri") {
+			c.e.at(o.Spans.Of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
+			return
 		}
 	}
-	if sp.Has("listen") && !postgres.ValidChannel(r.Listen) {
-		c.e.at(sp.Of("listen"), "%s.listen: %q is not a channel name (lowercase letters, digits and _, up to 63)", path, r.Listen)
+	// The rest are the store's rules, checked by the store.
+	if err := postgres.CheckBinding(r.Source, c.f.sqlBinding(*r, r.definition()), objects...); err != nil {
+		c.f.storeMistake(c.e, err, r.Source, sp.Self())
 	}
 }
 
-// uriPatternProblem checks an item URI pattern: an absolute URI whose
-// {column} placeholders name columns.
-func uriPatternProblem(p string) string {
-	scheme, rest, ok := strings.Cut(p, "://")
-	if !ok || scheme == "" || rest == "" || strings.ContainsAny(scheme, "{}") {
-		return "is not an absolute URI pattern such as doc://tenants/{tenant_id}/documents/{id}"
-	}
-	open := false
-	start := 0
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '{':
-			if open {
-				return "a { inside a placeholder"
-			}
-			open, start = true, i+1
-		case '}':
-			if !open {
-				return "a } without its {"
-			}
-			if name := p[start:i]; name == "" || !isIdentStart(name[0]) || strings.IndexFunc(name, func(r rune) bool { return r > 0x7f || !isIdentChar(byte(r)) }) >= 0 {
-				return fmt.Sprintf("{%s} does not name a column", name)
-			}
-			open = false
-		}
-	}
-	if open {
-		return "a { without its }"
-	}
-	return ""
-}
-
-func (c *checker) s3Resource(r *Resource, family bool, caps []string, path string) {
+func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range pgOnly {
 		if sp.Has(k) {
@@ -547,49 +409,53 @@ func (c *checker) s3Resource(r *Resource, family bool, caps []string, path strin
 		return
 	}
 	if sp.Has("list") {
-		c.listing(r, family, caps, path)
+		c.listing(r, family, path)
 		return
 	}
 	c.gate(r, path)
-	at := sp.Of("prefix")
-	prefixCaps, err := s3store.KeyPrefixCaptures(r.Prefix)
-	if err != nil {
-		c.e.at(at, "%s.prefix: %s", path, strings.TrimPrefix(err.Error(), "s3store: "))
-		return
-	}
-	for i, v := range prefixCaps {
-		if slices.Contains(prefixCaps[:i], v) {
-			c.e.at(at, "%s.prefix: {%s} is used twice", path, v)
-			return
-		}
-	}
-	if !family {
-		switch {
-		case sp.Has("max_depth"):
-			c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
-		case len(prefixCaps) > 0:
-			c.e.at(at, "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
-		case len(caps) == 0:
-			c.e.at(sp.Of("template"), "%s.template: needs a capture for the key, or a last /... segment", path)
-		}
-		return
-	}
+	def := r.definition()
+	var err error
 	switch {
+	case !family && sp.Has("max_depth"):
+		c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
+		return
+	case !family && strings.ContainsAny(r.Prefix, "{}"):
+		c.e.at(sp.Of("prefix"), "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
+		return
+	case !family:
+		def.URITemplate = r.Template
+		err = s3store.CheckBinding(def, r.Prefix)
 	case !sp.Has("max_depth"):
 		c.e.at(sp.Of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
 		return
-	case r.MaxDepth < 1 || r.MaxDepth > MaxDepth:
-		c.e.at(sp.Of("max_depth"), "%s.max_depth: must be from 1 to %d", path, MaxDepth)
-		return
-	case !sameSet(prefixCaps, caps):
-		c.e.at(at, "%s.prefix: must capture exactly the template's captures (%s), so that each URI names one key", path, strings.Join(caps, ", "))
+	default:
+		err = s3store.CheckKeyFamily(r.family())
 	}
-	for i := 1; i <= r.MaxDepth; i++ {
-		if slices.Contains(caps, familyVar(i)) {
-			c.e.at(sp.Of("template"), "%s.template: {%s} is the name of key segment %d of the family", path, familyVar(i), i)
-			return
+	if err != nil {
+		c.f.storeMistake(c.e, err, r.Source, sp.Self())
+		return
+	}
+	if g := r.Grant; g != nil && g.Spans.Has("keys") && c.sources[g.Source] != nil && c.sources[g.Source].Postgres != nil {
+		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), false); err != nil {
+			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
 		}
 	}
+}
+
+// family is the key family of r, an S3 resource whose template ends in
+// "/...", without its grant.
+func (r *Resource) family() s3store.KeyFamily {
+	return s3store.KeyFamily{Definition: r.definition(), URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth}
+}
+
+// captures are the names a URI of r, an S3 resource, captures: its
+// template's, then a key family's k1, k2, ...
+func (r *Resource) captures() []string {
+	if strings.HasSuffix(r.Template, "/...") {
+		return r.family().Captures()
+	}
+	vars, _ := core.TemplateVariables(r.Template) // a bad template is the gateway's to report
+	return vars
 }
 
 // gate checks that a statement grants an S3 resource's objects, or that
@@ -603,14 +469,7 @@ func (c *checker) gate(r *Resource, path string) {
 		c.e.at(sp.Self(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
 			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
 	case g != nil:
-		switch s := c.sources[g.Source]; {
-		case !g.Spans.Has("source"):
-			c.e.at(g.Spans.Self(), "%s.grant: source is required: the postgres source the statement runs on", path)
-		case s == nil:
-			c.e.at(g.Spans.Of("source"), "%s.grant.source: no source is named %q", path, g.Source)
-		case s.Postgres == nil:
-			c.e.at(g.Spans.Of("source"), "%s.grant.source: %q is not a postgres source", path, g.Source)
-		}
+		c.sourceRef(g.Source, g.Spans, path+".grant", false, ": the postgres source the statement runs on")
 		if !g.Spans.Has("keys") {
 			c.e.at(g.Spans.Self(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
 		}
@@ -619,7 +478,7 @@ func (c *checker) gate(r *Resource, path string) {
 
 // listing checks a resource that lists a key family's objects: the family
 // gates it, so it has no gate, prefix or depth of its own.
-func (c *checker) listing(r *Resource, family bool, caps []string, path string) {
+func (c *checker) listing(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range []string{"prefix", "max_depth", "grant", "public"} {
 		if sp.Has(k) {
@@ -640,47 +499,21 @@ func (c *checker) listing(r *Resource, family bool, caps []string, path string) 
 		c.e.at(sp.Of("list"), "%s.list: %q is not a key family of source %q (an S3 resource whose template ends in /...)", path, r.List, r.Source)
 		return
 	}
-	famCaps := captures(strings.TrimSuffix(fam.Template, "/..."))
-	if !sameSet(caps, famCaps) {
-		c.e.at(sp.Of("template"), "%s.template: must capture exactly the captures of %s (%s), which fill its prefix %s", path, r.List, strings.Join(famCaps, ", "), fam.Prefix)
+	def := r.definition()
+	def.URITemplate = r.Template
+	if err := s3store.CheckListing(s3store.KeyListing{Definition: def, Family: fam.family()}); err != nil {
+		c.f.storeMistake(c.e, err, r.Source, sp.Of("template"))
 		return
 	}
 	g := fam.Grant
 	if g == nil || fam.Public {
 		return // public, or refused at the family already
 	}
-	params, problem, _ := scanSQL(g.Keys)
-	if problem != "" {
-		return // reported at the family's grant
-	}
-	for _, p := range params {
-		if p.Name == "key" || !slices.Contains(famCaps, p.Name) && p.Name != "principal" && p.Name != "binding" {
-			c.e.at(c.sqlPos(g.Spans, "keys", g.Keys, p.Offset), "resources.%s.grant.keys: $%s: %s lists %s's objects and asks this grant once for the whole prefix, so the grant must return prefixes by $principal and the captures (%s), not by the key or its segments",
-				r.List, p.Name, r.Name, r.List, strings.Join(famCaps, ", "))
-			return
+	if s := c.sources[g.Source]; s != nil && s.Postgres != nil && g.Spans.Has("keys") {
+		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), true); err != nil {
+			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
 		}
 	}
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // origin is what produced one throwaway definition: a resource and the
@@ -700,18 +533,14 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	var origins []origin
 	for i := range f.Resources {
 		r := &f.Resources[i]
-		d := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
-		if a := r.Annotations; a != nil {
-			d.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
-		}
+		d := r.definition()
 		switch {
 		case r.URI != "":
 			d.URI = r.URI
 			defs, origins = append(defs, d), append(origins, origin{r, "uri"})
 		case strings.HasSuffix(r.Template, "/..."):
-			base := strings.TrimSuffix(r.Template, "/...")
-			for depth := 1; depth <= r.MaxDepth; depth++ {
-				d.URITemplate = familyTemplate(base, depth)
+			for _, tmpl := range r.family().Templates() {
+				d.URITemplate = tmpl
 				defs, origins = append(defs, d), append(origins, origin{r, "template"})
 			}
 		default:
@@ -721,23 +550,6 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	}
 	return defs, origins
 }
-
-// familyTemplate returns the template of a key family at depth: base then
-// depth segments captured as {k1} ... {kdepth}, as package s3store names them.
-func familyTemplate(base string, depth int) string {
-	var b strings.Builder
-	b.WriteString(base)
-	for i := 1; i <= depth; i++ {
-		b.WriteString("/{")
-		b.WriteString(familyVar(i))
-		b.WriteString("}")
-	}
-	return b.String()
-}
-
-// familyVar names the capture of key segment i (1-based) of a key family,
-// as package s3store's KeyFamily does.
-func familyVar(i int) string { return "k" + strconv.Itoa(i) }
 
 // limits returns the gateway limits the file sets.
 func (f *File) limits() core.ResourceLimits {

@@ -151,13 +151,37 @@ func yamlName(f reflect.StructField) string {
 	return name
 }
 
+// keyedField is a field of a struct that a key of the file is written
+// into: its index (through inline structs) and key.
+type keyedField struct {
+	index []int
+	key   string
+}
+
+// keyedFields lists the keyed fields of struct type t in declaration
+// order, those of a field tagged yaml:",inline" in its place.
+func keyedFields(t reflect.Type) []keyedField {
+	var out []keyedField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if _, opt, _ := strings.Cut(f.Tag.Get("yaml"), ","); opt == "inline" && f.Type.Kind() == reflect.Struct {
+			for _, in := range keyedFields(f.Type) {
+				out = append(out, keyedField{append([]int{i}, in.index...), in.key})
+			}
+			continue
+		}
+		if k := yamlName(f); k != "" {
+			out = append(out, keyedField{[]int{i}, k})
+		}
+	}
+	return out
+}
+
 // fieldKeys lists the keys of struct type t, in declaration order.
 func fieldKeys(t reflect.Type) []string {
 	var keys []string
-	for i := range t.NumField() {
-		if k := yamlName(t.Field(i)); k != "" {
-			keys = append(keys, k)
-		}
+	for _, f := range keyedFields(t) {
+		keys = append(keys, f.key)
 	}
 	return keys
 }
@@ -181,12 +205,13 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 			d.e.at(pos(kn), "%s%s is written twice", label(path), key)
 			continue
 		}
-		fi := slices.IndexFunc(fieldKeysAll(t), func(k string) bool { return k == key })
+		fields := keyedFields(t)
+		fi := slices.IndexFunc(fields, func(f keyedField) bool { return f.key == key })
 		if fi < 0 {
 			d.e.at(pos(kn), "%sunknown key %q (known: %s)", label(path), key, strings.Join(fieldKeys(t), ", "))
 			continue
 		}
-		f := t.Field(fi)
+		f := t.FieldByIndex(fields[fi].index)
 		p := pos(vn)
 		if vn.Kind != yaml.ScalarNode {
 			p = pos(kn)
@@ -194,7 +219,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 			spans.nodes[key] = vn
 		}
 		spans.keys[key] = p
-		d.field(kn, vn, v.Field(fi), f, join(path, key), &spans, key)
+		d.field(kn, vn, v.FieldByIndex(fields[fi].index), f, join(path, key), &spans, key)
 	}
 	if sf := v.FieldByName("Spans"); sf.IsValid() && sf.Type() == typeSpans {
 		sf.Set(reflect.ValueOf(spans))
@@ -214,16 +239,6 @@ func label(path string) string {
 		return ""
 	}
 	return path + ": "
-}
-
-// fieldKeysAll lists the key of every field of t, "" for those not in the
-// file, so that indexes are field indexes.
-func fieldKeysAll(t reflect.Type) []string {
-	keys := make([]string, t.NumField())
-	for i := range keys {
-		keys[i] = yamlName(t.Field(i))
-	}
-	return keys
 }
 
 // key returns the text of a mapping key, which must be a plain string.

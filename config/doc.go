@@ -48,6 +48,7 @@
 // whose text is FILE:LINE:COL: what is wrong, on one line, without the
 // value of any secret.
 //
-// The schema of the file is [Schema], a JSON Schema (draft 2020-12) also
+// The schema of the file is [Schema], a JSON Schema (draft 2020-12)
+// generated from the model's fields, docs and schema tags (go generate) and
 // committed as config/schema.json so that editors complete and check it.
 package config

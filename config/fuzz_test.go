@@ -49,25 +49,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
-// FuzzScanSQL proves that the parameter scanner never panics and that
-// every parameter it finds is a $name at the offset it reports.
-func FuzzScanSQL(f *testing.F) {
-	for _, s := range []string{"SELECT $a", "SELECT '$a', \"$b\", $c -- $d\n", "SELECT $$ $x $$, $t$ $y $t$, $z", "SELECT E'\\'$a', /* /* $b */ */ $c", "SELECT a$b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, sql string) {
-		params, problem, off := scanSQL(sql)
-		if problem != "" {
-			if off < 0 || off > len(sql) {
-				t.Fatalf("offset %d outside the statement", off)
-			}
-			return
-		}
-		for _, p := range params {
-			if p.Offset < 0 || p.Offset+1+len(p.Name) > len(sql) || sql[p.Offset:p.Offset+1+len(p.Name)] != "$"+p.Name {
-				t.Fatalf("parameter %+v is not at its offset in %q", p, sql)
-			}
-		}
-	})
-}

@@ -1,5 +1,6 @@
 package config
 
-// docs/resources-file.md, the reference of every key, comes from this
-// package's model; its test (config/internal/gendoc) fails when it is stale.
+// docs/resources-file.md, the reference of every key, and schema.json, the
+// JSON Schema of the file, come from this package's model; the tests of
+// config/internal/gendoc fail when either is stale.
 //go:generate go run ./internal/gendoc ..

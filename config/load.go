@@ -48,13 +48,13 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	if root == nil {
 		return nil, e.first()
 	}
-	f := &File{Name: name}
+	f := &File{Name: name, lines: strings.Split(string(data), "\n")}
 	d := &decoder{e: e, lookup: lookup}
 	d.structValue(root, reflectValue(f), "", Position{Line: root.Line, Column: root.Column})
 	if len(e.list) > 0 {
 		return nil, e.first()
 	}
-	c := &checker{e: e, f: f, lines: strings.Split(string(data), "\n")}
+	c := &checker{e: e, f: f}
 	c.check()
 	if len(e.list) > 0 {
 		return nil, e.first()

@@ -9,9 +9,9 @@ import (
 // File is a loaded and checked resources file.
 type File struct {
 	// Version is the file format's version; 1 is the only one.
-	Version int `yaml:"version"`
+	Version int `yaml:"version" schema:"required,const=1"`
 	// Sources are the databases and buckets, in file order.
-	Sources []Source `yaml:"sources" keyed:""`
+	Sources []Source `yaml:"sources" keyed:"" schema:"required,min=1"`
 	// Policy decides who may see and read what: "database"
 	// ([Policy].Database), the policy of every PostgreSQL source without
 	// one of its own, or one decide statement, the policy of the source it
@@ -21,7 +21,7 @@ type File struct {
 	// grant ([Resource].Grant) or are public.
 	Policy *Policy `yaml:"policy"`
 	// Resources are the resource definitions, in file order.
-	Resources []Resource `yaml:"resources" keyed:""`
+	Resources []Resource `yaml:"resources" keyed:"" schema:"required,min=1"`
 	// Limits override the gateway's limits; nil keeps every default.
 	Limits *Limits `yaml:"limits"`
 	// OAuth, when set, makes the server an OAuth 2.1 resource server for
@@ -35,6 +35,8 @@ type File struct {
 	// withoutObjects names the resources whose object items [File.WithoutS3]
 	// left out.
 	withoutObjects map[string]bool
+	// lines are the file's lines, for positions inside a statement.
+	lines []string
 }
 
 // Spans records where each key of one mapping of the file was written.
@@ -71,9 +73,9 @@ type Source struct {
 	// Name is the source's key under sources.
 	Name string `yaml:"-"`
 	// Postgres is a PostgreSQL database.
-	Postgres *PostgresSource `yaml:"postgres"`
+	Postgres *PostgresSource `yaml:"postgres" schema:"oneof=kind"`
 	// S3 is a bucket of an S3-compatible server.
-	S3 *S3Source `yaml:"s3"`
+	S3 *S3Source `yaml:"s3" schema:"oneof=kind"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -82,11 +84,11 @@ type Source struct {
 type PostgresSource struct {
 	// URL is the connection URL (postgres://user:${PASSWORD}@host:5432/db);
 	// a password must come from the environment.
-	URL Secret `yaml:"url"`
+	URL Secret `yaml:"url" schema:"required"`
 	// Role is the role every statement runs as, with the principal set in
 	// mcp.principal; the URL's login must be a member of it. Required
 	// unless LoginRole is set.
-	Role string `yaml:"role"`
+	Role string `yaml:"role" schema:"ref=role"`
 	// ListenURL is a direct URL for the one connection that LISTENs for
 	// changes, when URL goes through a transaction-pooling PgBouncer.
 	// Empty means URL.
@@ -100,7 +102,7 @@ type PostgresSource struct {
 	StatementTimeout Duration `yaml:"statement_timeout"`
 	// MaxPlanItems bounds the items one plan or bundle statement may
 	// return; zero keeps the store's default.
-	MaxPlanItems int `yaml:"max_plan_items"`
+	MaxPlanItems int `yaml:"max_plan_items" schema:"min=0"`
 	// Policy decides the reads of this source's resources, and of no other
 	// source's: "database" or a decide statement run here (its source key
 	// left out). Nil takes the file's policy when that is "database" or
@@ -113,7 +115,7 @@ type PostgresSource struct {
 // S3Source is one bucket of an S3-compatible server.
 type S3Source struct {
 	// Bucket is the bucket's name.
-	Bucket Env `yaml:"bucket"`
+	Bucket Env `yaml:"bucket" schema:"required"`
 	// Endpoint is the server's base URL with scheme and without
 	// credentials; empty means AWS S3.
 	Endpoint Env `yaml:"endpoint"`
@@ -125,9 +127,9 @@ type S3Source struct {
 	// (neither: the AWS default chain). SecretKey must be a ${NAME}.
 	AccessKey Secret `yaml:"access_key"`
 	// SecretKey is the secret of AccessKey.
-	SecretKey Secret `yaml:"secret_key"`
+	SecretKey Secret `yaml:"secret_key" schema:"ref=secretRef"`
 	// SessionToken is the optional token of temporary credentials.
-	SessionToken Secret `yaml:"session_token"`
+	SessionToken Secret `yaml:"session_token" schema:"ref=secretRef"`
 	// PollInterval is how often the objects that subscriptions depend on
 	// are asked for their identity (one HEAD each, at most
 	// s3store.DefaultPollHeadsPerSecond a second), so that a subscriber
@@ -148,7 +150,7 @@ type Policy struct {
 	Database bool `yaml:"-"`
 	// Source names the PostgreSQL source the statement runs on (and
 	// whose resources it decides); left out under a source's own policy.
-	Source string `yaml:"source"`
+	Source string `yaml:"source" schema:"ref=name"`
 	// Decide is bound with $keys (text[]: the keys of the rows a plan of
 	// this source names, an object item by its row's key) and optionally
 	// $binding (the resource's name), $captures (the request URI's decoded
@@ -156,7 +158,7 @@ type Policy struct {
 	// for doc://tenants/%61cme/...) and $principal, and returns rows of key,
 	// visible, read and optionally discover and disclose; a key without a
 	// row is hidden.
-	Decide string `yaml:"decide"`
+	Decide string `yaml:"decide" schema:"required,ref=sql"`
 	// Description is for the people who read the file.
 	Description string `yaml:"description"`
 
@@ -172,11 +174,11 @@ type Resource struct {
 	// Name is the resource's key under resources, listed as its name.
 	Name string `yaml:"-"`
 	// URI is a concrete resource URI; exactly one of URI and Template.
-	URI string `yaml:"uri"`
+	URI string `yaml:"uri" schema:"oneof=address"`
 	// Template is a URI template of whole-segment {captures}. For an S3
 	// key family its last segment is "...": one more segment per depth,
 	// up to MaxDepth, captured as {k1}, {k2}, ...
-	Template string `yaml:"template"`
+	Template string `yaml:"template" schema:"oneof=address"`
 	// Title is listed with the resource.
 	Title string `yaml:"title"`
 	// Description says what the resource is.
@@ -186,24 +188,36 @@ type Resource struct {
 	// completed or subscribed to, and a read is unavailable, as for a URI
 	// nothing serves. They gate requests for the resource's own URIs, not
 	// its items when another resource's bundle plans them.
-	Scopes []string `yaml:"scopes"`
+	Scopes []string `yaml:"scopes" schema:"items=scope"`
 	// MIMEType is the MIME type listed for the resource; each item read
 	// declares its own.
-	MIMEType string `yaml:"mime_type"`
+	MIMEType string `yaml:"mime_type" schema:"ref=mediaType"`
 	// Annotations are the client hints listed with the resource.
 	Annotations *Annotations `yaml:"annotations"`
 	// Source names the source that serves the resource.
-	Source string `yaml:"source"`
+	Source string `yaml:"source" schema:"required,ref=name"`
 
+	// PostgresResource holds the keys of a resource of a PostgreSQL
+	// source, S3Resource those of an S3 source: written beside the keys
+	// above, each checked by its store.
+	PostgresResource `yaml:",inline"`
+	S3Resource       `yaml:",inline"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// PostgresResource is the part of a resource that a PostgreSQL source
+// serves it by: postgres.SQLBinding's fields, as the file writes them.
+type PostgresResource struct {
 	// Plan (PostgreSQL) selects the one item a request names, identity
 	// only, in columns named key, version, mime and optionally name,
 	// title, size, text, object_key, object_etag, object_version_id,
 	// object_size and object_mime. Its $names are the template's captures
 	// (every one used) and $principal.
-	Plan string `yaml:"plan"`
+	Plan string `yaml:"plan" schema:"ref=sql"`
 	// Bundle (PostgreSQL) selects the items of a bundle, one per row, in
 	// the columns of Plan plus those ItemURI names.
-	Bundle string `yaml:"bundle"`
+	Bundle string `yaml:"bundle" schema:"ref=sql"`
 	// ItemURI (with Bundle) is each row's item URI: literal text and
 	// {column} placeholders, each replaced by that column's value as one
 	// escaped path segment.
@@ -216,11 +230,11 @@ type Resource struct {
 	Anchored bool `yaml:"anchored"`
 	// Body (PostgreSQL) reads one planned item by $key (and optionally
 	// $version, $principal): columns body and optionally version.
-	Body string `yaml:"body"`
+	Body string `yaml:"body" schema:"ref=sql"`
 	// Completion (PostgreSQL) maps a capture to the statement that
 	// completes it: $prefix, optionally $limit, $principal and the other
 	// captures; one column, value.
-	Completion map[string]string `yaml:"completion"`
+	Completion map[string]string `yaml:"completion" schema:"items=sql"`
 	// Object serves the S3 object that a plan row's object_key references
 	// as a second item of the read; with a Plan and no Body, the object
 	// alone, as the request URI (register it under the object items' URI,
@@ -232,16 +246,21 @@ type Resource struct {
 	// item); every payload also rechecks the channel's bundles. One
 	// connection per source LISTENs on all of its resources' channels
 	// (postgres Source.Listener), through listen_url when it is set.
-	Listen string `yaml:"listen"`
+	Listen string `yaml:"listen" schema:"ref=channel"`
+}
 
+// S3Resource is the part of a resource that an S3 source serves it by:
+// s3store.KeyFamily's, KeyListing's and Bucket.Binding's fields, as the file
+// writes them.
+type S3Resource struct {
 	// Prefix (S3) is the key prefix: "" or whole segments ending in '/'.
 	// For a key family (a Template ending in "/...") it captures exactly
 	// the template's captures; otherwise it is literal and the template's
 	// captures, joined by '/', follow it.
 	Prefix string `yaml:"prefix"`
 	// MaxDepth (S3, key family) is how many segments "..." stands for at
-	// most, 1 to [MaxDepth].
-	MaxDepth int `yaml:"max_depth"`
+	// most, 1 to 32 (s3store.MaxKeyDepth).
+	MaxDepth int `yaml:"max_depth" schema:"min=1,max=s3store.MaxKeyDepth"`
 	// Grant (S3) is the statement that says which objects the caller may
 	// read: every S3 resource needs it, unless Public. A key it does not
 	// grant is unavailable with no request to S3.
@@ -262,9 +281,7 @@ type Resource struct {
 	// limits.max_uri_bytes is left out). At most limits.max_plan_items keys are
 	// listed, in key order, and the gateway admits limits.max_items of
 	// them with a budget issue for the rest.
-	List string `yaml:"list"`
-
-	Spans Spans `yaml:"-"`
+	List string `yaml:"list" schema:"ref=name"`
 }
 
 // Grant is the statement that grants an S3 resource's objects
@@ -276,9 +293,9 @@ type Resource struct {
 // $k1, $k2, ... for the key's segments).
 type Grant struct {
 	// Source names the PostgreSQL source the statement runs on.
-	Source string `yaml:"source"`
+	Source string `yaml:"source" schema:"required,ref=name"`
 	// Keys is the statement.
-	Keys string `yaml:"keys"`
+	Keys string `yaml:"keys" schema:"required"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -286,9 +303,9 @@ type Grant struct {
 // Annotations are the client hints listed with a resource.
 type Annotations struct {
 	// Audience is "user", "assistant" or both.
-	Audience []string `yaml:"audience"`
+	Audience []string `yaml:"audience" schema:"items=audience,unique"`
 	// Priority is from 0 (least) to 1 (most).
-	Priority *float64 `yaml:"priority"`
+	Priority *float64 `yaml:"priority" schema:"min=0,max=1"`
 	// LastModified is an RFC 3339 time.
 	LastModified string `yaml:"last_modified"`
 
@@ -299,7 +316,7 @@ type Annotations struct {
 // from.
 type ObjectRef struct {
 	// Source names the S3 source that holds the objects.
-	Source string `yaml:"source"`
+	Source string `yaml:"source" schema:"required,ref=name"`
 	// URI is the object item's URI, as Resource.ItemURI: literal text and
 	// {column} placeholders of the plan row. Empty means the row item's
 	// URI followed by "/object".
@@ -312,19 +329,19 @@ type ObjectRef struct {
 // absent keeps a default. Each field is the core.ResourceLimits field of the
 // same name; sizes are bytes or strings such as "4MiB", times "30s".
 type Limits struct {
-	MaxURIBytes             int      `yaml:"max_uri_bytes"`
-	MaxPlanItems            int      `yaml:"max_plan_items"`
-	MaxItems                int      `yaml:"max_items"`
+	MaxURIBytes             int      `yaml:"max_uri_bytes" schema:"min=51"`
+	MaxPlanItems            int      `yaml:"max_plan_items" schema:"min=1"`
+	MaxItems                int      `yaml:"max_items" schema:"min=1"`
 	MaxItemBytes            ByteSize `yaml:"max_item_bytes"`
 	MaxResponseBytes        ByteSize `yaml:"max_response_bytes"`
 	MaxResponseEncodedBytes ByteSize `yaml:"max_response_encoded_bytes"`
 	ReportPayloadBytes      ByteSize `yaml:"report_payload_bytes"`
 	ReportEncodedBytes      ByteSize `yaml:"report_encoded_bytes"`
-	MaxIssues               int      `yaml:"max_issues"`
+	MaxIssues               int      `yaml:"max_issues" schema:"min=0"`
 	ReadTimeout             Duration `yaml:"read_timeout"`
 	ItemTimeout             Duration `yaml:"item_timeout"`
-	ListPageSize            int      `yaml:"list_page_size"`
-	MaxListPageSize         int      `yaml:"max_list_page_size"`
+	ListPageSize            int      `yaml:"list_page_size" schema:"min=1"`
+	MaxListPageSize         int      `yaml:"max_list_page_size" schema:"min=1"`
 	ListPageBytes           ByteSize `yaml:"list_page_bytes"`
 
 	Spans Spans `yaml:"-"`
@@ -336,18 +353,18 @@ type Limits struct {
 // mcp.claims. Each field is the serve flag --oauth-NAME of the same name.
 type OAuth struct {
 	// Issuer is the authorization server's issuer identifier. Required.
-	Issuer Env `yaml:"issuer"`
+	Issuer Env `yaml:"issuer" schema:"required"`
 	// Resource is the server's canonical resource URI, the audience its
 	// tokens must carry. Required.
-	Resource Env `yaml:"resource"`
+	Resource Env `yaml:"resource" schema:"required"`
 	// Scopes are required of every token.
-	Scopes []string `yaml:"scopes"`
+	Scopes []string `yaml:"scopes" schema:"items=scope"`
 	// JWKSURL is where the issuer's keys are, instead of discovery.
 	JWKSURL Env `yaml:"jwks_url"`
 	// PrincipalClaim names the claim that is the principal; empty: sub.
-	PrincipalClaim string `yaml:"principal_claim"`
+	PrincipalClaim string `yaml:"principal_claim" schema:"minLength=1"`
 	// Claims are the token claims passed to storage as mcp.claims.
-	Claims []string `yaml:"claims"`
+	Claims []string `yaml:"claims" schema:"items=claim"`
 	// ClockSkew is the tolerance on exp, nbf and iat; zero: 30s.
 	ClockSkew Duration `yaml:"clock_skew"`
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,14 +29,9 @@ const OpenTimeout = 10 * time.Second
 // server needs around them.
 type Served struct {
 	// Bindings are the file's bindings, in file order (a key family gives
-	// one per depth).
-	Bindings []core.ResourceBinding
-	// SourceOf names the source of each binding, index for index (a
-	// metric label).
-	SourceOf []string
-	// ObjectSourceOf names, index for index, the S3 source of the objects
-	// a binding's rows reference (its object.source), or "".
-	ObjectSourceOf []string
+	// one per depth), each with the sources it reads; CoreBindings lists
+	// them for core.NewResources.
+	Bindings []Binding
 	// Objects are the readers of the object items that rows reference, by
 	// S3 source name: register each with core.WithObjectSource.
 	Objects map[string]core.Reader
@@ -61,6 +56,25 @@ type Served struct {
 	Changes []core.ChangeSource
 
 	closers []func()
+}
+
+// Binding is one binding of a file and the sources it reads.
+type Binding struct {
+	core.ResourceBinding
+	// Source names the binding's source (a metric label).
+	Source string
+	// ObjectSource names the S3 source of the objects the binding's rows
+	// reference (its object.source), or "".
+	ObjectSource string
+}
+
+// CoreBindings returns the bindings alone, in order, for core.NewResources.
+func (s *Served) CoreBindings() []core.ResourceBinding {
+	out := make([]core.ResourceBinding, len(s.Bindings))
+	for i, b := range s.Bindings {
+		out[i] = b.ResourceBinding
+	}
+	return out
 }
 
 // Ready is the readiness check of one source.
@@ -187,7 +201,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
 		if err != nil {
-			return nil, f.storeError(err, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.Self())
 		}
 		sources[src.Name] = ps
 	}
@@ -195,30 +209,18 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	families := map[string][]s3store.KeyFamily{}
 	familyAt := map[string]int{} // bucket -> index in s.Bindings where its families go
 	for _, r := range f.Resources {
-		def := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
-		if a := r.Annotations; a != nil {
-			def.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
-		}
+		def := r.definition()
 		if ps := sources[r.Source]; ps != nil {
-			def.URI, def.URITemplate = r.URI, r.Template
-			sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
-			if f.withoutObjects[r.Name] {
-				sb.WithoutObjects, sb.ObjectURI = true, r.Object.URI
-			} else if o := r.Object; o != nil {
-				sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
-				sb.ObjectOnly = r.Plan != "" && r.Body == ""
-			}
-			b, err := ps.Binding(sb)
+			b, err := ps.Binding(f.sqlBinding(r, def))
 			if err != nil {
-				return nil, f.storeError(err, r.Spans.Self())
+				return nil, f.storeError(err, r.Source, r.Spans.Self())
 			}
 			objSrc := ""
 			if r.Object != nil && !f.withoutObjects[r.Name] {
 				objSrc = r.Object.Source
 			}
-			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
-			s.ObjectSourceOf = append(s.ObjectSourceOf, objSrc)
-			s.Lines = append(s.Lines, f.describe(r, def.URI+def.URITemplate))
+			s.Bindings = append(s.Bindings, Binding{b, r.Source, objSrc})
+			s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
 			continue
 		}
 		bucket := buckets[r.Source]
@@ -227,8 +229,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if err != nil {
 				return nil, err
 			}
-			s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
-			s.ObjectSourceOf = append(s.ObjectSourceOf, "")
+			s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
 			s.Lines = append(s.Lines, f.describe(r, r.Template))
 			continue
 		}
@@ -240,19 +241,20 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			if _, ok := familyAt[r.Source]; !ok {
 				familyAt[r.Source] = len(s.Bindings)
 			}
-			families[r.Source] = append(families[r.Source], s3store.KeyFamily{Definition: def, URI: r.Template, Prefix: r.Prefix, MaxDepth: r.MaxDepth, Grant: grant})
-			for d := 1; d <= r.MaxDepth; d++ {
-				s.Lines = append(s.Lines, f.describe(r, familyTemplate(strings.TrimSuffix(r.Template, "/..."), d)))
+			fam := r.family()
+			fam.Grant = grant
+			families[r.Source] = append(families[r.Source], fam)
+			for _, tmpl := range fam.Templates() {
+				s.Lines = append(s.Lines, f.describe(r, tmpl))
 			}
 			continue
 		}
 		def.URITemplate = r.Template
 		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
 		if err != nil {
-			return nil, f.storeError(err, r.Spans.Self())
+			return nil, f.storeError(err, r.Source, r.Spans.Self())
 		}
-		s.Bindings, s.SourceOf = append(s.Bindings, b), append(s.SourceOf, r.Source)
-		s.ObjectSourceOf = append(s.ObjectSourceOf, "")
+		s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
 		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
 	}
 	// Key families go in at the place of their bucket's first one, so
@@ -264,16 +266,14 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		bs, err := buckets[src.Name].KeyBindings(fams...)
 		if err != nil {
-			return nil, f.storeError(err, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.Self())
 		}
 		at := familyAt[src.Name]
-		names := make([]string, len(bs))
-		for i := range names {
-			names[i] = src.Name
+		ins := make([]Binding, len(bs))
+		for i, b := range bs {
+			ins[i] = Binding{ResourceBinding: b, Source: src.Name}
 		}
-		s.Bindings = append(s.Bindings[:at], append(bs, s.Bindings[at:]...)...)
-		s.SourceOf = append(s.SourceOf[:at], append(names, s.SourceOf[at:]...)...)
-		s.ObjectSourceOf = append(s.ObjectSourceOf[:at], append(make([]string, len(bs)), s.ObjectSourceOf[at:]...)...)
+		s.Bindings = slices.Insert(s.Bindings, at, ins...)
 		for name, i := range familyAt {
 			if i > at && name != src.Name {
 				familyAt[name] = i + len(bs)
@@ -281,8 +281,22 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	// Each PostgreSQL source's policy decides its own resources' reads and
-	// nothing else; an S3 resource's grant decided before its plan.
+	if s.Policy, err = f.policy(sources); err != nil {
+		return nil, err
+	}
+	if err := f.checkSources(ctx, sources, buckets); err != nil {
+		return nil, err
+	}
+	if s.Changes, err = f.changes(ctx, opts, pools, sources, buckets); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// policy is the file's policy: each PostgreSQL source's decides its own
+// resources' reads and nothing else; an S3 resource's grant decided before
+// its plan.
+func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy, error) {
 	bySource := map[string]core.ResourcePolicy{}
 	for _, src := range f.Sources {
 		p := f.policyOf(src.Name)
@@ -293,7 +307,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		default:
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
-				return nil, f.storeError(err, p.Spans.Of("decide"))
+				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.Of("decide"))
 			}
 			bySource[src.Name] = pol
 		}
@@ -306,9 +320,13 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		byName[r.Name] = pol
 	}
-	s.Policy = routePolicy(byName)
-	s.Policy = f.gateScopes(s.Policy) // scopes.go
+	return f.gateScopes(routePolicy(byName)), nil // scopes.go
+}
 
+// checkSources checks every source against its server (Source.Check,
+// Bucket.Check), each within OpenTimeout.
+func (f *File) checkSources(ctx context.Context, sources map[string]*postgres.Source, buckets map[string]*s3store.Bucket) error {
+	e := &errs{file: f.Name}
 	for _, src := range f.Sources {
 		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
 		var err error
@@ -320,20 +338,21 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		cancel()
 		switch {
 		case err == nil:
-		case src.S3 != nil:
-			key := "bucket"
-			if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-				key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
-				if key == "" || !src.S3.Spans.Has(key) {
-					key = "bucket"
-				}
-			}
-			e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
-			return fail()
+		case src.S3 != nil && !errors.As(err, new(*core.ConfigError)):
+			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+			return e.first()
 		default:
-			return nil, f.storeError(err, src.Spans.Self())
+			return f.storeError(err, src.Name, src.Spans.Self())
 		}
 	}
+	return nil
+}
+
+// changes are the change sources of the file (Served.Changes).
+func (f *File) changes(ctx context.Context, opts *OpenOptions, pools map[string]*pgxpool.Pool, sources map[string]*postgres.Source,
+	buckets map[string]*s3store.Bucket) ([]core.ChangeSource, error) {
+	e := &errs{file: f.Name}
+	var out []core.ChangeSource
 	for _, src := range f.Sources {
 		p, ps := src.Postgres, sources[src.Name]
 		if p == nil || !f.listens(src.Name) {
@@ -346,14 +365,14 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
-				return fail()
+				return nil, e.first()
 			}
 			cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
 			conn, err := pgx.ConnectConfig(cctx, c)
 			cancel()
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, c.Host, c.Port, pgCause(err, src))
-				return fail()
+				return nil, e.first()
 			}
 			_ = conn.Close(context.WithoutCancel(ctx))
 			lcfg = c
@@ -365,9 +384,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: log})
 		if err != nil {
 			e.at(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
-			return fail()
+			return nil, e.first()
 		}
-		s.Changes = append(s.Changes, l)
+		out = append(out, l)
 	}
 	for _, src := range f.Sources {
 		if src.S3 == nil || !f.serves(src.Name) {
@@ -377,9 +396,32 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if opts.Logger != nil {
 			log = opts.Logger.With("source", src.Name)
 		}
-		s.Changes = append(s.Changes, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
+		out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
 	}
-	return s, nil
+	return out, nil
+}
+
+// definition is r's core definition, without its URI or template.
+func (r *Resource) definition() core.ResourceDefinition {
+	def := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+	if a := r.Annotations; a != nil {
+		def.Annotations = &core.Annotations{Audience: a.Audience, Priority: a.Priority, LastModified: a.LastModified}
+	}
+	return def
+}
+
+// sqlBinding is the postgres binding of r, a resource of a postgres
+// source, whose definition is def.
+func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLBinding {
+	def.URI, def.URITemplate = r.URI, r.Template
+	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
+	if f.withoutObjects[r.Name] {
+		sb.WithoutObjects, sb.ObjectURI = true, r.Object.URI
+	} else if o := r.Object; o != nil {
+		sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
+		sb.ObjectOnly = r.Plan != "" && r.Body == ""
+	}
+	return sb
 }
 
 // serves reports whether a resource of the file is served from source name.
@@ -398,15 +440,9 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	if r.Grant == nil {
 		return nil, nil
 	}
-	caps := captures(strings.TrimSuffix(r.Template, "/..."))
-	if strings.HasSuffix(r.Template, "/...") {
-		for d := 1; d <= r.MaxDepth; d++ {
-			caps = append(caps, familyVar(d))
-		}
-	}
-	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, caps)
+	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, r.captures())
 	if err != nil {
-		return nil, f.storeError(err, r.Grant.Spans.Of("keys"))
+		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.Of("keys"))
 	}
 	return g, nil
 }
@@ -415,17 +451,12 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 // r.List: gated as the family is, with the family's grant statement asked
 // once about the listed prefix (postgres Source.PrefixGrant).
 func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinition, r Resource, sources map[string]*postgres.Source) (core.ResourceBinding, error) {
-	var fam Resource
-	for _, x := range f.Resources {
-		if x.Name == r.List {
-			fam = x
-		}
-	}
-	kf := s3store.KeyFamily{Definition: core.ResourceDefinition{Name: fam.Name}, URI: fam.Template, Prefix: fam.Prefix, MaxDepth: fam.MaxDepth}
+	fam := f.resource(r.List)
+	kf := fam.family()
 	if g := fam.Grant; g != nil {
-		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, captures(r.Template))
+		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, r.captures())
 		if err != nil {
-			return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("list"))
+			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("list"))
 		}
 		kf.Grant = grant
 	}
@@ -436,7 +467,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	def.URITemplate = r.Template
 	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
 	if err != nil {
-		return core.ResourceBinding{}, f.storeError(err, r.Spans.Of("template"))
+		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("template"))
 	}
 	return b, nil
 }
@@ -525,97 +556,134 @@ func (f *File) decider(r Resource) string {
 	return "plan statement's row-level security, then sources." + r.Source + ".postgres.policy.decide"
 }
 
-// The fields of the stores' ConfigErrors, mapped back to the file.
-var (
-	bindingField = regexp.MustCompile(`^source ([^:]+): binding "([^"]+)": (.+)$`)
-	policyField  = regexp.MustCompile(`^source ([^:]+): policy: `)
-	sourceField  = regexp.MustCompile(`^source ([^:]+): (Role|LoginRole|db)`)
-	familyField  = regexp.MustCompile(`^key family "([^"]+)": (\w+)`)
-	completeKind = regexp.MustCompile(`^complete "([^"]+)"`)
-)
-
 // storeError turns a store's error into one *Error at the key of the file
-// it concerns, else at def.
-func (f *File) storeError(err error, def Position) error {
+// its core.ConfigPath names, else at def. source is the file's source the
+// failing call was about, for a path that names none.
+func (f *File) storeError(err error, source string, def Position) error {
 	e := &errs{file: f.Name}
-	var ce *core.ConfigError
-	if !errors.As(err, &ce) {
-		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
-		return e.first()
-	}
-	res := func(name string) *Resource {
-		for i := range f.Resources {
-			if f.Resources[i].Name == name {
-				return &f.Resources[i]
-			}
-		}
-		return nil
-	}
-	src := func(name string) *Source {
-		for i := range f.Sources {
-			if f.Sources[i].Name == name {
-				return &f.Sources[i]
-			}
-		}
-		return nil
-	}
-	reason := f.redactAll(ce.Reason)
-	if m := bindingField.FindStringSubmatch(ce.Field); m != nil && res(m[2]) != nil {
-		r := res(m[2])
-		key, at := bindingKey(r, m[3])
-		e.at(at, "resources.%s.%s: %s", r.Name, key, reason)
-		return e.first()
-	}
-	if m := policyField.FindStringSubmatch(ce.Field); m != nil && f.policyOf(m[1]) != nil {
-		p, path := f.policyOf(m[1]), "policy.decide"
-		if p != f.Policy {
-			path = "sources." + m[1] + ".postgres.policy.decide"
-		}
-		e.at(p.Spans.Of("decide"), "%s: %s", path, reason)
-		return e.first()
-	}
-	if m := sourceField.FindStringSubmatch(ce.Field); m != nil && src(m[1]) != nil && src(m[1]).Postgres != nil {
-		s := src(m[1])
-		key := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[m[2]]
-		e.at(s.Postgres.Spans.Of(key), "sources.%s.postgres.%s: %s", s.Name, key, reason)
-		return e.first()
-	}
-	if m := familyField.FindStringSubmatch(ce.Field); m != nil && res(m[1]) != nil {
-		r := res(m[1])
-		key := map[string]string{"URI": "template", "Prefix": "prefix", "MaxDepth": "max_depth"}[m[2]]
-		if key == "" {
-			key = "template"
-		}
-		e.at(r.Spans.Of(key), "resources.%s.%s: %s", r.Name, key, reason)
-		return e.first()
-	}
-	e.at(def, "%s: %s", ce.Field, reason)
+	f.storeMistake(e, err, source, def)
 	return e.first()
 }
 
-// bindingKey maps the field a SQL binding's error names to the file's key.
-func bindingKey(r *Resource, field string) (string, Position) {
-	kind, _, _ := strings.Cut(field, ": ")
-	if m := completeKind.FindStringSubmatch(kind); m != nil {
-		return "completion." + m[1], r.Spans.Of("completion." + m[1])
+// storeMistake is storeError's mistake, added to e.
+func (f *File) storeMistake(e *errs, err error, source string, def Position) {
+	ce, ok := errors.AsType[*core.ConfigError](err)
+	if !ok {
+		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
+		return
 	}
-	key := map[string]string{"plan": "plan", "bundle": "bundle", "body": "body", "ItemURI": "item_uri"}[kind]
+	reason := f.redactAll(ce.Reason)
+	p := ce.Path
+	if p.Source == "" {
+		p.Source = source
+	}
+	pl, ok := f.locate(p)
+	if !ok {
+		e.at(def, "%s: %s", ce.Field, reason)
+		return
+	}
+	at := pl.spans.Of(pl.key)
+	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
+		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
+	}
+	e.at(at, "%s: %s", pl.path, reason)
+}
+
+// place is where a store's path is in the file: the path errors name it
+// by, the key of the mapping spans it is written under, and the statement
+// written there, if any.
+type place struct {
+	path  string
+	spans Spans
+	key   string
+	sql   string
+}
+
+// resource is the resource named name, or nil.
+func (f *File) resource(name string) *Resource {
+	for i := range f.Resources {
+		if name != "" && f.Resources[i].Name == name {
+			return &f.Resources[i]
+		}
+	}
+	return nil
+}
+
+// locate maps a store's path to its place in the file.
+func (f *File) locate(p core.ConfigPath) (place, bool) {
+	if r := f.resource(p.Binding); r != nil {
+		if fam := f.resource(r.List); p.Field == "Grant" && r.Grant == nil && fam != nil && fam.Grant != nil {
+			r = fam // a listing's grant is the family's it lists
+		}
+		pl := resourcePlace(r, p)
+		pl.path = "resources." + r.Name + "." + pl.path
+		return pl, true
+	}
+	var s *Source
+	for i := range f.Sources {
+		if f.Sources[i].Name == p.Source {
+			s = &f.Sources[i]
+		}
+	}
 	switch {
-	case key != "":
-		return key, r.Spans.Of(key)
-	case kind == "ObjectURI" && r.Object != nil:
-		return "object.uri", r.Object.Spans.Of("uri")
-	case kind == "ObjectSource" && r.Object != nil:
-		return "object.source", r.Object.Spans.Of("source")
-	case kind == "grant" && r.Grant != nil:
-		return "grant.keys", r.Grant.Spans.Of("keys")
-	case kind == "grant" && r.List != "":
-		return "list", r.Spans.Of("list")
+	case s == nil:
+	case p.Field == "Decide" && f.policyOf(s.Name) != nil:
+		pol, path := f.policyOf(s.Name), "policy.decide"
+		if pol != f.Policy {
+			path = "sources." + s.Name + ".postgres.policy.decide"
+		}
+		return place{path, pol.Spans, "decide", pol.Decide}, true
+	case s.Postgres != nil:
+		if key, ok := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[p.Field]; ok {
+			return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
+		}
+	case s.S3 != nil:
+		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
+		if key == "" || !s.S3.Spans.Has(key) {
+			key = "bucket"
+		}
+		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
+	}
+	return place{}, false
+}
+
+// resourceKeys maps the Go fields of the stores' bindings to a resource's
+// keys.
+var resourceKeys = map[string]string{
+	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
+	"Prefix": "prefix", "MaxDepth": "max_depth",
+}
+
+// resourcePlace is the place in r of the field a store's path names, its
+// path relative to r.
+func resourcePlace(r *Resource, p core.ConfigPath) place {
+	if key := resourceKeys[p.Field]; key != "" {
+		if !r.Spans.Has(key) {
+			// A key the file leaves out: at the statement it goes with.
+			for _, k := range []string{"plan", "bundle", "template"} {
+				if r.Spans.Has(k) {
+					return place{key, r.Spans, k, ""}
+				}
+			}
+		}
+		return place{key, r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key]}
+	}
+	switch {
+	case p.Field == "Complete":
+		return place{"completion." + p.Key, r.Spans, "completion." + p.Key, r.Completion[p.Key]}
+	case p.Field == "ObjectURI" && r.Object != nil:
+		return place{"object.uri", r.Object.Spans, "uri", ""}
+	case p.Field == "ObjectSource" && r.Object != nil:
+		return place{"object.source", r.Object.Spans, "source", ""}
+	case p.Field == "Grant" && r.Grant != nil:
+		return place{"grant.keys", r.Grant.Spans, "keys", r.Grant.Keys}
+	case p.Field == "Grant" && r.List != "":
+		return place{"list", r.Spans, "list", ""}
 	}
 	if r.Spans.Has("template") {
-		return "template", r.Spans.Of("template")
+		return place{"template", r.Spans, "template", ""}
 	}
-	return "uri", r.Spans.Of("uri")
+	return place{"uri", r.Spans, "uri", ""}
 }
 
 // redactAll removes the value of every secret of the file from s, in case

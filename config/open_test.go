@@ -105,7 +105,29 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if len(served.Bindings) != 10 || len(served.Lines) != 10 || len(served.Ready) != 2 {
 		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 10, 10, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
 	}
-	res, err := core.NewResources(served.Bindings, served.Policy, served.ObjectSources()...)
+	for _, l := range served.Lines {
+		if uri, _, _ := strings.Cut(l, "\t"); !strings.Contains(uri, "://") {
+			t.Errorf("line %q does not start with the URI or template it describes", l)
+		}
+	}
+	file, err := Parse(documentsExample, data, &Options{LookupEnv: r.lookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := 0
+	for i, b := range served.Bindings {
+		src := file.resource(b.Definition.Name).Source
+		if b.Source != src || (b.ObjectSource != "" && b.ObjectSource != "files") {
+			t.Errorf("binding %d (%s) reads %q and objects of %q; want %q and files or none", i, b.Definition.Name, b.Source, b.ObjectSource, src)
+		}
+		if b.ObjectSource != "" {
+			objects++
+		}
+	}
+	if objects != 2 {
+		t.Errorf("%d bindings name an object source, want the 2 resources with object", objects)
+	}
+	res, err := core.NewResources(served.CoreBindings(), served.Policy, served.ObjectSources()...)
 	if err != nil {
 		t.Fatal(err)
 	}

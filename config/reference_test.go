@@ -66,7 +66,7 @@ func TestOpenServesTheReferenceSchema(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	defer served.Close()
-	res, err := core.NewResources(served.Bindings, served.Policy, served.ObjectSources()...)
+	res, err := core.NewResources(served.CoreBindings(), served.Policy, served.ObjectSources()...)
 	if err != nil {
 		t.Fatal(err)
 	}

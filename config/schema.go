@@ -3,7 +3,8 @@ package config
 import _ "embed"
 
 // Schema is the JSON Schema (draft 2020-12) of a resources file, the same
-// bytes as config/schema.json in the repository. Editors that understand
+// bytes as config/schema.json in the repository, which `go generate
+// ./config/` writes from the model (config/internal/gendoc). Editors that understand
 // the yaml-language-server comment
 //
 //	# yaml-language-server: $schema=https://go.phpboyscout.uk/mcp/resources/config/schema.json

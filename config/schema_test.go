@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -110,82 +108,5 @@ func TestSchemaCanFail(t *testing.T) {
 	}
 	if err := rs.Validate(instance(t, []byte(good))); err != nil {
 		t.Errorf("the schema refuses the good base file: %v", err)
-	}
-}
-
-// schemaDefs says which schema object describes each struct of the model.
-var schemaDefs = map[reflect.Type]string{
-	reflect.TypeFor[File]():           "",
-	reflect.TypeFor[Source]():         "source",
-	reflect.TypeFor[PostgresSource](): "postgres",
-	reflect.TypeFor[S3Source]():       "s3",
-	reflect.TypeFor[Policy]():         "policy",
-	reflect.TypeFor[Resource]():       "resource",
-	reflect.TypeFor[Annotations]():    "annotations",
-	reflect.TypeFor[ObjectRef]():      "object",
-	reflect.TypeFor[Grant]():          "grant",
-	reflect.TypeFor[Limits]():         "limits",
-	reflect.TypeFor[OAuth]():          "oauth",
-}
-
-// TestSchemaAgreesWithModel proves that every key of the Go model is in
-// the schema and every property of the schema is a key of the model, for
-// every struct reachable from File.
-func TestSchemaAgreesWithModel(t *testing.T) {
-	var raw struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Defs       map[string]struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"$defs"`
-	}
-	if err := json.Unmarshal(Schema, &raw); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	var walk func(rt reflect.Type)
-	walk = func(rt reflect.Type) {
-		def, ok := schemaDefs[rt]
-		if !ok {
-			t.Errorf("the model's %s has no schema definition in schemaDefs", rt.Name())
-			return
-		}
-		if seen[def] {
-			return
-		}
-		seen[def] = true
-		props := raw.Properties
-		if def != "" {
-			props = raw.Defs[def].Properties
-		}
-		var keys []string
-		for i := range rt.NumField() {
-			f := rt.Field(i)
-			k := yamlName(f)
-			if k == "" {
-				continue
-			}
-			keys = append(keys, k)
-			if _, ok := props[k]; !ok {
-				t.Errorf("%s.%s (%s) is not in the schema's %q", rt.Name(), f.Name, k, def)
-			}
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct && ft != typeSecret {
-				walk(ft)
-			}
-		}
-		for k := range props {
-			if !slices.Contains(keys, k) {
-				t.Errorf("the schema's %q has %s, which %s does not", def, k, rt.Name())
-			}
-		}
-	}
-	walk(reflect.TypeFor[File]())
-	for def, d := range raw.Defs {
-		if len(d.Properties) > 0 && !seen[def] {
-			t.Errorf("the schema's %q describes no struct of the model", def)
-		}
 	}
 }

@@ -226,8 +226,25 @@ type ConfigError struct {
 	Field string
 	// Reason says which rule was broken.
 	Reason string
-	// Err is the underlying error (such as the URI rule a definition broke), or nil.
+	// Path locates a store's mistake by structure, for a caller that maps
+	// it back to where it was written (a configuration file); zero when
+	// the error is about no store's definitions.
+	Path ConfigPath
+	// Err is the underlying error, such as the URI rule a definition broke, or nil.
 	Err error
+}
+
+// ConfigPath locates a mistake in what a store was given: the source, the
+// binding (by its definition's name), the Go field of the store's binding or
+// options that holds it (such as "Plan", "ItemURI", "Prefix" or "Role"), the
+// key of that field when it is a map, and the result column. Empty parts
+// are not part of the path. Field's text describes the same place in words.
+type ConfigPath struct {
+	Source  string
+	Binding string
+	Field   string
+	Key     string
+	Column  string
 }
 
 // Unwrap returns the underlying error, if any.

@@ -184,9 +184,9 @@ func TestListingMistakesAreOneLineAtTheirKey(t *testing.T) {
 	}{
 		{"ungated family", strings.Replace(reportsFile, "    public: true\n", "", 1), "check", "  team:", "resources.team: no statement grants its objects"},
 		{"grant by key segment", strings.Replace(reportsFile, "a.org = $org\n", "a.org = $org AND $k1 <> ''\n", 1), "check", "$k1 <> ''",
-			"resources.report.grant.keys: $k1: reports lists report's objects and asks this grant once for the whole prefix"},
+			"resources.report.grant.keys: parameter $k1: a listing's grant is asked once for the whole listed prefix"},
 		{"grant of keys", strings.Replace(reportsFile, grantSQL, "        SELECT $key AS key FROM agents a WHERE a.id = $principal AND a.org = $org\n", 1), "check", "$key AS key",
-			"resources.report.grant.keys: $key: reports lists report's objects"},
+			"resources.report.grant.keys: parameter $key: a listing's grant is asked once for the whole listed prefix"},
 		{"listing with its own gate", strings.Replace(reportsFile, "    list: report\n", "    list: report\n    public: true\n", 1), "check", "    public: true",
 			"resources.reports.public: a listing takes its prefix, depth and gate from the key family it lists"},
 		{"no such family", strings.Replace(reportsFile, "    list: report\n", "    list: reprot\n", 1), "check", "list: reprot", "resources.reports.list: no resource is named \"reprot\""},

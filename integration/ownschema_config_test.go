@@ -167,7 +167,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 			b.Plan = `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`
 		}, []string{"plan", `"object_key" needs an object_source`}},
 		{"an item URI column the bundle does not return", func(b *postgres.SQLBinding) {
-			b.Plan, b.Bundle, b.ItemURI = "", `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $tenant`, "doc://tenants/{tenant_id}/documents/{key}"
+			b.Plan, b.Bundle, b.ItemURI = "", `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $tenant AND $id IS NOT NULL`, "doc://tenants/{tenant_id}/documents/{key}"
 		}, []string{"ItemURI", "{tenant_id} names no column of the bundle statement"}},
 		{"an object-only plan without an object", func(b *postgres.SQLBinding) { b.ObjectOnly, b.Body = true, "" }, []string{"plan", `"object_key" is missing`}},
 		{"a body that is a number", func(b *postgres.SQLBinding) {

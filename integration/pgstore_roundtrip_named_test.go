@@ -137,8 +137,8 @@ func TestPGStoreRoundTripsPerReadNamed(t *testing.T) {
 			return &pgCountingConn{Conn: conn, w: w}, nil
 		}
 	})
-	st := newStore(t, pool, &postgres.Options{Objects: bucket})
-	r := pgGateway(t, st.Bindings(), st.Policy())
+	st := newStore(t, pool, &postgres.Options{Objects: bucket.Name()})
+	r := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 
 	kinds := []struct {

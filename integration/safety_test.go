@@ -405,8 +405,11 @@ func TestSafetyAGrantMistakeIsOneLineAtItsKeys(t *testing.T) {
 			if err := os.WriteFile(r.file, []byte(file), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			n := lineOfIn(t, file, "      keys: ")
-			want := r.file + ":" + strconv.Itoa(n) + ":13: resources.attachment.grant.keys: "
+			n, col := lineOfIn(t, file, "      keys: "), 13 // the statement, or the parameter it refuses
+			if i := strings.Index(c.grant, "$tenant"); i >= 0 {
+				col += i
+			}
+			want := r.file + ":" + strconv.Itoa(n) + ":" + strconv.Itoa(col) + ": resources.attachment.grant.keys: "
 			code, _, stderr := runServerCmd(t, "", "check", "--config", r.file)
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[0], c.want) {

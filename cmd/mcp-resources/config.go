@@ -52,7 +52,7 @@ func openConfig(ctx context.Context, path string) (*config.File, *config.Served,
 		return nil, nil, nil, err
 	}
 	opts := append([]core.Option{core.WithResourceLimits(f.ResourceLimits())}, served.ObjectSources()...)
-	res, err := core.NewResources(served.Bindings, served.Policy, opts...)
+	res, err := core.NewResources(served.CoreBindings(), served.Policy, opts...)
 	if err != nil {
 		served.Close()
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -90,12 +90,12 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 	if err != nil {
 		return nil, err
 	}
-	be := &backend{bindings: served.Bindings, policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects,
+	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects,
 		storeOf: func(i int, t core.ResourceTarget) string {
-			if !t.IsZero() && t.Representation() == s3store.Representation && served.ObjectSourceOf[i] != "" {
-				return served.ObjectSourceOf[i]
+			if b := served.Bindings[i]; !t.IsZero() && t.Representation() == s3store.Representation && b.ObjectSource != "" {
+				return b.ObjectSource
 			}
-			return served.SourceOf[i]
+			return served.Bindings[i].Source
 		}}
 	for _, r := range served.Ready {
 		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})

@@ -51,9 +51,15 @@ func (src *Source) PrefixGrant(binding, sql string, captures []string) (func(ctx
 
 func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly bool) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
 	owner := fmt.Sprintf("source %s: binding %q", src.name, binding)
+	path := core.ConfigPath{Source: src.name, Binding: binding, Field: "Grant"}
+	fail := func(err error) error {
+		ce := core.NewConfigError(owner+": grant", err.Error(), err)
+		ce.Path = path
+		return ce
+	}
 	named, err := rewriteNamed(sql, textCast)
 	if err != nil {
-		return nil, core.NewConfigError(owner+": grant", err.Error(), nil)
+		return nil, fail(err)
 	}
 	allowed := func(n string) bool {
 		return n == "key" && !prefixOnly || n == "binding" || n == "principal" || slices.Contains(captures, n)
@@ -63,9 +69,9 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 		rule = "a listing's grant is asked once for the whole listed prefix: it takes $binding, $principal and the listing's captures, not $key or a key segment"
 	}
 	if err := named.checkNames(allowed, rule); err != nil {
-		return nil, core.NewConfigError(owner+": grant", err.Error(), nil)
+		return nil, fail(err)
 	}
-	st := &statement{owner: owner, kind: "grant", named: named}
+	st := &statement{owner: owner, kind: "grant", path: path, named: named}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 		cols, has, err := pickColumns(desc.Fields, grantColumns, nil)
 		if err != nil {

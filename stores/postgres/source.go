@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,13 +99,14 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		opts.Name = "postgres"
 	}
 	if opts.Role == "" && !opts.LoginRole {
-		return nil, core.NewConfigError("source "+opts.Name+": Role", "is required: name the role statements run as (or set LoginRole)", nil)
+		return nil, sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
 	}
 	s, err := newSession(db, &Options{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
 		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
 	if err != nil {
 		var ce *core.ConfigError
 		if errors.As(err, &ce) {
+			ce.Path = core.ConfigPath{Source: opts.Name, Field: strings.TrimPrefix(ce.Field, "Options.")}
 			ce.Field = "source " + opts.Name + ": " + ce.Field
 		}
 		return nil, err
@@ -112,7 +114,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	objs := make(map[string]string, len(opts.Objects))
 	for name, bucket := range opts.Objects {
 		if name == "" {
-			return nil, core.NewConfigError("source "+opts.Name+": Objects", "an object source needs a name", nil)
+			return nil, sourceError(opts.Name, "Objects", name, "an object source needs a name")
 		}
 		objs[name] = bucket
 	}
@@ -127,6 +129,7 @@ func (src *Source) Name() string { return src.name }
 type statement struct {
 	owner string // "binding \"document\"", "policy"
 	kind  string // "plan", "body", "complete \"id\"", "decide"
+	path  core.ConfigPath
 	named namedSQL
 	// prepare checks the description of the host's statement and returns
 	// the statement the store sends and the columns it returns.
@@ -144,7 +147,20 @@ type prepared struct {
 func (st *statement) field() string { return st.owner + ": " + st.kind }
 
 func (st *statement) configError(reason string, err error) *core.ConfigError {
-	return core.NewConfigError(st.field(), reason, err)
+	ce := core.NewConfigError(st.field(), reason, err)
+	ce.Path = st.path
+	return ce
+}
+
+// sourceError is a *core.ConfigError about field of source name's options.
+func sourceError(name, field, key, reason string) *core.ConfigError {
+	words := field
+	if key != "" {
+		words += "[" + key + "]"
+	}
+	ce := core.NewConfigError("source "+name+": "+words, reason, nil)
+	ce.Path = core.ConfigPath{Source: name, Field: field, Key: key}
+	return ce
 }
 
 func (src *Source) add(st *statement) {
@@ -217,7 +233,7 @@ func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 		}
 		return c.Conn(), c.Release, nil
 	}
-	return nil, nil, core.NewConfigError("source "+src.name+": db", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn", nil)
+	return nil, nil, sourceError(src.name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
 }
 
 const sqlCheckRole = `SELECT current_user::text, l.rolsuper, l.rolbypassrls,
@@ -236,20 +252,19 @@ func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, sqlCheckRole, role).Scan(&login, &loginSuper, &loginBypass, &exists, &roleBypasses, &memberOfIt); err != nil {
 		return fmt.Errorf("postgres: source %s: check the role: %w", src.name, err)
 	}
-	field := "source " + src.name + ": Role"
 	if src.login {
 		if loginSuper || loginBypass {
-			return core.NewConfigError("source "+src.name+": LoginRole", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login), nil)
+			return sourceError(src.name, "LoginRole", "", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login))
 		}
 		return nil
 	}
 	switch {
 	case !exists:
-		return core.NewConfigError(field, fmt.Sprintf("role %q does not exist", role), nil)
+		return sourceError(src.name, "Role", "", fmt.Sprintf("role %q does not exist", role))
 	case roleBypasses:
-		return core.NewConfigError(field, fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role), nil)
+		return sourceError(src.name, "Role", "", fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role))
 	case !memberOfIt:
-		return core.NewConfigError(field, fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login), nil)
+		return sourceError(src.name, "Role", "", fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login))
 	}
 	return nil
 }

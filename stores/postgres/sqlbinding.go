@@ -208,14 +208,22 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		name = b.Definition.URITemplate + b.Definition.URI
 	}
 	owner := fmt.Sprintf("source %s: binding %q", src.name, name)
-	fail := func(field, reason string) (core.ResourceBinding, error) {
-		return core.ResourceBinding{}, core.NewConfigError(owner+": "+field, reason, nil)
+	at := func(field, key string) core.ConfigPath {
+		return core.ConfigPath{Source: src.name, Binding: name, Field: field, Key: key}
 	}
+	// failAt reports a mistake in the field of b at path, wrapping err (an
+	// *SQLError says where in the statement).
+	failAt := func(path core.ConfigPath, reason string, err error) (core.ResourceBinding, error) {
+		ce := core.NewConfigError(owner+": "+fieldWords(path), reason, err)
+		ce.Path = path
+		return core.ResourceBinding{}, ce
+	}
+	fail := func(field, reason string) (core.ResourceBinding, error) { return failAt(at(field, ""), reason, nil) }
 	var vars []string
 	if b.Definition.URITemplate != "" {
 		v, err := core.TemplateVariables(b.Definition.URITemplate)
 		if err != nil {
-			return fail("URITemplate", err.Error())
+			return failAt(at("URITemplate", ""), errors.Unwrap(err).Error(), err) // the rule, without "core: URI template"
 		}
 		vars = v
 	}
@@ -226,14 +234,14 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	if sb.repr == reprSQLBundle {
 		return fail("Representation", "is reserved")
 	}
-	planSQL, kind := b.Plan, "plan"
+	planSQL, kind, planField := b.Plan, "plan", "Plan"
 	switch {
 	case b.Plan != "" && b.Bundle != "":
-		return fail("plan", "set Plan or Bundle, not both")
+		return fail("Plan", "set Plan or Bundle, not both")
 	case b.Plan == "" && b.Bundle == "":
-		return fail("plan", "set Plan (one item) or Bundle (several)")
+		return fail("Plan", "set Plan (one item) or Bundle (several)")
 	case b.Bundle != "":
-		planSQL, kind, sb.bundle = b.Bundle, "bundle", true
+		planSQL, kind, planField, sb.bundle = b.Bundle, "bundle", "Bundle", true
 		if b.ItemURI == "" {
 			return fail("ItemURI", "is required for a bundle: name each row's item URI, such as doc://tenants/{tenant_id}/{id}")
 		}
@@ -248,7 +256,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	case b.ObjectOnly && (b.Bundle != "" || b.Body != "" || b.ObjectURI != ""):
 		return fail("ObjectOnly", "serves a plan's object alone: leave Bundle, Body and ObjectURI empty")
 	case !b.ObjectOnly && b.Body == "":
-		return fail("body", "is required")
+		return fail("Body", "is required")
 	}
 	sb.objOnly = b.ObjectOnly
 	if b.WithoutObjects && (b.ObjectOnly || b.ObjectSource != "") {
@@ -274,19 +282,24 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	// The plan.
 	named, err := rewriteNamed(planSQL, nil)
 	if err != nil {
-		return fail(kind, err.Error())
+		return failAt(at(planField, ""), err.Error(), err)
 	}
 	if err := named.checkNames(allowCapture, "the template has no such variable (parameters: the template's variables and $principal)"); err != nil {
-		return fail(kind, err.Error())
+		return failAt(at(planField, ""), err.Error(), err)
 	}
-	sb.plan = &statement{owner: owner, kind: kind, named: named}
+	for _, v := range vars {
+		if named.paramIndex(v) == 0 {
+			return fail(planField, fmt.Sprintf("must use $%s: URIs that differ only in {%s} would read the same rows", v, v))
+		}
+	}
+	sb.plan = &statement{owner: owner, kind: kind, path: at(planField, ""), named: named}
 	sb.plan.prepare = sb.preparePlan
 	// Completions, in name order so that Check reports deterministically;
 	// an object-only binding completes its captures like any other.
 	for _, v := range slices.Sorted(maps.Keys(b.Complete)) {
-		field := fmt.Sprintf("complete %q", v)
+		field, path := fmt.Sprintf("complete %q", v), at("Complete", v)
 		if !slices.Contains(vars, v) {
-			return fail(field, "the template has no such variable")
+			return failAt(path, "the template has no such variable", nil)
 		}
 		cast := func(n string) string {
 			if n == "limit" {
@@ -296,16 +309,16 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		}
 		named, err := rewriteNamed(b.Complete[v], cast)
 		if err != nil {
-			return fail(field, err.Error())
+			return failAt(path, err.Error(), err)
 		}
 		if err := named.checkNames(func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
 			"a completion takes $prefix, $limit, $principal and the template's variables"); err != nil {
-			return fail(field, err.Error())
+			return failAt(path, err.Error(), err)
 		}
 		if named.paramIndex("prefix") == 0 {
-			return fail(field, "does not use $prefix: compare the value with starts_with(value, $prefix)")
+			return failAt(path, "must use $prefix: compare the value with starts_with(value, $prefix)", nil)
 		}
-		st := &statement{owner: owner, kind: field, named: named}
+		st := &statement{owner: owner, kind: field, path: path, named: named}
 		st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 			return prepareSelect(st, desc, completeColumns, nil, func(cols string, n int) string {
 				return "SELECT " + cols + ", count(*) OVER () FROM (" + st.named.SQL + "\n) AS q LIMIT $" + strconv.Itoa(n+1)
@@ -326,22 +339,35 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	// The body.
 	if named, err = rewriteNamed(b.Body, nil); err != nil {
-		return fail("body", err.Error())
+		return failAt(at("Body", ""), err.Error(), err)
 	}
 	if err := named.checkNames(func(n string) bool { return n == "key" || n == "version" || n == "principal" },
 		"a body statement takes $key, $version and $principal"); err != nil {
-		return fail("body", err.Error())
+		return failAt(at("Body", ""), err.Error(), err)
 	}
 	if named.paramIndex("key") == 0 {
-		return fail("body", "does not use $key: it must select the planned item")
+		return fail("Body", "must use $key: it selects the planned item")
 	}
-	sb.body = &statement{owner: owner, kind: "body", named: named}
+	sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
 	sb.body.prepare = sb.prepareBody
 	src.add(sb.plan)
 	src.add(sb.body)
 	addCompletions()
 	src.watch(name, b.Listen)
 	return sb.binding(b.Definition), nil
+}
+
+// fieldWords names path's field in a binding's error as the store's
+// messages always have: a statement by its kind (plan, body, complete
+// "id"), any other field by its Go name.
+func fieldWords(path core.ConfigPath) string {
+	switch path.Field {
+	case "Plan", "Bundle", "Body":
+		return strings.ToLower(path.Field)
+	case "Complete":
+		return fmt.Sprintf("complete %q", path.Key)
+	}
+	return path.Field
 }
 
 // binding is the core binding of sb, with its completer when it has
@@ -383,8 +409,10 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 				for i, f := range desc.Fields {
 					names[i] = f.Name
 				}
-				return nil, core.NewConfigError(sb.plan.owner+": "+p.field, fmt.Sprintf("{%s} names no column of the %s statement, which returns %s",
+				ce := core.NewConfigError(sb.plan.owner+": "+p.field, fmt.Sprintf("{%s} names no column of the %s statement, which returns %s",
 					c, sb.plan.kind, strings.Join(names, ", ")), nil)
+				ce.Path = core.ConfigPath{Source: sb.src.name, Binding: sb.name, Field: p.field, Column: c}
+				return nil, ce
 			}
 		}
 	}
@@ -752,11 +780,15 @@ func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan fu
 	return out, err
 }
 
-// uriPattern is literal text with {column} placeholders.
+// uriPattern is an absolute URI pattern: literal text with {column}
+// placeholders.
 type uriPattern struct{ parts []string } // even: literal, odd: column name
 
 func parseURIPattern(s string) (uriPattern, error) {
 	var p uriPattern
+	if scheme, rest, ok := strings.Cut(s, "://"); s != "" && (!ok || scheme == "" || rest == "" || strings.ContainsAny(scheme, "{}")) {
+		return p, errors.New("is not an absolute URI pattern such as doc://tenants/{tenant_id}/documents/{id}")
+	}
 	for s != "" {
 		open := strings.IndexByte(s, '{')
 		if open < 0 {
@@ -769,7 +801,7 @@ func parseURIPattern(s string) (uriPattern, error) {
 		}
 		name := s[open+1 : open+end]
 		if !validParamName(name) {
-			return uriPattern{}, fmt.Errorf("placeholder {%s} is not a column name", name)
+			return uriPattern{}, fmt.Errorf("{%s} does not name a column", name)
 		}
 		if strings.ContainsAny(s[:open], "}") {
 			return uriPattern{}, errors.New("has a '}' without its '{'")

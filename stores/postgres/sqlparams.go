@@ -254,11 +254,12 @@ func (s namedSQL) args(values map[string]any) []any {
 	return out
 }
 
-// checkNames refuses a parameter that is not in allowed.
+// checkNames refuses a parameter that is not in allowed: an [*SQLError]
+// at its first use.
 func (s namedSQL) checkNames(allowed func(string) bool, what string) error {
-	for _, n := range s.Names {
-		if !allowed(n) {
-			return fmt.Errorf("parameter $%s: %s", n, what)
+	for _, u := range s.Uses {
+		if !allowed(u.Name) {
+			return sqlErr(u.Offset, fmt.Sprintf("parameter $%s: %s", u.Name, what))
 		}
 	}
 	return nil

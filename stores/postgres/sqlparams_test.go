@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -86,13 +87,22 @@ func TestRewriteNamedCastsByName(t *testing.T) {
 // it accepts binds only valid, distinct names, each as a ($n::text) it
 // numbered itself; and text inside a string constant, a quoted identifier,
 // a comment or a dollar-quoted string is never taken for a parameter and
-// comes out byte for byte.
+// comes out byte for byte; every use it reports is its $name at its
+// offset, and a refusal's offset is inside the statement.
 func FuzzRewriteNamed(f *testing.F) {
 	for _, s := range []string{"SELECT $a", "x $b $a $b", "'$a'", `"$a"`, "-- $a\n$b", "/* $a */", "$$ $a $$", "$t$ $a $t$", "a$b", "E'\\'' $c", "$1", "SELECT é$x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := rewriteNamed(s, nil)
+		if se, ok := errors.AsType[*SQLError](err); ok && (se.Offset < 0 || se.Offset > len(s)) {
+			t.Fatalf("%q: refusal at offset %d outside the statement", s, se.Offset)
+		}
+		for _, u := range got.Uses {
+			if u.Offset < 0 || u.Offset+1+len(u.Name) > len(s) || s[u.Offset:u.Offset+1+len(u.Name)] != "$"+u.Name {
+				t.Fatalf("%q: use %+v is not at its offset", s, u)
+			}
+		}
 		if err == nil {
 			seen := map[string]bool{}
 			for i, n := range got.Names {

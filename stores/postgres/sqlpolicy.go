@@ -57,6 +57,12 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // [DatabaseDecides].
 func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	owner := "source " + src.name + ": policy"
+	path := core.ConfigPath{Source: src.name, Field: "Decide"}
+	fail := func(reason string, err error) error {
+		ce := core.NewConfigError(owner+": decide", reason, err)
+		ce.Path = path
+		return ce
+	}
 	named, err := rewriteNamed(decide, func(n string) string {
 		if n == "keys" {
 			return "text[]"
@@ -64,16 +70,16 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 		return "text"
 	})
 	if err != nil {
-		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
+		return core.ResourcePolicy{}, fail(err.Error(), err)
 	}
 	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" || n == "binding" || n == "captures" },
 		"a policy statement takes $keys, $binding, $captures and $principal"); err != nil {
-		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", err.Error(), nil)
+		return core.ResourcePolicy{}, fail(err.Error(), err)
 	}
 	if named.paramIndex("keys") == 0 {
-		return core.ResourcePolicy{}, core.NewConfigError(owner+": decide", "does not use $keys: decide the keys it is given", nil)
+		return core.ResourcePolicy{}, fail("must use $keys: decide the keys it is given", nil)
 	}
-	st := &statement{owner: owner, kind: "decide", named: named}
+	st := &statement{owner: owner, kind: "decide", path: path, named: named}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 		return prepareSelect(st, desc, decideColumns, nil, func(cols string, _ int) string {
 			return "SELECT " + cols + " FROM (" + st.named.SQL + "\n) AS q"

@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -36,13 +37,13 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 	}
 	names, err := core.TemplateVariables(def.URITemplate)
 	if err != nil {
-		return core.ResourceBinding{}, bindingError(def, "URITemplate", err.Error(), err)
+		return core.ResourceBinding{}, bindingError(def, "URITemplate", errors.Unwrap(err).Error(), err)
 	}
 	if len(names) == 0 {
 		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store template needs at least one {variable} to form the key", nil)
 	}
 	if err := checkPrefix(prefix); err != nil {
-		return core.ResourceBinding{}, bindingError(def, "prefix", "must be empty or a key prefix that ends with '/'", err)
+		return core.ResourceBinding{}, bindingError(def, "Prefix", "must be empty or a key prefix that ends with '/'", err)
 	}
 	resolve := func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		var key strings.Builder
@@ -82,5 +83,6 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 func bindingError(def core.ResourceDefinition, field, reason string, err error) *core.ConfigError {
 	e := core.NewConfigError(field, reason, err)
 	e.Name = def.Name
+	e.Path = core.ConfigPath{Binding: def.Name, Field: field}
 	return e
 }

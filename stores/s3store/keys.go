@@ -122,7 +122,7 @@ func (b *Bucket) KeyBindings(families ...KeyFamily) ([]core.ResourceBinding, err
 func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	name := f.Definition.Name
 	fail := func(field, reason string) ([]core.ResourceBinding, error) {
-		return nil, core.NewConfigError(fmt.Sprintf("key family %q: %s", name, field), reason, nil)
+		return nil, configAt("key family", name, field, reason)
 	}
 	switch {
 	case name == "":
@@ -130,7 +130,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	case f.Definition.URI != "" || f.Definition.URITemplate != "":
 		return fail("Definition", "must leave URI and URITemplate empty: KeyFamily.URI gives the templates")
 	case f.MaxDepth < 1 || f.MaxDepth > MaxKeyDepth:
-		return fail("MaxDepth", fmt.Sprintf("must be 1 to %d", MaxKeyDepth))
+		return fail("MaxDepth", fmt.Sprintf("must be from 1 to %d", MaxKeyDepth))
 	}
 	base, ok := strings.CutSuffix(f.URI, "/...")
 	if !ok {
@@ -149,7 +149,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	}
 	prefix, err := parseKeyPrefix(f.Prefix)
 	if err != nil {
-		return fail("Prefix", err.Error())
+		return fail("Prefix", reasonOf(err))
 	}
 	var prefixVars []string
 	for _, seg := range prefix {
@@ -157,31 +157,32 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 			prefixVars = append(prefixVars, seg.text)
 		}
 	}
-	for _, v := range uriVars {
-		if !slices.Contains(prefixVars, v) {
-			return fail("Prefix", fmt.Sprintf("does not use the URI's capture {%s}: two URIs would name one key", v))
+	for i, v := range prefixVars {
+		if slices.Contains(prefixVars[:i], v) {
+			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
 		}
 	}
-	for i, v := range prefixVars {
-		switch {
-		case !slices.Contains(uriVars, v):
-			return fail("Prefix", fmt.Sprintf("uses {%s}, which the URI does not capture", v))
-		case slices.Contains(prefixVars[:i], v):
-			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
+	exactly := fmt.Sprintf("it must capture exactly the template's captures (%s), so that each URI names one key", strings.Join(uriVars, ", "))
+	for _, v := range uriVars {
+		if !slices.Contains(prefixVars, v) {
+			return fail("Prefix", fmt.Sprintf("does not use the template's capture {%s}: %s", v, exactly))
+		}
+	}
+	for _, v := range prefixVars {
+		if !slices.Contains(uriVars, v) {
+			return fail("Prefix", fmt.Sprintf("uses {%s}, which the template does not capture: %s", v, exactly))
 		}
 	}
 	for i := 1; i <= f.MaxDepth; i++ {
 		if slices.Contains(uriVars, keySegmentVar(i)) {
-			return fail("URI", fmt.Sprintf("captures {%s}, a name the family uses for key segment %d", keySegmentVar(i), i))
+			return fail("URI", fmt.Sprintf("{%s} is the name of key segment %d of the family", keySegmentVar(i), i))
 		}
 	}
 	out := make([]core.ResourceBinding, 0, f.MaxDepth)
-	tmpl := base
-	for depth := 1; depth <= f.MaxDepth; depth++ {
-		tmpl += "/{" + keySegmentVar(depth) + "}"
+	for depth, tmpl := range f.Templates() {
 		def := f.Definition
 		def.URITemplate = tmpl
-		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth, f.Grant), Reader: core.ItemReader(b.Read)})
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth+1, f.Grant), Reader: core.ItemReader(b.Read)})
 	}
 	return out, nil
 }
@@ -192,24 +193,13 @@ type keySegment struct {
 	capture bool
 }
 
-// KeyPrefixCaptures checks a key prefix by the rules
-// [Bucket.KeyBindings] applies to [KeyFamily].Prefix ("" or segments
-// ending in '/', each a valid key segment or a whole "{name}" capture, at
-// most [MaxKeyBytes] in all) and returns the names of its captures in
-// order, a repeated name as often as it occurs. It is for a caller that
-// wants the refusal before it has a bucket.
-func KeyPrefixCaptures(prefix string) ([]string, error) {
-	segs, err := parseKeyPrefix(prefix)
-	if err != nil {
-		return nil, err
+// reasonOf is the rule err names: a *KeyError's reason, without the
+// package's name.
+func reasonOf(err error) string {
+	if ke, ok := errors.AsType[*KeyError](err); ok {
+		return ke.Reason.String()
 	}
-	var names []string
-	for _, seg := range segs {
-		if seg.capture {
-			names = append(names, seg.text)
-		}
-	}
-	return names, nil
+	return err.Error()
 }
 
 // parseKeyPrefix parses "" or segments ending in '/'.
@@ -234,7 +224,7 @@ func parseKeyPrefix(p string) ([]keySegment, error) {
 			return nil, fmt.Errorf("segment %q mixes literal text and a capture; captures are whole segments", seg)
 		}
 		if err := checkSegment(seg); err != nil {
-			return nil, fmt.Errorf("segment %q: %w", seg, err)
+			return nil, fmt.Errorf("segment %q: %s", seg, reasonOf(err))
 		}
 		out = append(out, keySegment{text: seg})
 	}
@@ -344,6 +334,14 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) cor
 	})
 }
 
+// configAt is a *core.ConfigError about field of the binding named name,
+// a "key family" or a "key listing" (what).
+func configAt(what, name, field, reason string) *core.ConfigError {
+	e := core.NewConfigError(fmt.Sprintf("%s %q: %s", what, name, field), reason, nil)
+	e.Path = core.ConfigPath{Binding: name, Field: field}
+	return e
+}
+
 // checkDisjoint refuses bindings some of whose templates overlap.
 func checkDisjoint(bs []core.ResourceBinding) error {
 	if len(bs) < 2 {
@@ -363,7 +361,9 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 	overlaps, _ := r.TemplateOverlaps()
 	if len(overlaps) > 0 {
 		o := overlaps[0]
-		return core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+		e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+		e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
+		return e
 	}
 	return nil
 }
@@ -413,8 +413,8 @@ func (b *Bucket) typeOf(key, declared, stored string) string {
 // exists and that client may use it (one HeadBucket request; when it is
 // refused, one ListObjectsV2 of at most one key, whose error says why: a
 // HEAD answer has no body). It returns a *core.ConfigError whose Field
-// names what is wrong: "SecretAccessKey" when S3 refuses the signature,
-// "AccessKeyID" when it does not know the key, "bucket" when the bucket
+// and Path.Field name what is wrong: "SecretAccessKey" when S3 refuses the signature,
+// "AccessKeyID" when it does not know the key, "Bucket" when the bucket
 // does not exist or the credentials may not use it; and the error itself
 // when S3 cannot be reached.
 func (b *Bucket) Check(ctx context.Context) error {
@@ -433,13 +433,20 @@ func (b *Bucket) Check(ctx context.Context) error {
 	}
 	switch code {
 	case "SignatureDoesNotMatch":
-		return core.NewConfigError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
+		return checkError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
 	case "InvalidAccessKeyId":
-		return core.NewConfigError("AccessKeyID", "S3 does not know the access key", err)
+		return checkError("AccessKeyID", "S3 does not know the access key", err)
 	case "NoSuchBucket":
-		return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
+		return checkError("Bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
 	case "AccessDenied":
-		return core.NewConfigError("bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
+		return checkError("Bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
 	}
-	return core.NewConfigError("bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+	return checkError("Bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
+}
+
+// checkError is a *core.ConfigError of [Bucket.Check] about field.
+func checkError(field, reason string, err error) *core.ConfigError {
+	e := core.NewConfigError(field, reason, err)
+	e.Path = core.ConfigPath{Field: field}
+	return e
 }

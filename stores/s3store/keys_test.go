@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -171,28 +172,33 @@ func FuzzKeyFamily(f *testing.F) {
 	})
 }
 
-// TestKeyPrefixCapturesChecksWhatKeyBindingsChecks proves the exported
-// prefix checker: captures in order, and the refusals of a family's prefix
-// (no trailing '/', a dot segment, a partial capture, a backslash, a
-// prefix longer than a key may be).
-func TestKeyPrefixCapturesChecksWhatKeyBindingsChecks(t *testing.T) {
-	got, err := KeyPrefixCaptures("tenants/{tenant}/reports/{year}/")
-	if err != nil || !slices.Equal(got, []string{"tenant", "year"}) {
-		t.Fatalf("got %v, %v", got, err)
+// TestCheckKeyFamilyRefusesPrefixes proves the check a caller runs
+// before it has a bucket refuses a family's prefix as KeyBindings does (no
+// trailing '/', a dot segment, a partial capture, a backslash, a prefix
+// longer than a key may be, a capture the URI lacks), at the path of the
+// family's Prefix.
+func TestCheckKeyFamilyRefusesPrefixes(t *testing.T) {
+	fam := func(prefix string) KeyFamily {
+		return KeyFamily{Definition: core.ResourceDefinition{Name: "r"}, URI: "r://x/{tenant}/...", Prefix: prefix, MaxDepth: 2}
 	}
-	if got, err := KeyPrefixCaptures(""); err != nil || got != nil {
-		t.Fatalf("the empty prefix: %v, %v", got, err)
+	if err := CheckKeyFamily(fam("tenants/{tenant}/reports/")); err != nil {
+		t.Fatal(err)
 	}
 	for p, want := range map[string]string{
-		"tenants/{tenant}":        "end in /",
-		"tenants/../{tenant}/":    `".." segment`,
-		"tenants/x{tenant}/":      "captures are whole segments",
-		`tenants\x/`:              "backslash",
-		strings.Repeat("a/", 513): "exceeds 1024 bytes",
-		"tenants//":               "empty segment",
+		"tenants/{tenant}":           "end in /",
+		"tenants/../{tenant}/":       `".." segment`,
+		"tenants/x{tenant}/":         "captures are whole segments",
+		`tenants\x/{tenant}/`:        "backslash",
+		strings.Repeat("a/", 513):    "exceeds 1024 bytes",
+		"tenants//{tenant}/":         "empty segment",
+		"tenants/{tenant}/{year}/":   "{year}, which the template does not capture: it must capture exactly the template's captures (tenant)",
+		"tenants/":                   "does not use the template's capture {tenant}",
+		"tenants/{tenant}/{tenant}/": "{tenant} twice",
 	} {
-		if _, err := KeyPrefixCaptures(p); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%.40q: %v, want an error about %q", p, err, want)
+		err := CheckKeyFamily(fam(p))
+		ce, ok := errors.AsType[*core.ConfigError](err)
+		if !ok || !strings.Contains(ce.Reason, want) || strings.Contains(ce.Reason, "s3store:") || ce.Path != (core.ConfigPath{Binding: "r", Field: "Prefix"}) {
+			t.Errorf("%.40q: %v (%+v), want a reason about %q at the family's Prefix", p, err, ce, want)
 		}
 	}
 }

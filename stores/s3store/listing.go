@@ -73,7 +73,7 @@ type KeyListing struct {
 func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	name := l.Definition.Name
 	fail := func(field, reason string) (core.ResourceBinding, error) {
-		return core.ResourceBinding{}, core.NewConfigError(fmt.Sprintf("key listing %q: %s", name, field), reason, nil)
+		return core.ResourceBinding{}, configAt("key listing", name, field, reason)
 	}
 	switch {
 	case name == "":
@@ -101,7 +101,7 @@ func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	famVars, _ := patternVars(segs[1:], "URI")
 	vars, err := core.TemplateVariables(l.Definition.URITemplate)
 	if err != nil {
-		return fail("Definition.URITemplate", err.Error())
+		return fail("Definition.URITemplate", errors.Unwrap(err).Error())
 	}
 	same := len(vars) == len(famVars)
 	for _, v := range famVars {

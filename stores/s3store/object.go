@@ -152,6 +152,9 @@ func checkBucket(name string) error {
 			return errors.New("must be lowercase letters, digits, '.' and '-', starting and ending with a letter or digit")
 		}
 	}
+	if strings.Contains(name, "..") {
+		return errors.New("must not hold two periods in a row")
+	}
 	return nil
 }
 

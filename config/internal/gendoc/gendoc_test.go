@@ -23,6 +23,23 @@ func TestReferenceIsGenerated(t *testing.T) {
 	}
 }
 
+// The checked-in config/schema.json is what `go generate ./config/` writes
+// from the model: a key, type, doc or schema tag changed in config/model.go
+// without regenerating fails here.
+func TestSchemaIsGenerated(t *testing.T) {
+	_, want, err := Files("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("config/schema.json is not what the model generates: run go generate ./config/")
+	}
+}
+
 // Every key of the model is on the page, with its type.
 func TestReferenceNamesEveryKey(t *testing.T) {
 	page, err := Generate("../..")
