@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,8 @@ type Served struct {
 	// subscriptions.
 	Changes []core.ChangeSource
 
+	checks []sourceCheck // the start-up checks, one per source (see Check)
+
 	closers []func()
 }
 
@@ -66,6 +69,37 @@ type Ready struct {
 	Source string
 	// Check reports whether the source answers now.
 	Check func(ctx context.Context) error
+}
+
+// sourceCheck is the start-up check of one source: it returns the *Error
+// of the first thing wrong.
+type sourceCheck func(ctx context.Context) *Error
+
+// Check runs the start-up check of every source at once: each database
+// answers, holds its role and prepares every statement with the columns it
+// must return, its listen_url connects, each bucket answers. It waits for
+// all of them and returns the first mistake in file order, as one
+// [*Error], or nil. Until a source's check has passed, its statements
+// serve nothing (postgres.ErrNotChecked). [File.Open] calls it unless
+// [OpenOptions].Deferred is set; a server that defers it may answer
+// clients meanwhile and call it once.
+func (s *Served) Check(ctx context.Context) error {
+	found := make([]*Error, len(s.checks))
+	var wg sync.WaitGroup
+	for i, c := range s.checks {
+		wg.Go(func() { found[i] = c(ctx) })
+	}
+	wg.Wait()
+	e := &errs{}
+	for _, x := range found {
+		if x != nil {
+			e.list = append(e.list, x)
+		}
+	}
+	if first := e.first(); first != nil {
+		return first
+	}
+	return nil
 }
 
 // Close closes every connection pool Open opened.
@@ -89,6 +123,9 @@ type OpenOptions struct {
 	// (postgres.NewTracer) and S3 request (s3store.WithTracing) of the
 	// file's sources.
 	TracerProvider trace.TracerProvider
+	// Deferred makes Open send no request: it builds the bindings and the
+	// policy and leaves the checks of the sources to [Served.Check].
+	Deferred bool
 }
 
 // Open connects to every source of the file and builds its bindings and
@@ -96,8 +133,8 @@ type OpenOptions struct {
 // Source.Binding with SQLBinding.ObjectOnly for a plan without body,
 // Source.Policy or postgres.DatabaseDecides,
 // s3store.OpenBucket, Bucket.KeyBindings and Bucket.Binding), then checks
-// them against the servers (Source.Check prepares every statement and
-// checks its columns and the role; Bucket.Check asks for the bucket). A
+// them against the servers with [Served.Check], unless
+// [OpenOptions].Deferred leaves that to the caller. A
 // mistake is one [*Error] at the place in the file it concerns; no error
 // holds a secret. On error nothing stays open.
 func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err error) {
@@ -150,13 +187,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return fail()
 			}
 			s.closers = append(s.closers, pool.Close)
-			pctx, cancel := context.WithTimeout(ctx, OpenTimeout)
-			err = pool.Ping(pctx)
-			cancel()
-			if err != nil {
-				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.ConnConfig.Host, cfg.ConnConfig.Port, pgCause(err, src))
-				return fail()
-			}
 			pools[src.Name] = pool
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: pool.Ping})
 		}
@@ -293,53 +323,27 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	s.Policy = f.gateScopes(s.Policy) // scopes.go
 
 	for _, src := range f.Sources {
-		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
-		var err error
-		if ps := sources[src.Name]; ps != nil {
-			err = ps.Check(cctx)
-		} else {
-			err = buckets[src.Name].Check(cctx)
-		}
-		cancel()
-		switch {
-		case err == nil:
-		case src.S3 != nil:
-			key := "bucket"
-			if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-				key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
-				if key == "" || !src.S3.Spans.Has(key) {
-					key = "bucket"
-				}
-			}
-			e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
-			return fail()
-		default:
-			return nil, f.storeError(err, src.Spans.Self())
-		}
-	}
-	for _, src := range f.Sources {
-		p, ps := src.Postgres, sources[src.Name]
-		if p == nil || !f.listens(src.Name) {
+		if src.S3 != nil {
+			s.checks = append(s.checks, f.bucketCheck(src, buckets[src.Name]))
 			continue
 		}
+		p, ps := src.Postgres, sources[src.Name]
+		listen := f.listens(src.Name)
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
 		at, key := p.Spans.Of("url"), "url"
-		if v := p.ListenURL.Value(); v != "" {
+		var direct *pgx.ConnConfig // listen_url, checked with the source
+		if v := p.ListenURL.Value(); v != "" && listen {
 			at, key = p.Spans.Of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
 				return fail()
 			}
-			cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
-			conn, err := pgx.ConnectConfig(cctx, c)
-			cancel()
-			if err != nil {
-				e.at(at, "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, c.Host, c.Port, pgCause(err, src))
-				return fail()
-			}
-			_ = conn.Close(context.WithoutCancel(ctx))
-			lcfg = c
+			lcfg, direct = c, c
+		}
+		s.checks = append(s.checks, f.postgresCheck(src, pools[src.Name], ps, direct))
+		if !listen {
+			continue
 		}
 		var log *slog.Logger
 		if opts.Logger != nil {
@@ -362,7 +366,72 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Changes = append(s.Changes, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
 	}
+	if !opts.Deferred {
+		if err := s.Check(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// postgresCheck is the start-up check of the PostgreSQL source src: its
+// server answers, ps's role and statements pass Source.Check, and direct,
+// its listen_url when it has one, connects.
+func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source, direct *pgx.ConnConfig) sourceCheck {
+	return func(ctx context.Context) *Error {
+		e := &errs{file: f.Name}
+		p := src.Postgres
+		cfg := pool.Config().ConnConfig
+		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		defer cancel()
+		if err := pool.Ping(cctx); err != nil {
+			e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
+			return e.first()
+		}
+		if err := ps.Check(cctx); err != nil {
+			return asError(f.storeError(err, src.Spans.Self()))
+		}
+		if direct == nil {
+			return nil
+		}
+		conn, err := pgx.ConnectConfig(cctx, direct)
+		if err != nil {
+			e.at(p.Spans.Of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
+			return e.first()
+		}
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil
+	}
+}
+
+// bucketCheck is the start-up check of the S3 source src: Bucket.Check.
+func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
+	return func(ctx context.Context) *Error {
+		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		defer cancel()
+		err := bucket.Check(cctx)
+		if err == nil {
+			return nil
+		}
+		key := "bucket"
+		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
+			key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
+			if key == "" || !src.S3.Spans.Has(key) {
+				key = "bucket"
+			}
+		}
+		e := &errs{file: f.Name}
+		e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
+		return e.first()
+	}
+}
+
+// asError is err, which storeError made, as the *Error it is.
+func asError(err error) *Error {
+	if x, ok := errors.AsType[*Error](err); ok {
+		return x
+	}
+	return &Error{Msg: err.Error()}
 }
 
 // serves reports whether a resource of the file is served from source name.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.phpboyscout.uk/mcp/resources/examples/reference"
+	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
@@ -29,7 +29,7 @@ func TestReferenceFileIsTheStoresReferenceDefinitions(t *testing.T) {
 		return map[string]string{"MCPRES_BUCKET": "assets", "MCPRES_BUCKET_ENDPOINT": "http://127.0.0.1:9000",
 			"MCPRES_BUCKET_REGION": "us-east-1"}[name], true
 	}
-	f, err := Parse("reference.yaml", reference.Config, &Options{LookupEnv: env})
+	f, err := Parse("reference.yaml", migrations.ResourcesFile, &Options{LookupEnv: env})
 	if err != nil {
 		t.Fatal(err)
 	}

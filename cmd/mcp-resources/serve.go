@@ -63,9 +63,16 @@ type backend struct {
 	limits  *core.ResourceLimits // a resources file's limits, under the flags'
 	file    *config.File         // the resources file served, whose oauth section serve honours (oauth.go)
 	// notes are INFO lines about the configuration, logged only once the
-	// server starts serving, so that a configuration error stays the one
-	// line on stderr.
+	// start-up checks have passed, so that a configuration error stays the
+	// one line on stderr.
 	notes []string
+	// check is the one start-up check of every source, which serve runs
+	// at once, beside answering clients (startup.go); nil checks nothing.
+	check func(context.Context) error
+	// listFree says listing the definitions asks no storage, so that
+	// resources/list need not wait for check.
+	listFree bool
+	startup  *startup // the run of check, set by Run
 }
 
 // logNotes logs the backend's notes; call it once serving has started.
@@ -82,7 +89,7 @@ type readyCheck struct {
 }
 
 // Run serves until ctx ends (SIGINT or SIGTERM), then drains within Grace.
-func (s *serveCmd) Run(ctx context.Context, e *env) error {
+func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	if !validPrincipal(s.Principal) {
 		return errors.New("--principal must be UTF-8 without control characters")
 	}
@@ -100,11 +107,34 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer stopTracing()
+	// Until the start-up checks pass, serve's log is held: a failure is
+	// then the one line on stderr.
+	held := newHeldLog(e.log.Handler())
+	e = &env{stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, log: slog.New(held)}
+	defer held.release(context.Background(), false)
 	be, err := s.backend(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer be.close()
+	// The checks run beside everything from here on: a failure stops
+	// serving and is Run's error (startup.go).
+	parent := ctx
+	ctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	be.startup = startChecks(ctx, be.check, held)
+	defer be.startup.stop()
+	// Serving that ends by itself (stdin closed) still reports a check
+	// that fails: the exit status says whether the storage was right.
+	defer func() {
+		if err != nil || parent.Err() != nil {
+			return
+		}
+		<-be.startup.done
+		if cerr := be.startup.err; cerr != nil {
+			err = cerr
+		}
+	}()
 
 	opts := []core.Option{core.WithResourceLimits(fileLimits(be.limits, s.Limits.limits()))}
 	key, err := s.cursorKey()
@@ -161,7 +191,11 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
 		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")}))
 	adapter.Install(server)
-	go func() { _ = adapter.Run(ctx) }() // stops with ctx, like the server
+	go func() { // stops with ctx, like the server; its change sources need the checked storage
+		if be.startup.wait(ctx) == nil {
+			_ = adapter.Run(ctx)
+		}
+	}()
 	// A shutdown starts by answering the open subscriptions/listen
 	// streams (and any opened later), which would otherwise hold it for
 	// the whole grace period.
@@ -171,6 +205,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	// the process.
 	hardStop, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
+	server.AddReceivingMiddleware(be.startup.gate(be.listFree))
 	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			ctx, cancel := context.WithCancel(ctx)
@@ -194,11 +229,13 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	watchSubscriptions(m, adapter)
 
 	if s.HTTP == "" {
-		be.logNotes(e)
-		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
+		go be.startup.started(ctx, stopServing, func() {
+			be.logNotes(e)
+			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
+		})
 		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
-	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll)
+	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
 
 // checkParams is both transports' check of a request's params: a wrongly
@@ -284,7 +321,7 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 // and /metrics outside authentication (on --metrics-addr when it is set),
 // until ctx ends; then it stops accepting and gives in-flight requests
 // Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll, stop context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
@@ -347,6 +384,14 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		switch ended, err := be.startup.ended(); {
+		case !ended:
+			http.Error(w, "the start-up checks of the storage are running", http.StatusServiceUnavailable)
+			return
+		case err != nil:
+			http.Error(w, "the storage failed its start-up check", http.StatusServiceUnavailable)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		for _, c := range be.ready {
@@ -386,12 +431,14 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	} else if tokens == nil {
 		authn = "none: every request is served as principal " + s.Principal
 	}
-	be.logNotes(e)
 	attrs := []any{"addr", ln.Addr().String(), "stateless", s.Stateless, "backend", be.name, "authentication", authn}
 	if opsLn != nil {
 		attrs = append(attrs, "metrics_addr", opsLn.Addr().String())
 	}
-	e.log.Info("serving MCP over streamable HTTP", attrs...)
+	go be.startup.started(ctx, stop, func() {
+		be.logNotes(e)
+		e.log.Info("serving MCP over streamable HTTP", attrs...)
+	})
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
