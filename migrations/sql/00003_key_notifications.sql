@@ -1,6 +1,6 @@
 -- Key notifications: every committed change to projects, assets and grants
 -- also issues NOTIFY on the channel mcpres_keys with the keys of the
--- resources file's items that it may change (migrations/resources.yaml), in the
+-- resources file's items that it may change (examples/reference), in the
 -- generic payload forms a key listener reads (stores/postgres
 -- Source.Listener):
 --
