@@ -384,16 +384,18 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		switch ended, err := be.startup.ended(); {
-		case !ended:
-			http.Error(w, "the start-up checks of the storage are running", http.StatusServiceUnavailable)
-			return
-		case err != nil:
-			http.Error(w, "the storage failed its start-up check", http.StatusServiceUnavailable)
-			return
-		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
+		// While the start-up checks run, the probe waits for them within
+		// its own time.
+		if err := be.startup.wait(ctx); err != nil {
+			msg := "the storage failed its start-up check"
+			if ctx.Err() != nil {
+				msg = "the start-up checks of the storage are running"
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
 		for _, c := range be.ready {
 			if err := c.check(ctx); err != nil {
 				e.log.Warn("not ready", "dependency", c.name, "err", err)
@@ -435,10 +437,10 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	if opsLn != nil {
 		attrs = append(attrs, "metrics_addr", opsLn.Addr().String())
 	}
-	go be.startup.started(ctx, stop, func() {
-		be.logNotes(e)
-		e.log.Info("serving MCP over streamable HTTP", attrs...)
-	})
+	// The address is logged at once, past the held log: the server
+	// answers from now on. The notes wait for the start-up checks.
+	be.startup.direct().Info("serving MCP over streamable HTTP", attrs...)
+	go be.startup.started(ctx, stop, func() { be.logNotes(e) })
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()

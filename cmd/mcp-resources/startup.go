@@ -62,6 +62,10 @@ func (s *startup) stop() {
 	s.log.release(context.Background(), false)
 }
 
+// direct is serve's log past the holding, for the line a client must see
+// before the checks end (the HTTP address).
+func (s *startup) direct() *slog.Logger { return slog.New(s.log.out) }
+
 // started waits for the checks: once they pass it writes the held log
 // records, then the lines of serving (the backend's notes, the transport's
 // own); when they fail it drops the records and stops serving (stop),
