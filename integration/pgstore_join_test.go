@@ -11,13 +11,12 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // joinRig is a reference-schema database and a bucket joined as the
 // reference server joins them: the bucket is the store's object source
-// (postgres.Options.Objects, an *s3store.Bucket).
+// (refOptions.Objects, an *s3store.Bucket).
 type joinRig struct {
 	d      *pgDB
 	env    harness.S3Env
@@ -34,7 +33,7 @@ func newJoinRig(t *testing.T) *joinRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: bucket})
+	st := newStore(t, newPool(t, j.d.url, nil), &refOptions{Objects: bucket})
 	j.res = pgGateway(t, st.Bindings(), st.Policy())
 	j.d.project(t, "p")
 	return j
@@ -213,7 +212,7 @@ func TestJoinedAssetGrantRevokedInPostgresDeniesBothItems(t *testing.T) {
 }
 
 // TestStoreWithoutObjectsServesAJoinedAssetAsItsFieldsAlone proves a store
-// without Options.Objects (the reference server without a bucket) serves
+// without refOptions.Objects (the reference server without a bucket) serves
 // the same rows: an asset whose row references an object is its fields
 // alone, the object URI is unavailable, and no binding is registered for
 // it.

@@ -31,7 +31,7 @@
 // channel, and the version stays because applied versions are never
 // edited. Version 3 adds key notifications on the channel [KeyChannel] for
 // the reference schema's resources file ([ResourcesFile]) and for
-// stores/postgres Store.Listener: the changed item's key PROJECT/ASSET,
+// stores/postgres Source.Listener: the changed item's key PROJECT/ASSET,
 // PROJECT/* for every asset of a project, and "projects" for the project
 // list.
 //

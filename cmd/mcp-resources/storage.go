@@ -179,11 +179,17 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	}
 	check := be.check
 	be.check = func(ctx context.Context) error {
+		keys := make(chan error, 1)
+		go func() { keys <- f.checkKeyNotifications(ctx) }() // beside the file's check
 		err := check(ctx)
+		kerr := <-keys
 		if ce := (*config.Error)(nil); errors.As(err, &ce) {
 			return f.flagTerms(ctx, ce)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return kerr
 	}
 	// Listing the reference file's definitions asks no database: its
 	// policy discovers every definition to a valid principal.
@@ -195,6 +201,28 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		be.notes = append(be.notes, "no --bucket: asset rows are served without the objects they reference")
 	}
 	return be, nil
+}
+
+// checkKeyNotifications refuses a reference schema that predates its key
+// notifications (migration 3), which the file's statements do not use but
+// its subscriptions need: what the file's check cannot see.
+func (f *storageFlags) checkKeyNotifications(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, f.Postgres)
+	if err != nil {
+		return fmt.Errorf("--postgres: %s", connerr.Cause(err, connectTimeout))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var keys bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND p.proname = 'notify_keys')`, migrations.Schema).Scan(&keys); err != nil {
+		return fmt.Errorf("checking the reference schema: %w", connerr.Innermost(err))
+	}
+	if !keys {
+		return errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
+	}
+	return nil
 }
 
 // flagKeys are the lines of the reference file that hold a flag's value,
