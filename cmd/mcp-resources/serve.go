@@ -229,11 +229,14 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	watchSubscriptions(m, adapter)
 
 	if s.HTTP == "" {
-		go be.startup.started(ctx, stopServing, func() {
+		// A failed check ends the input, as if stdin had ended, so that
+		// the requests read before it are answered first.
+		in, endInput := endableInput(e.stdin)
+		go be.startup.started(ctx, endInput, func() {
 			be.logNotes(e)
 			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		})
-		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
+		return serveStdio(ctx, server, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
 	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,7 @@ func (s *startup) direct() *slog.Logger { return slog.New(s.log.out) }
 // records, then the lines of serving (the backend's notes, the transport's
 // own); when they fail it drops the records and stops serving (stop),
 // whose error is then the checks' one line.
-func (s *startup) started(ctx context.Context, stop context.CancelFunc, serving func()) {
+func (s *startup) started(ctx context.Context, stop func(), serving func()) {
 	if err := s.wait(ctx); err != nil {
 		s.log.release(ctx, false)
 		stop()
@@ -143,6 +144,17 @@ func (s *startup) gate(listFree bool) mcp.Middleware {
 func outageError() *jsonrpc.Error {
 	f := core.NewFailure(core.FailureOutage, errStartupFailed)
 	return &jsonrpc.Error{Code: mcpsdk.ErrorCode(f.Kind, false), Message: core.NewFailure(f.Kind, nil).Error(), Data: f.Report()}
+}
+
+// endableInput returns r through a pipe, and end, which ends what it
+// returns as if r had ended (r's own next read is then discarded).
+func endableInput(r io.Reader) (io.Reader, func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err) // nil: EOF
+	}()
+	return pr, func() { pw.Close() }
 }
 
 // maxHeldRecords bounds the log records held while the start-up checks
