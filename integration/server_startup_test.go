@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"bufio"
+	"fmt"
 	"net"
 	"net/url"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 // TestServeAnswersInitializeWhileItsStorageCheckIsHeldAndReadyzWaits
@@ -44,7 +49,7 @@ func TestServeAnswersInitializeWhileItsStorageCheckIsHeldAndReadyzWaits(t *testi
 		}
 	})
 	u.Host = proxy.Addr().String()
-	srv := startServer(t, "--postgres="+u.String(), "--principal=alice")
+	srv := startListening(t, "--postgres="+u.String(), "--principal=alice")
 	<-first // the check has begun, and waits on the held connection
 
 	if code, body := srv.get(t, "/readyz"); code != 503 || strings.TrimSpace(body) != "the start-up checks of the storage are running" {
@@ -77,4 +82,54 @@ func TestServeAnswersInitializeWhileItsStorageCheckIsHeldAndReadyzWaits(t *testi
 	if code, body := srv.get(t, "/readyz"); code != 200 {
 		t.Fatalf("/readyz once the check passed: %d %q", code, body)
 	}
+}
+
+// listeningLine is serve's debug line with its HTTP address, logged before
+// the start-up checks end (the info line "serving MCP ..." waits for them).
+var listeningLine = regexp.MustCompile(`msg="listening for MCP over streamable HTTP" addr=(\S+)`)
+
+// startListening starts `serve --http 127.0.0.1:0 --log-level=debug` with
+// args and returns once it logs the address it listens on, before its
+// start-up checks end. The process is killed at the end of the test.
+func startListening(t *testing.T, args ...string) *runningServer {
+	t.Helper()
+	cmd := exec.Command(serverBinary(t), append([]string{"serve", "--http=127.0.0.1:0", "--log-level=debug"}, args...)...)
+	cmd.Env = serverproc.Env()
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &runningServer{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(s.stderr, line)
+			if m := listeningLine.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.done
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", s.stderr.String())
+		}
+	})
+	select {
+	case s.addr = <-addr:
+	case err := <-s.done:
+		s.done <- err
+		t.Fatalf("the server exited before listening: %v\n%s", err, s.stderr.String())
+	}
+	return s
 }

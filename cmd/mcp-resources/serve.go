@@ -440,10 +440,14 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	if opsLn != nil {
 		attrs = append(attrs, "metrics_addr", opsLn.Addr().String())
 	}
-	// The address is logged at once, past the held log: the server
-	// answers from now on. The notes wait for the start-up checks.
-	be.startup.direct().Info("serving MCP over streamable HTTP", attrs...)
-	go be.startup.started(ctx, stop, func() { be.logNotes(e) })
+	// The serving line waits for the start-up checks, as it did when they
+	// ran first: tools take it for "ready". The server answers before it;
+	// the address is logged at debug level at once.
+	be.startup.direct().Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
+	go be.startup.started(ctx, stop, func() {
+		be.logNotes(e)
+		e.log.Info("serving MCP over streamable HTTP", attrs...)
+	})
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()

@@ -63,8 +63,8 @@ func (s *startup) stop() {
 	s.log.release(context.Background(), false)
 }
 
-// direct is serve's log past the holding, for the line a client must see
-// before the checks end (the HTTP address).
+// direct is serve's log past the holding, for a line that must not wait
+// for the checks (the HTTP address, at debug level).
 func (s *startup) direct() *slog.Logger { return slog.New(s.log.out) }
 
 // started waits for the checks: once they pass it writes the held log
