@@ -25,9 +25,10 @@ import (
 // OpenTimeout bounds each request Open makes to check a source.
 const OpenTimeout = 10 * time.Second
 
-// Served is what a file serves once [File.Open] has opened and checked its
-// sources: the bindings and the policy for core.NewResources, and what a
-// server needs around them.
+// Served is what a file serves once [File.Open] has opened its sources
+// (and checked them, unless [OpenOptions].Deferred leaves that to
+// [Served.Check]): the bindings and the policy for core.NewResources, and
+// what a server needs around them.
 type Served struct {
 	// Bindings are the file's bindings, in file order (a key family gives
 	// one per depth).
