@@ -35,7 +35,7 @@
 // Statements name their parameters ($tenant, $key): the captures of the
 // template, decoded, and per kind of statement $principal, $key, $version,
 // $keys, $binding, $prefix and $limit. examples/documents/resources.yaml and
-// examples/reference/resources.yaml are complete files.
+// migrations/resources.yaml are complete files.
 //
 // [Load] and [Parse] read a file, decode it strictly (an unknown key is an
 // error at its position), expand ${NAME} references from the environment in

@@ -13,7 +13,7 @@ import (
 // environment's secret.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
-	for _, p := range []string{"../examples/documents/resources.yaml", "../examples/reference/resources.yaml"} {
+	for _, p := range []string{"../examples/documents/resources.yaml", "../migrations/resources.yaml"} {
 		if data, err := os.ReadFile(p); err == nil {
 			f.Add(data)
 		}

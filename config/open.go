@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,9 +25,10 @@ import (
 // OpenTimeout bounds each request Open makes to check a source.
 const OpenTimeout = 10 * time.Second
 
-// Served is what a file serves once [File.Open] has opened and checked its
-// sources: the bindings and the policy for core.NewResources, and what a
-// server needs around them.
+// Served is what a file serves once [File.Open] has opened its sources
+// (and checked them, unless [OpenOptions].Deferred leaves that to
+// [Served.Check]): the bindings and the policy for core.NewResources, and
+// what a server needs around them.
 type Served struct {
 	// Bindings are the file's bindings, in file order (a key family gives
 	// one per depth), each with the sources it reads; CoreBindings lists
@@ -56,6 +58,7 @@ type Served struct {
 	Changes []core.ChangeSource
 
 	closers []func()
+	checks  []sourceCheck // the start-up checks, one per source (see Check)
 }
 
 // Binding is one binding of a file and the sources it reads.
@@ -95,6 +98,37 @@ func (s *Served) ObjectSources() []core.Option {
 	return opts
 }
 
+// sourceCheck is the start-up check of one source: it returns the *Error
+// of the first thing wrong.
+type sourceCheck func(ctx context.Context) *Error
+
+// Check runs the start-up check of every source at once: each database
+// answers, holds its role and prepares every statement with the columns it
+// must return, its listen_url connects, each bucket answers. It waits for
+// all of them and returns the first mistake in file order, as one
+// [*Error], or nil. Until a source's check has passed, its statements
+// serve nothing (postgres.ErrNotChecked). [File.Open] calls it unless
+// [OpenOptions].Deferred is set; a server that defers it may answer
+// clients meanwhile and call it once.
+func (s *Served) Check(ctx context.Context) error {
+	found := make([]*Error, len(s.checks))
+	var wg sync.WaitGroup
+	for i, c := range s.checks {
+		wg.Go(func() { found[i] = c(ctx) })
+	}
+	wg.Wait()
+	e := &errs{}
+	for _, x := range found {
+		if x != nil {
+			e.list = append(e.list, x)
+		}
+	}
+	if first := e.first(); first != nil {
+		return first
+	}
+	return nil
+}
+
 // Close closes every connection pool Open opened.
 func (s *Served) Close() {
 	for _, c := range s.closers {
@@ -116,6 +150,9 @@ type OpenOptions struct {
 	// (postgres.NewTracer) and S3 request (s3store.WithTracing) of the
 	// file's sources.
 	TracerProvider trace.TracerProvider
+	// Deferred makes Open send no request: it builds the bindings and the
+	// policy and leaves the checks of the sources to [Served.Check].
+	Deferred bool
 }
 
 // Open connects to every source of the file and builds its bindings and
@@ -123,8 +160,8 @@ type OpenOptions struct {
 // Source.Binding with SQLBinding.ObjectOnly for a plan without body,
 // Source.Policy or postgres.DatabaseDecides,
 // s3store.OpenBucket, Bucket.KeyBindings and Bucket.Binding), then checks
-// them against the servers (Source.Check prepares every statement and
-// checks its columns and the role; Bucket.Check asks for the bucket). A
+// them against the servers with [Served.Check], unless
+// [OpenOptions].Deferred leaves that to the caller. A
 // mistake is one [*Error] at the place in the file it concerns; no error
 // holds a secret. On error nothing stays open.
 func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err error) {
@@ -181,13 +218,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return fail()
 			}
 			s.closers = append(s.closers, pool.Close)
-			pctx, cancel := context.WithTimeout(ctx, OpenTimeout)
-			err = pool.Ping(pctx)
-			cancel()
-			if err != nil {
-				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.ConnConfig.Host, cfg.ConnConfig.Port, pgCause(err, src))
-				return fail()
-			}
 			pools[src.Name] = pool
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: pool.Ping})
 		}
@@ -284,11 +314,13 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	if s.Policy, err = f.policy(sources); err != nil {
 		return nil, err
 	}
-	if err := f.checkSources(ctx, sources, buckets); err != nil {
+	if s.Changes, s.checks, err = f.changes(opts, pools, sources, buckets); err != nil {
 		return nil, err
 	}
-	if s.Changes, err = f.changes(ctx, opts, pools, sources, buckets); err != nil {
-		return nil, err
+	if !opts.Deferred {
+		if err := s.Check(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -323,59 +355,36 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 	return f.gateScopes(routePolicy(byName)), nil // scopes.go
 }
 
-// checkSources checks every source against its server (Source.Check,
-// Bucket.Check), each within OpenTimeout.
-func (f *File) checkSources(ctx context.Context, sources map[string]*postgres.Source, buckets map[string]*s3store.Bucket) error {
-	e := &errs{file: f.Name}
-	for _, src := range f.Sources {
-		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
-		var err error
-		if ps := sources[src.Name]; ps != nil {
-			err = ps.Check(cctx)
-		} else {
-			err = buckets[src.Name].Check(cctx)
-		}
-		cancel()
-		switch {
-		case err == nil:
-		case src.S3 != nil && !errors.As(err, new(*core.ConfigError)):
-			e.at(src.S3.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
-			return e.first()
-		default:
-			return f.storeError(err, src.Name, src.Spans.Self())
-		}
-	}
-	return nil
-}
-
-// changes are the change sources of the file (Served.Changes).
-func (f *File) changes(ctx context.Context, opts *OpenOptions, pools map[string]*pgxpool.Pool, sources map[string]*postgres.Source,
-	buckets map[string]*s3store.Bucket) ([]core.ChangeSource, error) {
+// changes are the change sources of the file (Served.Changes) and the
+// start-up check of each source (Served.Check), which they send no request
+// to build.
+func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, sources map[string]*postgres.Source,
+	buckets map[string]*s3store.Bucket) ([]core.ChangeSource, []sourceCheck, error) {
 	e := &errs{file: f.Name}
 	var out []core.ChangeSource
+	var checks []sourceCheck
 	for _, src := range f.Sources {
-		p, ps := src.Postgres, sources[src.Name]
-		if p == nil || !f.listens(src.Name) {
+		if src.S3 != nil {
+			checks = append(checks, f.bucketCheck(src, buckets[src.Name]))
 			continue
 		}
+		p, ps := src.Postgres, sources[src.Name]
+		listen := f.listens(src.Name)
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
 		at, key := p.Spans.Of("url"), "url"
-		if v := p.ListenURL.Value(); v != "" {
+		var direct *pgx.ConnConfig // listen_url, checked with the source
+		if v := p.ListenURL.Value(); v != "" && listen {
 			at, key = p.Spans.Of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
-				return nil, e.first()
+				return nil, nil, e.first()
 			}
-			cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
-			conn, err := pgx.ConnectConfig(cctx, c)
-			cancel()
-			if err != nil {
-				e.at(at, "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, c.Host, c.Port, pgCause(err, src))
-				return nil, e.first()
-			}
-			_ = conn.Close(context.WithoutCancel(ctx))
-			lcfg = c
+			lcfg, direct = c, c
+		}
+		checks = append(checks, f.postgresCheck(src, pools[src.Name], ps, direct))
+		if !listen {
+			continue
 		}
 		var log *slog.Logger
 		if opts.Logger != nil {
@@ -384,7 +393,7 @@ func (f *File) changes(ctx context.Context, opts *OpenOptions, pools map[string]
 		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: log})
 		if err != nil {
 			e.at(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
-			return nil, e.first()
+			return nil, nil, e.first()
 		}
 		out = append(out, l)
 	}
@@ -398,7 +407,7 @@ func (f *File) changes(ctx context.Context, opts *OpenOptions, pools map[string]
 		}
 		out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
 	}
-	return out, nil
+	return out, checks, nil
 }
 
 // definition is r's core definition, without its URI or template.
@@ -422,6 +431,66 @@ func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLB
 		sb.ObjectOnly = r.Plan != "" && r.Body == ""
 	}
 	return sb
+}
+
+// postgresCheck is the start-up check of the PostgreSQL source src: its
+// server answers, ps's role and statements pass Source.Check, and direct,
+// its listen_url when it has one, connects.
+func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source, direct *pgx.ConnConfig) sourceCheck {
+	return func(ctx context.Context) *Error {
+		e := &errs{file: f.Name}
+		p := src.Postgres
+		cfg := pool.Config().ConnConfig
+		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		defer cancel()
+		if err := pool.Ping(cctx); err != nil {
+			e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
+			return e.first()
+		}
+		if err := ps.Check(cctx); err != nil {
+			return asError(f.storeError(err, src.Name, src.Spans.Self()))
+		}
+		if direct == nil {
+			return nil
+		}
+		conn, err := pgx.ConnectConfig(cctx, direct)
+		if err != nil {
+			e.at(p.Spans.Of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
+			return e.first()
+		}
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil
+	}
+}
+
+// bucketCheck is the start-up check of the S3 source src: Bucket.Check.
+func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
+	return func(ctx context.Context) *Error {
+		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		defer cancel()
+		err := bucket.Check(cctx)
+		if err == nil {
+			return nil
+		}
+		key := "bucket"
+		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
+			key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
+			if key == "" || !src.S3.Spans.Has(key) {
+				key = "bucket"
+			}
+		}
+		e := &errs{file: f.Name}
+		e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
+		return e.first()
+	}
+}
+
+// asError is err, which storeError made, as the *Error it is.
+func asError(err error) *Error {
+	if x, ok := errors.AsType[*Error](err); ok {
+		return x
+	}
+	return &Error{Msg: err.Error()}
 }
 
 // serves reports whether a resource of the file is served from source name.

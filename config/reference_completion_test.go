@@ -10,7 +10,7 @@ import (
 // .../object template. Every capture of every template of the reference
 // file has a completion statement.
 func TestEveryReferenceTemplateCompletesEveryCapture(t *testing.T) {
-	data, err := os.ReadFile("../examples/reference/resources.yaml")
+	data, err := os.ReadFile("../migrations/resources.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestOpenServesTheReferenceSchema(t *testing.T) {
 	env := map[string]string{"MCPRES_DATABASE_URL": url, "MCPRES_LISTEN_DATABASE_URL": "", "MCPRES_BUCKET": s3env.Bucket,
 		"MCPRES_BUCKET_ENDPOINT": s3env.Endpoint, "MCPRES_BUCKET_REGION": s3env.Region,
 		"MCPRES_BUCKET_ACCESS_KEY": s3env.AccessKey, "MCPRES_BUCKET_SECRET_KEY": s3env.SecretKey}
-	data, err := os.ReadFile("../examples/reference/resources.yaml")
+	data, err := os.ReadFile("../migrations/resources.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

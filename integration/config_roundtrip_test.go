@@ -105,7 +105,7 @@ func TestConfigRoundTripsPerReadMatchTheReference(t *testing.T) {
 	// The same data served from the reference schema's resources file.
 	// The server binary is never given MCPRES_ variables (serverEnv), so
 	// a copy of the file reads them as REF_ variables.
-	shipped, err := os.ReadFile("../examples/reference/resources.yaml")
+	shipped, err := os.ReadFile("../migrations/resources.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // completeArg asks the instance's server, as its principal, to complete
@@ -46,28 +45,28 @@ func TestLiveCompletionOffersOnlyWhatEachPrincipalMayDiscoverAndAtMostOneHundred
 	bob := newLiveInstance(t, d, "bob", nil).connect(t, "2026-07-28")
 	p := map[string]string{"project": "p"}
 
-	r := completeArg(t, alice, postgres.FieldsTemplate, "asset", "a", p)
+	r := completeArg(t, alice, "asset://project/{project}/asset/{asset}", "asset", "a", p)
 	if len(r.Completion.Values) != core.MaxCompletionValues || r.Completion.Total != 150 || !r.Completion.HasMore {
 		t.Fatalf("alice: %d values, total %d, hasMore %v; want 100, 150, true", len(r.Completion.Values), r.Completion.Total, r.Completion.HasMore)
 	}
-	r = completeArg(t, bob, postgres.FieldsTemplate, "asset", "a", p)
+	r = completeArg(t, bob, "asset://project/{project}/asset/{asset}", "asset", "a", p)
 	if got := strings.Join(r.Completion.Values, ","); got != "a001,a002,a100" || r.Completion.Total != 3 || r.Completion.HasMore {
 		t.Fatalf("bob: %q total %d hasMore %v; want his three grants only", got, r.Completion.Total, r.Completion.HasMore)
 	}
-	r = completeArg(t, bob, postgres.FieldsTemplate, "asset", "a", map[string]string{"project": "q"})
+	r = completeArg(t, bob, "asset://project/{project}/asset/{asset}", "asset", "a", map[string]string{"project": "q"})
 	if len(r.Completion.Values) != 0 {
 		t.Fatalf("bob completes assets of a project he cannot see: %v", r.Completion.Values)
 	}
-	r = completeArg(t, alice, postgres.ProjectTemplate, "project", "", nil)
+	r = completeArg(t, alice, "asset://project/{project}", "project", "", nil)
 	if got := strings.Join(r.Completion.Values, ","); got != "p,q" {
 		t.Fatalf("alice's projects: %q", got)
 	}
-	r = completeArg(t, bob, postgres.ProjectTemplate, "project", "", nil)
+	r = completeArg(t, bob, "asset://project/{project}", "project", "", nil)
 	if got := strings.Join(r.Completion.Values, ","); got != "p" {
 		t.Fatalf("bob's projects: %q", got)
 	}
 	// Every value alice is offered is a URI she can read.
-	r = completeArg(t, alice, postgres.FieldsTemplate, "asset", "a14", p)
+	r = completeArg(t, alice, "asset://project/{project}/asset/{asset}", "asset", "a14", p)
 	for _, v := range r.Completion.Values {
 		if _, err := alice.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "asset://project/p/asset/" + v}); err != nil {
 			t.Fatalf("offered %s, which alice cannot read: %v", v, err)
@@ -101,7 +100,7 @@ func TestLiveCompletionPrefixIsALiteralBindArgument(t *testing.T) {
 		strings.Repeat("%", 3000):         "", // over MaxURIBytes: empty before SQL
 		"a%b' UNION SELECT id, 1 FROM mcpres.grants --": "",
 	} {
-		r := completeArg(t, alice, postgres.FieldsTemplate, "asset", prefix, p)
+		r := completeArg(t, alice, "asset://project/{project}/asset/{asset}", "asset", prefix, p)
 		if got := strings.Join(r.Completion.Values, ","); got != want {
 			t.Errorf("prefix %q: %q, want %q", prefix, got, want)
 		}
@@ -111,7 +110,7 @@ func TestLiveCompletionPrefixIsALiteralBindArgument(t *testing.T) {
 		t.Fatalf("assets after hostile prefixes: %d, %v", n, err)
 	}
 	// The values are sorted ids: a sanity check that the answer is ordered.
-	r := completeArg(t, alice, postgres.FieldsTemplate, "asset", "", p)
+	r := completeArg(t, alice, "asset://project/{project}/asset/{asset}", "asset", "", p)
 	if !slices.IsSorted(r.Completion.Values) {
 		t.Fatalf("values not in id order: %v", r.Completion.Values)
 	}

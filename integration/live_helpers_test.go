@@ -18,7 +18,7 @@ import (
 )
 
 // liveInstance is one server instance on a test database: its own pool,
-// gateway, store listener (Store.Listener, on migration 3's key channel)
+// gateway, source listener (Source.Listener, on migration 3's key channel)
 // and subscriptions, serving every client as one principal.
 type liveInstance struct {
 	server   *mcp.Server

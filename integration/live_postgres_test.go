@@ -13,18 +13,18 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/migrations"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
-// TestLiveChannelNamesAgree: every reference binding names the channel on
-// which migration 3's triggers send key payloads.
+// TestLiveChannelNamesAgree: every resource of the reference file names
+// the channel on which migration 3's triggers send key payloads.
 func TestLiveChannelNamesAgree(t *testing.T) {
-	if postgres.ReferenceKeyChannel != migrations.KeyChannel {
-		t.Fatalf("the store listens on %q, the triggers notify %q", postgres.ReferenceKeyChannel, migrations.KeyChannel)
+	f, err := referenceFile()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, b := range postgres.ReferenceBindings() {
-		if b.Listen != migrations.KeyChannel {
-			t.Errorf("binding %s listens on %q, want %q", b.Definition.Name, b.Listen, migrations.KeyChannel)
+	for _, r := range f.Resources {
+		if r.Listen != migrations.KeyChannel {
+			t.Errorf("resource %s listens on %q, want %q", r.Name, r.Listen, migrations.KeyChannel)
 		}
 	}
 }

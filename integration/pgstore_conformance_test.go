@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
@@ -65,7 +64,7 @@ func (b *bodyTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEnd
 // trigger bumps the version).
 type pgHarness struct {
 	d       *pgDB
-	st      *postgres.Store
+	st      *refStore
 	project string
 	bodies  *bodyTracer
 

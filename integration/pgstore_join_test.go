@@ -11,13 +11,12 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // joinRig is a reference-schema database and a bucket joined as the
 // reference server joins them: the bucket is the store's object source
-// (postgres.Options.Objects, an *s3store.Bucket).
+// (refOptions.Objects, an *s3store.Bucket).
 type joinRig struct {
 	d      *pgDB
 	env    harness.S3Env
@@ -34,7 +33,7 @@ func newJoinRig(t *testing.T) *joinRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t, newPool(t, j.d.url, nil), &postgres.Options{Objects: bucket.Name()})
+	st := newStore(t, newPool(t, j.d.url, nil), &refOptions{Objects: bucket})
 	j.res = pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	j.d.project(t, "p")
 	return j
@@ -213,7 +212,7 @@ func TestJoinedAssetGrantRevokedInPostgresDeniesBothItems(t *testing.T) {
 }
 
 // TestStoreWithoutObjectsServesAJoinedAssetAsItsFieldsAlone proves a store
-// without Options.Objects (the reference server without a bucket) serves
+// without refOptions.Objects (the reference server without a bucket) serves
 // the same rows: an asset whose row references an object is its fields
 // alone, the object URI is unavailable, and no binding is registered for
 // it.
@@ -229,12 +228,12 @@ func TestStoreWithoutObjectsServesAJoinedAssetAsItsFieldsAlone(t *testing.T) {
 		t.Fatalf("%d bindings without objects, want 4 (no object binding)", n)
 	}
 	ctx := as(t.Context(), "alice")
-	res, err := pgGateway(t, st.Bindings(), st.Policy()).Read(ctx, "asset://project/p/asset/pic")
+	r := pgGateway(t, st.Bindings(), st.Policy())
+	res, err := r.Read(ctx, "asset://project/p/asset/pic")
 	if err != nil || res.Partial() || len(res.Items()) != 1 || res.Items()[0].URI() != "asset://project/p/asset/pic" {
 		t.Fatalf("the asset without an object store: %v, want its fields alone", err)
 	}
-	alone := pgGateway(t, []core.ResourceBinding{st.ObjectBinding()}, st.Policy())
-	if _, err := alone.Read(ctx, "asset://project/p/asset/pic/object"); core.KindOf(err) != core.FailureUnavailable {
-		t.Fatalf("the object binding of a store without objects: %v, want unavailable", err)
+	if _, err := r.Read(ctx, "asset://project/p/asset/pic/object"); core.KindOf(err) != core.FailureUnavailable {
+		t.Fatalf("the object URI of a store without objects: %v, want unavailable", err)
 	}
 }

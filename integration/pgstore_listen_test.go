@@ -3,12 +3,10 @@ package integration
 import (
 	"testing"
 	"time"
-
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // TestPGStoreListenerNotifiesTheIndexAndProjectBundles proves the store's
-// listener (Store.Listener) gives the store's bundle and index targets
+// listener (Source.Listener) gives the store's bundle and index targets
 // (planned by the generic machinery) the change keys of migration 3's key
 // payloads: a new asset (PROJECT/ASSET) notifies its project's bundle and
 // not the index, and a renamed project ("projects") notifies the index.
@@ -19,7 +17,7 @@ func TestPGStoreListenerNotifiesTheIndexAndProjectBundles(t *testing.T) {
 	lc := in.connect(t, "2025-11-25")
 	const bundle = "asset://project/p"
 	lc.subscribe(t, bundle)
-	lc.subscribe(t, postgres.IndexURI)
+	lc.subscribe(t, "asset://projects")
 	waitLive(t, in, 2)
 	before := in.settle(t).Notified
 	lc.drain()
@@ -33,7 +31,7 @@ func TestPGStoreListenerNotifiesTheIndexAndProjectBundles(t *testing.T) {
 	}
 
 	d.exec(t, `UPDATE mcpres.projects SET title = 'Renamed' WHERE id = 'p'`)
-	lc.await(t, postgres.IndexURI, 10*time.Second)
+	lc.await(t, "asset://projects", 10*time.Second)
 }
 
 // TestPGStoreListenerProjectWideGrantChangeReachesEveryAssetOfTheProject

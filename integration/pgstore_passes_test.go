@@ -7,7 +7,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -45,7 +44,7 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 
 	c := countedPool(t, d.url, 1)
-	st := newStore(t, c.pool, &postgres.Options{Objects: bucket.Name()})
+	st := newStore(t, c.pool, &refOptions{Objects: bucket})
 	batch := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 
@@ -55,7 +54,7 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 		want      int64 // with Decide: plan + one per PostgreSQL item + recheck
 		max       int64 // the bound: 4 for one item, N + 4 for N
 	}{
-		{"index", postgres.IndexURI, 1, 1 + 1 + 1, 4},
+		{"index", "asset://projects", 1, 1 + 1 + 1, 4},
 		// The requested bundle target is decided without a statement.
 		{"project bundle", "asset://project/p", n + 1, 1 + (n + 1) + 1, n + 1 + 4},
 		{"joined asset", "asset://project/p/asset/obj", 2, 1 + 1 + 1, 2 + 4}, // the object is read from S3
@@ -165,7 +164,7 @@ func TestPGStoreDecideAgreesWithTheGrantsTable(t *testing.T) {
 	r := pgGateway(t, st.Bindings(), policy)
 	for _, who := range []string{"alice", "bob"} {
 		ctx := as(t.Context(), who)
-		for _, uri := range []string{postgres.IndexURI, "asset://project/p", "asset://project/q"} {
+		for _, uri := range []string{"asset://projects", "asset://project/p", "asset://project/q"} {
 			_, _ = r.Read(ctx, uri)
 			for _, id := range []string{"none", "peek", "quiet", "read", "loud"} {
 				for _, p := range []string{"p", "q"} {

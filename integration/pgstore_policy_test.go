@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // TestPGStoreGrantsPolicyDecidesVisibilityAndReadFromTheGrantsTable proves
@@ -57,7 +56,7 @@ func TestPGStoreGrantsPolicyDecidesVisibilityAndReadFromTheGrantsTable(t *testin
 	if _, err := r.Read(as(t.Context(), "bob"), "asset://project/p"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("bob's bundle: %v, want unavailable", err)
 	}
-	if _, err := r.Read(t.Context(), postgres.IndexURI); core.KindOf(err) != core.FailureUnavailable {
+	if _, err := r.Read(t.Context(), "asset://projects"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("the index without a principal: %v, want unavailable", err)
 	}
 }

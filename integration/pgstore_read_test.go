@@ -79,7 +79,7 @@ func TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs(t *testing.T) {
 		t.Fatalf("bundle items %s, %s: want the fields of a then b", bundle.Items()[0].URI(), bundle.Items()[1].URI())
 	}
 
-	index, err := r.Read(ctx, postgres.IndexURI)
+	index, err := r.Read(ctx, "asset://projects")
 	if err != nil {
 		t.Fatalf("index: %v", err)
 	}

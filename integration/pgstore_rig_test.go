@@ -2,15 +2,19 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
@@ -101,16 +105,135 @@ func countedPool(t testing.TB, dbURL string, maxConns int32) *counted {
 	return c
 }
 
-// newStore returns a reference-schema store over pool, checked against
-// the database.
-func newStore(t testing.TB, pool postgres.DB, opts *postgres.Options) *postgres.Store {
-	t.Helper()
-	st, err := postgres.NewStore(pool, opts)
+// refOptions are what the tests vary of the reference schema's source.
+type refOptions struct {
+	// Objects is the bucket of the assets' objects; nil serves the rows
+	// alone (as serve --postgres without --bucket). A gateway over the
+	// store registers it too (objectsOf).
+	Objects          *s3store.Bucket
+	LoginRole        bool
+	StatementTimeout time.Duration
+	Principal        core.PrincipalFunc
+}
+
+// refStore is the reference schema as the tests serve it in process: one
+// postgres.Source over the test's pool with the bindings and the policy of
+// the embedded reference file (migrations.ResourcesFile, the only copy of
+// its statements), built as config.File.Open builds them.
+type refStore struct {
+	src      *postgres.Source
+	bindings []core.ResourceBinding
+	byName   map[string]core.ResourceBinding
+	policy   core.ResourcePolicy
+}
+
+// referenceFile is the embedded reference file, its sources' settings
+// filled with placeholders (the tests bring their own pools and buckets).
+func referenceFile() (*config.File, error) {
+	return config.Parse(migrations.ResourcesFileName, migrations.ResourcesFile, &config.Options{
+		LookupEnv: func(name string) (string, bool) {
+			return map[string]string{"MCPRES_DATABASE_URL": "postgres://u@127.0.0.1:1/db", "MCPRES_BUCKET": "assets",
+				"MCPRES_BUCKET_ENDPOINT": "http://127.0.0.1:1"}[name], true
+		}})
+}
+
+// newRefStore returns the reference schema's source over db, unchecked.
+func newRefStore(db postgres.DB, opts *refOptions) (*refStore, error) {
+	var o refOptions
+	if opts != nil {
+		o = *opts
+	}
+	f, err := referenceFile()
 	if err != nil {
-		t.Fatalf("NewStore: %v", err)
+		return nil, err
+	}
+	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Principal: o.Principal, StatementTimeout: o.StatementTimeout}
+	if !o.LoginRole {
+		so.Role = postgres.ReaderRole
+	}
+	if o.Objects != nil {
+		so.Objects = map[string]string{referenceObjectSource: o.Objects.Name()}
+	}
+	src, err := postgres.NewSource(db, so)
+	if err != nil {
+		return nil, err
+	}
+	st := &refStore{src: src, byName: map[string]core.ResourceBinding{}}
+	for _, r := range f.Resources {
+		def := core.ResourceDefinition{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, URI: r.URI, URITemplate: r.Template}
+		sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored,
+			Listen: r.Listen, Body: r.Body, Complete: r.Completion}
+		if ob := r.Object; ob != nil {
+			switch objectOnly := r.Plan != "" && r.Body == ""; {
+			case o.Objects == nil && objectOnly:
+				continue // the object alone, without a bucket: not served
+			case o.Objects == nil:
+				sb.WithoutObjects, sb.ObjectURI = true, ob.URI
+			default:
+				sb.ObjectSource, sb.ObjectURI, sb.ObjectOnly = ob.Source, ob.URI, objectOnly
+			}
+		}
+		b, err := src.Binding(sb)
+		if err != nil {
+			return nil, err
+		}
+		st.bindings = append(st.bindings, b)
+		st.byName[r.Name] = b
+	}
+	if st.policy, err = src.Policy(f.Policy.Decide); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Check is the source's Check.
+func (s *refStore) Check(ctx context.Context) error { return s.src.Check(ctx) }
+
+// Bindings are the file's bindings, in its order.
+func (s *refStore) Bindings() []core.ResourceBinding { return s.bindings }
+
+// Policy is the file's policy, the grants table.
+func (s *refStore) Policy() core.ResourcePolicy { return s.policy }
+
+// Listener is the source's listener of the key notifications.
+func (s *refStore) Listener(cfg *pgx.ConnConfig, opts *postgres.ListenerOptions) (*postgres.Listener, error) {
+	return s.src.Listener(cfg, opts)
+}
+
+// BodyBinding, ProjectBinding and ObjectBinding are the bindings of
+// asset-body, project and asset-object.
+func (s *refStore) BodyBinding() core.ResourceBinding    { return s.byName["asset-body"] }
+func (s *refStore) ProjectBinding() core.ResourceBinding { return s.byName["project"] }
+func (s *refStore) ObjectBinding() core.ResourceBinding  { return s.byName["asset-object"] }
+
+// Reader reads any target the store's bindings plan, through the binding
+// that planned it (each refuses the others' with ErrBadTarget, sending
+// nothing).
+func (s *refStore) Reader() core.Reader {
+	return core.ItemReader(func(ctx context.Context, it core.ReadItem) (core.ResourcePayload, error) {
+		for _, b := range s.bindings {
+			out, err := b.Reader.Read(ctx, core.ReadRequest{Items: []core.ReadItem{it}, Budget: it.Limit})
+			switch {
+			case err != nil && !errors.Is(err, postgres.ErrBadTarget):
+				return core.ResourcePayload{}, err
+			case err == nil && len(out) == 1 && !errors.Is(out[0].Err, postgres.ErrBadTarget):
+				return out[0].Payload, out[0].Err
+			}
+		}
+		return core.ResourcePayload{}, postgres.ErrBadTarget
+	})
+}
+
+// newStore returns the reference schema's source over pool, checked
+// against the database.
+func newStore(t testing.TB, pool postgres.DB, opts *refOptions) *refStore {
+	t.Helper()
+	st, err := newRefStore(pool, opts)
+	if err != nil {
+		t.Fatalf("the reference file's source: %v", err)
 	}
 	if err := st.Check(t.Context()); err != nil {
-		t.Fatalf("Store.Check: %v", err)
+		t.Fatalf("Check: %v", err)
 	}
 	return st
 }
@@ -176,9 +299,13 @@ func pgGateway(t testing.TB, bindings []core.ResourceBinding, policy core.Resour
 	return r
 }
 
+// referenceObjectSource is the name of the reference file's S3 source,
+// which its asset rows' objects come from.
+const referenceObjectSource = "s3"
+
 // objectsOf registers bucket as the reference store's object source.
 func objectsOf(bucket *s3store.Bucket) core.Option {
-	return core.WithObjectSource(postgres.ReferenceObjectSource, core.ItemReader(bucket.Read))
+	return core.WithObjectSource(referenceObjectSource, core.ItemReader(bucket.Read))
 }
 
 // as returns a context carrying principal.

@@ -14,7 +14,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -137,7 +136,7 @@ func TestPGStoreRoundTripsPerReadNamed(t *testing.T) {
 			return &pgCountingConn{Conn: conn, w: w}, nil
 		}
 	})
-	st := newStore(t, pool, &postgres.Options{Objects: bucket.Name()})
+	st := newStore(t, pool, &refOptions{Objects: bucket})
 	r := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 
@@ -150,7 +149,7 @@ func TestPGStoreRoundTripsPerReadNamed(t *testing.T) {
 		{"joined asset", "asset://project/handbook/asset/architecture", 2, []string{"plan", "body", "decide"}},
 		{"project bundle", "asset://project/handbook", 6, []string{"plan", "body", "body", "body", "body", "body", "body", "decide"}},
 		{"asset object", "asset://project/handbook/asset/architecture/object", 1, []string{"plan", "decide"}},
-		{"index", postgres.IndexURI, 1, []string{"plan", "body", "decide"}},
+		{"index", "asset://projects", 1, []string{"plan", "body", "decide"}},
 		{"list page", "", -1, nil},
 	}
 	do := func(uri string, items int) {

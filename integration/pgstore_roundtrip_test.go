@@ -9,7 +9,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // bundleDB makes project p with n text assets a000.. and a grant for alice.
@@ -65,7 +64,7 @@ func TestPGStoreReadsOneRoundTripPerItem(t *testing.T) {
 }
 
 // benchStore prepares project p with n assets, a pool, a store and a gateway.
-func benchStore(b *testing.B, n int) (*pgxpool.Pool, *postgres.Store, *core.Resources, context.Context) {
+func benchStore(b *testing.B, n int) (*pgxpool.Pool, *refStore, *core.Resources, context.Context) {
 	b.Helper()
 	d := bundleDB(b, n)
 	pool := newPool(b, d.url, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
@@ -180,7 +179,7 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 
 // grantsRead runs the sub-benchmark gateway-grants (the store's policy)
 // of a read of uri with items items.
-func grantsRead(b *testing.B, st *postgres.Store, uri string, items int) {
+func grantsRead(b *testing.B, st *refStore, uri string, items int) {
 	ctx := as(context.Background(), "alice")
 	for _, g := range []struct {
 		name   string

@@ -68,7 +68,7 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 	}
 	// So a store that keeps this login is refused by its check, before
 	// any read.
-	login, err := postgres.NewStore(pool, &postgres.Options{LoginRole: true})
+	login, err := newRefStore(pool, &refOptions{LoginRole: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,8 @@ func TestPGStoreReadsRunAsTheReaderRole(t *testing.T) {
 	if err := login.Check(t.Context()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "bypasses row-level security") {
 		t.Fatalf("Check of a store on a superuser login without the switch: %v, want a *core.ConfigError", err)
 	}
-	if _, err := pgGateway(t, login.Bindings(), pgAllowAll(nil)).Read(ctx, "asset://project/p/asset/a"); !errors.As(err, &ce) {
-		t.Fatalf("a read through the refused store: %v, want the check's error", err)
+	if _, err := pgGateway(t, login.Bindings(), pgAllowAll(nil)).Read(ctx, "asset://project/p/asset/a"); !errors.Is(err, postgres.ErrNotChecked) {
+		t.Fatalf("a read through the refused source: %v, want ErrNotChecked", err)
 	}
 }
 
@@ -224,7 +224,7 @@ func TestPGStoreHostilePrincipalIsOnlyABindArgument(t *testing.T) {
 		if _, err := r.Read(ctx, "asset://project/p/asset/a/body"); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("principal %q read alice's asset: %v", p, err)
 		}
-		index, err := r.Read(ctx, postgres.IndexURI)
+		index, err := r.Read(ctx, "asset://projects")
 		wantIndex := `{"projects" : []}`
 		if p == hostile[0] {
 			wantIndex = `{"projects" : [{"id" : "p", "title" : "Project p", "uri" : "asset://project/p"}]}`
@@ -347,7 +347,7 @@ func TestPGStoreLeavesNoPrincipalOrRoleOnThePooledConnection(t *testing.T) {
 	d.textAsset(t, "p", "a", "alice's")
 	d.grant(t, "alice", "p", "")
 	c := countedPool(t, d.url, 1) // one connection: the next query reuses it
-	st := newStore(t, c.pool, &postgres.Options{StatementTimeout: 1234 * time.Millisecond})
+	st := newStore(t, c.pool, &refOptions{StatementTimeout: 1234 * time.Millisecond})
 	if _, err := pgGateway(t, st.Bindings(), pgAllowAll(nil)).Read(as(t.Context(), "alice"), "asset://project/p/asset/a"); err != nil {
 		t.Fatal(err)
 	}

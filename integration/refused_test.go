@@ -17,7 +17,6 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -182,7 +181,7 @@ func TestRefusedPlannedDeletedAndMissingIdentitiesLookAlikeOnEveryStore(t *testi
 			uri:   func(id string) string { return "asset://project/p/asset/" + id + "/body" },
 			hooks: hooks,
 			complete: func(id string) *mcp.CompleteParams {
-				return &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: postgres.BodyTemplate},
+				return &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "asset://project/{project}/asset/{asset}/body"},
 					Argument: mcp.CompleteParamsArgument{Name: "asset", Value: id},
 					Context:  &mcp.CompleteContext{Arguments: map[string]string{"project": "p"}}}
 			},

@@ -30,8 +30,8 @@
 // the writing transaction commits; this module no longer reads that
 // channel, and the version stays because applied versions are never
 // edited. Version 3 adds key notifications on the channel [KeyChannel] for
-// the reference schema's resources file (examples/reference) and for
-// stores/postgres Store.Listener: the changed item's key PROJECT/ASSET,
+// the reference schema's resources file ([ResourcesFile]) and for
+// stores/postgres Source.Listener: the changed item's key PROJECT/ASSET,
 // PROJECT/* for every asset of a project, and "projects" for the project
 // list.
 //
@@ -82,6 +82,19 @@ const (
 
 //go:embed sql/*.sql
 var files embed.FS
+
+// ResourcesFileName names [ResourcesFile] in messages: its path in the
+// module.
+const ResourcesFileName = "migrations/resources.yaml"
+
+// ResourcesFile is the reference schema as a resources file (package
+// config): its sources, its policy (the grants table) and its resources,
+// with the reference server's settings as ${MCPRES_...} references. It is
+// the only copy of the schema's SQL statements; `mcp-resources serve
+// --postgres` serves it through the same path as any --config file.
+//
+//go:embed resources.yaml
+var ResourcesFile []byte
 
 // FS returns the embedded migration files, one goose SQL file per version.
 func FS() fs.FS {

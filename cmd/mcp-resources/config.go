@@ -82,15 +82,17 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 	return be, nil
 }
 
-// servedBackend opens and checks f's sources and serves its bindings: the
-// one code path of a resources file and of the reference schema (whose
-// file is embedded; see storageBackend).
+// servedBackend opens f's sources and serves its bindings: the one code
+// path of a resources file and of the reference schema (whose file is
+// embedded; see storageBackend). It sends no request: the file's start-up
+// checks are the backend's check, which serve runs (see startChecks).
 func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error) {
-	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener"), TracerProvider: tracerProvider()})
+	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener"), TracerProvider: tracerProvider(),
+		Deferred: true})
 	if err != nil {
 		return nil, err
 	}
-	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects,
+	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects, check: served.Check,
 		storeOf: func(i int, t core.ResourceTarget) string {
 			if b := served.Bindings[i]; !t.IsZero() && t.Representation() == s3store.Representation && b.ObjectSource != "" {
 				return b.ObjectSource

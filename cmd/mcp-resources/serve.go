@@ -64,9 +64,16 @@ type backend struct {
 	limits  *core.ResourceLimits // a resources file's limits, under the flags'
 	file    *config.File         // the resources file served, whose oauth section serve honours (oauth.go)
 	// notes are INFO lines about the configuration, logged only once the
-	// server starts serving, so that a configuration error stays the one
-	// line on stderr.
+	// start-up checks have passed, so that a configuration error stays the
+	// one line on stderr.
 	notes []string
+	// check is the one start-up check of every source, which serve runs
+	// at once, beside answering clients (startup.go); nil checks nothing.
+	check func(context.Context) error
+	// listFree says listing the definitions asks no storage, so that
+	// resources/list need not wait for check.
+	listFree bool
+	startup  *startup // the run of check, set by Run
 }
 
 // logNotes logs the backend's notes; call it once serving has started.
@@ -83,7 +90,7 @@ type readyCheck struct {
 }
 
 // Run serves until ctx ends (SIGINT or SIGTERM), then drains within Grace.
-func (s *serveCmd) Run(ctx context.Context, e *env) error {
+func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	if !validPrincipal(s.Principal) {
 		return errors.New("--principal must be UTF-8 without control characters")
 	}
@@ -101,11 +108,34 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer stopTracing()
+	// Until the start-up checks pass, serve's log is held: a failure is
+	// then the one line on stderr.
+	held := newHeldLog(e.log.Handler())
+	e = &env{stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, log: slog.New(held)}
+	defer held.release(context.Background(), false)
 	be, err := s.backend(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer be.close()
+	// The checks run beside everything from here on: a failure stops
+	// serving and is Run's error (startup.go).
+	parent := ctx
+	ctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	be.startup = startChecks(ctx, be.check, held)
+	defer be.startup.stop()
+	// Serving that ends by itself (stdin closed) still reports a check
+	// that fails: the exit status says whether the storage was right.
+	defer func() {
+		if err != nil || parent.Err() != nil {
+			return
+		}
+		<-be.startup.done
+		if cerr := be.startup.err; cerr != nil {
+			err = cerr
+		}
+	}()
 
 	opts := []core.Option{core.WithResourceLimits(fileLimits(be.limits, s.Limits.limits()))}
 	key, err := s.cursorKey()
@@ -163,7 +193,11 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
 		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")}))
 	adapter.Install(server)
-	go func() { _ = adapter.Run(ctx) }() // stops with ctx, like the server
+	go func() { // stops with ctx, like the server; its change sources need the checked storage
+		if be.startup.wait(ctx) == nil {
+			_ = adapter.Run(ctx)
+		}
+	}()
 	// A shutdown starts by answering the open subscriptions/listen
 	// streams (and any opened later), which would otherwise hold it for
 	// the whole grace period.
@@ -173,6 +207,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	// the process.
 	hardStop, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
+	server.AddReceivingMiddleware(be.startup.gate(be.listFree))
 	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			ctx, cancel := context.WithCancel(ctx)
@@ -196,11 +231,16 @@ func (s *serveCmd) Run(ctx context.Context, e *env) error {
 	watchSubscriptions(m, adapter)
 
 	if s.HTTP == "" {
-		be.logNotes(e)
-		e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
-		return serveStdio(ctx, server, e.stdin, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
+		// A failed check ends the input, as if stdin had ended, so that
+		// the requests read before it are answered first.
+		in, endInput := endableInput(e.stdin)
+		go be.startup.started(ctx, endInput, func() {
+			be.logNotes(e)
+			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
+		})
+		return serveStdio(ctx, server, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
-	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll)
+	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
 
 // checkParams is both transports' check of a request's params: a wrongly
@@ -286,7 +326,7 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 // and /metrics outside authentication (on --metrics-addr when it is set),
 // until ctx ends; then it stops accepting and gives in-flight requests
 // Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll context.CancelFunc) error {
+func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll, stop context.CancelFunc) error {
 	ln, err := net.Listen("tcp", s.HTTP)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
@@ -351,6 +391,16 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
+		// While the start-up checks run, the probe waits for them within
+		// its own time.
+		if err := be.startup.wait(ctx); err != nil {
+			msg := "the storage failed its start-up check"
+			if ctx.Err() != nil {
+				msg = "the start-up checks of the storage are running"
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
 		for _, c := range be.ready {
 			if err := c.check(ctx); err != nil {
 				e.log.Warn("not ready", "dependency", c.name, "err", err)
@@ -388,12 +438,18 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	} else if tokens == nil {
 		authn = "none: every request is served as principal " + s.Principal
 	}
-	be.logNotes(e)
 	attrs := []any{"addr", ln.Addr().String(), "stateless", s.Stateless, "backend", be.name, "authentication", authn}
 	if opsLn != nil {
 		attrs = append(attrs, "metrics_addr", opsLn.Addr().String())
 	}
-	e.log.Info("serving MCP over streamable HTTP", attrs...)
+	// The serving line waits for the start-up checks, as it did when they
+	// ran first: tools take it for "ready". The server answers before it;
+	// the address is logged at debug level at once.
+	be.startup.direct().Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
+	go be.startup.started(ctx, stop, func() {
+		be.logNotes(e)
+		e.log.Info("serving MCP over streamable HTTP", attrs...)
+	})
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // binary builds the command once per test binary, as a user would.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mcp-resources-bin-")

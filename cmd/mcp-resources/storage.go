@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/config"
-	"go.phpboyscout.uk/mcp/resources/examples/reference"
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
@@ -120,18 +120,6 @@ func (f *storageFlags) newClient(ctx context.Context) (*s3.Client, error) {
 	return client, nil
 }
 
-// openBucket builds the S3 client and checks that the bucket answers.
-func (f *storageFlags) openBucket(ctx context.Context) (*s3.Client, error) {
-	client, err := f.newClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := headBucket(ctx, client, f.Bucket); err != nil {
-		return nil, err
-	}
-	return client, nil
-}
-
 // errNoBucket says the bucket does not exist.
 var errNoBucket = errors.New("does not exist")
 
@@ -164,42 +152,22 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 // storageBackend serves the reference schema from PostgreSQL, joined with
 // the bucket's objects when --bucket is set, under the grants table's
 // policy, through the reference schema's resources file embedded in the
-// binary (examples/reference): the one code path of every resources file.
-// Subscriptions learn of changes from one dedicated LISTEN connection to
-// listenURL, or to the --postgres server when it is empty.
+// binary (migrations.ResourcesFile): the one code path of every resources
+// file. Subscriptions learn of changes from one dedicated LISTEN
+// connection to listenURL, or to the --postgres server when it is empty.
 //
-// The flags are checked first, with messages in their own terms (the
-// server cannot be reached, the schema is not migrated, the bucket does
-// not exist), before the file is opened with their values.
+// It sends no request: the file's one start-up check per source runs
+// when serve starts it (backend.check), and a failure is told in the
+// flags' own terms (the server cannot be reached, the schema is not
+// migrated, the bucket does not exist): see flagTerms.
 func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string) (*backend, error) {
-	pool, err := f.openPool(ctx)
-	if err != nil {
-		return nil, err
-	}
-	err = checkSchema(ctx, pool, true)
-	pool.Close()
-	if err != nil {
-		return nil, err
-	}
-	if f.Bucket != "" {
-		if _, err := f.openBucket(ctx); err != nil {
-			return nil, err
-		}
+	if _, err := pgxpool.ParseConfig(f.Postgres); err != nil {
+		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", connerr.Innermost(err))
 	}
 	if listenURL != "" {
-		lcfg, err := pgx.ParseConfig(listenURL)
-		if err != nil {
+		if _, err := pgx.ParseConfig(listenURL); err != nil {
 			return nil, errors.New("--listen-postgres is not a valid PostgreSQL URL")
 		}
-		// Subscriptions depend on this one connection: refuse to start
-		// without it rather than serve subscriptions that never fire.
-		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-		conn, err := pgx.ConnectConfig(cctx, lcfg)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d for --listen-postgres: %s", lcfg.Host, lcfg.Port, connerr.Cause(err, connectTimeout))
-		}
-		conn.Close(context.Background())
 	}
 	file, err := f.referenceFile(listenURL)
 	if err != nil {
@@ -209,6 +177,23 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	if err != nil {
 		return nil, err
 	}
+	check := be.check
+	be.check = func(ctx context.Context) error {
+		keys := make(chan error, 1)
+		go func() { keys <- f.checkKeyNotifications(ctx) }() // beside the file's check
+		err := check(ctx)
+		kerr := <-keys
+		if ce := (*config.Error)(nil); errors.As(err, &ce) {
+			return f.flagTerms(ctx, ce)
+		}
+		if err != nil {
+			return err
+		}
+		return kerr
+	}
+	// Listing the reference file's definitions asks no database: its
+	// policy discovers every definition to a valid principal.
+	be.listFree = true
 	be.name = "postgres"
 	if f.Bucket != "" {
 		be.name = "postgres+s3"
@@ -218,8 +203,69 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	return be, nil
 }
 
-// referenceSource names the embedded reference file in messages.
-const referenceSource = "examples/reference/resources.yaml (built in)"
+// checkKeyNotifications refuses a reference schema that predates its key
+// notifications (migration 3), which the file's statements do not use but
+// its subscriptions need: what the file's check cannot see.
+func (f *storageFlags) checkKeyNotifications(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, f.Postgres)
+	if err != nil {
+		return fmt.Errorf("--postgres: %s", connerr.Cause(err, connectTimeout))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var keys bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND p.proname = 'notify_keys')`, migrations.Schema).Scan(&keys); err != nil {
+		return fmt.Errorf("checking the reference schema: %w", connerr.Innermost(err))
+	}
+	if !keys {
+		return errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
+	}
+	return nil
+}
+
+// flagKeys are the lines of the reference file that hold a flag's value,
+// by the flag: a check's mistake at one of them is the flag's.
+var flagKeys = []struct{ flag, line string }{
+	{"--postgres", "url: ${MCPRES_DATABASE_URL}"},
+	{"--listen-postgres", "listen_url: ${MCPRES_LISTEN_DATABASE_URL:-}"},
+	{"--bucket", "bucket: ${MCPRES_BUCKET}"},
+	{"--bucket-endpoint", "endpoint: ${MCPRES_BUCKET_ENDPOINT:-}"},
+	{"--bucket-region", "region: ${MCPRES_BUCKET_REGION:-}"},
+	{"--bucket-access-key", "access_key: ${MCPRES_BUCKET_ACCESS_KEY:-}"},
+	{"--bucket-secret-key", "secret_key: ${MCPRES_BUCKET_SECRET_KEY:-}"},
+}
+
+// flagTerms tells a failed start-up check of the reference file in the
+// flags' terms: a mistake at a flag's value is "--FLAG: what"; any other
+// is the database's, which is asked (only now, after the failure) whether
+// it lacks the reference schema or the login lacks the reader role, the
+// usual causes, else "--postgres: what".
+func (f *storageFlags) flagTerms(ctx context.Context, ce *config.Error) error {
+	_, what, ok := strings.Cut(ce.Msg, ": ") // after the file's key path
+	if !ok {
+		what = ce.Msg
+	}
+	for i, l := range strings.Split(string(migrations.ResourcesFile), "\n") {
+		if i+1 != ce.Pos.Line {
+			continue
+		}
+		for _, k := range flagKeys {
+			if strings.Contains(l, k.line) {
+				return fmt.Errorf("%s: %s", k.flag, what)
+			}
+		}
+	}
+	if pool, err := pgxpool.New(ctx, f.Postgres); err == nil {
+		err = checkSchema(ctx, pool, true)
+		pool.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("--postgres: the reference schema does not check: %s", what)
+}
 
 // referenceFile is the embedded reference schema's resources file with the
 // flags' values for its ${MCPRES_...} references. Without --bucket its S3
@@ -234,7 +280,7 @@ func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 	if f.Bucket == "" {
 		env["MCPRES_BUCKET"] = "unused" // its source is left out below
 	}
-	file, err := config.Parse(referenceSource, reference.Config, &config.Options{
+	file, err := config.Parse(migrations.ResourcesFileName+" (built in)", migrations.ResourcesFile, &config.Options{
 		LookupEnv: func(name string) (string, bool) { v, ok := env[name]; return v, ok }})
 	if err != nil {
 		return nil, fmt.Errorf("the built-in reference file: %w", err)

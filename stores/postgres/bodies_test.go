@@ -98,7 +98,7 @@ func newBodiesDB(t *testing.T) *bodiesDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.pool.Close)
-	if d.s, err = newSession(d.pool, &Options{LoginRole: true}); err != nil {
+	if d.s, err = newSession(d.pool, &sessionOptions{LoginRole: true}); err != nil {
 		t.Fatal(err)
 	}
 	d.exec(t, `CREATE TABLE docs (id text PRIMARY KEY, version int NOT NULL, body bytea)`)
@@ -457,7 +457,7 @@ func BenchmarkBodies(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	s, err := newSession(pool, &Options{LoginRole: true})
+	s, err := newSession(pool, &sessionOptions{LoginRole: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,8 +22,8 @@
 // connection sees none of them), and the statement runs read-only. No BEGIN
 // or COMMIT is sent.
 //
-// The role is [ReaderRole] unless [Options] say otherwise; the principal is
-// what [Options].Principal returns for the request context (by default
+// The role is [ReaderRole] unless [SourceOptions] say otherwise; the principal is
+// what [SourceOptions].Principal returns for the request context (by default
 // [core.ContextPrincipal]), never anything from a URI, a capture or a plan;
 // mcp.claims is the request's claims ([core.ContextClaims]: one JSON object,
 // such as the groups of an OAuth access token), or {} without any, so that a
@@ -56,28 +56,11 @@
 //
 // # The reference schema
 //
-// [Store] serves the schema of package migrations (projects, assets, grants
-// under row-level security) with ready-made bindings:
-//
-//	asset://projects                               the caller's projects (JSON)
-//	asset://project/{project}                      the fields of its assets, one item each
-//	asset://project/{project}/asset/{asset}        one asset's fields (application/json)
-//	asset://project/{project}/asset/{asset}/body   one asset's inline body (its own MIME type)
-//
-// An asset's fields and body are two representations with distinct
-// canonical URIs. With [Options].Objects (the bucket the rows name) the
-// store also joins each row with the object it references, an object item
-// of [ReferenceObjectSource] that the host's gateway reads with the
-// bucket (core.WithObjectSource):
-//
-//	asset://project/{project}/asset/{asset}          the joined bundle: the fields, then the object
-//	asset://project/{project}/asset/{asset}/object   the object alone, pinned by the row's ETag and version id
-//
-// A Store is nothing but a [Source] with the statements [ReferenceBindings]
-// and [ReferenceDecide], the same statements that the reference server
-// serves from examples/reference/resources.yaml (a test keeps the two
-// equal). [Store.Policy] is the grants table's policy. [Store.Listener]
-// reports the key notifications of migration 3 for the store's targets.
+// The schema of package migrations (projects, assets, grants under
+// row-level security) is served by a [Source] like any other: its
+// statements are the resources file migrations.ResourcesFile
+// (migrations/resources.yaml, their only copy), which package config opens
+// and `mcp-resources serve --postgres` serves.
 //
 // # Hosts with their own schema
 //

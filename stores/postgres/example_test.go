@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"log"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,43 +9,6 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
-
-// Serve the reference schema (apply package migrations first) with the
-// grants table as the policy. The pool logs in as a role that is a member of
-// mcpres_reader; each read switches to that role and sets the principal for
-// its own transaction.
-func Example() {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, "postgres://app@127.0.0.1:5432/assets")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Close()
-
-	store, err := postgres.NewStore(pool, nil) // principal from core.WithPrincipal
-	if err != nil {
-		log.Fatal(err)
-	}
-	// Optional: check the statements now (migrations applied, the login a
-	// member of mcpres_reader) rather than at the first request.
-	if err := store.Check(ctx); err != nil {
-		log.Fatal(err)
-	}
-	res, err := core.NewResources(store.Bindings(), store.Policy())
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	// The host authenticated alice; the adapter does this from the token.
-	ctx = core.WithPrincipal(ctx, "alice")
-	result, err := res.Read(ctx, "asset://project/handbook/asset/intro/body")
-	if err != nil {
-		log.Fatal(err) // a *core.Failure: its text is safe to show
-	}
-	for _, it := range result.Items() {
-		fmt.Println(it.URI(), it.MIMEType(), len(it.Text()))
-	}
-}
 
 // A host with its own table of notes, protected by its own row-level
 // security on current_setting('mcp.principal', true), serves each note at

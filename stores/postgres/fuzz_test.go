@@ -21,13 +21,15 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 	f.Add(ReprRow, `null`)
 	f.Add(ReprRow, `{"k":"row","s":"postgres","b":"asset-body","key":"' OR 1=1 --","v":"\u0000"}`)
 	f.Fuzz(func(t *testing.T, repr, authz string) {
-		st, qr, db := storeAndNotes(t)
+		db := &countingDB{}
+		_, b, _ := notesSource(t, db, SourceOptions{})
+		_, q, _ := notesSource(t, db, SourceOptions{Name: "notes", Role: "notes_reader"})
 		target, err := core.NewResourceTarget("asset://project/p/asset/a/body", repr, json.RawMessage(authz))
 		if err != nil {
 			return
 		}
 		ctx := core.WithPrincipal(t.Context(), "alice")
-		for _, r := range []core.Reader{st.Reader(), qr} {
+		for _, r := range []core.Reader{b.Reader, q.Reader} {
 			before := db.sent.Load()
 			p, err := readOne(ctx, r, whole(target))
 			if err == nil || !p.IsZero() {

@@ -34,8 +34,8 @@ type ListenerOptions struct {
 }
 
 // Listener is the [core.ChangeSource] of a [Source]'s bindings that name a
-// channel ([SQLBinding].Listen), made by [Source.Listener] or, for the
-// reference schema, [Store.Listener]: one dedicated connection LISTENs on
+// channel ([SQLBinding].Listen), made by [Source.Listener]: one dedicated
+// connection LISTENs on
 // those channels and turns each key payload into the change keys of the
 // targets it concerns.
 //

@@ -11,31 +11,61 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns proves the
-// reference store's listener LISTENs on ReferenceKeyChannel only and that
-// each payload migration 3 sends changes exactly the store's targets it
-// concerns, built as its bindings build them: an asset's key its fields,
-// body and object (the object joined to the row and the object alone) and
-// its project's bundle; PROJECT/* (a project-wide grant, the project's
-// row) every asset of the project and not another project's; "projects"
-// the index and not an asset. A target of another source has no keys.
-func TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns(t *testing.T) {
-	st, err := NewStore(&countingDB{}, &Options{Objects: "assets"})
+// keyChannel is the channel of migrations version 3's key notifications.
+const keyChannel = "mcpres_keys"
+
+// TestReferenceShapedListenerReachesTheTargetsEachTriggerPayloadConcerns
+// proves, for bindings of the reference file's shapes (an index, an
+// anchored project bundle, an asset's fields joined with its object, its
+// body and its object alone, all on one channel; the statements are not
+// the reference file's, which lives in migrations/resources.yaml alone),
+// that the listener LISTENs on that channel only and that each payload
+// migration 3 sends changes exactly the targets it concerns: an asset's
+// key its fields, body and object (the object joined to the row and the
+// object alone) and its project's bundle; PROJECT/* (a project-wide
+// grant, the project's row) every asset of the project and not another
+// project's; "projects" the index and not an asset. A target of another
+// source has no keys.
+func TestReferenceShapedListenerReachesTheTargetsEachTriggerPayloadConcerns(t *testing.T) {
+	src, err := NewSource(&countingDB{}, SourceOptions{Role: ReaderRole, Objects: map[string]string{"s3": ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Listener(nil, nil); err == nil {
+	const (
+		plan = `SELECT $project || '/' || $asset AS key, 1 AS version, 'application/json' AS mime, $project AS project_id, $asset AS id, 'k' AS object_key`
+		read = `SELECT '{}' AS body, 1 AS version WHERE $key <> ''`
+	)
+	def := func(name, uri, template string) core.ResourceDefinition {
+		return core.ResourceDefinition{Name: name, URI: uri, URITemplate: template}
+	}
+	for _, b := range []SQLBinding{
+		{Definition: def("projects", "asset://projects", ""), Listen: keyChannel, Body: read,
+			Plan: `SELECT 'projects' AS key, 1 AS version, 'application/json' AS mime`},
+		{Definition: def("project", "", "asset://project/{project}"), Listen: keyChannel, Body: read, Anchored: true,
+			Bundle:  `SELECT $project || '/x' AS key, 1 AS version, 'application/json' AS mime, $project AS project_id, 'x' AS id`,
+			ItemURI: "asset://project/{project_id}/asset/{id}"},
+		{Definition: def("asset", "", "asset://project/{project}/asset/{asset}"), Listen: keyChannel, Plan: plan, Body: read,
+			ObjectSource: "s3", ObjectURI: "asset://project/{project_id}/asset/{id}/object"},
+		{Definition: def("asset-body", "", "asset://project/{project}/asset/{asset}/body"), Listen: keyChannel, Plan: plan, Body: read},
+		{Definition: def("asset-object", "", "asset://project/{project}/asset/{asset}/object"), Listen: keyChannel, Plan: plan,
+			ObjectSource: "s3", ObjectOnly: true},
+	} {
+		if _, err := src.Binding(b); err != nil {
+			t.Fatalf("%s: %v", b.Definition.Name, err)
+		}
+	}
+	if _, err := src.Listener(nil, nil); err == nil {
 		t.Fatal("a nil configuration was accepted")
 	}
-	l, err := st.Listener(mustConfig(t), nil)
+	l, err := src.Listener(mustConfig(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(l.channels, []string{ReferenceKeyChannel}) {
-		t.Fatalf("channels %q, want %q", l.channels, ReferenceKeyChannel)
+	if !slices.Equal(l.channels, []string{keyChannel}) {
+		t.Fatalf("channels %q, want %q", l.channels, keyChannel)
 	}
 	target := func(uri string, r sqlRef) core.ResourceTarget {
-		r.Source = storeSource
+		r.Source = "postgres"
 		authz, _ := json.Marshal(r)
 		tg, err := core.NewResourceTarget(uri, ReprRow, authz)
 		if err != nil {
@@ -50,7 +80,7 @@ func TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns(t *testing.T) 
 	other := target("asset://project/p1/asset/y", sqlRef{Kind: refRow, Binding: "asset", Key: "p1/y"})
 	elsewhere := target("asset://project/p10/asset/x", sqlRef{Kind: refRow, Binding: "asset", Key: "p10/x"})
 	project := target("asset://project/p1", sqlRef{Kind: refBundle, Binding: "project"})
-	index := target(IndexURI, sqlRef{Kind: refRow, Binding: "projects", Key: "projects"})
+	index := target("asset://projects", sqlRef{Kind: refRow, Binding: "projects", Key: "projects"})
 	foreign, _ := core.NewResourceTarget("asset://project/p1/asset/x", ReprRow, []byte(`{"k":"row","s":"docs","b":"asset","key":"p1/x"}`))
 	if k := l.ChangeKeys(foreign); k != nil {
 		t.Errorf("a target of another source has keys %q", k)
@@ -66,7 +96,7 @@ func TestStoreListenerReachesTheTargetsEachTriggerPayloadConcerns(t *testing.T) 
 		{"projects", []string{"index", "project bundle"}},
 		{"*", []string{"fields", "body", "joined object", "object alone", "other asset", "other project's asset", "project bundle", "index"}},
 	} {
-		keys := payloadKeys(ReferenceKeyChannel, c.payload)
+		keys := payloadKeys(keyChannel, c.payload)
 		for name, tg := range all {
 			deps := l.ChangeKeys(tg)
 			if len(deps) == 0 {

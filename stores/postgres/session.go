@@ -29,8 +29,9 @@ type DB interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Options configures a [Store]. A nil *Options selects every default.
-type Options struct {
+// sessionOptions configure the session of a [Source] (see [SourceOptions],
+// whose fields they are). A nil *sessionOptions selects every default.
+type sessionOptions struct {
 	// Principal returns the principal of the request in ctx; it is called
 	// on every resolve, read and policy check. Nil means
 	// [core.ContextPrincipal].
@@ -55,16 +56,6 @@ type Options struct {
 	// MaxPlanItems bounds the items a resolver plans; a request that would
 	// plan more fails. Zero means [DefaultMaxPlanItems].
 	MaxPlanItems int
-	// Objects, when not empty, is the bucket whose objects the reference
-	// schema's asset rows reference: [NewStore] plans them as object items
-	// of [ReferenceObjectSource], which the host registers with
-	// core.WithObjectSource; empty serves rows only.
-	Objects string
-	// Name names the store's source in targets and errors, as
-	// [SourceOptions].Name does; empty means "postgres". Give each Store
-	// and Source of one gateway its own name, so that no policy takes
-	// another's targets for its own.
-	Name string
 }
 
 const (
@@ -118,14 +109,14 @@ type session struct {
 	maxItems  int
 }
 
-func newSession(db DB, opts *Options) (*session, error) {
+func newSession(db DB, opts *sessionOptions) (*session, error) {
 	if db == nil {
 		return nil, core.NewConfigError("db", "is nil", nil)
 	}
 	if err := checkQueryMode(db); err != nil {
 		return nil, err
 	}
-	var o Options
+	var o sessionOptions
 	if opts != nil {
 		o = *opts
 	}

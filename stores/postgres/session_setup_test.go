@@ -39,11 +39,11 @@ func TestSessionSetUpHoldsForTheStatement(t *testing.T) {
 		current_setting('statement_timeout'), current_setting('transaction_read_only')`
 	for _, tc := range []struct {
 		name     string
-		opts     Options
+		opts     sessionOptions
 		wantUser string
 	}{
-		{"role", Options{Role: role, StatementTimeout: 1500 * time.Millisecond}, role},
-		{"login role", Options{LoginRole: true, StatementTimeout: 1500 * time.Millisecond}, ""},
+		{"role", sessionOptions{Role: role, StatementTimeout: 1500 * time.Millisecond}, role},
+		{"login role", sessionOptions{LoginRole: true, StatementTimeout: 1500 * time.Millisecond}, ""},
 	} {
 		s, err := newSession(pool, &tc.opts)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -23,35 +25,102 @@ func (d *countingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 	return pgx.FailedBatchResults(b, errors.New("countingDB sends nothing"))
 }
 
-// storeCalls are the ways into a Store that reach the database: a read
-// through the gateway (the resolver), the reader, the policy's Decide and a
-// completion. Each returns the store's error.
-func storeCalls(t *testing.T, st *Store) map[string]func(ctx context.Context) error {
+// notesSource is a source named "postgres" over db with one binding,
+// asset-body (a body, completions of "asset") and a decide policy, every
+// statement accepted as Source.Check would accept it (accept): what the
+// tests below need of a checked source without a database.
+func notesSource(t testing.TB, db DB, opts SourceOptions) (*Source, core.ResourceBinding, core.ResourcePolicy) {
 	t.Helper()
-	res, err := core.NewResources(st.Bindings(), DatabaseDecides())
+	if opts.Role == "" {
+		opts.Role = ReaderRole
+	}
+	src, err := NewSource(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Binding(SQLBinding{
+		Definition: core.ResourceDefinition{Name: "asset-body", URITemplate: "asset://project/{project}/asset/{asset}/body"},
+		Plan:       `SELECT $project || '/' || $asset AS key, 1 AS version, 'text/plain' AS mime`,
+		Body:       `SELECT body, version FROM notes WHERE key = $key`,
+		Complete:   map[string]string{"asset": `SELECT id AS value FROM notes WHERE starts_with(id, $prefix)`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := src.Policy(`SELECT k AS key, true AS visible, true AS read FROM unnest($keys) AS k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accept(t, src)
+	return src, b, policy
+}
+
+// accept marks every statement of src as checked, as Source.Check does
+// once the database describes it: each with the columns of its kind, as
+// text (booleans for a decision's flags).
+func accept(t testing.TB, src *Source) {
+	t.Helper()
+	fields := func(names ...string) []pgconn.FieldDescription {
+		fs := make([]pgconn.FieldDescription, len(names))
+		for i, n := range names {
+			fs[i] = pgconn.FieldDescription{Name: n, DataTypeOID: pgtype.TextOID}
+			if n == "visible" || n == "read" {
+				fs[i].DataTypeOID = pgtype.BoolOID
+			}
+		}
+		return fs
+	}
+	for _, st := range src.stmts {
+		var f []pgconn.FieldDescription
+		switch {
+		case st.kind == "plan":
+			f = fields("key", "version", "mime")
+		case st.kind == "body":
+			f = fields("body", "version")
+		case st.kind == "decide":
+			f = fields("key", "visible", "read")
+		case strings.HasPrefix(st.kind, "complete"):
+			f = fields("value")
+		default:
+			t.Fatalf("accept: no columns for a %s statement", st.kind)
+		}
+		p, err := st.prepare(&pgconn.StatementDescription{Fields: f})
+		if err != nil {
+			t.Fatalf("accept %s: %v", st.field(), err)
+		}
+		st.ready.Store(p)
+	}
+}
+
+// sourceCalls are the ways into a checked source that reach the database:
+// a read through the gateway (the resolver), the reader, the policy's
+// Decide and a completion. Each returns the source's error.
+func sourceCalls(t *testing.T, b core.ResourceBinding, policy core.ResourcePolicy) map[string]func(ctx context.Context) error {
+	t.Helper()
+	res, err := core.NewResources([]core.ResourceBinding{b}, DatabaseDecides())
 	if err != nil {
 		t.Fatal(err)
 	}
 	planned := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
 	return map[string]func(ctx context.Context) error{
 		"resolve": func(ctx context.Context) error { _, err := res.Read(ctx, "asset://project/p/asset/a/body"); return err },
-		"read":    func(ctx context.Context) error { _, err := readOne(ctx, st.Reader(), whole(planned)); return err },
+		"read":    func(ctx context.Context) error { _, err := readOne(ctx, b.Reader, whole(planned)); return err },
 		"decide": func(ctx context.Context) error {
-			_, err := st.Policy().Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: []core.ResourceTarget{planned}})
+			_, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: []core.ResourceTarget{planned}})
 			return err
 		},
 		"complete": func(ctx context.Context) error {
-			_, err := st.BodyBinding().Completer.Complete(ctx, core.CompletionRequest{Variable: "asset", Prefix: "a", Limit: 5})
+			_, err := b.Completer.Complete(ctx, core.CompletionRequest{Variable: "asset", Prefix: "a", Limit: 5})
 			return err
 		},
 	}
 }
 
-// rowTarget returns a target as binding of the store's Source plans it
+// rowTarget returns a target as binding of the source "postgres" plans it
 // for the row with key.
 func rowTarget(t *testing.T, uri, binding, key string) core.ResourceTarget {
 	t.Helper()
-	authz, _ := json.Marshal(sqlRef{Kind: refRow, Source: storeSource, Binding: binding, Key: key, Version: "1", MIME: "text/plain", Text: true})
+	authz, _ := json.Marshal(sqlRef{Kind: refRow, Source: "postgres", Binding: binding, Key: key, Version: "1", MIME: "text/plain", Text: true})
 	tg, err := core.NewResourceTarget(uri, ReprRow, authz)
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +130,8 @@ func rowTarget(t *testing.T, uri, binding, key string) core.ResourceTarget {
 
 // TestHostilePrincipalsAreRefusedBeforeTheDatabase proves a principal that
 // is empty, too long, not UTF-8 or holds NUL is an Unavailable error whose
-// cause is ErrInvalidPrincipal, on every way into the store, and no batch
-// (not even the store's first check) is sent for it.
+// cause is ErrInvalidPrincipal, on every way into a checked source, and
+// no batch is sent for it.
 func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 	bad := map[string]string{
 		"NUL":      "alice\x00admin",
@@ -73,11 +142,8 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 	for name, p := range bad {
 		t.Run(name, func(t *testing.T) {
 			db := &countingDB{}
-			st, err := NewStore(db, &Options{Principal: func(context.Context) (string, error) { return p, nil }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for call, f := range storeCalls(t, st) {
+			_, b, policy := notesSource(t, db, SourceOptions{Principal: func(context.Context) (string, error) { return p, nil }})
+			for call, f := range sourceCalls(t, b, policy) {
 				err := f(t.Context())
 				if core.KindOf(err) != core.FailureUnavailable || (p != "" && !errors.Is(err, ErrInvalidPrincipal)) {
 					t.Fatalf("%s with a %s principal: %v, want Unavailable(ErrInvalidPrincipal)", call, name, err)
@@ -94,11 +160,8 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 // denies a context without core.WithPrincipal, before the database.
 func TestAMissingPrincipalIsUnavailable(t *testing.T) {
 	db := &countingDB{}
-	st, err := NewStore(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for call, f := range storeCalls(t, st) {
+	_, b, policy := notesSource(t, db, SourceOptions{})
+	for call, f := range sourceCalls(t, b, policy) {
 		if err := f(t.Context()); !errors.Is(err, core.ErrNoPrincipal) {
 			t.Fatalf("%s without principal: %v; want ErrNoPrincipal", call, err)
 		}
@@ -112,55 +175,11 @@ func TestAMissingPrincipalIsUnavailable(t *testing.T) {
 // deadline has passed sends nothing and reports a deadline.
 func TestAnExpiredDeadlineIsATimeoutBeforeTheDatabase(t *testing.T) {
 	db := &countingDB{}
-	st, _ := NewStore(db, nil)
+	_, b, _ := notesSource(t, db, SourceOptions{})
 	ctx, cancel := context.WithDeadline(core.WithPrincipal(t.Context(), "alice"), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := readOne(ctx, st.Reader(), whole(rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a"))); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
+	if _, err := readOne(ctx, b.Reader, whole(rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a"))); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
 		t.Fatalf("expired deadline: %v after %d batches", err, db.sent.Load())
-	}
-}
-
-// TestAStoreThatCannotBeCheckedServesNothing proves the store's statements
-// serve only once checked: over a DB that cannot prepare statements, every
-// way in fails with the check's *core.ConfigError and sends no statement,
-// and so does an explicit Check.
-func TestAStoreThatCannotBeCheckedServesNothing(t *testing.T) {
-	db := &countingDB{}
-	st, err := NewStore(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ce *core.ConfigError
-	if err := st.Check(t.Context()); !errors.As(err, &ce) {
-		t.Fatalf("Check over a DB that cannot prepare: %v, want a *core.ConfigError", err)
-	}
-	ctx := core.WithPrincipal(t.Context(), "alice")
-	for call, f := range storeCalls(t, st) {
-		if err := f(ctx); !errors.As(err, &ce) {
-			t.Fatalf("%s unchecked: %v, want the check's *core.ConfigError", call, err)
-		}
-	}
-	if db.sent.Load() != 0 {
-		t.Fatalf("%d batches sent by an unchecked store", db.sent.Load())
-	}
-}
-
-// TestAStoreWhoseDatabaseIsDownIsAnOutage proves a check that cannot reach
-// the database is the retryable core.Outage matching ErrConnection, not a
-// configuration error.
-func TestAStoreWhoseDatabaseIsDownIsAnOutage(t *testing.T) {
-	pool, err := pgxpool.New(t.Context(), "postgres://u@127.0.0.1:1/db?connect_timeout=2") // connects lazily
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	st, err := NewStore(pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.Check(t.Context())
-	if core.KindOf(err) != core.FailureOutage || !errors.Is(err, ErrConnection) {
-		t.Fatalf("Check with the database down: %v, want an Outage matching ErrConnection", err)
 	}
 }
 
@@ -189,11 +208,14 @@ func TestConstructorsRefuseBadConfiguration(t *testing.T) {
 	}
 	const body = `SELECT body, version FROM notes WHERE key = $key`
 	cases := map[string]func() error{
-		"nil db":                  func() error { _, err := NewStore(nil, nil); return err },
-		"simple protocol":         func() error { _, err := NewStore(simple, nil); return err },
-		"negative timeout":        func() error { _, err := NewStore(db, &Options{StatementTimeout: -1}); return err },
-		"negative max items":      func() error { _, err := NewStore(db, &Options{MaxPlanItems: -1}); return err },
-		"NUL in role":             func() error { _, err := NewStore(db, &Options{Role: "a\x00b"}); return err },
+		"nil db":          func() error { _, err := NewSource(nil, SourceOptions{Role: ReaderRole}); return err },
+		"simple protocol": func() error { _, err := NewSource(simple, SourceOptions{Role: ReaderRole}); return err },
+		"negative timeout": func() error {
+			_, err := NewSource(db, SourceOptions{Role: ReaderRole, StatementTimeout: -1})
+			return err
+		},
+		"negative max items":      func() error { _, err := NewSource(db, SourceOptions{Role: ReaderRole, MaxPlanItems: -1}); return err },
+		"NUL in role":             func() error { _, err := NewSource(db, SourceOptions{Role: "a\x00b"}); return err },
 		"empty plan SQL":          func() error { return note(" ", "", "", body) },
 		"two statements":          func() error { return note("SELECT 1 AS key; SELECT 2", "", "", body) },
 		"bundle without ItemURI":  func() error { return note("", "SELECT key, 1 AS version, 'text/plain' AS mime FROM notes", "", body) },
@@ -210,7 +232,9 @@ func TestConstructorsRefuseBadConfiguration(t *testing.T) {
 // TestReaderRefusesTargetsItDidNotPlan proves a target with foreign or
 // malformed authorization data is an error, not a read of something else.
 func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
-	st, qr, db := storeAndNotes(t) // qr: a reader of another source, which plans none of these
+	db := &countingDB{}
+	_, b, _ := notesSource(t, db, SourceOptions{})
+	_, qb, _ := notesSource(t, db, SourceOptions{Name: "notes", Role: "notes_reader"}) // another source, which plans none of these
 	ctx := core.WithPrincipal(t.Context(), "alice")
 	for _, authz := range []string{``, `null`, `{"k":"fields"}`, `{"k":"q"}`, `[1]`,
 		`{"k":"row","s":"billing","b":"asset-body","key":"p/a","v":"1"}`, // another source's
@@ -225,10 +249,10 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readOne(ctx, st.Reader(), whole(target)); !errors.Is(err, ErrBadTarget) {
-			t.Errorf("store reader with authz %q: %v, want ErrBadTarget", authz, err)
+		if _, err := readOne(ctx, b.Reader, whole(target)); !errors.Is(err, ErrBadTarget) {
+			t.Errorf("the source's reader with authz %q: %v, want ErrBadTarget", authz, err)
 		}
-		if _, err := readOne(ctx, qr, whole(target)); !errors.Is(err, ErrBadTarget) {
+		if _, err := readOne(ctx, qb.Reader, whole(target)); !errors.Is(err, ErrBadTarget) {
 			t.Errorf("another source's reader with authz %q: %v, want ErrBadTarget", authz, err)
 		}
 	}
@@ -237,54 +261,27 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 	}
 }
 
-// storeAndNotes returns a reference store and the reader of a binding of
-// another source ("notes") over one database that counts what reaches it.
-func storeAndNotes(t testing.TB) (*Store, core.Reader, *countingDB) {
-	t.Helper()
+// TestSourcesOfOneGatewayKeepTheirTargetsApart: a source given its own
+// Name plans under it, so its reader refuses a default source's targets
+// without sending a statement, and the default source refuses its.
+func TestSourcesOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
 	db := &countingDB{}
-	st, err := NewStore(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := NewSource(db, SourceOptions{Name: "notes", Role: "notes_reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := src.Binding(SQLBinding{Definition: core.ResourceDefinition{URITemplate: "note://all/{key}", Name: "note"},
-		Plan: "SELECT $key AS key, 1 AS version, 'text/plain' AS mime", Body: "SELECT body, version FROM notes WHERE key = $key"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st, b.Reader, db
-}
-
-// TestStoresOfOneGatewayKeepTheirTargetsApart: a store given its own Name
-// plans under it, so its reader and policy refuse a default store's
-// targets without sending a statement, and the default store refuses its.
-func TestStoresOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
-	db := &countingDB{}
-	named, err := NewStore(db, &Options{Name: "archive"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, named, _ := notesSource(t, db, SourceOptions{Name: "archive"})
 	ctx := core.WithPrincipal(t.Context(), "alice")
 	theirs := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
-	if _, err := readOne(ctx, named.Reader(), whole(theirs)); !errors.Is(err, ErrBadTarget) {
-		t.Fatalf("the named store read a default store's target: %v", err)
+	if _, err := readOne(ctx, named.Reader, whole(theirs)); !errors.Is(err, ErrBadTarget) {
+		t.Fatalf("the named source read a default source's target: %v", err)
 	}
 	authz, _ := json.Marshal(sqlRef{Kind: refRow, Source: "archive", Binding: "asset-body", Key: "p/a", Version: "1", MIME: "text/plain"})
 	ours, err := core.NewResourceTarget("asset://project/p/asset/a/body", ReprRow, authz)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := NewStore(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readOne(ctx, def.Reader(), whole(ours)); !errors.Is(err, ErrBadTarget) {
-		t.Fatalf("the default store read the named store's target: %v", err)
+	_, def, _ := notesSource(t, db, SourceOptions{})
+	if _, err := readOne(ctx, def.Reader, whole(ours)); !errors.Is(err, ErrBadTarget) {
+		t.Fatalf("the default source read the named source's target: %v", err)
 	}
 	if n := db.sent.Load(); n != 0 {
-		t.Fatalf("%d batches sent for targets no store of theirs planned", n)
+		t.Fatalf("%d batches sent for targets no source of theirs planned", n)
 	}
 }

@@ -101,7 +101,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if opts.Role == "" && !opts.LoginRole {
 		return nil, sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
 	}
-	s, err := newSession(db, &Options{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
+	s, err := newSession(db, &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
 		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
 	if err != nil {
 		var ce *core.ConfigError

@@ -123,7 +123,7 @@ model of package ` + "`config`" + ` (` + "`go doc ./config`" + `).
 [config/schema.json](../config/schema.json) is the same model as a JSON Schema
 for editors, generated with this page; [getting-started.md](getting-started.md) walks through a whole
 file, and [examples/documents/resources.yaml](../examples/documents/resources.yaml)
-and [examples/reference/resources.yaml](../examples/reference/resources.yaml)
+and [migrations/resources.yaml](../migrations/resources.yaml)
 are complete ones. A key not listed here is an error at its position;
 ` + "`${NAME}`" + ` is expanded from the environment only where the type says so.
 `)
