@@ -203,7 +203,7 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceMatch, plan ResourceReadPlan, st []itemState) error {
 	def := m.def
 	recheck := stage == PassRecheck
-	targets, from, dup := passTargets(plan, func(i int) bool { return recheck && st[i].rechecked })
+	targets, dup := passTargets(plan, st, recheck)
 	// own is the decision storage took for the requested target, if any.
 	var own *decision
 	if recheck && dup >= 0 && st[dup].rechecked {
@@ -236,12 +236,19 @@ func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceM
 		if own != nil && (!own.vis.Visible || !own.allowed) {
 			req = *own // either answer hiding or denying it denies the read
 		}
+		next := 1 // the pass index of the next listed item
 		for i := range st {
-			switch k := from[i]; {
-			case k < 0:
-			case recheck:
-				st[i].final = passDecision(ds[k])
+			k := 0
+			switch {
+			case i == dup:
+			case recheck && st[i].rechecked:
+				continue
 			default:
+				k, next = next, next+1
+			}
+			if recheck {
+				st[i].final = passDecision(ds[k])
+			} else {
 				st[i].first = passDecision(ds[k])
 			}
 		}
@@ -258,26 +265,23 @@ func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceM
 // passTargets lists the distinct targets of plan for a [PolicyPass],
 // without their content: the requested target, then the items in plan
 // order without the one (item URIs are unique) that has the requested
-// target's identity, and without the items skip reports. dup is that
-// item's index, or -1; from[i] is the index of the target whose answer
-// item i takes (0 for dup), or -1 for a skipped item.
-func passTargets(plan ResourceReadPlan, skip func(i int) bool) (targets []ResourceTarget, from []int, dup int) {
+// target's identity, and, at the recheck, without the items storage
+// decided with their body (st[i].rechecked). dup is that item's index, or
+// -1.
+func passTargets(plan ResourceReadPlan, st []itemState, recheck bool) (targets []ResourceTarget, dup int) {
 	dup = -1
-	from = make([]int, len(plan.items))
 	targets = make([]ResourceTarget, 1, len(plan.items)+1)
 	targets[0] = plan.requested.identity()
 	for i, t := range plan.items {
 		switch {
 		case dup < 0 && sameTarget(t, plan.requested):
-			dup, from[i] = i, 0
-		case skip(i):
-			from[i] = -1
+			dup = i
+		case recheck && st[i].rechecked:
 		default:
-			from[i] = len(targets)
 			targets = append(targets, t.identity())
 		}
 	}
-	return targets, from, dup
+	return targets, dup
 }
 
 // sameTarget reports whether a and b are one identity: URI, representation,
