@@ -694,3 +694,59 @@ type readerFunc func(ctx context.Context, req ReadRequest) ([]ReadResult, error)
 func (f readerFunc) Read(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
 	return f(ctx, req)
 }
+
+// TestRequestedTargetsDecisionAndDecidesAnswerMustBothAllow covers a
+// single-item read whose recheck still asks Decide (another item came
+// without a Decision): the requested target is asked again, and the read
+// fails when either its item's Decision or Decide's answer hides or
+// denies it.
+func TestRequestedTargetsDecisionAndDecidesAnswerMustBothAllow(t *testing.T) {
+	for name, c := range map[string]struct {
+		own, decided TargetDecision
+		ok           bool
+	}{
+		"both allow":            {allow, allow, true},
+		"its Decision hides it": {hidden, allow, false},
+		"its Decision revokes":  {revoked, allow, false},
+		"Decide hides it":       {allow, hidden, false},
+		"Decide revokes it":     {allow, revoked, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newDecisionRig(t, "test://a", "test://b")
+			g.single = true
+			g.item("test://a").decision = decisionOf(c.own)
+			g.answers[PassRecheck]["test://a"] = c.decided
+			res, err := g.read()
+			if got := g.passURIs(PassRecheck); !slices.Equal(got, []string{"test://a", "test://b"}) {
+				t.Fatalf("recheck pass = %v", got)
+			}
+			if c.ok {
+				if err != nil || len(itemURIs(res)) != 2 {
+					t.Fatalf("read: %s", seenBy(res, err))
+				}
+				return
+			}
+			wantKind(t, err, FailureUnavailable)
+		})
+	}
+}
+
+func TestInlineItemsBetweenItemReaderItems(t *testing.T) {
+	g := newDecisionRig(t, "test://a", "test://b", "test://c")
+	g.honest = true
+	p := TextPayload("text/plain", "inline b")
+	g.item("test://b").inline, g.item("test://b").inlineDecision = &p, allow
+	res, err := g.read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seenBy(res, nil); !strings.HasPrefix(got, `test://a="body of test://a" test://b="inline b" test://c="body of test://c" `) {
+		t.Fatalf("outcome %s", got)
+	}
+	if fmt.Sprint(g.requests) != "[[test://a] [test://c]]" {
+		t.Fatalf("reader requests = %v", g.requests)
+	}
+	if got := g.passURIs(PassRecheck); !slices.Equal(got, []string{bundleURI, "test://a", "test://c"}) {
+		t.Fatalf("recheck pass = %v, want the read items (an ItemReader has no decisions)", got)
+	}
+}
