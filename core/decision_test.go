@@ -750,3 +750,30 @@ func TestInlineItemsBetweenItemReaderItems(t *testing.T) {
 		t.Fatalf("recheck pass = %v, want the read items (an ItemReader has no decisions)", got)
 	}
 }
+
+// TestInlineItemsInsideABatchSpendTheBudgetInPlanOrder reads a body, an
+// inline item and a body under a budget that holds only the first two: the
+// batch reader's request is one (its Budget cannot know the inline item's
+// share), and admission stops at the third, as it does when the same items
+// are read one by one.
+func TestInlineItemsInsideABatchSpendTheBudgetInPlanOrder(t *testing.T) {
+	x := func(n int) *ResourcePayload { p := TextPayload("text/plain", strings.Repeat("x", n)); return &p }
+	uris := []string{"test://0", "test://1", "test://2"}
+	bodies := []*ResourcePayload{x(600), x(300), x(300)}
+	read := newDecisionRig(t, uris...)
+	read.limits, read.honest = appBudget(1000), true
+	mixed := newDecisionRig(t, uris...)
+	mixed.limits = appBudget(1000)
+	for i, p := range bodies {
+		read.items[i].body = p
+		mixed.items[i].body = p
+	}
+	mixed.items[1].inline, mixed.items[1].inlineDecision = bodies[1], allow
+	fromReader, inline := seenBy(read.read()), seenBy(mixed.read())
+	if fromReader != inline {
+		t.Fatalf("read one by one:\n  %s\nbatch with an inline item:\n  %s", fromReader, inline)
+	}
+	if !strings.Contains(inline, `"uri":"test://2"`) || fmt.Sprint(mixed.requests) != "[[test://0 test://2]]" {
+		t.Fatalf("outcome %s, requests %v", inline, mixed.requests)
+	}
+}
