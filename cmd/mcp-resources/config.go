@@ -8,7 +8,6 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // checkCmd checks a resources file against its servers without serving it.
@@ -93,12 +92,10 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 		return nil, err
 	}
 	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects, check: served.Check,
-		storeOf: func(i int, t core.ResourceTarget) string {
-			if b := served.Bindings[i]; !t.IsZero() && t.Representation() == s3store.Representation && b.ObjectSource != "" {
-				return b.ObjectSource
-			}
-			return served.Bindings[i].Source
-		}}
+		// A binding's reader reads only its own source's targets: the
+		// gateway routes object items to the object source's reader, which
+		// metrics.objectSources times under that source's name.
+		storeOf: func(i int, _ core.ResourceTarget) string { return served.Bindings[i].Source }}
 	for _, r := range served.Ready {
 		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
 	}
