@@ -63,12 +63,6 @@ func main() {
 	}
 }
 
-// Generate returns the page for the config package in dir.
-func Generate(dir string) ([]byte, error) {
-	page, _, err := Files(dir)
-	return page, err
-}
-
 // Files returns the page and the schema for the config package in dir.
 func Files(dir string) (page, schemaJSON []byte, err error) {
 	fset := token.NewFileSet()
