@@ -51,7 +51,7 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 		for i, name := range names {
 			v, ok := m.Var(name)
 			if !ok || v == "" {
-				return core.ResourceReadPlan{}, &KeyError{KeyEmptySegment}
+				return core.ResourceReadPlan{}, &KeyError{keyEmptySegment}
 			}
 			if i > 0 {
 				key.WriteByte('/')
@@ -67,7 +67,7 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 		}
 		obj.VersionID = "" // the current version, pinned by ETag
 		if b.typeByKey {
-			obj.ContentType = KeyContentType(obj.Key, "")
+			obj.ContentType = keyContentType(obj.Key, "")
 		}
 		t, err := NewObjectTarget(m.URI(), obj)
 		if err != nil {
