@@ -236,9 +236,9 @@ func (c *checker) policy() {
 		switch {
 		case p == nil && !missing:
 			missing = true
-			c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", PolicyDatabase)
+			c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", policyDatabase)
 		case p != nil && !missing:
-			c.e.at(pg.Spans.Self(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, PolicyDatabase, s.Name)
+			c.e.at(pg.Spans.Self(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, policyDatabase, s.Name)
 		}
 	}
 }
@@ -246,7 +246,7 @@ func (c *checker) policy() {
 // decide checks a decide policy's statement.
 func (c *checker) decide(p *Policy, source, path string) {
 	if !p.Spans.Has("decide") {
-		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, PolicyDatabase)
+		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, policyDatabase)
 		return
 	}
 	if err := postgres.CheckPolicy(source, p.Decide); err != nil {

@@ -165,8 +165,8 @@ type Policy struct {
 	Spans Spans `yaml:"-"`
 }
 
-// PolicyDatabase is the policy value that lets the database decide.
-const PolicyDatabase = "database"
+// policyDatabase is the policy value that lets the database decide.
+const policyDatabase = "database"
 
 // Resource is one resource definition: a URI or a URI template, the
 // source that serves it, and how.

@@ -22,8 +22,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// OpenTimeout bounds each request Open makes to check a source.
-const OpenTimeout = 10 * time.Second
+// openTimeout bounds each request Open makes to check a source.
+const openTimeout = 10 * time.Second
 
 // Served is what a file serves once [File.Open] has opened its sources
 // (and checked them, unless [OpenOptions].Deferred leaves that to
@@ -441,7 +441,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		e := &errs{file: f.Name}
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
-		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		if err := pool.Ping(cctx); err != nil {
 			e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
@@ -466,7 +466,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
 func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 	return func(ctx context.Context) *Error {
-		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		err := bucket.Check(cctx)
 		if err == nil {
@@ -801,7 +801,7 @@ func reason(err error, src Source) string {
 // pgCause says in a few words why a connection failed, without the
 // source's secrets.
 func pgCause(err error, src Source) string {
-	return redactSource(connerr.Cause(err, OpenTimeout), src)
+	return redactSource(connerr.Cause(err, openTimeout), src)
 }
 
 // SourceNames returns the names of the sources, in file order.
