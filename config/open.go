@@ -188,12 +188,12 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.Value(), SecretAccessKey: b.SecretKey.Value(), SessionToken: b.SessionToken.Value()},
 				s3store.WithTracing(opts.TracerProvider))
 			if err != nil {
-				e.at(src.Spans.Self(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
+				e.at(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
 				return fail()
 			}
 			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
 			if err != nil {
-				e.at(b.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+				e.at(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
 				return fail()
 			}
 			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
@@ -206,7 +206,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			p := src.Postgres
 			cfg, err := pgxpool.ParseConfig(p.URL.Value())
 			if err != nil {
-				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
+				e.at(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
 				return fail()
 			}
 			if opts.TracerProvider != nil {
@@ -214,7 +214,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			pool, err := pgxpool.NewWithConfig(ctx, cfg)
 			if err != nil {
-				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
+				e.at(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
 				return fail()
 			}
 			s.closers = append(s.closers, pool.Close)
@@ -231,7 +231,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
 		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.start())
 		}
 		sources[src.Name] = ps
 	}
@@ -243,7 +243,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if ps := sources[r.Source]; ps != nil {
 			b, err := ps.Binding(f.sqlBinding(r, def))
 			if err != nil {
-				return nil, f.storeError(err, r.Source, r.Spans.Self())
+				return nil, f.storeError(err, r.Source, r.Spans.start())
 			}
 			objSrc := ""
 			if r.Object != nil && !f.withoutObjects[r.Name] {
@@ -282,7 +282,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		def.URITemplate = r.Template
 		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
 		if err != nil {
-			return nil, f.storeError(err, r.Source, r.Spans.Self())
+			return nil, f.storeError(err, r.Source, r.Spans.start())
 		}
 		s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
 		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
@@ -296,7 +296,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		bs, err := buckets[src.Name].KeyBindings(fams...)
 		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.start())
 		}
 		at := familyAt[src.Name]
 		ins := make([]Binding, len(bs))
@@ -339,7 +339,7 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 		default:
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
-				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.Of("decide"))
+				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.of("decide"))
 			}
 			bySource[src.Name] = pol
 		}
@@ -371,10 +371,10 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 		p, ps := src.Postgres, sources[src.Name]
 		listen := f.listens(src.Name)
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
-		at, key := p.Spans.Of("url"), "url"
+		at, key := p.Spans.of("url"), "url"
 		var direct *pgx.ConnConfig // listen_url, checked with the source
 		if v := p.ListenURL.Value(); v != "" && listen {
-			at, key = p.Spans.Of("listen_url"), "listen_url"
+			at, key = p.Spans.of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
@@ -444,18 +444,18 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		if err := pool.Ping(cctx); err != nil {
-			e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
+			e.at(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
 			return e.first()
 		}
 		if err := ps.Check(cctx); err != nil {
-			return asError(f.storeError(err, src.Name, src.Spans.Self()))
+			return asError(f.storeError(err, src.Name, src.Spans.start()))
 		}
 		if direct == nil {
 			return nil
 		}
 		conn, err := pgx.ConnectConfig(cctx, direct)
 		if err != nil {
-			e.at(p.Spans.Of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
+			e.at(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
 			return e.first()
 		}
 		_ = conn.Close(context.WithoutCancel(ctx))
@@ -475,12 +475,12 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 		key := "bucket"
 		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
 			key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
-			if key == "" || !src.S3.Spans.Has(key) {
+			if key == "" || !src.S3.Spans.has(key) {
 				key = "bucket"
 			}
 		}
 		e := &errs{file: f.Name}
-		e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
+		e.at(src.S3.Spans.of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
 		return e.first()
 	}
 }
@@ -511,7 +511,7 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	}
 	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, r.captures())
 	if err != nil {
-		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.Of("keys"))
+		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.of("keys"))
 	}
 	return g, nil
 }
@@ -525,7 +525,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	if g := fam.Grant; g != nil {
 		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, r.captures())
 		if err != nil {
-			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("list"))
+			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("list"))
 		}
 		kf.Grant = grant
 	}
@@ -536,7 +536,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	def.URITemplate = r.Template
 	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
 	if err != nil {
-		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("template"))
+		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("template"))
 	}
 	return b, nil
 }
@@ -651,7 +651,7 @@ func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 		e.at(def, "%s: %s", ce.Field, reason)
 		return
 	}
-	at := pl.spans.Of(pl.key)
+	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
 		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
 	}
@@ -708,7 +708,7 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 		}
 	case s.S3 != nil:
 		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
-		if key == "" || !s.S3.Spans.Has(key) {
+		if key == "" || !s.S3.Spans.has(key) {
 			key = "bucket"
 		}
 		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
@@ -727,10 +727,10 @@ var resourceKeys = map[string]string{
 // path relative to r.
 func resourcePlace(r *Resource, p core.ConfigPath) place {
 	if key := resourceKeys[p.Field]; key != "" {
-		if !r.Spans.Has(key) {
+		if !r.Spans.has(key) {
 			// A key the file leaves out: at the statement it goes with.
 			for _, k := range []string{"plan", "bundle", "template"} {
-				if r.Spans.Has(k) {
+				if r.Spans.has(k) {
 					return place{key, r.Spans, k, ""}
 				}
 			}
@@ -749,7 +749,7 @@ func resourcePlace(r *Resource, p core.ConfigPath) place {
 	case p.Field == "Grant" && r.List != "":
 		return place{"list", r.Spans, "list", ""}
 	}
-	if r.Spans.Has("template") {
+	if r.Spans.has("template") {
 		return place{"template", r.Spans, "template", ""}
 	}
 	return place{"uri", r.Spans, "uri", ""}
