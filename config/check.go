@@ -189,18 +189,18 @@ func (c *checker) s3(b *S3Source, path string) {
 	if b.Spans.has("region") && !validRegion.MatchString(string(b.Region)) {
 		c.e.at(b.Spans.of("region"), "%s.region: is not a region name such as us-east-1", path)
 	}
-	if b.AccessKey.IsSet() != b.SecretKey.IsSet() {
+	if b.AccessKey.isSet() != b.SecretKey.isSet() {
 		c.e.at(b.Spans.start(), "%s: give both access_key and secret_key, or neither (the AWS default chain)", path)
 	}
 	for _, k := range []struct {
 		key string
 		s   Secret
 	}{{"secret_key", b.SecretKey}, {"session_token", b.SessionToken}} {
-		if k.s.IsSet() && !referenceOnly(k.s.raw) {
+		if k.s.isSet() && !referenceOnly(k.s.raw) {
 			c.e.at(b.Spans.of(k.key), "%s.%s: must be one ${NAME} reference: secrets are not written in the file", path, k.key)
 		}
 	}
-	if b.SessionToken.IsSet() && !b.AccessKey.IsSet() {
+	if b.SessionToken.isSet() && !b.AccessKey.isSet() {
 		c.e.at(b.Spans.of("session_token"), "%s.session_token: needs access_key and secret_key", path)
 	}
 }

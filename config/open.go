@@ -185,7 +185,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		case src.S3 != nil:
 			b := src.S3
 			client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
-				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.Value(), SecretAccessKey: b.SecretKey.Value(), SessionToken: b.SessionToken.Value()},
+				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
 				s3store.WithTracing(opts.TracerProvider))
 			if err != nil {
 				e.at(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
@@ -204,7 +204,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
 		case src.Postgres != nil:
 			p := src.Postgres
-			cfg, err := pgxpool.ParseConfig(p.URL.Value())
+			cfg, err := pgxpool.ParseConfig(p.URL.expanded())
 			if err != nil {
 				e.at(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
 				return fail()
@@ -373,7 +373,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
 		at, key := p.Spans.of("url"), "url"
 		var direct *pgx.ConnConfig // listen_url, checked with the source
-		if v := p.ListenURL.Value(); v != "" && listen {
+		if v := p.ListenURL.expanded(); v != "" && listen {
 			at, key = p.Spans.of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
@@ -773,12 +773,12 @@ func redactSource(s string, src Source) string {
 		secrets = []Secret{b.AccessKey, b.SecretKey, b.SessionToken}
 	}
 	for _, sec := range secrets {
-		if v := sec.Value(); len(v) >= 4 {
+		if v := sec.expanded(); len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, "[secret]")
 		}
 	}
 	if p := src.Postgres; p != nil {
-		if cfg, err := pgconn.ParseConfig(p.URL.Value()); err == nil && len(cfg.Password) >= 4 {
+		if cfg, err := pgconn.ParseConfig(p.URL.expanded()); err == nil && len(cfg.Password) >= 4 {
 			s = strings.ReplaceAll(s, cfg.Password, "[secret]")
 		}
 	}
