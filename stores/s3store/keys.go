@@ -88,6 +88,25 @@ func granted(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key stri
 	return nil
 }
 
+// planHead plans m's one item, the object under key (after [granted]),
+// from a HEAD: the current version, pinned by ETag, typed by typ.
+func (b *Bucket) planHead(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key string, typ func(Object) string) (core.ResourceReadPlan, error) {
+	if err := granted(ctx, grant, m, key); err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	obj, err := b.Head(ctx, key)
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	obj.VersionID = ""
+	obj.ContentType = typ(obj)
+	t, err := NewObjectTarget(m.URI(), obj)
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	return core.NewResourceReadPlan(t, t)
+}
+
 // keySegmentVar names the variable of nested key segment i (1-based).
 func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
 
@@ -317,20 +336,7 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) cor
 				key.WriteByte('/')
 			}
 		}
-		if err := granted(ctx, grant, m, key.String()); err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		obj, err := b.Head(ctx, key.String())
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		obj.VersionID = "" // the current version, pinned by ETag
-		obj.ContentType = b.typeOf(obj.Key, "", obj.ContentType)
-		t, err := NewObjectTarget(m.URI(), obj)
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		return core.NewResourceReadPlan(t, t)
+		return b.planHead(ctx, grant, m, key.String(), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
 	})
 }
 
