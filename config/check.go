@@ -209,7 +209,7 @@ func (c *checker) policy() {
 	p, sp := c.f.Policy, c.f.Spans
 	missing := false // reported already: no second error about the same cause
 	if p != nil && !p.Database {
-		s := c.sourceRef(p.Source, p.Spans, "policy", false, "")
+		s := c.sourceRef(p.Source, p.Spans, "policy", "a postgres", "")
 		if s != nil && s.Postgres.Policy != nil {
 			c.e.at(p.Spans.of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
 		}
@@ -270,19 +270,15 @@ func (f *File) policyOf(name string) *Policy {
 }
 
 // sourceRef checks that the source key of the mapping at path names a
-// source, an S3 one with s3 and else a PostgreSQL one; why follows "source
-// is required" when the key is missing.
-func (c *checker) sourceRef(name string, sp Spans, path string, s3 bool, why string) *Source {
-	kind := "a postgres"
-	if s3 {
-		kind = "an s3"
-	}
+// source of kind ("a postgres", "an s3", or "" for either); why follows
+// "source is required" when the key is missing.
+func (c *checker) sourceRef(name string, sp Spans, path string, kind string, why string) *Source {
 	switch s := c.sources[name]; {
 	case !sp.has("source"):
 		c.e.at(sp.start(), "%s: source is required%s", path, why)
 	case s == nil:
 		c.e.at(sp.of("source"), "%s.source: no source is named %q", path, name)
-	case (s.S3 != nil) != s3:
+	case kind != "" && (s.S3 != nil) != (kind == "an s3"):
 		c.e.at(sp.of("source"), "%s.source: %q is not %s source", path, name, kind)
 	default:
 		return s
@@ -344,13 +340,8 @@ func (c *checker) resource(r *Resource) {
 	if r.Annotations != nil && r.Annotations.Priority != nil && (*r.Annotations.Priority < 0 || *r.Annotations.Priority > 1) {
 		c.e.at(r.Annotations.Spans.of("priority"), "%s.annotations.priority: must be between 0 and 1", path)
 	}
-	if !sp.has("source") {
-		c.e.at(sp.start(), "%s: source is required", path)
-		return
-	}
-	src := c.sources[r.Source]
+	src := c.sourceRef(r.Source, sp, path, "", "")
 	if src == nil {
-		c.e.at(sp.of("source"), "%s.source: no source is named %q", path, r.Source)
 		return
 	}
 	if src.Postgres != nil {
@@ -383,7 +374,7 @@ func (c *checker) pgResource(r *Resource, path string) {
 	}
 	var objects []string
 	if o := r.Object; o != nil {
-		if c.sourceRef(o.Source, o.Spans, path+".object", true, ": the S3 source that holds the objects") != nil {
+		if c.sourceRef(o.Source, o.Spans, path+".object", "an s3", ": the S3 source that holds the objects") != nil {
 			objects = append(objects, o.Source)
 		}
 		if sp.has("plan") && !sp.has("body") && o.Spans.has("uri") {
@@ -469,7 +460,7 @@ func (c *checker) gate(r *Resource, path string) {
 		c.e.at(sp.start(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
 			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
 	case g != nil:
-		c.sourceRef(g.Source, g.Spans, path+".grant", false, ": the postgres source the statement runs on")
+		c.sourceRef(g.Source, g.Spans, path+".grant", "a postgres", ": the postgres source the statement runs on")
 		if !g.Spans.has("keys") {
 			c.e.at(g.Spans.start(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
 		}
