@@ -426,10 +426,19 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 		c.f.storeMistake(c.e, err, r.Source, sp.start())
 		return
 	}
-	if g := r.Grant; g != nil && g.Spans.has("keys") && c.sources[g.Source] != nil && c.sources[g.Source].Postgres != nil {
-		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), false); err != nil {
-			c.f.storeMistake(c.e, err, g.Source, g.Spans.of("keys"))
-		}
+	if r.Grant != nil {
+		c.keyGrant(r.Grant, r, false)
+	}
+}
+
+// keyGrant checks g's statement, when it names a postgres source and has
+// one, as the store's grant for r (of a listing: prefix).
+func (c *checker) keyGrant(g *Grant, r *Resource, prefix bool) {
+	if s := c.sources[g.Source]; s == nil || s.Postgres == nil || !g.Spans.has("keys") {
+		return // reported by gate
+	}
+	if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), prefix); err != nil {
+		c.f.storeMistake(c.e, err, g.Source, g.Spans.of("keys"))
 	}
 }
 
@@ -496,14 +505,8 @@ func (c *checker) listing(r *Resource, family bool, path string) {
 		c.f.storeMistake(c.e, err, r.Source, sp.of("template"))
 		return
 	}
-	g := fam.Grant
-	if g == nil || fam.Public {
-		return // public, or refused at the family already
-	}
-	if s := c.sources[g.Source]; s != nil && s.Postgres != nil && g.Spans.has("keys") {
-		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), true); err != nil {
-			c.f.storeMistake(c.e, err, g.Source, g.Spans.of("keys"))
-		}
+	if fam.Grant != nil && !fam.Public { // else public, or refused at the family already
+		c.keyGrant(fam.Grant, r, true)
 	}
 }
 
