@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	validName   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+	validName   = regexp.MustCompile(namePattern)
 	validRegion = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 )
 

@@ -39,6 +39,10 @@ type File struct {
 	lines []string
 }
 
+// namePattern is what the name of a source or resource matches, as the
+// file's check and its schema (gendoc reads it here) say.
+const namePattern = `^[A-Za-z][A-Za-z0-9_.-]{0,63}$`
+
 // Spans records where each key of one mapping of the file was written.
 type Spans struct {
 	self  Position
