@@ -472,15 +472,13 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 		if err == nil {
 			return nil
 		}
-		key := "bucket"
+		p := core.ConfigPath{Source: src.Name}
 		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-			key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
-			if key == "" || !src.S3.Spans.has(key) {
-				key = "bucket"
-			}
+			p.Field = ce.Field
 		}
+		pl, _ := f.locate(p) // the credential S3 refused, else the bucket
 		e := &errs{file: f.Name}
-		e.at(src.S3.Spans.of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
+		e.at(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
 		return e.first()
 	}
 }
