@@ -545,8 +545,9 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	return defs, origins
 }
 
-// limits returns the gateway limits the file sets.
-func (f *File) limits() core.ResourceLimits {
+// ResourceLimits returns the gateway limits the file sets, zero for each
+// it leaves to its default.
+func (f *File) ResourceLimits() core.ResourceLimits {
 	l := f.Limits
 	if l == nil {
 		return core.ResourceLimits{}
@@ -560,10 +561,6 @@ func (f *File) limits() core.ResourceLimits {
 		ListPageSize: l.ListPageSize, MaxListPageSize: l.MaxListPageSize, ListPageBytes: int64(l.ListPageBytes),
 	}
 }
-
-// ResourceLimits returns the gateway limits the file sets, zero for each
-// it leaves to its default.
-func (f *File) ResourceLimits() core.ResourceLimits { return f.limits() }
 
 // gateway registers every definition with a throwaway core.Resources,
 // so that URIs, templates, listing metadata and limits are checked by the
@@ -586,7 +583,7 @@ func (c *checker) gateway() {
 		Discover: func(ctx context.Context, _ core.ResourceDescription) error { return deny(ctx) },
 		Decide:   func(ctx context.Context, _ core.PolicyPass) ([]core.TargetDecision, error) { return nil, deny(ctx) },
 	}
-	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.limits()))
+	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.ResourceLimits()))
 	var ce *core.ConfigError
 	switch {
 	case errors.As(err, &ce) && ce.Definition >= 0 && ce.Definition < len(origins):

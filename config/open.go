@@ -527,12 +527,12 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 		}
 		kf.Grant = grant
 	}
-	maxKeys := f.limits().MaxPlanItems
+	maxKeys := f.ResourceLimits().MaxPlanItems
 	if maxKeys == 0 {
 		maxKeys = core.DefaultResourceLimits().MaxPlanItems
 	}
 	def.URITemplate = r.Template
-	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
+	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.ResourceLimits().MaxURIBytes})
 	if err != nil {
 		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("template"))
 	}

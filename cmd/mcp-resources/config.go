@@ -40,7 +40,8 @@ func (c *checkCmd) Run(ctx context.Context, e *env) error {
 
 // openConfig loads, opens and checks a resources file, and registers its
 // bindings with a throwaway core.Resources under the file's limits, so
-// that what serve would refuse, check refuses too.
+// that what serve would refuse, check refuses too (the overlap of two
+// templates is refused by config.Load already, at the second one).
 func openConfig(ctx context.Context, path string) (*config.File, *config.Served, *core.Resources, error) {
 	f, err := config.Load(path, nil)
 	if err != nil {
@@ -55,11 +56,6 @@ func openConfig(ctx context.Context, path string) (*config.File, *config.Served,
 	if err != nil {
 		served.Close()
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if overlaps, _ := res.TemplateOverlaps(); len(overlaps) > 0 {
-		served.Close()
-		o := overlaps[0]
-		return nil, nil, nil, fmt.Errorf("%s: templates %s and %s both match %s", path, o.First, o.Second, o.Example)
 	}
 	return f, served, res, nil
 }
