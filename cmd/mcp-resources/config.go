@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"go.phpboyscout.uk/mcp/resources/config"
@@ -110,25 +111,11 @@ func fileLimits(file *core.ResourceLimits, flags core.ResourceLimits) core.Resou
 		return flags
 	}
 	out := *file
-	for _, p := range []struct{ dst, src *int }{{&out.MaxURIBytes, &flags.MaxURIBytes}, {&out.MaxPlanItems, &flags.MaxPlanItems},
-		{&out.MaxItems, &flags.MaxItems}, {&out.MaxIssues, &flags.MaxIssues}, {&out.ListPageSize, &flags.ListPageSize},
-		{&out.MaxListPageSize, &flags.MaxListPageSize}} {
-		if *p.src != 0 {
-			*p.dst = *p.src
+	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(flags)
+	for i := range src.NumField() { // every field of core.ResourceLimits, exported, zero for unset
+		if !src.Field(i).IsZero() {
+			dst.Field(i).Set(src.Field(i))
 		}
-	}
-	for _, p := range []struct{ dst, src *int64 }{{&out.MaxItemBytes, &flags.MaxItemBytes}, {&out.MaxResponseBytes, &flags.MaxResponseBytes},
-		{&out.MaxResponseEncodedBytes, &flags.MaxResponseEncodedBytes}, {&out.ReportPayloadBytes, &flags.ReportPayloadBytes},
-		{&out.ReportEncodedBytes, &flags.ReportEncodedBytes}, {&out.ListPageBytes, &flags.ListPageBytes}} {
-		if *p.src != 0 {
-			*p.dst = *p.src
-		}
-	}
-	if flags.ReadTimeout != 0 {
-		out.ReadTimeout = flags.ReadTimeout
-	}
-	if flags.ItemTimeout != 0 {
-		out.ItemTimeout = flags.ItemTimeout
 	}
 	return out
 }
