@@ -12,9 +12,9 @@ import (
 	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
-// Representation is the representation label of every target this package
+// objectRepresentation is the representation of every target this package
 // builds: the object's bytes, as text or a blob by its MIME type.
-const Representation = "s3-object"
+const objectRepresentation = "s3-object"
 
 // maxKeyBytes is the longest object key S3 accepts, in bytes.
 const maxKeyBytes = 1024
@@ -146,7 +146,7 @@ func checkObject(o Object) error {
 }
 
 // NewObjectTarget returns the target that pins obj for uri: a target of
-// [Representation] whose private authorization data carries obj (never
+// representation "s3-object" whose private authorization data carries obj (never
 // shown to a client) and that [Bucket.Read] reads. Use it to plan an object
 // whose identity the caller already has, such as a database row that
 // references it by bucket, key, ETag and version id; a binding that joins
@@ -164,7 +164,7 @@ func NewObjectTarget(uri string, obj Object) (core.ResourceTarget, error) {
 	if err != nil {
 		return core.ResourceTarget{}, fmt.Errorf("s3store: encode object identity: %w", err)
 	}
-	return core.NewResourceTarget(uri, Representation, authz)
+	return core.NewResourceTarget(uri, objectRepresentation, authz)
 }
 
 // errNotObjectTarget is the cause when a target was not built by
@@ -173,7 +173,7 @@ var errNotObjectTarget = errors.New("s3store: target was not built by NewObjectT
 
 // targetObject recovers the identity that NewObjectTarget put into t.
 func targetObject(t core.ResourceTarget) (Object, error) {
-	if t.Representation() != Representation {
+	if t.Representation() != objectRepresentation {
 		return Object{}, errNotObjectTarget
 	}
 	raw := t.AuthorizationData()

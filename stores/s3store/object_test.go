@@ -95,7 +95,7 @@ func TestObjectTargetKeepsTheIdentityPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.URI() != "asset://x/1" || tg.Representation() != Representation {
+	if tg.URI() != "asset://x/1" || tg.Representation() != objectRepresentation {
 		t.Fatalf("target %q/%q", tg.URI(), tg.Representation())
 	}
 	if strings.Contains(tg.URI(), "abc") {
@@ -126,7 +126,7 @@ func TestObjectTargetKeepsTheIdentityPrivate(t *testing.T) {
 		}
 	}
 
-	plain, _ := core.NewResourceTarget("asset://x/1", Representation, []byte(`{"bucket":"assets","key":"../x","etag":"e","size":1}`))
+	plain, _ := core.NewResourceTarget("asset://x/1", objectRepresentation, []byte(`{"bucket":"assets","key":"../x","etag":"e","size":1}`))
 	if _, err := targetObject(plain); err == nil {
 		t.Error("targetObject accepted a hand-made target with a dot-segment key")
 	}
