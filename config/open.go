@@ -448,7 +448,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 			return e.first()
 		}
 		if err := ps.Check(cctx); err != nil {
-			return asError(f.storeError(err, src.Name, src.Spans.start()))
+			return f.storeError(err, src.Name, src.Spans.start())
 		}
 		if direct == nil {
 			return nil
@@ -481,14 +481,6 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 		e.at(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
 		return e.first()
 	}
-}
-
-// asError is err, which storeError made, as the *Error it is.
-func asError(err error) *Error {
-	if x, ok := errors.AsType[*Error](err); ok {
-		return x
-	}
-	return &Error{Msg: err.Error()}
 }
 
 // serves reports whether a resource of the file is served from source name.
@@ -626,7 +618,7 @@ func (f *File) decider(r Resource) string {
 // storeError turns a store's error into one *Error at the key of the file
 // its core.ConfigPath names, else at def. source is the file's source the
 // failing call was about, for a path that names none.
-func (f *File) storeError(err error, source string, def Position) error {
+func (f *File) storeError(err error, source string, def Position) *Error {
 	e := &errs{file: f.Name}
 	f.storeMistake(e, err, source, def)
 	return e.first()
