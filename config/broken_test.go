@@ -73,7 +73,7 @@ func TestGoodBaseLoads(t *testing.T) {
 	if len(f.Sources) != 2 || len(f.Resources) != 2 || f.Resources[1].MaxDepth != 3 {
 		t.Fatalf("decoded %+v", f)
 	}
-	if got := f.Sources[0].Postgres.URL.Value(); !strings.Contains(got, canary) {
+	if got := f.Sources[0].Postgres.URL.expanded(); !strings.Contains(got, canary) {
 		t.Fatalf("url was not expanded: %q", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	validName   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+	validName   = regexp.MustCompile(namePattern)
 	validRegion = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 )
 
@@ -31,16 +31,16 @@ type checker struct {
 func (c *checker) check() {
 	f := c.f
 	switch {
-	case !f.Spans.Has("version"):
-		c.e.at(f.Spans.Self(), "version: is required (version: 1)")
+	case !f.Spans.has("version"):
+		c.e.at(f.Spans.start(), "version: is required (version: 1)")
 	case f.Version != 1:
-		c.e.at(f.Spans.Of("version"), "version: %d is not a version of this file format (1 is)", f.Version)
+		c.e.at(f.Spans.of("version"), "version: %d is not a version of this file format (1 is)", f.Version)
 	}
 	if len(f.Sources) == 0 {
-		c.e.at(f.Spans.Of("sources"), "sources: at least one source is required")
+		c.e.at(f.Spans.of("sources"), "sources: at least one source is required")
 	}
 	if len(f.Resources) == 0 {
-		c.e.at(f.Spans.Of("resources"), "resources: at least one resource is required")
+		c.e.at(f.Spans.of("resources"), "resources: at least one resource is required")
 	}
 	c.sources, c.resources = map[string]*Source{}, map[string]*Resource{}
 	for i := range f.Sources {
@@ -70,10 +70,10 @@ func (c *checker) name(kind, name string, at Position) {
 
 func (c *checker) source(s *Source) {
 	path := "sources." + s.Name
-	c.name("source", s.Name, s.Spans.Self())
+	c.name("source", s.Name, s.Spans.start())
 	switch {
 	case (s.Postgres == nil) == (s.S3 == nil):
-		c.e.at(s.Spans.Self(), "%s: give exactly one of postgres and s3", path)
+		c.e.at(s.Spans.start(), "%s: give exactly one of postgres and s3", path)
 	case s.Postgres != nil:
 		c.postgres(s.Postgres, path+".postgres")
 	default:
@@ -82,37 +82,37 @@ func (c *checker) source(s *Source) {
 }
 
 func (c *checker) postgres(p *PostgresSource, path string) {
-	if !p.Spans.Has("url") {
+	if !p.Spans.has("url") {
 		c.required(p.Spans, "url", path)
 	} else {
-		c.pgURL(p.URL, p.Spans.Of("url"), path+".url")
+		c.pgURL(p.URL, p.Spans.of("url"), path+".url")
 	}
-	if p.Spans.Has("listen_url") {
-		c.pgURL(p.ListenURL, p.Spans.Of("listen_url"), path+".listen_url")
+	if p.Spans.has("listen_url") {
+		c.pgURL(p.ListenURL, p.Spans.of("listen_url"), path+".listen_url")
 	}
 	switch {
-	case p.LoginRole && p.Spans.Has("role"):
-		c.e.at(p.Spans.Of("role"), "%s.role: give role or login_role: true, not both", path)
+	case p.LoginRole && p.Spans.has("role"):
+		c.e.at(p.Spans.of("role"), "%s.role: give role or login_role: true, not both", path)
 	case p.LoginRole:
-	case !p.Spans.Has("role"):
-		c.e.at(p.Spans.Self(), "%s: role is required: the role every statement runs as (its login must be a member)", path)
+	case !p.Spans.has("role"):
+		c.e.at(p.Spans.start(), "%s: role is required: the role every statement runs as (its login must be a member)", path)
 	default:
 		if msg := roleProblem(p.Role); msg != "" {
-			c.e.at(p.Spans.Of("role"), "%s.role: %s", path, msg)
+			c.e.at(p.Spans.of("role"), "%s.role: %s", path, msg)
 		}
 	}
 	if p.MaxPlanItems < 0 {
-		c.e.at(p.Spans.Of("max_plan_items"), "%s.max_plan_items: must not be negative", path)
+		c.e.at(p.Spans.of("max_plan_items"), "%s.max_plan_items: must not be negative", path)
 	}
 }
 
 // required reports a missing key, or one whose ${NAME} is empty.
 func (c *checker) required(sp Spans, key, path string) {
-	if sp.Empty(key) {
-		c.e.at(sp.Of(key), "%s.%s: is required, and its ${...} expands to nothing", path, key)
+	if sp.blank(key) {
+		c.e.at(sp.of(key), "%s.%s: is required, and its ${...} expands to nothing", path, key)
 		return
 	}
-	c.e.at(sp.Self(), "%s: %s is required", path, key)
+	c.e.at(sp.start(), "%s: %s is required", path, key)
 }
 
 func roleProblem(role string) string {
@@ -175,33 +175,33 @@ func writtenPassword(raw string) bool {
 }
 
 func (c *checker) s3(b *S3Source, path string) {
-	if !b.Spans.Has("bucket") {
+	if !b.Spans.has("bucket") {
 		c.required(b.Spans, "bucket", path)
 	} else if err := s3store.CheckBucketName(string(b.Bucket)); err != nil {
-		c.e.at(b.Spans.Of("bucket"), "%s.bucket: %s", path, err.(*core.ConfigError).Reason)
+		c.e.at(b.Spans.of("bucket"), "%s.bucket: %s", path, err.(*core.ConfigError).Reason)
 	}
-	if b.Spans.Has("endpoint") {
+	if b.Spans.has("endpoint") {
 		u, err := url.Parse(string(b.Endpoint))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			c.e.at(b.Spans.Of("endpoint"), "%s.endpoint: is not an http:// or https:// base URL without credentials", path)
+			c.e.at(b.Spans.of("endpoint"), "%s.endpoint: is not an http:// or https:// base URL without credentials", path)
 		}
 	}
-	if b.Spans.Has("region") && !validRegion.MatchString(string(b.Region)) {
-		c.e.at(b.Spans.Of("region"), "%s.region: is not a region name such as us-east-1", path)
+	if b.Spans.has("region") && !validRegion.MatchString(string(b.Region)) {
+		c.e.at(b.Spans.of("region"), "%s.region: is not a region name such as us-east-1", path)
 	}
-	if b.AccessKey.IsSet() != b.SecretKey.IsSet() {
-		c.e.at(b.Spans.Self(), "%s: give both access_key and secret_key, or neither (the AWS default chain)", path)
+	if b.AccessKey.isSet() != b.SecretKey.isSet() {
+		c.e.at(b.Spans.start(), "%s: give both access_key and secret_key, or neither (the AWS default chain)", path)
 	}
 	for _, k := range []struct {
 		key string
 		s   Secret
 	}{{"secret_key", b.SecretKey}, {"session_token", b.SessionToken}} {
-		if k.s.IsSet() && !referenceOnly(k.s.raw) {
-			c.e.at(b.Spans.Of(k.key), "%s.%s: must be one ${NAME} reference: secrets are not written in the file", path, k.key)
+		if k.s.isSet() && !referenceOnly(k.s.raw) {
+			c.e.at(b.Spans.of(k.key), "%s.%s: must be one ${NAME} reference: secrets are not written in the file", path, k.key)
 		}
 	}
-	if b.SessionToken.IsSet() && !b.AccessKey.IsSet() {
-		c.e.at(b.Spans.Of("session_token"), "%s.session_token: needs access_key and secret_key", path)
+	if b.SessionToken.isSet() && !b.AccessKey.isSet() {
+		c.e.at(b.Spans.of("session_token"), "%s.session_token: needs access_key and secret_key", path)
 	}
 }
 
@@ -209,9 +209,9 @@ func (c *checker) policy() {
 	p, sp := c.f.Policy, c.f.Spans
 	missing := false // reported already: no second error about the same cause
 	if p != nil && !p.Database {
-		s := c.sourceRef(p.Source, p.Spans, "policy", false, "")
+		s := c.sourceRef(p.Source, p.Spans, "policy", "a postgres", "")
 		if s != nil && s.Postgres.Policy != nil {
-			c.e.at(p.Spans.Of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
+			c.e.at(p.Spans.of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
 		}
 		missing = s == nil
 		if s != nil {
@@ -225,8 +225,8 @@ func (c *checker) policy() {
 		}
 		path := "sources." + s.Name + ".postgres.policy"
 		if own := pg.Policy; own != nil && !own.Database {
-			if own.Spans.Has("source") {
-				c.e.at(own.Spans.Of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
+			if own.Spans.has("source") {
+				c.e.at(own.Spans.of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
 			}
 			c.decide(own, s.Name, path)
 		}
@@ -236,21 +236,21 @@ func (c *checker) policy() {
 		switch {
 		case p == nil && !missing:
 			missing = true
-			c.e.at(sp.Self(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", PolicyDatabase)
+			c.e.at(sp.start(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", policyDatabase)
 		case p != nil && !missing:
-			c.e.at(pg.Spans.Self(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, PolicyDatabase, s.Name)
+			c.e.at(pg.Spans.start(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, policyDatabase, s.Name)
 		}
 	}
 }
 
 // decide checks a decide policy's statement.
 func (c *checker) decide(p *Policy, source, path string) {
-	if !p.Spans.Has("decide") {
-		c.e.at(p.Spans.Self(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, PolicyDatabase)
+	if !p.Spans.has("decide") {
+		c.e.at(p.Spans.start(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, policyDatabase)
 		return
 	}
 	if err := postgres.CheckPolicy(source, p.Decide); err != nil {
-		c.f.storeMistake(c.e, err, source, p.Spans.Of("decide"))
+		c.f.storeMistake(c.e, err, source, p.Spans.of("decide"))
 	}
 }
 
@@ -270,20 +270,16 @@ func (f *File) policyOf(name string) *Policy {
 }
 
 // sourceRef checks that the source key of the mapping at path names a
-// source, an S3 one with s3 and else a PostgreSQL one; why follows "source
-// is required" when the key is missing.
-func (c *checker) sourceRef(name string, sp Spans, path string, s3 bool, why string) *Source {
-	kind := "a postgres"
-	if s3 {
-		kind = "an s3"
-	}
+// source of kind ("a postgres", "an s3", or "" for either); why follows
+// "source is required" when the key is missing.
+func (c *checker) sourceRef(name string, sp Spans, path string, kind string, why string) *Source {
 	switch s := c.sources[name]; {
-	case !sp.Has("source"):
-		c.e.at(sp.Self(), "%s: source is required%s", path, why)
+	case !sp.has("source"):
+		c.e.at(sp.start(), "%s: source is required%s", path, why)
 	case s == nil:
-		c.e.at(sp.Of("source"), "%s.source: no source is named %q", path, name)
-	case (s.S3 != nil) != s3:
-		c.e.at(sp.Of("source"), "%s.source: %q is not %s source", path, name, kind)
+		c.e.at(sp.of("source"), "%s.source: no source is named %q", path, name)
+	case kind != "" && (s.S3 != nil) != (kind == "an s3"):
+		c.e.at(sp.of("source"), "%s.source: %q is not %s source", path, name, kind)
 	default:
 		return s
 	}
@@ -293,7 +289,7 @@ func (c *checker) sourceRef(name string, sp Spans, path string, s3 bool, why str
 // sqlPos is the position of byte off of the SQL under key: exact in a
 // literal block (|) or a one-line value, else the value's start.
 func (f *File) sqlPos(sp Spans, key, sql string, off int) Position {
-	at := sp.Of(key)
+	at := sp.of(key)
 	n := sp.nodes[key]
 	if n == nil {
 		return at
@@ -330,32 +326,27 @@ func blockIndent(lines []string, line int) int {
 func (c *checker) resource(r *Resource) {
 	path := "resources." + r.Name
 	sp := r.Spans
-	c.name("resource", r.Name, sp.Self())
-	if sp.Has("uri") == sp.Has("template") {
-		c.e.at(sp.Self(), "%s: give exactly one of uri and template", path)
+	c.name("resource", r.Name, sp.start())
+	if sp.has("uri") == sp.has("template") {
+		c.e.at(sp.start(), "%s: give exactly one of uri and template", path)
 		return
 	}
 	family := strings.HasSuffix(r.Template, "/...")
 	for _, sc := range r.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \"\\") {
-			c.e.at(sp.Of("scopes"), "%s.scopes: a scope may not be empty or hold spaces, quotes or backslashes", path)
+			c.e.at(sp.of("scopes"), "%s.scopes: a scope may not be empty or hold spaces, quotes or backslashes", path)
 		}
 	}
 	if r.Annotations != nil && r.Annotations.Priority != nil && (*r.Annotations.Priority < 0 || *r.Annotations.Priority > 1) {
-		c.e.at(r.Annotations.Spans.Of("priority"), "%s.annotations.priority: must be between 0 and 1", path)
+		c.e.at(r.Annotations.Spans.of("priority"), "%s.annotations.priority: must be between 0 and 1", path)
 	}
-	if !sp.Has("source") {
-		c.e.at(sp.Self(), "%s: source is required", path)
-		return
-	}
-	src := c.sources[r.Source]
+	src := c.sourceRef(r.Source, sp, path, "", "")
 	if src == nil {
-		c.e.at(sp.Of("source"), "%s.source: no source is named %q", path, r.Source)
 		return
 	}
 	if src.Postgres != nil {
 		if family {
-			c.e.at(sp.Of("template"), "%s.template: a ... segment is for S3 key families; a postgres resource names its captures", path)
+			c.e.at(sp.of("template"), "%s.template: a ... segment is for S3 key families; a postgres resource names its captures", path)
 		}
 		c.pgResource(r, path)
 		return
@@ -373,42 +364,42 @@ var (
 func (c *checker) pgResource(r *Resource, path string) {
 	sp := r.Spans
 	for _, k := range s3Only {
-		if sp.Has(k) {
-			c.e.at(sp.Of(k), "%s.%s: is for S3 resources; %q is a postgres source", path, k, r.Source)
+		if sp.has(k) {
+			c.e.at(sp.of(k), "%s.%s: is for S3 resources; %q is a postgres source", path, k, r.Source)
 		}
 	}
-	if sp.Has("plan") == sp.Has("bundle") {
-		c.e.at(sp.Self(), "%s: give exactly one of plan (one item) and bundle (several items)", path)
+	if sp.has("plan") == sp.has("bundle") {
+		c.e.at(sp.start(), "%s: give exactly one of plan (one item) and bundle (several items)", path)
 		return
 	}
 	var objects []string
 	if o := r.Object; o != nil {
-		if c.sourceRef(o.Source, o.Spans, path+".object", true, ": the S3 source that holds the objects") != nil {
+		if c.sourceRef(o.Source, o.Spans, path+".object", "an s3", ": the S3 source that holds the objects") != nil {
 			objects = append(objects, o.Source)
 		}
-		if sp.Has("plan") && !sp.Has("body") && o.Spans.Has("uri") {
-			c.e.at(o.Spans.Of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
+		if sp.has("plan") && !sp.has("body") && o.Spans.has("uri") {
+			c.e.at(o.Spans.of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
 			return
 		}
 	}
 	// The rest are the store's rules, checked by the store.
 	if err := postgres.CheckBinding(r.Source, c.f.sqlBinding(*r, r.definition()), objects...); err != nil {
-		c.f.storeMistake(c.e, err, r.Source, sp.Self())
+		c.f.storeMistake(c.e, err, r.Source, sp.start())
 	}
 }
 
 func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range pgOnly {
-		if sp.Has(k) {
-			c.e.at(sp.Of(k), "%s.%s: is for postgres resources; %q is an s3 source", path, k, r.Source)
+		if sp.has(k) {
+			c.e.at(sp.of(k), "%s.%s: is for postgres resources; %q is an s3 source", path, k, r.Source)
 		}
 	}
 	if r.URI != "" {
-		c.e.at(sp.Of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
+		c.e.at(sp.of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
 		return
 	}
-	if sp.Has("list") {
+	if sp.has("list") {
 		c.listing(r, family, path)
 		return
 	}
@@ -416,29 +407,38 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	def := r.definition()
 	var err error
 	switch {
-	case !family && sp.Has("max_depth"):
-		c.e.at(sp.Of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
+	case !family && sp.has("max_depth"):
+		c.e.at(sp.of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
 		return
 	case !family && strings.ContainsAny(r.Prefix, "{}"):
-		c.e.at(sp.Of("prefix"), "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
+		c.e.at(sp.of("prefix"), "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
 		return
 	case !family:
 		def.URITemplate = r.Template
 		err = s3store.CheckBinding(def, r.Prefix)
-	case !sp.Has("max_depth"):
-		c.e.at(sp.Of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
+	case !sp.has("max_depth"):
+		c.e.at(sp.of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
 		return
 	default:
 		err = s3store.CheckKeyFamily(r.family())
 	}
 	if err != nil {
-		c.f.storeMistake(c.e, err, r.Source, sp.Self())
+		c.f.storeMistake(c.e, err, r.Source, sp.start())
 		return
 	}
-	if g := r.Grant; g != nil && g.Spans.Has("keys") && c.sources[g.Source] != nil && c.sources[g.Source].Postgres != nil {
-		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), false); err != nil {
-			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
-		}
+	if r.Grant != nil {
+		c.keyGrant(r.Grant, r, false)
+	}
+}
+
+// keyGrant checks g's statement, when it names a postgres source and has
+// one, as the store's grant for r (of a listing: prefix).
+func (c *checker) keyGrant(g *Grant, r *Resource, prefix bool) {
+	if s := c.sources[g.Source]; s == nil || s.Postgres == nil || !g.Spans.has("keys") {
+		return // reported by gate
+	}
+	if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), prefix); err != nil {
+		c.f.storeMistake(c.e, err, g.Source, g.Spans.of("keys"))
 	}
 }
 
@@ -464,14 +464,14 @@ func (c *checker) gate(r *Resource, path string) {
 	sp := r.Spans
 	switch g := r.Grant; {
 	case g != nil && r.Public:
-		c.e.at(sp.Of("public"), "%s.public: give grant or public: true, not both", path)
+		c.e.at(sp.of("public"), "%s.public: give grant or public: true, not both", path)
 	case g == nil && !r.Public:
-		c.e.at(sp.Self(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
+		c.e.at(sp.start(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
 			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
 	case g != nil:
-		c.sourceRef(g.Source, g.Spans, path+".grant", false, ": the postgres source the statement runs on")
-		if !g.Spans.Has("keys") {
-			c.e.at(g.Spans.Self(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
+		c.sourceRef(g.Source, g.Spans, path+".grant", "a postgres", ": the postgres source the statement runs on")
+		if !g.Spans.has("keys") {
+			c.e.at(g.Spans.start(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
 		}
 	}
 }
@@ -481,38 +481,32 @@ func (c *checker) gate(r *Resource, path string) {
 func (c *checker) listing(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range []string{"prefix", "max_depth", "grant", "public"} {
-		if sp.Has(k) {
-			c.e.at(sp.Of(k), "%s.%s: a listing takes its prefix, depth and gate from the key family it lists (%s): leave %s out", path, k, r.List, k)
+		if sp.has(k) {
+			c.e.at(sp.of(k), "%s.%s: a listing takes its prefix, depth and gate from the key family it lists (%s): leave %s out", path, k, r.List, k)
 			return
 		}
 	}
 	if family {
-		c.e.at(sp.Of("template"), "%s.template: a listing's template names the prefix it lists, without a last /... segment", path)
+		c.e.at(sp.of("template"), "%s.template: a listing's template names the prefix it lists, without a last /... segment", path)
 		return
 	}
 	fam := c.resources[r.List]
 	switch {
 	case fam == nil:
-		c.e.at(sp.Of("list"), "%s.list: no resource is named %q", path, r.List)
+		c.e.at(sp.of("list"), "%s.list: no resource is named %q", path, r.List)
 		return
-	case fam.Source != r.Source || !strings.HasSuffix(fam.Template, "/...") || fam.Spans.Has("list"):
-		c.e.at(sp.Of("list"), "%s.list: %q is not a key family of source %q (an S3 resource whose template ends in /...)", path, r.List, r.Source)
+	case fam.Source != r.Source || !strings.HasSuffix(fam.Template, "/...") || fam.Spans.has("list"):
+		c.e.at(sp.of("list"), "%s.list: %q is not a key family of source %q (an S3 resource whose template ends in /...)", path, r.List, r.Source)
 		return
 	}
 	def := r.definition()
 	def.URITemplate = r.Template
 	if err := s3store.CheckListing(s3store.KeyListing{Definition: def, Family: fam.family()}); err != nil {
-		c.f.storeMistake(c.e, err, r.Source, sp.Of("template"))
+		c.f.storeMistake(c.e, err, r.Source, sp.of("template"))
 		return
 	}
-	g := fam.Grant
-	if g == nil || fam.Public {
-		return // public, or refused at the family already
-	}
-	if s := c.sources[g.Source]; s != nil && s.Postgres != nil && g.Spans.Has("keys") {
-		if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), true); err != nil {
-			c.f.storeMistake(c.e, err, g.Source, g.Spans.Of("keys"))
-		}
+	if fam.Grant != nil && !fam.Public { // else public, or refused at the family already
+		c.keyGrant(fam.Grant, r, true)
 	}
 }
 
@@ -551,8 +545,9 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 	return defs, origins
 }
 
-// limits returns the gateway limits the file sets.
-func (f *File) limits() core.ResourceLimits {
+// ResourceLimits returns the gateway limits the file sets, zero for each
+// it leaves to its default.
+func (f *File) ResourceLimits() core.ResourceLimits {
 	l := f.Limits
 	if l == nil {
 		return core.ResourceLimits{}
@@ -566,10 +561,6 @@ func (f *File) limits() core.ResourceLimits {
 		ListPageSize: l.ListPageSize, MaxListPageSize: l.MaxListPageSize, ListPageBytes: int64(l.ListPageBytes),
 	}
 }
-
-// ResourceLimits returns the gateway limits the file sets, zero for each
-// it leaves to its default.
-func (f *File) ResourceLimits() core.ResourceLimits { return f.limits() }
 
 // gateway registers every definition with a throwaway core.Resources,
 // so that URIs, templates, listing metadata and limits are checked by the
@@ -592,7 +583,7 @@ func (c *checker) gateway() {
 		Discover: func(ctx context.Context, _ core.ResourceDescription) error { return deny(ctx) },
 		Decide:   func(ctx context.Context, _ core.PolicyPass) ([]core.TargetDecision, error) { return nil, deny(ctx) },
 	}
-	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.limits()))
+	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.ResourceLimits()))
 	var ce *core.ConfigError
 	switch {
 	case errors.As(err, &ce) && ce.Definition >= 0 && ce.Definition < len(origins):
@@ -602,10 +593,10 @@ func (c *checker) gateway() {
 		return
 	case errors.As(err, &ce) && f.Limits != nil:
 		key := limitKey(ce.Field)
-		c.e.at(f.Limits.Spans.Of(key), "limits.%s: %s", key, ce.Reason)
+		c.e.at(f.Limits.Spans.of(key), "limits.%s: %s", key, ce.Reason)
 		return
 	case err != nil:
-		c.e.at(f.Spans.Self(), "%s", err.Error())
+		c.e.at(f.Spans.start(), "%s", err.Error())
 		return
 	}
 	overlaps, _ := res.TemplateOverlaps()
@@ -633,16 +624,16 @@ func (c *checker) definitionField(o origin, field string) (string, Position) {
 	sp := o.r.Spans
 	switch {
 	case field == "URI":
-		return o.key, sp.Of(o.key)
+		return o.key, sp.of(o.key)
 	case field == "Title", field == "Description":
 		k := strings.ToLower(field)
-		return k, sp.Of(k)
+		return k, sp.of(k)
 	case field == "MIMEType":
-		return "mime_type", sp.Of("mime_type")
+		return "mime_type", sp.of("mime_type")
 	case strings.HasPrefix(field, "Annotations"):
-		return "annotations", sp.Of("annotations")
+		return "annotations", sp.of("annotations")
 	}
-	return o.key, sp.Of(o.key)
+	return o.key, sp.of(o.key)
 }
 
 // limitKey maps a core.ResourceLimits field name to its key in limits.

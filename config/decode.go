@@ -22,8 +22,8 @@ const (
 	doubleStyle  = yaml.DoubleQuotedStyle
 )
 
-// MaxFileBytes bounds the size of a resources file.
-const MaxFileBytes = 1 << 20
+// maxFileBytes bounds the size of a resources file.
+const maxFileBytes = 1 << 20
 
 // decoder turns the YAML tree into the model, strictly: every key must be
 // a field, every value of the field's type; it records where each key was.
@@ -52,8 +52,8 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseYAML parses data as exactly one YAML document.
 func parseYAML(e *errs, data []byte) *yaml.Node {
-	if len(data) > MaxFileBytes {
-		e.at(Position{Line: 1}, "the file is larger than %d bytes", MaxFileBytes)
+	if len(data) > maxFileBytes {
+		e.at(Position{Line: 1}, "the file is larger than %d bytes", maxFileBytes)
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -329,8 +329,8 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		}
 		fv.Set(reflect.ValueOf(&x))
 	case t == typePolicy && vn.Kind == yaml.ScalarNode:
-		if vn.ShortTag() != "!!str" || vn.Value != PolicyDatabase {
-			d.e.at(pos(vn), "%s: expects %s or a mapping of source, decide and description", path, PolicyDatabase)
+		if vn.ShortTag() != "!!str" || vn.Value != policyDatabase {
+			d.e.at(pos(vn), "%s: expects %s or a mapping of source, decide and description", path, policyDatabase)
 			return
 		}
 		fv.Set(reflect.ValueOf(&Policy{Database: true, Spans: Spans{self: pos(vn)}}))

@@ -24,7 +24,7 @@ func Load(path string, opts *Options) (*File, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(fh, maxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}

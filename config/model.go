@@ -39,6 +39,10 @@ type File struct {
 	lines []string
 }
 
+// namePattern is what the name of a source or resource matches, as the
+// file's check and its schema (gendoc reads it here) say.
+const namePattern = `^[A-Za-z][A-Za-z0-9_.-]{0,63}$`
+
 // Spans records where each key of one mapping of the file was written.
 type Spans struct {
 	self  Position
@@ -46,25 +50,25 @@ type Spans struct {
 	nodes map[string]*yaml.Node // scalar values, for positions inside them
 }
 
-// Self is where the mapping itself starts (for a named entry, its name).
-func (s Spans) Self() Position { return s.self }
+// start is where the mapping itself starts (for a named entry, its name).
+func (s Spans) start() Position { return s.self }
 
-// Of is where key's value was written, or Self when the key is absent.
+// of is where key's value was written, or start when the key is absent.
 // Keys of nested plain mappings are joined with dots: "completion.tenant".
-func (s Spans) Of(key string) Position {
+func (s Spans) of(key string) Position {
 	if p, ok := s.keys[key]; ok {
 		return p
 	}
 	return s.self
 }
 
-// Has reports whether key was written with a value: a [Secret] or [Env]
+// has reports whether key was written with a value: a [Secret] or [Env]
 // field whose ${NAME} expands to nothing counts as absent.
-func (s Spans) Has(key string) bool { _, ok := s.keys[key]; return ok && !s.Empty(key) }
+func (s Spans) has(key string) bool { _, ok := s.keys[key]; return ok && !s.blank(key) }
 
-// Empty reports whether key was written but its ${NAME} references
+// blank reports whether key was written but its ${NAME} references
 // expanded to nothing.
-func (s Spans) Empty(key string) bool { _, ok := s.keys[key+":empty"]; return ok }
+func (s Spans) blank(key string) bool { _, ok := s.keys[key+":empty"]; return ok }
 
 func (s *Spans) empty(key string) { s.keys[key+":empty"] = s.keys[key] }
 
@@ -165,8 +169,8 @@ type Policy struct {
 	Spans Spans `yaml:"-"`
 }
 
-// PolicyDatabase is the policy value that lets the database decide.
-const PolicyDatabase = "database"
+// policyDatabase is the policy value that lets the database decide.
+const policyDatabase = "database"
 
 // Resource is one resource definition: a URI or a URI template, the
 // source that serves it, and how.

@@ -41,7 +41,7 @@ func (c *checker) oauth() {
 	}
 	ok := true
 	for _, k := range []string{"issuer", "resource"} {
-		if !o.Spans.Has(k) {
+		if !o.Spans.has(k) {
 			c.required(o.Spans, k, "oauth")
 			ok = false
 		}
@@ -55,6 +55,6 @@ func (c *checker) oauth() {
 		_, err = oauth.NewResourceServer(v.Verify, ro)
 	}
 	if err != nil {
-		c.e.at(o.Spans.Self(), "%v", err)
+		c.e.at(o.Spans.start(), "%v", err)
 	}
 }

@@ -22,8 +22,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// OpenTimeout bounds each request Open makes to check a source.
-const OpenTimeout = 10 * time.Second
+// openTimeout bounds each request Open makes to check a source.
+const openTimeout = 10 * time.Second
 
 // Served is what a file serves once [File.Open] has opened its sources
 // (and checked them, unless [OpenOptions].Deferred leaves that to
@@ -185,15 +185,15 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		case src.S3 != nil:
 			b := src.S3
 			client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
-				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.Value(), SecretAccessKey: b.SecretKey.Value(), SessionToken: b.SessionToken.Value()},
+				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
 				s3store.WithTracing(opts.TracerProvider))
 			if err != nil {
-				e.at(src.Spans.Self(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
+				e.at(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
 				return fail()
 			}
 			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
 			if err != nil {
-				e.at(b.Spans.Of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+				e.at(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
 				return fail()
 			}
 			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
@@ -204,9 +204,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
 		case src.Postgres != nil:
 			p := src.Postgres
-			cfg, err := pgxpool.ParseConfig(p.URL.Value())
+			cfg, err := pgxpool.ParseConfig(p.URL.expanded())
 			if err != nil {
-				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
+				e.at(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
 				return fail()
 			}
 			if opts.TracerProvider != nil {
@@ -214,7 +214,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			pool, err := pgxpool.NewWithConfig(ctx, cfg)
 			if err != nil {
-				e.at(p.Spans.Of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
+				e.at(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
 				return fail()
 			}
 			s.closers = append(s.closers, pool.Close)
@@ -231,7 +231,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
 		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.start())
 		}
 		sources[src.Name] = ps
 	}
@@ -243,7 +243,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if ps := sources[r.Source]; ps != nil {
 			b, err := ps.Binding(f.sqlBinding(r, def))
 			if err != nil {
-				return nil, f.storeError(err, r.Source, r.Spans.Self())
+				return nil, f.storeError(err, r.Source, r.Spans.start())
 			}
 			objSrc := ""
 			if r.Object != nil && !f.withoutObjects[r.Name] {
@@ -282,7 +282,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		def.URITemplate = r.Template
 		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
 		if err != nil {
-			return nil, f.storeError(err, r.Source, r.Spans.Self())
+			return nil, f.storeError(err, r.Source, r.Spans.start())
 		}
 		s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
 		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
@@ -296,7 +296,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		bs, err := buckets[src.Name].KeyBindings(fams...)
 		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.Self())
+			return nil, f.storeError(err, src.Name, src.Spans.start())
 		}
 		at := familyAt[src.Name]
 		ins := make([]Binding, len(bs))
@@ -339,7 +339,7 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 		default:
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
-				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.Of("decide"))
+				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.of("decide"))
 			}
 			bySource[src.Name] = pol
 		}
@@ -371,10 +371,10 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 		p, ps := src.Postgres, sources[src.Name]
 		listen := f.listens(src.Name)
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
-		at, key := p.Spans.Of("url"), "url"
+		at, key := p.Spans.of("url"), "url"
 		var direct *pgx.ConnConfig // listen_url, checked with the source
-		if v := p.ListenURL.Value(); v != "" && listen {
-			at, key = p.Spans.Of("listen_url"), "listen_url"
+		if v := p.ListenURL.expanded(); v != "" && listen {
+			at, key = p.Spans.of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
 				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
@@ -441,21 +441,21 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		e := &errs{file: f.Name}
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
-		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		if err := pool.Ping(cctx); err != nil {
-			e.at(p.Spans.Of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
+			e.at(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
 			return e.first()
 		}
 		if err := ps.Check(cctx); err != nil {
-			return asError(f.storeError(err, src.Name, src.Spans.Self()))
+			return f.storeError(err, src.Name, src.Spans.start())
 		}
 		if direct == nil {
 			return nil
 		}
 		conn, err := pgx.ConnectConfig(cctx, direct)
 		if err != nil {
-			e.at(p.Spans.Of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
+			e.at(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
 			return e.first()
 		}
 		_ = conn.Close(context.WithoutCancel(ctx))
@@ -466,31 +466,21 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
 func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 	return func(ctx context.Context) *Error {
-		cctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		err := bucket.Check(cctx)
 		if err == nil {
 			return nil
 		}
-		key := "bucket"
+		p := core.ConfigPath{Source: src.Name}
 		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-			key = map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[ce.Field]
-			if key == "" || !src.S3.Spans.Has(key) {
-				key = "bucket"
-			}
+			p.Field = ce.Field
 		}
+		pl, _ := f.locate(p) // the credential S3 refused, else the bucket
 		e := &errs{file: f.Name}
-		e.at(src.S3.Spans.Of(key), "sources.%s.s3.%s: %s", src.Name, key, reason(err, src))
+		e.at(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
 		return e.first()
 	}
-}
-
-// asError is err, which storeError made, as the *Error it is.
-func asError(err error) *Error {
-	if x, ok := errors.AsType[*Error](err); ok {
-		return x
-	}
-	return &Error{Msg: err.Error()}
 }
 
 // serves reports whether a resource of the file is served from source name.
@@ -511,7 +501,7 @@ func (f *File) keyGrant(r Resource, sources map[string]*postgres.Source) (s3stor
 	}
 	g, err := sources[r.Grant.Source].KeyGrant(r.Name, r.Grant.Keys, r.captures())
 	if err != nil {
-		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.Of("keys"))
+		return nil, f.storeError(err, r.Grant.Source, r.Grant.Spans.of("keys"))
 	}
 	return g, nil
 }
@@ -525,18 +515,18 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	if g := fam.Grant; g != nil {
 		grant, err := sources[g.Source].PrefixGrant(r.Name, g.Keys, r.captures())
 		if err != nil {
-			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("list"))
+			return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("list"))
 		}
 		kf.Grant = grant
 	}
-	maxKeys := f.limits().MaxPlanItems
+	maxKeys := f.ResourceLimits().MaxPlanItems
 	if maxKeys == 0 {
 		maxKeys = core.DefaultResourceLimits().MaxPlanItems
 	}
 	def.URITemplate = r.Template
-	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.limits().MaxURIBytes})
+	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.ResourceLimits().MaxURIBytes})
 	if err != nil {
-		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.Of("template"))
+		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("template"))
 	}
 	return b, nil
 }
@@ -628,7 +618,7 @@ func (f *File) decider(r Resource) string {
 // storeError turns a store's error into one *Error at the key of the file
 // its core.ConfigPath names, else at def. source is the file's source the
 // failing call was about, for a path that names none.
-func (f *File) storeError(err error, source string, def Position) error {
+func (f *File) storeError(err error, source string, def Position) *Error {
 	e := &errs{file: f.Name}
 	f.storeMistake(e, err, source, def)
 	return e.first()
@@ -651,7 +641,7 @@ func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 		e.at(def, "%s: %s", ce.Field, reason)
 		return
 	}
-	at := pl.spans.Of(pl.key)
+	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
 		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
 	}
@@ -708,7 +698,7 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 		}
 	case s.S3 != nil:
 		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
-		if key == "" || !s.S3.Spans.Has(key) {
+		if key == "" || !s.S3.Spans.has(key) {
 			key = "bucket"
 		}
 		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
@@ -727,10 +717,10 @@ var resourceKeys = map[string]string{
 // path relative to r.
 func resourcePlace(r *Resource, p core.ConfigPath) place {
 	if key := resourceKeys[p.Field]; key != "" {
-		if !r.Spans.Has(key) {
+		if !r.Spans.has(key) {
 			// A key the file leaves out: at the statement it goes with.
 			for _, k := range []string{"plan", "bundle", "template"} {
-				if r.Spans.Has(k) {
+				if r.Spans.has(k) {
 					return place{key, r.Spans, k, ""}
 				}
 			}
@@ -749,7 +739,7 @@ func resourcePlace(r *Resource, p core.ConfigPath) place {
 	case p.Field == "Grant" && r.List != "":
 		return place{"list", r.Spans, "list", ""}
 	}
-	if r.Spans.Has("template") {
+	if r.Spans.has("template") {
 		return place{"template", r.Spans, "template", ""}
 	}
 	return place{"uri", r.Spans, "uri", ""}
@@ -773,12 +763,12 @@ func redactSource(s string, src Source) string {
 		secrets = []Secret{b.AccessKey, b.SecretKey, b.SessionToken}
 	}
 	for _, sec := range secrets {
-		if v := sec.Value(); len(v) >= 4 {
+		if v := sec.expanded(); len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, "[secret]")
 		}
 	}
 	if p := src.Postgres; p != nil {
-		if cfg, err := pgconn.ParseConfig(p.URL.Value()); err == nil && len(cfg.Password) >= 4 {
+		if cfg, err := pgconn.ParseConfig(p.URL.expanded()); err == nil && len(cfg.Password) >= 4 {
 			s = strings.ReplaceAll(s, cfg.Password, "[secret]")
 		}
 	}
@@ -801,7 +791,7 @@ func reason(err error, src Source) string {
 // pgCause says in a few words why a connection failed, without the
 // source's secrets.
 func pgCause(err error, src Source) string {
-	return redactSource(connerr.Cause(err, OpenTimeout), src)
+	return redactSource(connerr.Cause(err, openTimeout), src)
 }
 
 // SourceNames returns the names of the sources, in file order.

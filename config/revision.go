@@ -27,11 +27,6 @@ func (f *File) Revision() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-var (
-	secretType = reflect.TypeFor[Secret]()
-	spansType  = reflect.TypeFor[Spans]()
-)
-
 func revisionOf(h hash.Hash, v reflect.Value, top bool) {
 	str := func(s string) {
 		var n [8]byte
@@ -48,14 +43,14 @@ func revisionOf(h hash.Hash, v reflect.Value, top bool) {
 		str("ptr")
 		revisionOf(h, v.Elem(), false)
 	case reflect.Struct:
-		if v.Type() == secretType {
+		if v.Type() == typeSecret {
 			str(v.Interface().(Secret).raw)
 			return
 		}
 		t := v.Type()
 		for i := range t.NumField() {
 			fld := t.Field(i)
-			if !fld.IsExported() || fld.Type == spansType || (top && fld.Name == "Name") {
+			if !fld.IsExported() || fld.Type == typeSpans || (top && fld.Name == "Name") {
 				continue
 			}
 			str(fld.Name)

@@ -17,11 +17,11 @@ type Secret struct {
 	set   bool
 }
 
-// Value returns the expanded value, to hand to a driver. Never log it.
-func (s Secret) Value() string { return s.value }
+// expanded returns the expanded value, to hand to a driver. Never log it.
+func (s Secret) expanded() string { return s.value }
 
-// IsSet reports whether the field was written in the file.
-func (s Secret) IsSet() bool { return s.set }
+// isSet reports whether the field was written in the file.
+func (s Secret) isSet() bool { return s.set }
 
 // String returns "[secret]" for a set value and "" for an unset one.
 func (s Secret) String() string {

@@ -18,7 +18,7 @@ func TestSecretsNeverPrint(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3 := f.Sources[1].S3
-	if s3.SecretKey.Value() != canary || !strings.Contains(f.Sources[0].Postgres.URL.Value(), canary) {
+	if s3.SecretKey.expanded() != canary || !strings.Contains(f.Sources[0].Postgres.URL.expanded(), canary) {
 		t.Fatal("the secrets were not expanded")
 	}
 	var buf bytes.Buffer

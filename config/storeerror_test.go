@@ -45,7 +45,7 @@ func TestStoreErrorsLandAtThePathTheyName(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
-			got := f.storeError(tc.err, tc.source, f.Sources[0].Spans.Self())
+			got := f.storeError(tc.err, tc.source, f.Sources[0].Spans.start())
 			if got == nil || got.Error() != tc.want {
 				t.Errorf("storeError(%v) = %v, want %s", tc.err, got, tc.want)
 			}

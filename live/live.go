@@ -46,17 +46,19 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// Defaults of [Options].
+// DefaultMinInterval is [Options].MinInterval when it is zero.
+const DefaultMinInterval = 500 * time.Millisecond
+
+// The other defaults of [Options] (each field's doc gives its value).
 const (
-	DefaultMaxPerSession   = 100
-	DefaultMaxPerPrincipal = 1000
-	DefaultMaxTotal        = 10000
-	DefaultMinInterval     = 500 * time.Millisecond
-	DefaultSessionBurst    = 10
-	DefaultSessionInterval = 100 * time.Millisecond
-	DefaultWorkers         = 4
-	DefaultCheckTimeout    = 10 * time.Second
-	DefaultWriteTimeout    = 10 * time.Second
+	defaultMaxPerSession   = 100
+	defaultMaxPerPrincipal = 1000
+	defaultMaxTotal        = 10000
+	defaultSessionBurst    = 10
+	defaultSessionInterval = 100 * time.Millisecond
+	defaultWorkers         = 4
+	defaultCheckTimeout    = 10 * time.Second
+	defaultWriteTimeout    = 10 * time.Second
 )
 
 // Errors of Subscribe. They reveal nothing about the URI: the bounds are
@@ -72,8 +74,8 @@ var (
 	// ErrHubLimit means the hub holds Options.MaxTotal subscriptions
 	// already.
 	ErrHubLimit = errors.New("live: too many subscriptions on this server")
-	// ErrClosed means the hub's Run has ended.
-	ErrClosed = errors.New("live: the hub is closed")
+	// errClosed means the hub's Run has ended (no caller tells it apart).
+	errClosed = errors.New("live: the hub is closed")
 )
 
 // Options configure a Hub. Zero fields select the defaults; negative ones
@@ -207,15 +209,15 @@ func New[S comparable](auth Authorizer, notify func(S, string), sources []core.C
 			*v = d
 		}
 	}
-	def(&o.MaxPerSession, DefaultMaxPerSession)
-	def(&o.MaxTotal, DefaultMaxTotal)
-	def(&o.MaxPerPrincipal, DefaultMaxPerPrincipal)
-	def(&o.SessionBurst, DefaultSessionBurst)
-	def(&o.Workers, DefaultWorkers)
+	def(&o.MaxPerSession, defaultMaxPerSession)
+	def(&o.MaxTotal, defaultMaxTotal)
+	def(&o.MaxPerPrincipal, defaultMaxPerPrincipal)
+	def(&o.SessionBurst, defaultSessionBurst)
+	def(&o.Workers, defaultWorkers)
 	defd(&o.MinInterval, DefaultMinInterval)
-	defd(&o.SessionInterval, DefaultSessionInterval)
-	defd(&o.CheckTimeout, DefaultCheckTimeout)
-	defd(&o.WriteTimeout, DefaultWriteTimeout)
+	defd(&o.SessionInterval, defaultSessionInterval)
+	defd(&o.CheckTimeout, defaultCheckTimeout)
+	defd(&o.WriteTimeout, defaultWriteTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -289,7 +291,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return ErrClosed
+		return errClosed
 	}
 	ss := h.sessions[s]
 	if ss != nil {

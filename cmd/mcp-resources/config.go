@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // checkCmd checks a resources file against its servers without serving it.
@@ -41,7 +41,8 @@ func (c *checkCmd) Run(ctx context.Context, e *env) error {
 
 // openConfig loads, opens and checks a resources file, and registers its
 // bindings with a throwaway core.Resources under the file's limits, so
-// that what serve would refuse, check refuses too.
+// that what serve would refuse, check refuses too (the overlap of two
+// templates is refused by config.Load already, at the second one).
 func openConfig(ctx context.Context, path string) (*config.File, *config.Served, *core.Resources, error) {
 	f, err := config.Load(path, nil)
 	if err != nil {
@@ -56,11 +57,6 @@ func openConfig(ctx context.Context, path string) (*config.File, *config.Served,
 	if err != nil {
 		served.Close()
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if overlaps, _ := res.TemplateOverlaps(); len(overlaps) > 0 {
-		served.Close()
-		o := overlaps[0]
-		return nil, nil, nil, fmt.Errorf("%s: templates %s and %s both match %s", path, o.First, o.Second, o.Example)
 	}
 	return f, served, res, nil
 }
@@ -93,12 +89,10 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 		return nil, err
 	}
 	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects, check: served.Check,
-		storeOf: func(i int, t core.ResourceTarget) string {
-			if b := served.Bindings[i]; !t.IsZero() && t.Representation() == s3store.Representation && b.ObjectSource != "" {
-				return b.ObjectSource
-			}
-			return served.Bindings[i].Source
-		}}
+		// A binding's reader reads only its own source's targets: the
+		// gateway routes object items to the object source's reader, which
+		// metrics.objectSources times under that source's name.
+		storeOf: func(i int, _ core.ResourceTarget) string { return served.Bindings[i].Source }}
 	for _, r := range served.Ready {
 		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
 	}
@@ -117,25 +111,11 @@ func fileLimits(file *core.ResourceLimits, flags core.ResourceLimits) core.Resou
 		return flags
 	}
 	out := *file
-	for _, p := range []struct{ dst, src *int }{{&out.MaxURIBytes, &flags.MaxURIBytes}, {&out.MaxPlanItems, &flags.MaxPlanItems},
-		{&out.MaxItems, &flags.MaxItems}, {&out.MaxIssues, &flags.MaxIssues}, {&out.ListPageSize, &flags.ListPageSize},
-		{&out.MaxListPageSize, &flags.MaxListPageSize}} {
-		if *p.src != 0 {
-			*p.dst = *p.src
+	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(flags)
+	for i := range src.NumField() { // every field of core.ResourceLimits, exported, zero for unset
+		if !src.Field(i).IsZero() {
+			dst.Field(i).Set(src.Field(i))
 		}
-	}
-	for _, p := range []struct{ dst, src *int64 }{{&out.MaxItemBytes, &flags.MaxItemBytes}, {&out.MaxResponseBytes, &flags.MaxResponseBytes},
-		{&out.MaxResponseEncodedBytes, &flags.MaxResponseEncodedBytes}, {&out.ReportPayloadBytes, &flags.ReportPayloadBytes},
-		{&out.ReportEncodedBytes, &flags.ReportEncodedBytes}, {&out.ListPageBytes, &flags.ListPageBytes}} {
-		if *p.src != 0 {
-			*p.dst = *p.src
-		}
-	}
-	if flags.ReadTimeout != 0 {
-		out.ReadTimeout = flags.ReadTimeout
-	}
-	if flags.ItemTimeout != 0 {
-		out.ItemTimeout = flags.ItemTimeout
 	}
 	return out
 }

@@ -81,16 +81,6 @@ func (s *startup) started(ctx context.Context, stop func(), serving func()) {
 	serving()
 }
 
-// ended reports whether the checks have ended, and their error.
-func (s *startup) ended() (bool, error) {
-	select {
-	case <-s.done:
-		return true, s.err
-	default:
-		return false, nil
-	}
-}
-
 // errStartupFailed is the private cause of a request refused because the
 // start-up checks failed.
 var errStartupFailed = errors.New("the storage start-up checks failed")

@@ -202,7 +202,7 @@ func TestStartupWaitIsAnOutageAfterAFailedCheck(t *testing.T) {
 		if (err != nil) != c.fail || (err != nil && !errors.Is(err, errStartupFailed)) {
 			t.Fatalf("%s: wait %v", name, err)
 		}
-		if _, cerr := s.ended(); c.fail && cerr == nil {
+		if c.fail && s.err == nil { // wait returned: done is closed, err set
 			t.Fatalf("%s: ended without the check's error", name)
 		}
 		s.stop()

@@ -85,9 +85,8 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 	var schema, role, super, keys bool
 	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = 'mcpres' AND tablename = 'assets'),
 		EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
-		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false),
-		EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-			WHERE n.nspname = 'mcpres' AND p.proname = 'notify_keys')`, migrations.ReaderRole).Scan(&schema, &role, &super, &keys)
+		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false), `+keyNotifications,
+		migrations.ReaderRole).Scan(&schema, &role, &super, &keys)
 	if err != nil {
 		return fmt.Errorf("checking the reference schema: %w", connerr.Innermost(err))
 	}
@@ -95,7 +94,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 		return errors.New("the database has no reference schema: run `mcp-resources migrate` first")
 	}
 	if !keys && reader {
-		return errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
+		return errNoKeyNotifications
 	}
 	if !reader || super {
 		return nil
@@ -215,15 +214,20 @@ func (f *storageFlags) checkKeyNotifications(ctx context.Context) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var keys bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = $1 AND p.proname = 'notify_keys')`, migrations.Schema).Scan(&keys); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT "+keyNotifications).Scan(&keys); err != nil {
 		return fmt.Errorf("checking the reference schema: %w", connerr.Innermost(err))
 	}
 	if !keys {
-		return errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
+		return errNoKeyNotifications
 	}
 	return nil
 }
+
+// keyNotifications is whether the schema has its key notifications (SQL).
+const keyNotifications = `EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+	WHERE n.nspname = 'mcpres' AND p.proname = 'notify_keys')`
+
+var errNoKeyNotifications = errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
 
 // flagKeys are the lines of the reference file that hold a flag's value,
 // by the flag: a check's mistake at one of them is the flag's.

@@ -277,9 +277,9 @@ func (g *guard) releaseLocked(p string) {
 	}
 }
 
-// Sessions reports the open sessions the guard counts, for tests and
-// metrics; h must come from [Handler].
-func Sessions(h http.Handler) int {
+// openSessions reports the open sessions the guard counts, for tests; h
+// must come from [Handler].
+func openSessions(h http.Handler) int {
 	g, ok := h.(*guard)
 	if !ok {
 		return 0

@@ -103,7 +103,7 @@ func TestSessionCapsCountOpenSessionsPerPrincipalAndServer(t *testing.T) {
 	if c := openAs("alice", "a4"); c != 200 {
 		t.Fatalf("alice after one of her sessions expired: %d", c)
 	}
-	if n := Sessions(h); n != 3 {
+	if n := openSessions(h); n != 3 {
 		t.Fatalf("Sessions = %d, want 3", n)
 	}
 }

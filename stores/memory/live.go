@@ -14,9 +14,9 @@ import (
 // and the item's key.
 const changeKeyPrefix = "memory:item:"
 
-// ChangeKey returns the change key under which the store reports changes
+// changeKey returns the change key under which the store reports changes
 // of the item under key (its content, its deletion, and grants on it).
-func ChangeKey(key string) string { return changeKeyPrefix + key }
+func changeKey(key string) string { return changeKeyPrefix + key }
 
 // watchers are the listeners of Watch.
 type watchers struct {
@@ -50,13 +50,13 @@ func (w *watchers) changed(key string) {
 	}
 	w.mu.Unlock()
 	for _, fn := range fns {
-		fn(core.Change{Keys: []string{ChangeKey(key)}})
+		fn(core.Change{Keys: []string{changeKey(key)}})
 	}
 }
 
 // Watch makes the store a core.ChangeSource: it calls changed for every
 // Put, Delete, Grant and Revoke that changed something, with the item's
-// ChangeKey, directly from the call that made the change, until ctx ends.
+// change key, directly from the call that made the change, until ctx ends.
 // changed must only queue work: it runs while the store is locked.
 func (s *Store) Watch(ctx context.Context, changed func(core.Change)) error {
 	id := s.watchers.add(changed)
@@ -75,7 +75,7 @@ func (s *Store) Watching() int {
 	return len(s.watchers.fns)
 }
 
-// ChangeKeys returns the ChangeKey of the item a target of this store pins,
+// ChangeKeys returns the change key of the item a target of this store pins,
 // and nil for any other target (such as a bundle's requested target, whose
 // items carry the keys).
 func (s *Store) ChangeKeys(t core.ResourceTarget) []string {
@@ -83,7 +83,7 @@ func (s *Store) ChangeKeys(t core.ResourceTarget) []string {
 	if json.Unmarshal(t.AuthorizationData(), &p) != nil || p.Store != storeTag {
 		return nil
 	}
-	return []string{ChangeKey(p.Key)}
+	return []string{changeKey(p.Key)}
 }
 
 var _ core.ChangeSource = (*Store)(nil)

@@ -41,7 +41,7 @@ func TestWatchReportsPutDeleteGrantAndRevokeByChangeKey(t *testing.T) {
 		t.Fatalf("Watch returned %v, want context.Canceled", err)
 	}
 	s.Put("b", Item{MIMEType: "text/plain", Text: true}) // after Watch ended
-	want := []string{ChangeKey("a"), ChangeKey("a"), ChangeKey("a"), ChangeKey("a")}
+	want := []string{changeKey("a"), changeKey("a"), changeKey("a"), changeKey("a")}
 	if !slices.Equal(got, want) {
 		t.Fatalf("changes %v, want %v", got, want)
 	}
@@ -55,7 +55,7 @@ func TestChangeKeysNameThePinnedItemOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := s.ChangeKeys(tg); !slices.Equal(k, []string{ChangeKey("a")}) {
+	if k := s.ChangeKeys(tg); !slices.Equal(k, []string{changeKey("a")}) {
 		t.Fatalf("keys %v", k)
 	}
 	other, _ := core.NewResourceTarget("mem://bundle", "bundle", nil)

@@ -51,29 +51,19 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 		for i, name := range names {
 			v, ok := m.Var(name)
 			if !ok || v == "" {
-				return core.ResourceReadPlan{}, &KeyError{KeyEmptySegment}
+				return core.ResourceReadPlan{}, &KeyError{keyEmptySegment}
 			}
 			if i > 0 {
 				key.WriteByte('/')
 			}
 			key.WriteString(v)
 		}
-		if err := granted(ctx, grant, m, key.String()); err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		obj, err := b.Head(ctx, key.String())
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		obj.VersionID = "" // the current version, pinned by ETag
-		if b.typeByKey {
-			obj.ContentType = KeyContentType(obj.Key, "")
-		}
-		t, err := NewObjectTarget(m.URI(), obj)
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		return core.NewResourceReadPlan(t, t)
+		return b.planHead(ctx, grant, m, key.String(), func(o Object) string {
+			if b.typeByKey {
+				return keyContentType(o.Key, "")
+			}
+			return o.ContentType // the stored type, as Head gives it
+		})
 	}
 	return core.ResourceBinding{Definition: def, Resolver: core.ResolverFunc(resolve), Reader: core.ItemReader(b.Read)}, nil
 }

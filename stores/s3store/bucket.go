@@ -40,7 +40,7 @@ type Options struct {
 	// MaxListKeys bounds the objects one List call returns. Zero means 100;
 	// more than 1000 (one S3 listing page) is clamped to 1000.
 	MaxListKeys int
-	// TypeByKey types every object this bucket plans by [KeyContentType]:
+	// TypeByKey types every object this bucket plans by one rule:
 	// a declared type (a row's object_mime), else its key's extension,
 	// else application/octet-stream, and never the Content-Type it was
 	// stored with, so that a listing ([Bucket.ListingBinding], which
@@ -167,7 +167,7 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 // reports neither version id nor content type: the objects are pinned by
 // ETag, and ContentType is the type the key's extension names (see
 // [ContentTypeOf]), or empty (served as application/octet-stream); with
-// Options.TypeByKey, [KeyContentType]; without a request per object. Keys that CheckKey refuses are left out.
+// Options.TypeByKey, by its key alone; without a request per object. Keys that CheckKey refuses are left out.
 // truncated reports that more objects exist under prefix.
 func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, truncated bool, err error) {
 	if err := checkPrefix(prefix); err != nil {
@@ -193,7 +193,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 		}
 		ct := mediatype.ByExtension(key)
 		if b.typeByKey {
-			ct = KeyContentType(key, "")
+			ct = keyContentType(key, "")
 		}
 		obj := Object{Bucket: b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1, ContentType: ct}
 		if o.Size != nil {

@@ -13,16 +13,16 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// DefaultRegion is the signing region [NewClient] uses for a custom endpoint
+// defaultRegion is the signing region [NewClient] uses for a custom endpoint
 // when [ClientConfig.Region] is empty.
-const DefaultRegion = "us-east-1"
+const defaultRegion = "us-east-1"
 
 // ClientConfig says how [NewClient] reaches an S3 server.
 type ClientConfig struct {
 	// Endpoint is the base URL of an S3-compatible server, with scheme,
 	// such as http://127.0.0.1:7070. Empty means AWS S3 itself.
 	Endpoint string
-	// Region is the signing region. Empty means DefaultRegion for a custom
+	// Region is the signing region. Empty means us-east-1 for a custom
 	// endpoint, and the default chain's region (AWS_REGION, the shared
 	// configuration files) for AWS S3.
 	Region string
@@ -75,7 +75,7 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 	}
 	region := cfg.Region
 	if region == "" && cfg.Endpoint != "" {
-		region = DefaultRegion
+		region = defaultRegion
 	}
 	settings := func(o *s3.Options) {
 		if cfg.Endpoint != "" {

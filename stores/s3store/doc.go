@@ -26,7 +26,7 @@
 // start-up.
 //
 // A bucket opened with [Options].TypeByKey types every object it plans by
-// one rule, [KeyContentType]: a declared type (a row's object_mime), else
+// one rule: a declared type (a row's object_mime), else
 // its key's extension, never the Content-Type it was stored with, so that a
 // listing (which has no type per object) and a read of the same object
 // agree without a HEAD per object; otherwise the stored type comes first

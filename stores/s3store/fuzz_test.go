@@ -31,7 +31,7 @@ func FuzzObjectTarget(f *testing.F) {
 			}
 			isText(got.ContentType)
 		}
-		if hand, err := core.NewResourceTarget("asset://x/1", Representation, raw); err == nil {
+		if hand, err := core.NewResourceTarget("asset://x/1", objectRepresentation, raw); err == nil {
 			if got, err := targetObject(hand); err == nil && CheckKey(got.Key) != nil {
 				t.Fatalf("recovered a key CheckKey refuses: %q", got.Key)
 			}

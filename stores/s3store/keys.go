@@ -88,6 +88,25 @@ func granted(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key stri
 	return nil
 }
 
+// planHead plans m's one item, the object under key (after [granted]),
+// from a HEAD: the current version, pinned by ETag, typed by typ.
+func (b *Bucket) planHead(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key string, typ func(Object) string) (core.ResourceReadPlan, error) {
+	if err := granted(ctx, grant, m, key); err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	obj, err := b.Head(ctx, key)
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	obj.VersionID = ""
+	obj.ContentType = typ(obj)
+	t, err := NewObjectTarget(m.URI(), obj)
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	return core.NewResourceReadPlan(t, t)
+}
+
 // keySegmentVar names the variable of nested key segment i (1-based).
 func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
 
@@ -98,7 +117,7 @@ func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
 // the key: a refused key costs no request), pinned to the current ETag like
 // [Bucket.Binding], with the MIME type the HEAD returned or, when the object
 // has none, the one its key's extension names ([ContentTypeOf]; with
-// Options.TypeByKey, [KeyContentType], as a [KeyListing] types it). Every
+// Options.TypeByKey, by its key alone, as a [KeyListing] types it). Every
 // segment of the key is checked ([CheckKey]: no empty, "." or ".." segment,
 // no backslash or control character) before any request. Errors are
 // *core.ConfigError values: a malformed URI or Prefix, a capture Prefix does
@@ -197,7 +216,7 @@ type keySegment struct {
 // package's name.
 func reasonOf(err error) string {
 	if ke, ok := errors.AsType[*KeyError](err); ok {
-		return ke.Reason.String()
+		return ke.reason
 	}
 	return err.Error()
 }
@@ -207,8 +226,8 @@ func parseKeyPrefix(p string) ([]keySegment, error) {
 	if p == "" {
 		return nil, nil
 	}
-	if len(p) > MaxKeyBytes {
-		return nil, &KeyError{KeyTooLong}
+	if len(p) > maxKeyBytes {
+		return nil, &KeyError{keyTooLong}
 	}
 	body, ok := strings.CutSuffix(p, "/")
 	if !ok {
@@ -277,11 +296,11 @@ func captureName(seg string) (string, bool) {
 func checkSegment(seg string) error {
 	switch {
 	case seg == "":
-		return &KeyError{KeyEmptySegment}
+		return &KeyError{keyEmptySegment}
 	case seg == "." || seg == "..":
-		return &KeyError{KeyDotSegment}
+		return &KeyError{keyDotSegment}
 	case strings.IndexByte(seg, '/') >= 0:
-		return &KeyError{KeyEmptySegment}
+		return &KeyError{keyEmptySegment}
 	}
 	return CheckKey(seg)
 }
@@ -317,20 +336,7 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) cor
 				key.WriteByte('/')
 			}
 		}
-		if err := granted(ctx, grant, m, key.String()); err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		obj, err := b.Head(ctx, key.String())
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		obj.VersionID = "" // the current version, pinned by ETag
-		obj.ContentType = b.typeOf(obj.Key, "", obj.ContentType)
-		t, err := NewObjectTarget(m.URI(), obj)
-		if err != nil {
-			return core.ResourceReadPlan{}, err
-		}
-		return core.NewResourceReadPlan(t, t)
+		return b.planHead(ctx, grant, m, key.String(), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
 	})
 }
 
@@ -381,7 +387,7 @@ func ContentTypeOf(key, stored string) string {
 	return mediaType(mediatype.ByExtension(key))
 }
 
-// KeyContentType returns the MIME type to serve the object key as under
+// keyContentType returns the MIME type to serve the object key as under
 // Options.TypeByKey, the one rule of a bucket's reads and listings:
 // declared (a type the record that references the object gives, such as a
 // row's object_mime) when it is a usable MIME type; else the type key's
@@ -389,7 +395,7 @@ func ContentTypeOf(key, stored string) string {
 // ...); else application/octet-stream. The Content-Type the object was
 // stored with is never consulted, so a listing, which has no type per
 // object, and a read of the same object always agree. It makes no request.
-func KeyContentType(key, declared string) string {
+func keyContentType(key, declared string) string {
 	if declared != "" && mediaType(declared) == declared {
 		return declared
 	}
@@ -397,12 +403,12 @@ func KeyContentType(key, declared string) string {
 }
 
 // typeOf is the MIME type of the object key, by the bucket's rule: with
-// Options.TypeByKey [KeyContentType] of declared, else [ContentTypeOf]
+// Options.TypeByKey keyContentType of declared, else [ContentTypeOf]
 // declared or, without one, the stored type.
 func (b *Bucket) typeOf(key, declared, stored string) string {
 	switch {
 	case b.typeByKey:
-		return KeyContentType(key, declared)
+		return keyContentType(key, declared)
 	case declared != "":
 		return ContentTypeOf(key, declared)
 	}

@@ -17,10 +17,10 @@ import (
 
 // Listing bounds.
 const (
-	// DefaultListingKeys is [KeyListing].MaxKeys when it is zero: the
+	// defaultListingKeys is [KeyListing].MaxKeys when it is zero: the
 	// gateway's default MaxPlanItems, so that a larger prefix gives a
 	// bundle the gateway cuts at its MaxItems with a budget issue.
-	DefaultListingKeys = 1024
+	defaultListingKeys = 1024
 	// MaxListingKeys bounds [KeyListing].MaxKeys: at most ten LIST pages
 	// of 1000 keys.
 	MaxListingKeys = 10_000
@@ -28,9 +28,9 @@ const (
 	listPageKeys = 1000
 )
 
-// ListingRepresentation is the representation of a listing's requested
+// listingRepresentation is the representation of a listing's requested
 // target: the listing itself, never read.
-const ListingRepresentation = "s3-listing"
+const listingRepresentation = "s3-listing"
 
 // KeyListing serves, as a bundle, the objects of a [KeyFamily] under the
 // prefix the listing's captures name: with the family
@@ -39,7 +39,7 @@ const ListingRepresentation = "s3-listing"
 // report://tenants/acme/reports plans one item per object under
 // tenants/acme/reports/, each with the URI that reads it through the
 // family (report://tenants/acme/reports/2026/q3.pdf), pinned by the ETag
-// the listing returned and typed by [KeyContentType] from its key alone,
+// the listing returned and typed from its key alone,
 // exactly as a read of that URI is in a bucket opened with
 // Options.TypeByKey (which ListingBinding requires): no HEAD per object.
 //
@@ -58,7 +58,7 @@ type KeyListing struct {
 	// Family is the key family whose objects are listed.
 	Family KeyFamily
 	// MaxKeys bounds the keys listed, over all LIST pages together (at
-	// most MaxKeys/1000+1 pages); zero means [DefaultListingKeys], more
+	// most MaxKeys/1000+1 pages); zero means 1024, more
 	// than [MaxListingKeys] is refused. Keys beyond it are left out of
 	// the bundle, which then holds the first MaxKeys in key order.
 	MaxKeys int
@@ -87,7 +87,7 @@ func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	}
 	maxKeys := l.MaxKeys
 	if maxKeys == 0 {
-		maxKeys = DefaultListingKeys
+		maxKeys = defaultListingKeys
 	}
 	// The family's own checks: URI, Prefix and MaxDepth.
 	fam := l.Family
@@ -196,7 +196,7 @@ func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.Resou
 		Bucket string `json:"bucket"`
 		Prefix string `json:"prefix"`
 	}{l.b.name, prefix})
-	requested, err := core.NewResourceTarget(m.URI(), ListingRepresentation, authz)
+	requested, err := core.NewResourceTarget(m.URI(), listingRepresentation, authz)
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
@@ -230,7 +230,7 @@ func (l *listing) list(ctx context.Context, prefix string) ([]Object, error) {
 			if !l.serves(prefix, key) || aws.ToString(o.ETag) == "" {
 				continue
 			}
-			obj := Object{Bucket: l.b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1, ContentType: KeyContentType(key, "")}
+			obj := Object{Bucket: l.b.name, Key: key, ETag: aws.ToString(o.ETag), Size: -1, ContentType: keyContentType(key, "")}
 			if o.Size != nil {
 				obj.Size = *o.Size
 			}

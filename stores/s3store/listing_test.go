@@ -20,8 +20,8 @@ func TestKeyContentTypeIsTheDeclaredTypeElseTheExtension(t *testing.T) {
 		{"a/NOTES.TXT", "", "text/plain; charset=utf-8"},
 		{"a/noext", "", "application/octet-stream"},
 	} {
-		if got := KeyContentType(c.key, c.declared); got != c.want {
-			t.Errorf("KeyContentType(%q, %q) = %q, want %q", c.key, c.declared, got, c.want)
+		if got := keyContentType(c.key, c.declared); got != c.want {
+			t.Errorf("keyContentType(%q, %q) = %q, want %q", c.key, c.declared, got, c.want)
 		}
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
-// Representation is the representation label of every target this package
+// objectRepresentation is the representation of every target this package
 // builds: the object's bytes, as text or a blob by its MIME type.
-const Representation = "s3-object"
+const objectRepresentation = "s3-object"
 
-// MaxKeyBytes is the longest object key S3 accepts, in bytes.
-const MaxKeyBytes = 1024
+// maxKeyBytes is the longest object key S3 accepts, in bytes.
+const maxKeyBytes = 1024
 
 // Object is the identity of one object version as a plan pins it. It is
 // identity metadata only: never a body.
@@ -41,88 +41,55 @@ type Object struct {
 	ContentType string `json:"contentType,omitempty"`
 }
 
-// KeyReason says which key rule a [KeyError] broke.
-type KeyReason uint8
-
-// The key rules. Keys are refused when some S3-compatible server might map
-// them to another key (path normalization, backslash separators) or cannot
-// represent them faithfully.
+// The key rules, each a [KeyError]'s description. Keys are refused when
+// some S3-compatible server might map them to another key (path
+// normalization, backslash separators) or cannot represent them faithfully.
 const (
-	// KeyEmpty: the key is empty.
-	KeyEmpty KeyReason = iota + 1
-	// KeyTooLong: the key exceeds MaxKeyBytes.
-	KeyTooLong
-	// KeyInvalidUTF8: the key is not valid UTF-8.
-	KeyInvalidUTF8
-	// KeyControl: the key holds an ASCII control character (including NUL
-	// and DEL).
-	KeyControl
-	// KeyBackslash: the key holds a backslash.
-	KeyBackslash
-	// KeyEmptySegment: the key starts or ends with '/' or holds "//".
-	KeyEmptySegment
-	// KeyDotSegment: a '/'-separated segment of the key is "." or "..".
-	KeyDotSegment
-	// KeyOutsidePrefix: the key is not under the configured prefix.
-	KeyOutsidePrefix
+	keyEmpty        = "key is empty"
+	keyTooLong      = "key exceeds 1024 bytes" // maxKeyBytes
+	keyInvalidUTF8  = "key is not valid UTF-8"
+	keyControl      = "key holds a control character" // an ASCII one, NUL and DEL included
+	keyBackslash    = "key holds a backslash"
+	keyEmptySegment = "key has an empty segment" // it starts or ends with '/' or holds "//"
+	keyDotSegment   = `key has a "." or ".." segment`
 )
-
-var keyReasons = [...]string{
-	KeyEmpty:         "key is empty",
-	KeyTooLong:       "key exceeds 1024 bytes",
-	KeyInvalidUTF8:   "key is not valid UTF-8",
-	KeyControl:       "key holds a control character",
-	KeyBackslash:     "key holds a backslash",
-	KeyEmptySegment:  "key has an empty segment",
-	KeyDotSegment:    `key has a "." or ".." segment`,
-	KeyOutsidePrefix: "key is outside the configured prefix",
-}
-
-// String describes the rule.
-func (r KeyReason) String() string {
-	if int(r) < len(keyReasons) && keyReasons[r] != "" {
-		return keyReasons[r]
-	}
-	return fmt.Sprintf("KeyReason(%d)", uint8(r))
-}
 
 // KeyError reports an object key, or a key prefix, that the store refuses.
 // It never quotes the key, which may be hostile or private.
 type KeyError struct {
-	// Reason is the rule that was broken.
-	Reason KeyReason
+	reason string // the rule that was broken, one of the key rules
 }
 
 // Error describes the broken rule without quoting the key.
-func (e *KeyError) Error() string { return "s3store: " + e.Reason.String() }
+func (e *KeyError) Error() string { return "s3store: " + e.reason }
 
 // CheckKey reports whether key is one the store plans and reads: 1 to
-// MaxKeyBytes bytes of UTF-8 without control characters or backslashes,
+// 1024 bytes of UTF-8 without control characters or backslashes,
 // whose '/'-separated segments are neither empty nor "." nor "..". It
 // returns a *KeyError otherwise.
 func CheckKey(key string) error {
 	switch {
 	case key == "":
-		return &KeyError{KeyEmpty}
-	case len(key) > MaxKeyBytes:
-		return &KeyError{KeyTooLong}
+		return &KeyError{keyEmpty}
+	case len(key) > maxKeyBytes:
+		return &KeyError{keyTooLong}
 	case !utf8.ValidString(key):
-		return &KeyError{KeyInvalidUTF8}
+		return &KeyError{keyInvalidUTF8}
 	}
 	for i := 0; i < len(key); i++ {
 		switch c := key[i]; {
 		case c < 0x20 || c == 0x7f:
-			return &KeyError{KeyControl}
+			return &KeyError{keyControl}
 		case c == '\\':
-			return &KeyError{KeyBackslash}
+			return &KeyError{keyBackslash}
 		}
 	}
 	for seg := range strings.SplitSeq(key, "/") {
 		switch seg {
 		case "":
-			return &KeyError{KeyEmptySegment}
+			return &KeyError{keyEmptySegment}
 		case ".", "..":
-			return &KeyError{KeyDotSegment}
+			return &KeyError{keyDotSegment}
 		}
 	}
 	return nil
@@ -134,7 +101,7 @@ func checkPrefix(prefix string) error {
 		return nil
 	}
 	if !strings.HasSuffix(prefix, "/") {
-		return &KeyError{KeyEmptySegment}
+		return &KeyError{keyEmptySegment}
 	}
 	return CheckKey(strings.TrimSuffix(prefix, "/"))
 }
@@ -179,7 +146,7 @@ func checkObject(o Object) error {
 }
 
 // NewObjectTarget returns the target that pins obj for uri: a target of
-// [Representation] whose private authorization data carries obj (never
+// representation "s3-object" whose private authorization data carries obj (never
 // shown to a client) and that [Bucket.Read] reads. Use it to plan an object
 // whose identity the caller already has, such as a database row that
 // references it by bucket, key, ETag and version id; a binding that joins
@@ -197,7 +164,7 @@ func NewObjectTarget(uri string, obj Object) (core.ResourceTarget, error) {
 	if err != nil {
 		return core.ResourceTarget{}, fmt.Errorf("s3store: encode object identity: %w", err)
 	}
-	return core.NewResourceTarget(uri, Representation, authz)
+	return core.NewResourceTarget(uri, objectRepresentation, authz)
 }
 
 // errNotObjectTarget is the cause when a target was not built by
@@ -206,7 +173,7 @@ var errNotObjectTarget = errors.New("s3store: target was not built by NewObjectT
 
 // targetObject recovers the identity that NewObjectTarget put into t.
 func targetObject(t core.ResourceTarget) (Object, error) {
-	if t.Representation() != Representation {
+	if t.Representation() != objectRepresentation {
 		return Object{}, errNotObjectTarget
 	}
 	raw := t.AuthorizationData()

@@ -19,28 +19,28 @@ import (
 func TestCheckKeyRefusesKeysAServerCouldMapElsewhere(t *testing.T) {
 	refused := []struct {
 		key  string
-		want KeyReason
+		want string
 	}{
-		{"", KeyEmpty},
-		{strings.Repeat("a", MaxKeyBytes+1), KeyTooLong},
-		{"a\xffb", KeyInvalidUTF8},
-		{"a\x00b", KeyControl},
-		{"a\nb", KeyControl},
-		{"a\x7fb", KeyControl},
-		{`a\..\b`, KeyBackslash},
-		{"/a", KeyEmptySegment},
-		{"a/", KeyEmptySegment},
-		{"a//b", KeyEmptySegment},
-		{"..", KeyDotSegment},
-		{"a/../b", KeyDotSegment},
-		{"a/./b", KeyDotSegment},
-		{"../secret", KeyDotSegment},
-		{"docs/..", KeyDotSegment},
+		{"", keyEmpty},
+		{strings.Repeat("a", maxKeyBytes+1), keyTooLong},
+		{"a\xffb", keyInvalidUTF8},
+		{"a\x00b", keyControl},
+		{"a\nb", keyControl},
+		{"a\x7fb", keyControl},
+		{`a\..\b`, keyBackslash},
+		{"/a", keyEmptySegment},
+		{"a/", keyEmptySegment},
+		{"a//b", keyEmptySegment},
+		{"..", keyDotSegment},
+		{"a/../b", keyDotSegment},
+		{"a/./b", keyDotSegment},
+		{"../secret", keyDotSegment},
+		{"docs/..", keyDotSegment},
 	}
 	for _, tt := range refused {
 		err := CheckKey(tt.key)
 		var ke *KeyError
-		if !errors.As(err, &ke) || ke.Reason != tt.want {
+		if !errors.As(err, &ke) || ke.reason != tt.want {
 			t.Errorf("CheckKey(%q) = %v, want reason %v", tt.key, err, tt.want)
 			continue
 		}
@@ -48,7 +48,7 @@ func TestCheckKeyRefusesKeysAServerCouldMapElsewhere(t *testing.T) {
 			t.Errorf("KeyError text %q quotes the key", err.Error())
 		}
 	}
-	for _, key := range []string{"a b.txt", "résumé/ü 名前", "100%", "a+b", "what?", "#frag", "...", "a..b", "..a", "a.", "%2F", "%2e%2e", strings.Repeat("a", MaxKeyBytes)} {
+	for _, key := range []string{"a b.txt", "résumé/ü 名前", "100%", "a+b", "what?", "#frag", "...", "a..b", "..a", "a.", "%2F", "%2e%2e", strings.Repeat("a", maxKeyBytes)} {
 		if err := CheckKey(key); err != nil {
 			t.Errorf("CheckKey(%q) = %v, want nil", key, err)
 		}
@@ -95,7 +95,7 @@ func TestObjectTargetKeepsTheIdentityPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.URI() != "asset://x/1" || tg.Representation() != Representation {
+	if tg.URI() != "asset://x/1" || tg.Representation() != objectRepresentation {
 		t.Fatalf("target %q/%q", tg.URI(), tg.Representation())
 	}
 	if strings.Contains(tg.URI(), "abc") {
@@ -126,7 +126,7 @@ func TestObjectTargetKeepsTheIdentityPrivate(t *testing.T) {
 		}
 	}
 
-	plain, _ := core.NewResourceTarget("asset://x/1", Representation, []byte(`{"bucket":"assets","key":"../x","etag":"e","size":1}`))
+	plain, _ := core.NewResourceTarget("asset://x/1", objectRepresentation, []byte(`{"bucket":"assets","key":"../x","etag":"e","size":1}`))
 	if _, err := targetObject(plain); err == nil {
 		t.Error("targetObject accepted a hand-made target with a dot-segment key")
 	}
@@ -203,7 +203,7 @@ func TestNewClientRefusesUnusableConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.Options()
-	if !o.UsePathStyle || o.Region != DefaultRegion || o.RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired || o.ResponseChecksumValidation != aws.ResponseChecksumValidationWhenRequired || !o.DisableLogOutputChecksumValidationSkipped {
+	if !o.UsePathStyle || o.Region != defaultRegion || o.RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired || o.ResponseChecksumValidation != aws.ResponseChecksumValidationWhenRequired || !o.DisableLogOutputChecksumValidationSkipped {
 		t.Errorf("client options not set for S3-compatible servers: %+v", o)
 	}
 }

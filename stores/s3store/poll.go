@@ -96,10 +96,10 @@ func NewPoller(b *Bucket, opts *PollerOptions) *Poller {
 // changeKeyPrefix starts the change keys of bucket's objects.
 func changeKeyPrefix(bucket string) string { return "s3:" + bucket + "/" }
 
-// ChangeKey returns the change key of the object key in bucket.
-func ChangeKey(bucket, key string) string { return changeKeyPrefix(bucket) + key }
+// changeKey returns the change key of the object key in bucket.
+func changeKey(bucket, key string) string { return changeKeyPrefix(bucket) + key }
 
-// ChangeKeys returns the ChangeKey of the object that a target built by
+// ChangeKeys returns the change key of the object that a target built by
 // NewObjectTarget names in the poller's bucket, and nil for any other
 // target.
 func (p *Poller) ChangeKeys(t core.ResourceTarget) []string {
@@ -107,7 +107,7 @@ func (p *Poller) ChangeKeys(t core.ResourceTarget) []string {
 	if err != nil || o.Bucket != p.b.name {
 		return nil
 	}
-	return []string{ChangeKey(o.Bucket, o.Key)}
+	return []string{changeKey(o.Bucket, o.Key)}
 }
 
 // TrackKeys sets the objects to poll: the keys of this poller's bucket
@@ -131,7 +131,7 @@ func (p *Poller) TrackKeys(keys []string) {
 }
 
 // Watch polls the tracked objects, one HEAD per gap, a round per Interval,
-// until ctx ends; it reports the ChangeKey of each object whose identity
+// until ctx ends; it reports the change key of each object whose identity
 // differs from the previous round's. The first sight of an object is its
 // baseline, not a change.
 func (p *Poller) Watch(ctx context.Context, changed func(core.Change)) error {
@@ -150,7 +150,7 @@ func (p *Poller) Watch(ctx context.Context, changed func(core.Change)) error {
 			if err != nil {
 				p.log.Warn("s3store poller: HEAD failed", "bucket", p.b.name, "err", err)
 			} else if p.record(key, id) {
-				changed(core.Change{Keys: []string{ChangeKey(p.b.name, key)}})
+				changed(core.Change{Keys: []string{changeKey(p.b.name, key)}})
 			}
 			if err := sleep(ctx, p.gap); err != nil {
 				return err

@@ -19,13 +19,13 @@ func TestPollerTracksOnlyItsBucketAndReportsChangesAfterTheBaseline(t *testing.T
 	mine, _ := NewObjectTarget("obj://x", Object{Bucket: "bucket-a", Key: "k/1", ETag: `"e"`, Size: 1})
 	theirs, _ := NewObjectTarget("obj://y", Object{Bucket: "bucket-b", Key: "k/1", ETag: `"e"`, Size: 1})
 	other, _ := core.NewResourceTarget("obj://z", "item", nil)
-	if got := p.ChangeKeys(mine); !slices.Equal(got, []string{ChangeKey("bucket-a", "k/1")}) {
+	if got := p.ChangeKeys(mine); !slices.Equal(got, []string{changeKey("bucket-a", "k/1")}) {
 		t.Fatalf("keys of its own object: %v", got)
 	}
 	if p.ChangeKeys(theirs) != nil || p.ChangeKeys(other) != nil {
 		t.Fatal("keys for a target of another bucket or store")
 	}
-	p.TrackKeys([]string{ChangeKey("bucket-a", "k/1"), ChangeKey("bucket-b", "k/2"), "pg:asset:p/a"})
+	p.TrackKeys([]string{changeKey("bucket-a", "k/1"), changeKey("bucket-b", "k/2"), "pg:asset:p/a"})
 	if len(p.keys) != 1 {
 		t.Fatalf("tracked %v, want k/1 only", p.keys)
 	}

@@ -20,10 +20,10 @@ const (
 	// SpanPrefix prefixes a request span's name: "s3." and the operation,
 	// for example "s3.GetObject".
 	SpanPrefix     = "s3."
-	AttrRPCSystem  = "rpc.system"  // always "aws-api"
-	AttrRPCService = "rpc.service" // always "S3"
-	AttrRPCMethod  = "rpc.method"  // the operation, for example "GetObject"
-	AttrHTTPStatus = "http.response.status_code"
+	attrRPCSystem  = "rpc.system"  // always "aws-api"
+	attrRPCService = "rpc.service" // always "S3"
+	attrRPCMethod  = "rpc.method"  // the operation, for example "GetObject"
+	attrHTTPStatus = "http.response.status_code"
 )
 
 // WithTracing returns an S3 client option (for [NewClient]'s optFns or
@@ -44,11 +44,11 @@ func WithTracing(tp trace.TracerProvider) func(*s3.Options) {
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					op := awsmiddleware.GetOperationName(ctx)
 					ctx, span := t.Start(ctx, SpanPrefix+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-						attribute.String(AttrRPCSystem, "aws-api"), attribute.String(AttrRPCService, "S3"), attribute.String(AttrRPCMethod, op)))
+						attribute.String(attrRPCSystem, "aws-api"), attribute.String(attrRPCService, "S3"), attribute.String(attrRPCMethod, op)))
 					defer span.End()
 					out, md, err := next.HandleInitialize(ctx, in)
 					if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && r != nil {
-						span.SetAttributes(attribute.Int(AttrHTTPStatus, r.StatusCode))
+						span.SetAttributes(attribute.Int(attrHTTPStatus, r.StatusCode))
 					}
 					if err != nil {
 						span.SetStatus(codes.Error, "")

@@ -10,7 +10,7 @@ import (
 // writes from the model: a key added, renamed or re-documented in
 // config/model.go without regenerating the page fails here.
 func TestReferenceIsGenerated(t *testing.T) {
-	want, err := Generate("../..")
+	want, _, err := Files("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSchemaIsGenerated(t *testing.T) {
 
 // Every key of the model is on the page, with its type.
 func TestReferenceNamesEveryKey(t *testing.T) {
-	page, err := Generate("../..")
+	page, _, err := Files("../..")
 	if err != nil {
 		t.Fatal(err)
 	}

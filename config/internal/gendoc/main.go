@@ -63,12 +63,6 @@ func main() {
 	}
 }
 
-// Generate returns the page for the config package in dir.
-func Generate(dir string) ([]byte, error) {
-	page, _, err := Files(dir)
-	return page, err
-}
-
 // Files returns the page and the schema for the config package in dir.
 func Files(dir string) (page, schemaJSON []byte, err error) {
 	fset := token.NewFileSet()
@@ -78,19 +72,26 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 	}
 	structs := map[string]*ast.StructType{}
 	docs := map[string]string{}
+	consts := map[string]string{} // the model's string constants, by name
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok {
 			continue
 		}
 		for _, s := range g.Specs {
-			ts, ok := s.(*ast.TypeSpec)
-			if !ok {
-				continue
-			}
-			if st, ok := ts.Type.(*ast.StructType); ok {
-				structs[ts.Name.Name] = st
-				docs[ts.Name.Name] = text(g.Doc)
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				if st, ok := s.Type.(*ast.StructType); ok {
+					structs[s.Name.Name] = st
+					docs[s.Name.Name] = text(g.Doc)
+				}
+			case *ast.ValueSpec:
+				if len(s.Values) != 1 {
+					continue
+				}
+				if lit, ok := s.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					consts[s.Names[0].Name], _ = strconv.Unquote(lit.Value)
+				}
 			}
 		}
 	}
@@ -98,7 +99,7 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if schemaJSON, err = Schema(structs, docs, sections); err != nil {
+	if schemaJSON, err = Schema(structs, docs, consts, sections); err != nil {
 		return nil, nil, err
 	}
 	var schema struct {

@@ -34,7 +34,7 @@ var scalarDefs = []struct {
 	name string
 	def  obj
 }{
-	{"name", obj{{"type", "string"}, {"pattern", "^[A-Za-z][A-Za-z0-9_.-]{0,63}$"}}},
+	{"name", obj{{"type", "string"}, {"pattern", modelConst("namePattern")}}},
 	{"env", obj{{"description", "A value in which ${NAME} and ${NAME:-DEFAULT} references are expanded from the environment."}, {"type", "string"}}},
 	{"secretRef", obj{{"description", "Exactly one ${NAME} reference, or ${NAME:-} when optional: secrets are not written in the file."}, {"type", "string"}, {"pattern", `^\$\{[A-Za-z_][A-Za-z0-9_]*(:-)?\}$`}}},
 	{"sql", obj{{"description", "One PostgreSQL statement without a semicolon; parameters are named ($tenant, $key), never positional."}, {"type", "string"}, {"minLength", 1}}},
@@ -48,6 +48,9 @@ var scalarDefs = []struct {
 	{"audience", obj{{"enum", []any{"user", "assistant"}}}},
 	{"claim", obj{{"type", "string"}, {"minLength", 1}}},
 }
+
+// modelConst stands for the string constant of config/model.go it names.
+type modelConst string
 
 // typeRefs are the model's scalar types that are a def of their own.
 var typeRefs = map[string]string{"Secret": "env", "Env": "env", "Duration": "duration", "ByteSize": "byteSize"}
@@ -85,11 +88,19 @@ func (o obj) MarshalJSON() ([]byte, error) {
 }
 
 // Schema returns config/schema.json for the model's structs (with their
-// docs), whose sections walk found.
-func Schema(structs map[string]*ast.StructType, docs map[string]string, sections []section) ([]byte, error) {
+// docs) and string constants, whose sections walk found.
+func Schema(structs map[string]*ast.StructType, docs, consts map[string]string, sections []section) ([]byte, error) {
 	defs := obj{}
 	for _, d := range scalarDefs {
-		defs = append(defs, kv{d.name, d.def})
+		def := slices.Clone(d.def)
+		for i, e := range def {
+			if c, ok := e.v.(modelConst); ok {
+				if def[i].v, ok = consts[string(c)]; !ok {
+					return nil, fmt.Errorf("gendoc: config/model.go has no string constant %s", c)
+				}
+			}
+		}
+		defs = append(defs, kv{d.name, def})
 	}
 	var root obj
 	for _, s := range sections {
