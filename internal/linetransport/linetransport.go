@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -87,19 +88,33 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if drain <= 0 {
 		drain = DefaultDrainTimeout
 	}
-	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{}), drain: drain,
+	c := &conn{out: t.Out, done: make(chan struct{}), drain: drain,
 		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams}
-	go c.readLines(t.In, max)
+	if f, ok := pollable(t.In); ok {
+		// Read reads f itself: a read deadline interrupts it when ctx
+		// ends or the connection closes, so no goroutine has to stand
+		// between the input and Read.
+		c.direct = f
+		c.src = newLineReader(f, max)
+		return c, nil
+	}
+	c.lines = make(chan []byte)
+	go c.readLines(newLineReader(t.In, max))
 	return c, nil
 }
 
 type conn struct {
 	out   io.Writer
 	wmu   sync.Mutex
-	lines chan []byte // a line, or nil for one that was too long
+	lines chan []byte // a line, or nil for one that was too long (when direct is nil)
 	rerr  error       // set before lines is closed
 	done  chan struct{}
 	once  sync.Once
+
+	// direct, when set, is the input as a file with read deadlines,
+	// which Read reads through src itself (no goroutine, no channel).
+	direct *os.File
+	src    *lineReader
 
 	drain    time.Duration
 	pmu      sync.Mutex
@@ -133,59 +148,131 @@ func (c *conn) drainPending(ctx context.Context) {
 	}
 }
 
-// readLines sends every line of in to c.lines until in ends or c closes.
-func (c *conn) readLines(in io.Reader, max int) {
-	defer close(c.lines)
-	r := bufio.NewReaderSize(in, 64<<10)
-	var line []byte
-	tooLong := false
+// lineReader splits its input into lines of at most max bytes (plus a
+// line break); a longer line is discarded up to its newline without being
+// kept.
+type lineReader struct {
+	r       *bufio.Reader
+	max     int
+	line    []byte // the line read so far
+	tooLong bool   // the line read so far is over max: discarded
+	err     error  // what ended the input, returned after its last line
+}
+
+func newLineReader(in io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(in, 64<<10), max: max}
+}
+
+// next returns the next line, nil for one that was too long, or the error
+// that ended the input once every line before it has been returned. A
+// read deadline (os.ErrDeadlineExceeded) ends the input only for this
+// call: what was read of a line stays for the next call to go on with.
+func (l *lineReader) next() ([]byte, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
 	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > max+2 { // room for "\r\n"
-				tooLong, line = true, nil
+		chunk, err := l.r.ReadSlice('\n')
+		if !l.tooLong {
+			if len(l.line)+len(chunk) > l.max+2 { // room for "\r\n"
+				l.tooLong, l.line = true, nil
 			} else {
-				line = append(line, chunk...)
+				l.line = append(l.line, chunk...)
 			}
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		}
-		if err != nil && len(chunk) == 0 && len(line) == 0 && !tooLong {
-			c.rerr = err
-			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, err
+		case err != nil && len(l.line) == 0 && !l.tooLong:
+			l.err = err
+			return nil, err
 		}
 		var msg []byte
-		if !tooLong {
-			msg = bytes.Clone(line)
+		if !l.tooLong {
+			msg = bytes.Clone(l.line)
 			if msg == nil {
 				msg = []byte{}
 			}
+		}
+		l.line, l.tooLong, l.err = l.line[:0], false, err
+		return msg, nil
+	}
+}
+
+// readLines sends every line of src to c.lines until its input ends or c
+// closes.
+func (c *conn) readLines(src *lineReader) {
+	defer close(c.lines)
+	for {
+		msg, err := src.next()
+		if err != nil {
+			c.rerr = err
+			return
 		}
 		select {
 		case c.lines <- msg:
 		case <-c.done:
 			return
 		}
-		line, tooLong = line[:0], false
-		if err != nil {
-			c.rerr = err
-			return
-		}
 	}
 }
+
+// nextLine returns the next line of the input, as readLines would have
+// sent it, ok false once the input has ended (c.rerr says why).
+func (c *conn) nextLine(ctx context.Context) (line []byte, ok bool, err error) {
+	if c.direct == nil {
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-c.done:
+			return nil, false, io.EOF
+		case line, ok = <-c.lines:
+			return line, ok, nil
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	case <-c.done:
+		return nil, false, io.EOF
+	default:
+	}
+	stop := context.AfterFunc(ctx, c.interrupt)
+	line, err = c.src.next()
+	stop()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		select {
+		case <-c.done:
+			return nil, false, io.EOF
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		// A deadline nobody asked for (one set by another holder of the
+		// file): read on.
+		_ = c.direct.SetReadDeadline(time.Time{})
+		return c.nextLine(ctx)
+	}
+	if err != nil {
+		c.rerr = err
+		return nil, false, nil
+	}
+	return line, true, nil
+}
+
+// interrupt wakes a direct read in progress (Close, or the end of Read's
+// context).
+func (c *conn) interrupt() { _ = c.direct.SetReadDeadline(time.Unix(1, 0)) }
 
 // Read returns the next well-formed message, answering every other line.
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		var line []byte
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.done:
-			return nil, io.EOF
-		case line, ok = <-c.lines:
+		line, ok, err := c.nextLine(ctx)
+		if err != nil {
+			return nil, err
 		}
 		if !ok {
 			c.drainPending(ctx)
@@ -416,7 +503,12 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // Close stops reading and writing; it may be called more than once.
 func (c *conn) Close() error {
-	c.once.Do(func() { close(c.done) })
+	c.once.Do(func() {
+		close(c.done)
+		if c.direct != nil {
+			c.interrupt()
+		}
+	})
 	return nil
 }
 

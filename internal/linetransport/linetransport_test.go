@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,8 +53,32 @@ func TestClassifyAnswersEveryLineThatIsNotOneMessage(t *testing.T) {
 
 // A server on the transport answers every bad line with one error line and
 // keeps serving: a request after them is answered.
+// inputs are the kinds of input a connection reads: a reader that is not
+// a file (read by a goroutine of the connection), a pipe with read
+// deadlines (os.Pipe's) and a blocking pipe as a stdio server's stdin is,
+// which the connection switches to non-blocking (both read by Read
+// itself).
+var inputs = map[string]func(t *testing.T) (io.Reader, io.WriteCloser){
+	"io.Pipe": func(*testing.T) (io.Reader, io.WriteCloser) { return io.Pipe() },
+	"os.Pipe": func(t *testing.T) (io.Reader, io.WriteCloser) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r, w
+	},
+	"blocking pipe": blockingPipe,
+}
+
 func TestServerOnTheTransportSurvivesBadLines(t *testing.T) {
-	inR, inW := io.Pipe()
+	for name, input := range inputs {
+		t.Run(name, func(t *testing.T) { testServerSurvivesBadLines(t, input) })
+	}
+}
+
+func testServerSurvivesBadLines(t *testing.T, input func(*testing.T) (io.Reader, io.WriteCloser)) {
+	inR, inW := input(t)
 	outR, outW := io.Pipe()
 	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	done := make(chan error, 1)
