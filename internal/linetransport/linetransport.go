@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -70,6 +71,10 @@ type Transport struct {
 	// sees it; a request it refuses (bad is true) is answered with its
 	// code and message and the request's id.
 	CheckParams func(method string, params json.RawMessage) (code int64, message string, bad bool)
+	// End, if set, ends the input when it is closed, as if In had ended
+	// there: the requests read before are answered (within DrainTimeout)
+	// and what In holds after is not read.
+	End <-chan struct{}
 }
 
 // DefaultDrainTimeout is the wait for pending answers after In ends when
@@ -89,13 +94,23 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		drain = DefaultDrainTimeout
 	}
 	c := &conn{out: t.Out, done: make(chan struct{}), drain: drain,
-		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams}
+		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams, end: t.End}
 	if f, ok := pollable(t.In); ok {
 		// Read reads f itself: a read deadline interrupts it when ctx
 		// ends or the connection closes, so no goroutine has to stand
 		// between the input and Read.
 		c.direct = f
 		c.src = newLineReader(f, max)
+		if c.end != nil {
+			go func() {
+				select {
+				case <-c.end:
+					c.ended.Store(true)
+					c.interrupt()
+				case <-c.done:
+				}
+			}()
+		}
 		return c, nil
 	}
 	c.lines = make(chan []byte)
@@ -115,6 +130,9 @@ type conn struct {
 	// which Read reads through src itself (no goroutine, no channel).
 	direct *os.File
 	src    *lineReader
+
+	end   <-chan struct{} // Transport.End
+	ended atomic.Bool     // end is closed: a direct read interrupted by it is the end of input
 
 	drain    time.Duration
 	pmu      sync.Mutex
@@ -228,6 +246,8 @@ func (c *conn) nextLine(ctx context.Context) (line []byte, ok bool, err error) {
 			return nil, false, ctx.Err()
 		case <-c.done:
 			return nil, false, io.EOF
+		case <-c.end: // nil without Transport.End: never ready
+			return nil, false, nil
 		case line, ok = <-c.lines:
 			return line, ok, nil
 		}
@@ -237,6 +257,8 @@ func (c *conn) nextLine(ctx context.Context) (line []byte, ok bool, err error) {
 		return nil, false, ctx.Err()
 	case <-c.done:
 		return nil, false, io.EOF
+	case <-c.end:
+		return nil, false, nil
 	default:
 	}
 	stop := context.AfterFunc(ctx, c.interrupt)
@@ -250,6 +272,9 @@ func (c *conn) nextLine(ctx context.Context) (line []byte, ok bool, err error) {
 		}
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
+		}
+		if c.ended.Load() {
+			return nil, false, nil
 		}
 		// A deadline nobody asked for (one set by another holder of the
 		// file): read on.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -272,5 +273,53 @@ func TestInputEndReportedOnlyAfterEveryRequestIsAnswered(t *testing.T) {
 	}
 	if _, err := c.Read(t.Context()); err != io.EOF {
 		t.Fatalf("Read with a request never answered: %v, want io.EOF after DrainTimeout", err)
+	}
+}
+
+// TestEndEndsTheInput: closing Transport.End ends the input as if In had
+// ended there, for every kind of input: the request read before is
+// answered first, and the line In holds after is never read.
+func TestEndEndsTheInput(t *testing.T) {
+	for name, input := range inputs {
+		t.Run(name, func(t *testing.T) {
+			in, w := input(t)
+			defer w.Close()
+			end := make(chan struct{})
+			c, err := (&Transport{In: in, Out: io.Discard, End: end, DrainTimeout: time.Minute}).Connect(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			go io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n")
+			msg, err := c.Read(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			close(end)
+			ended := make(chan error, 1)
+			go func() {
+				msg, err := c.Read(t.Context())
+				if err == nil {
+					err = fmt.Errorf("read %v after the end", msg)
+				}
+				ended <- err
+			}()
+			select {
+			case err := <-ended:
+				t.Fatalf("Read ended (%v) with the first request unanswered", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			if err := c.Write(t.Context(), &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-ended:
+				if err != io.EOF {
+					t.Fatalf("Read after End: %v, want io.EOF", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Read did not report the end of input 10 s after End")
+			}
+		})
 	}
 }
