@@ -30,9 +30,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -93,27 +92,8 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if drain <= 0 {
 		drain = DefaultDrainTimeout
 	}
-	c := &conn{out: t.Out, done: make(chan struct{}), drain: drain,
+	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{}), drain: drain,
 		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams, end: t.End}
-	if f, ok := pollable(t.In); ok {
-		// Read reads f itself: a read deadline interrupts it when ctx
-		// ends or the connection closes, so no goroutine has to stand
-		// between the input and Read.
-		c.direct = f
-		c.src = newLineReader(f, max)
-		if c.end != nil {
-			go func() {
-				select {
-				case <-c.end:
-					c.ended.Store(true)
-					c.interrupt()
-				case <-c.done:
-				}
-			}()
-		}
-		return c, nil
-	}
-	c.lines = make(chan []byte)
 	go c.readLines(newLineReader(t.In, max))
 	return c, nil
 }
@@ -121,18 +101,12 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 type conn struct {
 	out   io.Writer
 	wmu   sync.Mutex
-	lines chan []byte // a line, or nil for one that was too long (when direct is nil)
+	lines chan []byte // a line, or nil for one that was too long
 	rerr  error       // set before lines is closed
 	done  chan struct{}
 	once  sync.Once
 
-	// direct, when set, is the input as a file with read deadlines,
-	// which Read reads through src itself (no goroutine, no channel).
-	direct *os.File
-	src    *lineReader
-
-	end   <-chan struct{} // Transport.End
-	ended atomic.Bool     // end is closed: a direct read interrupted by it is the end of input
+	end <-chan struct{} // Transport.End
 
 	drain    time.Duration
 	pmu      sync.Mutex
@@ -182,9 +156,7 @@ func newLineReader(in io.Reader, max int) *lineReader {
 }
 
 // next returns the next line, nil for one that was too long, or the error
-// that ended the input once every line before it has been returned. A
-// read deadline (os.ErrDeadlineExceeded) ends the input only for this
-// call: what was read of a line stays for the next call to go on with.
+// that ended the input once every line before it has been returned.
 func (l *lineReader) next() ([]byte, error) {
 	if l.err != nil {
 		return nil, l.err
@@ -201,8 +173,6 @@ func (l *lineReader) next() ([]byte, error) {
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, err
 		case err != nil && len(l.line) == 0 && !l.tooLong:
 			l.err = err
 			return nil, err
@@ -231,66 +201,36 @@ func (c *conn) readLines(src *lineReader) {
 		}
 		select {
 		case c.lines <- msg:
+			// Let Read, just made runnable on this P, run before this
+			// goroutine's next read of the input, a blocking system call
+			// that would otherwise hold the P with Read waiting on it
+			// until the runtime takes the P back (20 µs or more).
+			runtime.Gosched()
 		case <-c.done:
 			return
 		}
 	}
 }
 
-// nextLine returns the next line of the input, as readLines would have
-// sent it, ok false once the input has ended (c.rerr says why).
+// nextLine returns the next line of the input, ok false once the input
+// has ended (c.rerr says why; nil when Transport.End ended it).
 func (c *conn) nextLine(ctx context.Context) (line []byte, ok bool, err error) {
-	if c.direct == nil {
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case <-c.done:
-			return nil, false, io.EOF
-		case <-c.end: // nil without Transport.End: never ready
-			return nil, false, nil
-		case line, ok = <-c.lines:
-			return line, ok, nil
-		}
+	select {
+	case <-c.end: // before a line read already: the input ended there
+		return nil, false, nil
+	default:
 	}
 	select {
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
 	case <-c.done:
 		return nil, false, io.EOF
-	case <-c.end:
+	case <-c.end: // nil without Transport.End: never ready
 		return nil, false, nil
-	default:
+	case line, ok = <-c.lines:
+		return line, ok, nil
 	}
-	stop := context.AfterFunc(ctx, c.interrupt)
-	line, err = c.src.next()
-	stop()
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		select {
-		case <-c.done:
-			return nil, false, io.EOF
-		default:
-		}
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-		if c.ended.Load() {
-			return nil, false, nil
-		}
-		// A deadline nobody asked for (one set by another holder of the
-		// file): read on.
-		_ = c.direct.SetReadDeadline(time.Time{})
-		return c.nextLine(ctx)
-	}
-	if err != nil {
-		c.rerr = err
-		return nil, false, nil
-	}
-	return line, true, nil
 }
-
-// interrupt wakes a direct read in progress (Close, or the end of Read's
-// context).
-func (c *conn) interrupt() { _ = c.direct.SetReadDeadline(time.Unix(1, 0)) }
 
 // Read returns the next well-formed message, answering every other line.
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -528,12 +468,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // Close stops reading and writing; it may be called more than once.
 func (c *conn) Close() error {
-	c.once.Do(func() {
-		close(c.done)
-		if c.direct != nil {
-			c.interrupt()
-		}
-	})
+	c.once.Do(func() { close(c.done) })
 	return nil
 }
 

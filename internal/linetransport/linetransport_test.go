@@ -55,10 +55,7 @@ func TestClassifyAnswersEveryLineThatIsNotOneMessage(t *testing.T) {
 // A server on the transport answers every bad line with one error line and
 // keeps serving: a request after them is answered.
 // inputs are the kinds of input a connection reads: a reader that is not
-// a file (read by a goroutine of the connection), a pipe with read
-// deadlines (os.Pipe's) and a blocking pipe as a stdio server's stdin is,
-// which the connection switches to non-blocking (both read by Read
-// itself).
+// a file, and a pipe (a stdio server's stdin is one).
 var inputs = map[string]func(t *testing.T) (io.Reader, io.WriteCloser){
 	"io.Pipe": func(*testing.T) (io.Reader, io.WriteCloser) { return io.Pipe() },
 	"os.Pipe": func(t *testing.T) (io.Reader, io.WriteCloser) {
@@ -69,7 +66,6 @@ var inputs = map[string]func(t *testing.T) (io.Reader, io.WriteCloser){
 		t.Cleanup(func() { r.Close() })
 		return r, w
 	},
-	"blocking pipe": blockingPipe,
 }
 
 func TestServerOnTheTransportSurvivesBadLines(t *testing.T) {
