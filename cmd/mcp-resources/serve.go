@@ -238,13 +238,12 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	if s.HTTP == "" {
 		// A failed check ends the input, as if stdin had ended, so that
 		// the requests read before it are answered first.
-		end := make(chan struct{})
-		endInput := sync.OnceFunc(func() { close(end) })
+		in, endInput := endableInput(e.stdin)
 		go be.startup.started(ctx, endInput, func() {
 			be.logNotes(e)
 			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		})
-		return serveStdio(ctx, server, e.stdin, end, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
+		return serveStdio(ctx, server, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
 	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
@@ -313,14 +312,14 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 }
 
 // serveStdio serves one session on the given streams until the client
-// closes them, end is closed (as if stdin had ended there) or ctx ends. Lines are framed by the command (package
+// closes them or ctx ends. Lines are framed by the command (package
 // linetransport): a malformed line or a batch is answered with an error
 // and the session goes on.
-func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, end <-chan struct{}, stdout io.Writer, maxLine int, grace time.Duration) error {
+func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
 	// When stdin ends, the requests read before it are answered within
 	// the same grace as a signal's.
 	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
-		CheckParams: checkParams, End: end}
+		CheckParams: checkParams}
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -143,6 +144,17 @@ func (s *startup) gate(listFree bool) mcp.Middleware {
 func outageError() *jsonrpc.Error {
 	f := core.NewFailure(core.FailureOutage, errStartupFailed)
 	return &jsonrpc.Error{Code: mcpsdk.ErrorCode(f.Kind, false), Message: core.NewFailure(f.Kind, nil).Error(), Data: f.Report()}
+}
+
+// endableInput returns r through a pipe, and end, which ends what it
+// returns as if r had ended (r's own next read is then discarded).
+func endableInput(r io.Reader) (io.Reader, func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err) // nil: EOF
+	}()
+	return pr, func() { pw.Close() }
 }
 
 // maxHeldRecords bounds the log records held while the start-up checks

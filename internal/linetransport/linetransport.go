@@ -30,7 +30,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -70,10 +69,6 @@ type Transport struct {
 	// sees it; a request it refuses (bad is true) is answered with its
 	// code and message and the request's id.
 	CheckParams func(method string, params json.RawMessage) (code int64, message string, bad bool)
-	// End, if set, ends the input when it is closed, as if In had ended
-	// there: the requests read before are answered (within DrainTimeout)
-	// and what In holds after is not read.
-	End <-chan struct{}
 }
 
 // DefaultDrainTimeout is the wait for pending answers after In ends when
@@ -93,8 +88,8 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		drain = DefaultDrainTimeout
 	}
 	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{}), drain: drain,
-		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams, end: t.End}
-	go c.readLines(newLineReader(t.In, max))
+		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams}
+	go c.readLines(t.In, max)
 	return c, nil
 }
 
@@ -105,8 +100,6 @@ type conn struct {
 	rerr  error       // set before lines is closed
 	done  chan struct{}
 	once  sync.Once
-
-	end <-chan struct{} // Transport.End
 
 	drain    time.Duration
 	pmu      sync.Mutex
@@ -140,104 +133,59 @@ func (c *conn) drainPending(ctx context.Context) {
 	}
 }
 
-// lineReader splits its input into lines of at most max bytes (plus a
-// line break); a longer line is discarded up to its newline without being
-// kept.
-type lineReader struct {
-	r       *bufio.Reader
-	max     int
-	line    []byte // the line read so far
-	tooLong bool   // the line read so far is over max: discarded
-	err     error  // what ended the input, returned after its last line
-}
-
-func newLineReader(in io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(in, 64<<10), max: max}
-}
-
-// next returns the next line, nil for one that was too long, or the error
-// that ended the input once every line before it has been returned.
-func (l *lineReader) next() ([]byte, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
+// readLines sends every line of in to c.lines until in ends or c closes.
+func (c *conn) readLines(in io.Reader, max int) {
+	defer close(c.lines)
+	r := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
 	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if !l.tooLong {
-			if len(l.line)+len(chunk) > l.max+2 { // room for "\r\n"
-				l.tooLong, l.line = true, nil
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+2 { // room for "\r\n"
+				tooLong, line = true, nil
 			} else {
-				l.line = append(l.line, chunk...)
+				line = append(line, chunk...)
 			}
 		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
-		case err != nil && len(l.line) == 0 && !l.tooLong:
-			l.err = err
-			return nil, err
+		}
+		if err != nil && len(chunk) == 0 && len(line) == 0 && !tooLong {
+			c.rerr = err
+			return
 		}
 		var msg []byte
-		if !l.tooLong {
-			msg = bytes.Clone(l.line)
+		if !tooLong {
+			msg = bytes.Clone(line)
 			if msg == nil {
 				msg = []byte{}
 			}
 		}
-		l.line, l.tooLong, l.err = l.line[:0], false, err
-		return msg, nil
-	}
-}
-
-// readLines sends every line of src to c.lines until its input ends or c
-// closes.
-func (c *conn) readLines(src *lineReader) {
-	defer close(c.lines)
-	for {
-		msg, err := src.next()
+		select {
+		case c.lines <- msg:
+		case <-c.done:
+			return
+		}
+		line, tooLong = line[:0], false
 		if err != nil {
 			c.rerr = err
 			return
 		}
-		select {
-		case c.lines <- msg:
-			// Let Read, just made runnable on this P, run before this
-			// goroutine's next read of the input, a blocking system call
-			// that would otherwise hold the P with Read waiting on it
-			// until the runtime takes the P back (20 µs or more).
-			runtime.Gosched()
-		case <-c.done:
-			return
-		}
-	}
-}
-
-// nextLine returns the next line of the input, ok false once the input
-// has ended (c.rerr says why; nil when Transport.End ended it).
-func (c *conn) nextLine(ctx context.Context) (line []byte, ok bool, err error) {
-	select {
-	case <-c.end: // before a line read already: the input ended there
-		return nil, false, nil
-	default:
-	}
-	select {
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
-	case <-c.done:
-		return nil, false, io.EOF
-	case <-c.end: // nil without Transport.End: never ready
-		return nil, false, nil
-	case line, ok = <-c.lines:
-		return line, ok, nil
 	}
 }
 
 // Read returns the next well-formed message, answering every other line.
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		line, ok, err := c.nextLine(ctx)
-		if err != nil {
-			return nil, err
+		var line []byte
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, io.EOF
+		case line, ok = <-c.lines:
 		}
 		if !ok {
 			c.drainPending(ctx)
