@@ -74,3 +74,26 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeRead compares, in one run, what reading one read request
+// costs the transport (Classify: the checks and decodeRequest) with the
+// SDK's decoder alone on the same line.
+func BenchmarkDecodeRead(b *testing.B) {
+	line := []byte(decodeSeeds[0])
+	b.Run("classify", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if m, _, _ := Classify(line); m == nil {
+				b.Fatal("no message")
+			}
+		}
+	})
+	b.Run("sdk-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := jsonrpc.DecodeMessage(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
