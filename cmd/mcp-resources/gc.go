@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The garbage collector's defaults for serve. A server that waits between
@@ -42,20 +43,42 @@ func gcDefaults(getenv func(string) string, cgroupLimit int64) (percent int, lim
 	return defaultGCPercent, limit, true
 }
 
+// gcState counts the serve runs of the process that hold the defaults
+// (tests run several at once): the first sets them, the last restores.
+var gcState struct {
+	sync.Mutex
+	holders    int
+	oldPercent int
+	oldLimit   int64
+	percent    int
+	limit      int64
+}
+
 // applyGCDefaults sets serve's GC defaults unless the environment sets
-// its own, and returns what restores the previous settings (serve runs
-// in-process in tests).
+// its own, and returns what restores the previous settings once no other
+// serve of the process holds them (serve runs in-process in tests).
 func applyGCDefaults() (percent int, limit int64, restore func()) {
 	percent, limit, ok := gcDefaults(os.Getenv, cgroupMemoryLimit())
 	if !ok {
 		return 0, 0, func() {}
 	}
-	oldPercent := debug.SetGCPercent(percent)
-	oldLimit := debug.SetMemoryLimit(limit)
-	return percent, limit, func() {
-		debug.SetGCPercent(oldPercent)
-		debug.SetMemoryLimit(oldLimit)
+	st := &gcState
+	st.Lock()
+	defer st.Unlock()
+	if st.holders == 0 {
+		st.oldPercent = debug.SetGCPercent(percent)
+		st.oldLimit = debug.SetMemoryLimit(limit)
+		st.percent, st.limit = percent, limit
 	}
+	st.holders++
+	return st.percent, st.limit, sync.OnceFunc(func() {
+		st.Lock()
+		defer st.Unlock()
+		if st.holders--; st.holders == 0 {
+			debug.SetGCPercent(st.oldPercent)
+			debug.SetMemoryLimit(st.oldLimit)
+		}
+	})
 }
 
 // cgroupMemoryLimit reads the memory limit of the process's cgroup as a
