@@ -169,10 +169,13 @@ type job interface{ run() }
 var handoff = make(chan job)
 
 // workerIdle is how long an idle worker waits for another job before it
-// exits: between one and two periods. Workers only exist while operations
-// arrive; a process that stops reading is back to its own goroutines within
-// 2*workerIdle.
-const workerIdle = 5 * time.Millisecond
+// exits. Workers only exist while operations arrive; a process that stops
+// reading is back to its own goroutines workerIdle after its last
+// operation. It is long enough that a client reading one resource at a
+// time, with pauses of a few milliseconds between reads, finds a warm
+// worker (its stack already grown) instead of starting a goroutine per
+// read; an idle worker costs no wake-up while it waits.
+const workerIdle = time.Second
 
 // dispatch runs j on an idle worker, or on a new one when none is waiting.
 // Reusing a worker saves the goroutine start and, above all, growing a
@@ -182,28 +185,30 @@ func dispatch(j job) {
 	select {
 	case handoff <- j:
 	default:
+		liveWorkers.Add(1)
 		go worker(j)
 	}
 }
 
-// worker runs j, then the jobs handed to it until it has been idle for a
-// whole tick. A worker whose job is abandoned (a callback that ignores its
-// context) stays with that job until the callback returns.
+// liveWorkers counts the workers that have started and not yet exited.
+var liveWorkers atomic.Int64
+
+// worker runs j, then the jobs handed to it until none has come for
+// workerIdle. Its one timer is re-armed after each job rather than ticking:
+// a ticker would wake the process every period while the worker lives. A
+// worker whose job is abandoned (a callback that ignores its context)
+// stays with that job until the callback returns.
 func worker(j job) {
-	t := time.NewTicker(workerIdle)
+	defer liveWorkers.Add(-1)
+	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
 		j.run()
-	wait:
-		for busy := true; ; busy = false {
-			select {
-			case j = <-handoff:
-				break wait
-			case <-t.C:
-				if !busy {
-					return
-				}
-			}
+		t.Reset(workerIdle)
+		select {
+		case j = <-handoff:
+		case <-t.C:
+			return
 		}
 	}
 }

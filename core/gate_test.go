@@ -338,3 +338,36 @@ func TestIdleWorkerKeepsNoResult(t *testing.T) {
 		t.Fatal("the result of a finished read is still reachable (an idle worker holds it)")
 	}
 }
+
+// TestWorkerOutlivesAPauseBetweenReads proves that a client reading one
+// resource at a time, with a pause of a few milliseconds between reads,
+// finds the worker of its last read still waiting (its stack grown)
+// rather than a goroutine started per read, and that the worker exits
+// once no operation has come for workerIdle.
+func TestWorkerOutlivesAPauseBetweenReads(t *testing.T) {
+	waitNoWorker := func() {
+		deadline := time.Now().Add(10 * workerIdle)
+		for liveWorkers.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := liveWorkers.Load(); n > 0 {
+			t.Fatalf("%d workers still live %v after the last operation", n, 10*workerIdle)
+		}
+	}
+	waitNoWorker()
+	r := newRig(t, "test://a").resources()
+	if _, err := r.Read(context.Background(), bundleURI); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the client's pause: what is measured, not an ordering signal
+	if n := liveWorkers.Load(); n != 1 {
+		t.Fatalf("%d workers live 20ms after one read, want the read's worker still waiting", n)
+	}
+	if _, err := r.Read(context.Background(), bundleURI); err != nil {
+		t.Fatal(err)
+	}
+	if n := liveWorkers.Load(); n != 1 {
+		t.Fatalf("%d workers live after the second read, want the first one reused", n)
+	}
+	waitNoWorker()
+}

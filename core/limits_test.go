@@ -234,10 +234,15 @@ func TestDefinitionHasExactlyOneURIOrTemplate(t *testing.T) {
 }
 
 func TestNewResourcesOwnsNoGoroutine(t *testing.T) {
+	// settle waits, within a bound, until every worker has exited (an
+	// idle one exits workerIdle after its last job), then counts.
 	settle := func() int {
-		for range 50 {
-			runtime.Gosched()
+		deadline := time.Now().Add(10 * workerIdle)
+		for liveWorkers.Load() > 0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
+		}
+		if n := liveWorkers.Load(); n > 0 {
+			t.Fatalf("%d workers still live after %v", n, 10*workerIdle)
 		}
 		return runtime.NumGoroutine()
 	}

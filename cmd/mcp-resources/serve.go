@@ -103,6 +103,11 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	if err := checkLimitCombination(s.Limits.limits()); err != nil {
 		return err
 	}
+	gcPercent, memLimit, restoreGC := applyGCDefaults() // gc.go: unless GOGC or GOMEMLIMIT is set
+	defer restoreGC()
+	if gcPercent != 0 {
+		e.log.Debug("garbage collector defaults", "GOGC", gcPercent, "GOMEMLIMIT", memLimit)
+	}
 	stopTracing, err := startTracing(ctx) // tracing.go: off unless OTEL_* asks
 	if err != nil {
 		return err

@@ -32,6 +32,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -239,11 +240,114 @@ func Classify(line []byte) (msg jsonrpc.Message, code int64, text string) {
 	case !jsonrpcid.Exact(trimmed):
 		return nil, jsonrpc.CodeInvalidRequest, jsonrpcid.Message
 	}
+	if req, ok := decodeRequest(trimmed); ok {
+		return req, 0, ""
+	}
 	m, err := jsonrpc.DecodeMessage(trimmed)
 	if err != nil {
 		return nil, jsonrpc.CodeInvalidRequest, InvalidMessage
 	}
 	return m, 0, ""
+}
+
+// decodeRequest decodes the common shape of a request, one JSON object of
+// at most the keys jsonrpc ("2.0"), id (a string or a number), method (a
+// string) and params (an object or an array), each once, with no escape
+// sequence and valid UTF-8 throughout, into the message
+// jsonrpc.DecodeMessage would return for it (FuzzDecodeRequest compares
+// the two). ok is false for every other line, which the caller decodes
+// with jsonrpc.DecodeMessage: the SDK's decoder allocates a 32 KiB buffer
+// per value it decodes, two per message, which is most of what reading a
+// request costs the server.
+func decodeRequest(line []byte) (req *jsonrpc.Request, ok bool) {
+	if bytes.IndexByte(line, '\\') >= 0 || !utf8.Valid(line) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	const (
+		hasVersion = 1 << iota
+		hasID
+		hasMethod
+		hasParams
+	)
+	var (
+		seen    int
+		version string
+		id      any
+		method  string
+		params  json.RawMessage
+	)
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey {
+			return nil, false
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil || len(raw) == 0 {
+			return nil, false
+		}
+		var bit int
+		switch key {
+		case "jsonrpc":
+			bit = hasVersion
+			if raw[0] != '"' || json.Unmarshal(raw, &version) != nil {
+				return nil, false
+			}
+		case "id":
+			bit = hasID
+			switch {
+			case raw[0] == '"':
+				var s string
+				if json.Unmarshal(raw, &s) != nil {
+					return nil, false
+				}
+				id = s
+			case raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9':
+				var f float64
+				if json.Unmarshal(raw, &f) != nil {
+					return nil, false
+				}
+				id = f
+			default:
+				return nil, false
+			}
+		case "method":
+			bit = hasMethod
+			if raw[0] != '"' || json.Unmarshal(raw, &method) != nil {
+				return nil, false
+			}
+		case "params":
+			bit = hasParams
+			if raw[0] != '{' && raw[0] != '[' {
+				return nil, false
+			}
+			params = raw
+		default:
+			return nil, false
+		}
+		if seen&bit != 0 {
+			return nil, false
+		}
+		seen |= bit
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // more than one value
+	}
+	if seen&hasMethod == 0 || version != "2.0" {
+		return nil, false
+	}
+	rid, err := jsonrpc.MakeID(id)
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Request{ID: rid, Method: method, Params: params}, true
 }
 
 // answerTo writes an error response to the request with id.
