@@ -18,17 +18,28 @@ import (
 )
 
 // The round trips of one read today, by kind, as issue 37 counts them
-// through the reference server (body / joined asset / 6-item bundle /
-// object / index: 3 / 3 / 8 / 2 / 3). Lower them here when a change
-// lowers them; the issue's targets are body <= 2, any bundle of one
-// source <= 3, index 1.
+// (body / joined asset / 6-item bundle / object / index: 3 / 3 / 3 / 2 /
+// 3; the bundle was 8 before its bodies were read by one statement).
+// Lower them here when a change lowers them; the issue's targets are body
+// <= 2, any bundle of one source <= 3, index 1.
 var tripsToday = map[string]int64{
+	"asset body":     3,
+	"joined asset":   3,
+	"project bundle": 3,
+	"asset object":   2,
+	"index":          3,
+	"list page":      0,
+}
+
+// tripsServer are the reference server's: the same but the bundle, whose
+// reader the server's metrics wrap as one read per item (an ItemReader)
+// until they keep a native batch reader whole.
+var tripsServer = map[string]int64{
 	"asset body":     3,
 	"joined asset":   3,
 	"project bundle": 8,
 	"asset object":   2,
 	"index":          3,
-	"list page":      0,
 }
 
 // namedBatches records, for each batch pgx sends, what its statement after
@@ -91,7 +102,7 @@ func (n *namedBatches) take() []string {
 //     item, decide; the object comes from S3 and costs no PostgreSQL trip;
 //   - project bundle of 6 items (each asset's row item; objects are items
 //     of their own asset's read, not of the bundle): the bundle statement,
-//     one body statement per item, decide;
+//     one bodies statement for the 6 items, decide;
 //   - asset object: plan, decide (the body comes from S3);
 //   - index asset://projects: plan (the project list's md5 is the version
 //     the read is pinned to), body, decide;
@@ -147,7 +158,7 @@ func TestPGStoreRoundTripsPerReadNamed(t *testing.T) {
 	}{
 		{"asset body", "asset://project/handbook/asset/welcome/body", 1, []string{"plan", "body", "decide"}},
 		{"joined asset", "asset://project/handbook/asset/architecture", 2, []string{"plan", "body", "decide"}},
-		{"project bundle", "asset://project/handbook", 6, []string{"plan", "body", "body", "body", "body", "body", "body", "decide"}},
+		{"project bundle", "asset://project/handbook", 6, []string{"plan", "body", "decide"}},
 		{"asset object", "asset://project/handbook/asset/architecture/object", 1, []string{"plan", "decide"}},
 		{"index", "asset://projects", 1, []string{"plan", "body", "decide"}},
 		{"list page", "", -1, nil},
@@ -188,7 +199,7 @@ func TestPGStoreRoundTripsPerReadNamed(t *testing.T) {
 // TestServerRoundTripsPerReadToday counts, through the reference server
 // binary over the seed data (alice: project grants), its pool behind the
 // counting proxy, the PostgreSQL round trips of one read of each kind, and
-// asserts today's numbers exactly (tripsToday; TestServerRoundTripsPerRead
+// asserts today's numbers exactly (tripsServer; TestServerRoundTripsPerRead
 // asserts only the older bound N + 4). Least of three reads after two to
 // warm the pool (leastTrips).
 func TestServerRoundTripsPerReadToday(t *testing.T) {
@@ -213,8 +224,8 @@ func TestServerRoundTripsPerReadToday(t *testing.T) {
 	trips := leastTrips(t, proxy, cs, kinds)
 	for _, k := range kinds {
 		t.Logf("%-15s %-52s %d round trips", k.name, k.uri, trips[k.name])
-		if trips[k.name] != tripsToday[k.name] {
-			t.Errorf("%s: %d round trips, want today's %d (lower tripsToday if a change lowered it)", k.name, trips[k.name], tripsToday[k.name])
+		if trips[k.name] != tripsServer[k.name] {
+			t.Errorf("%s: %d round trips, want today's %d (lower tripsServer if a change lowered it)", k.name, trips[k.name], tripsServer[k.name])
 		}
 	}
 }

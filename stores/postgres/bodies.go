@@ -15,9 +15,9 @@ import (
 // This file builds and runs the statement that reads the bodies of many
 // planned row items of one binding in one round trip (issue 37: "a
 // bundle's bodies in one round trip"), optionally with the source's
-// recheck evaluated in the same statement, hence the same snapshot. It is
-// ready to be wired into a batch reader; nothing calls it yet but its
-// tests.
+// recheck evaluated in the same statement, hence the same snapshot. A
+// binding's reader ([sqlBinding.Read]) sends it for the row items of each
+// read request.
 //
 // The statement is built from the binding's own body statement, whose
 // $key and $version become the columns of one unnest row per item, joined

@@ -142,6 +142,11 @@ type prepared struct {
 	sql  string
 	cols []string // the host statement's columns the store selects, in order
 	has  map[string]bool
+	// bodies is a body statement's bodies statement, whose SQL sql is.
+	bodies *bodiesStatement
+	// sentReason says why sql may not prepare when the host's statement
+	// did; empty means the generic reason.
+	sentReason string
 }
 
 func (st *statement) field() string { return st.owner + ": " + st.kind }
@@ -283,7 +288,11 @@ func (src *Source) checkStatement(ctx context.Context, conn *pgx.Conn, st *state
 	}
 	sent, err := conn.PgConn().Prepare(ctx, "", p.sql, nil)
 	if err != nil {
-		return nil, st.configError("does not prepare as the store sends it: "+pgMessage(err), err)
+		reason := p.sentReason
+		if reason == "" {
+			reason = "does not prepare as the store sends it"
+		}
+		return nil, st.configError(reason+": "+pgMessage(err), err)
 	}
 	if err := src.probe(ctx, conn, p.sql, len(sent.ParamOIDs)); err != nil {
 		role := src.s.role

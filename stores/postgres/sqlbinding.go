@@ -91,7 +91,11 @@ type SQLBinding struct {
 	// changed item is unavailable. The store returns the body only when it
 	// fits the item's Limit, in the same statement (octet_length), so an
 	// oversized body is never transferred. Zero rows is unavailable; more
-	// than one is an error.
+	// than one is an error. The store reads all the row items of a
+	// request (a bundle's bodies) with one statement built from this one,
+	// in which each use of $key and $version stands for an item's planned
+	// key and version (a column, no longer a parameter); [Source.Check]
+	// refuses a body statement that PostgreSQL does not accept so.
 	Body string
 	// Complete holds one statement per template variable it completes:
 	// parameters $prefix (required; compare with starts_with, a literal),
@@ -373,7 +377,7 @@ func fieldWords(path core.ConfigPath) string {
 // binding is the core binding of sb, with its completer when it has
 // completion statements.
 func (sb *sqlBinding) binding(def core.ResourceDefinition) core.ResourceBinding {
-	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ItemReader(sb.read)}
+	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: sb}
 	if len(sb.complete) > 0 {
 		out.Completer = sb
 	}
@@ -440,30 +444,33 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	return p, nil
 }
 
+// prepareBody checks the body statement's columns and returns the
+// statement the store sends for it: the bodies statement ([buildBodies]),
+// which reads any number of the binding's items in one round trip, each
+// pinned to its planned key and version and bounded by its limit.
 func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared, error) {
 	cols, has, err := pickColumns(desc.Fields, bodyColumns, nil)
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), nil)
 	}
-	n := len(sb.body.named.Names)
-	v, lim := "$"+strconv.Itoa(n+1), "$"+strconv.Itoa(n+2)
-	var sql string
-	if has["version"] {
-		sql = "SELECT q.version::text, octet_length(q.body), CASE WHEN q.version::text = " + v + "::text AND octet_length(q.body) <= " + lim +
-			"::int8 THEN q.body END FROM (" + sb.body.named.SQL + "\n) AS q"
-	} else {
-		if sb.body.named.paramIndex("version") == 0 {
-			return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
-		}
-		sql = "SELECT " + v + "::text, octet_length(q.body), CASE WHEN octet_length(q.body) <= " + lim +
-			"::int8 THEN q.body END FROM (" + sb.body.named.SQL + "\n) AS q"
+	if !has["version"] && sb.body.named.paramIndex("version") == 0 {
+		return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
+	}
+	st, err := buildBodies(sb.body.named, has["version"], nil)
+	if err != nil {
+		return nil, sb.body.configError(err.Error(), err)
 	}
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.name
 	}
-	return &prepared{sql: sql, cols: names, has: has}, nil
+	return &prepared{sql: st.sql, cols: names, has: has, bodies: st, sentReason: bodiesSentReason}, nil
 }
+
+// bodiesSentReason is why a body statement that prepares alone may not
+// prepare as its bodies statement.
+const bodiesSentReason = "does not prepare as the statement that reads a bundle's items at once " +
+	"(each use of $key and $version becomes a column of the items, which PostgreSQL refuses in a few places, such as an aggregate of $key alone)"
 
 // Resolve plans a request with the plan or bundle statement.
 func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
@@ -625,48 +632,71 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 	return t, true, nil
 }
 
-// read reads a row item with the body statement. Object items are read by
-// the object source the gateway routes them to, never here.
-func (sb *sqlBinding) read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
-	t := item.Target
-	ref, ok := parseSQLRef(t)
-	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name {
-		return core.ResourcePayload{}, ErrBadTarget
-	}
-	switch ref.Kind {
-	case refRow:
-		if sb.objOnly || t.Representation() != sb.repr {
-			return core.ResourcePayload{}, ErrBadTarget
+// Read is the binding's native batch [core.Reader]: the row items of the
+// binding in req are read by one bodies statement in one round trip, each
+// pinned to its planned key and version and bounded by its Limit, their
+// bodies together by req.Budget. An item it did not plan (another
+// binding's, an object item, which the gateway routes to its object
+// source) is ErrBadTarget, and costs nothing.
+func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+	out := make([]core.ReadResult, len(req.Items))
+	items := make([]bodyItem, 0, len(req.Items))
+	at := make([]int, 0, len(req.Items))      // the index in req of items[k]
+	refs := make([]sqlRef, 0, len(req.Items)) // and its reference
+	for i, it := range req.Items {
+		ref, ok := sb.rowRef(it.Target)
+		if !ok {
+			out[i].Err = ErrBadTarget
+			continue
 		}
-	default:
-		return core.ResourcePayload{}, ErrBadTarget
+		items, at, refs = append(items, bodyItem{key: ref.Key, version: ref.Version, limit: it.Limit}), append(at, i), append(refs, ref)
+	}
+	if len(items) == 0 {
+		return out, nil
+	}
+	fail := func(err error) ([]core.ReadResult, error) {
+		for _, i := range at {
+			out[i].Err = err
+		}
+		return out, nil
 	}
 	p, err := sb.body.load()
 	if err != nil {
-		return core.ResourcePayload{}, err
+		return fail(err)
 	}
-	vals, err := sb.src.values(ctx, sb.body.named, map[string]string{"key": ref.Key, "version": ref.Version})
-	if err != nil {
-		return core.ResourcePayload{}, err
-	}
-	limit := item.Limit
-	args := append(sb.body.named.args(vals), ref.Version, limit)
-	var (
-		n       int
-		version string
-		size    *int64
-		body    []byte
-	)
-	err = sb.src.s.query(ctx, p.sql, args, func(rows pgx.Rows) error {
-		if n++; n > 1 {
-			return fmt.Errorf("postgres: binding %q: the body statement returned more than one row", sb.name)
+	budget := req.Budget
+	for start := 0; start < len(items); start += sb.src.s.maxItems {
+		end := min(start+sb.src.s.maxItems, len(items))
+		res, err := sb.src.s.bodies(ctx, p.bodies, items[start:end], budget, bodiesPass{binding: sb.name})
+		if err != nil {
+			return fail(err)
 		}
-		return rows.Scan(&version, &size, &body)
-	})
-	if err != nil {
-		return core.ResourcePayload{}, err
+		for k, r := range res {
+			it, ref := items[start+k], refs[start+k]
+			o := &out[at[start+k]]
+			o.Payload, o.Err = r.payload(it, ref.MIME, ref.Text)
+			switch {
+			case r.cut:
+				budget = 0 // admission stopped: what follows is cut too
+			case o.Err == nil:
+				budget -= o.Payload.Len()
+			}
+		}
 	}
-	return decide(n == 1, version == ref.Version, size, body, limit, ref.MIME, ref.Text)
+	return out, nil
+}
+
+// rowRef returns the reference of t when it is a row item this binding
+// planned.
+func (sb *sqlBinding) rowRef(t core.ResourceTarget) (sqlRef, bool) {
+	if _, obj := t.Object(); obj || sb.objOnly || t.Representation() != sb.repr {
+		return sqlRef{}, false
+	}
+	ref, ok := parseSQLRef(t)
+	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name || ref.Kind != refRow {
+		return sqlRef{}, false
+	}
+	return ref, true
 }
 
 // Complete is the binding's [core.Completer] (set when it has completion
