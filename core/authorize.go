@@ -6,7 +6,8 @@ import "context"
 // the plan the binding made, limited to what a read would have shown the
 // caller. It holds the requested target and the visible items in plan
 // order, each with whether the caller may read it now. Hidden items are
-// left out entirely. An Authorization never holds a body.
+// left out entirely. An Authorization never holds a body: its targets are
+// without the content a plan may carry ([ResourceTarget.WithContent]).
 type Authorization struct {
 	requested ResourceTarget
 	items     []ResourceTarget
@@ -77,7 +78,7 @@ func (r *Resources) authorize(ctx context.Context, uri string) (Authorization, e
 		if !st[i].first.vis.Visible {
 			continue
 		}
-		a.items = append(a.items, st[i].target)
+		a.items = append(a.items, st[i].target.identity())
 		a.readable = append(a.readable, st[i].first.allowed)
 	}
 	return a, nil

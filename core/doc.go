@@ -25,6 +25,14 @@
 // the current state, because it is what stands between a grant revoked
 // during the reads and a body in the result.
 //
+// Storage that evaluates the policy itself can take that answer with the
+// body, in the same snapshot, and spare the recheck's round trip: a
+// [ReadResult] may carry the item's Decision, and a plan item may carry its
+// content and decision ([ResourceTarget.WithContent]), which the gateway
+// admits with no read at all. The recheck then asks Decide only about the
+// targets without such a decision, and when none is left it is a Discover
+// call.
+//
 // Errors of whole operations are *[Failure] values whose Error text is a fixed,
 // client-safe message; private causes stay behind Unwrap. Configuration
 // errors are *[ConfigError] values meant for the host developer.

@@ -24,11 +24,14 @@ type ObjectRef struct {
 // object source ref.Source names instead of the binding's reader. The ref
 // is part of the target's identity. Source and Key are required; every
 // text field is UTF-8 of at most 1 KiB, MIMEType empty or a valid media
-// type, Size at least -1.
+// type, Size at least -1. A target carrying content
+// ([ResourceTarget.WithContent]) cannot be given one.
 func (t ResourceTarget) WithObject(ref ObjectRef) (ResourceTarget, error) {
 	switch {
 	case t.IsZero():
 		return ResourceTarget{}, fmt.Errorf("core: object reference on a zero target")
+	case t.inline != nil:
+		return ResourceTarget{}, fmt.Errorf("core: a target carrying content cannot name an object")
 	case ref.Source == "" || ref.Key == "":
 		return ResourceTarget{}, fmt.Errorf("core: object reference needs a source and a key")
 	case ref.Size < -1:

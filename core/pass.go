@@ -12,7 +12,11 @@ const (
 	PassBeforeReads PassStage = iota + 1
 	// PassRecheck is the final recheck after the body reads. It stands in for
 	// the definition's discovery check as well, and must ask storage for the
-	// current state: data fetched while planning is stale by then.
+	// current state: data fetched while planning is stale by then. Its
+	// targets are the requested target and the items whose decision did not
+	// come with their body ([ReadResult].Decision,
+	// [ResourceTarget.WithContent]); when the requested target and every
+	// item came with one, the gateway asks [ResourcePolicy].Discover instead.
 	PassRecheck
 )
 
@@ -30,9 +34,11 @@ func (s PassStage) String() string {
 // PolicyPass is one question about a whole plan, asked of
 // [ResourcePolicy].Decide: the selected definition, and every distinct
 // target of the plan, the requested target first, then the planned items in
-// plan order. An item with the same identity (URI, representation and
-// authorization data) as the requested target is listed once, as the
-// requested target.
+// plan order (at [PassRecheck], only those storage did not decide with
+// their body). An item with the same identity (URI, representation,
+// authorization data and object reference) as the requested target is
+// listed once, as the requested target. Targets never carry their content
+// ([ResourceTarget.WithContent]).
 type PolicyPass struct {
 	// Stage says whether this is the decision before the body reads or the
 	// final recheck.

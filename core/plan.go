@@ -17,7 +17,9 @@ type ResourceReadPlan struct {
 
 // NewResourceReadPlan builds a plan. Every target must have been built by
 // [NewResourceTarget], and no two items may share a URI, whatever their
-// representations.
+// representations. Items may carry their content
+// ([ResourceTarget.WithContent]); the requested target's content, if any,
+// is dropped (only items are admitted).
 func NewResourceReadPlan(requested ResourceTarget, items ...ResourceTarget) (ResourceReadPlan, error) {
 	if requested.IsZero() {
 		return ResourceReadPlan{}, errors.New("core: plan requested target is zero")
@@ -32,7 +34,7 @@ func NewResourceReadPlan(requested ResourceTarget, items ...ResourceTarget) (Res
 		}
 		seen[it.uri] = struct{}{}
 	}
-	return ResourceReadPlan{requested: requested, items: append([]ResourceTarget(nil), items...), valid: true}, nil
+	return ResourceReadPlan{requested: requested.identity(), items: append([]ResourceTarget(nil), items...), valid: true}, nil
 }
 
 // Requested returns the canonical requested target.

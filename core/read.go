@@ -29,10 +29,14 @@ import (
 // Body reads run in plan order: an [ItemReader] is asked one item at a
 // time, each under ItemTimeout with its [ReadItem] Limit; a native batch
 // [Reader] is asked once for consecutive items, under one ItemTimeout.
-// Results are admitted in plan order either way. Before returning, Read rechecks discovery, the requested target
-// and every planned item under the current policy. Each of the two
-// decisions (before the reads and the recheck) is one
-// [ResourcePolicy].Decide call for the whole plan.
+// Results are admitted in plan order either way; an item carrying its
+// content ([ResourceTarget.WithContent]) is admitted from it, unread.
+// Before returning, Read rechecks discovery, the requested target and every
+// planned item under the current policy. The decision before the reads is
+// one [ResourcePolicy].Decide call for the whole plan; the recheck is one
+// Decide call for the requested target and the items storage did not decide
+// with their body ([ReadResult].Decision, the decision of inline content),
+// or, when it decided them all, one Discover call.
 //
 // Read returns when the whole read ends (cancellation or ReadTimeout) even
 // if a host callback ignores its context. From then on it starts no further
@@ -59,13 +63,17 @@ func init() {
 
 // itemState follows one planned target through a read.
 type itemState struct {
-	target   ResourceTarget
-	first    decision // before any body read
-	final    decision // after the last body read
-	payload  ResourcePayload
-	size     int64 // encoded size of payload, separator included
-	admitted bool
-	code     IssueCode // outcome when not admitted
+	target ResourceTarget
+	first  decision // before any body read
+	final  decision // after the last body read
+	// rechecked says that final is the decision storage took with the
+	// body (a ReadResult's Decision, or the decision of inline content),
+	// which the recheck does not ask the policy again.
+	rechecked bool
+	payload   ResourcePayload
+	size      int64 // encoded size of payload, separator included
+	admitted  bool
+	code      IssueCode // outcome when not admitted
 }
 
 type decision struct {
@@ -184,70 +192,100 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 // the recheck; st[i] follows plan item i). The recheck checks discovery
 // too (the policy's Decide stands in for it). A hidden or read-denied
 // requested target is [FailureUnavailable]. The whole pass is one call.
+//
+// At the recheck, an item whose decision storage took with its body
+// (st[i].rechecked: a [ReadResult.Decision], or the decision of inline
+// content) is decided by it and left out of the pass. The requested
+// target stays the first target of any pass that is asked, since policies
+// read the first target as the requested one; when its identity is an
+// item's, that item's decision decides it too. When nothing is left to
+// ask, the recheck of discovery is a Discover call instead of Decide.
 func (r *Resources) decidePlan(ctx context.Context, stage PassStage, m ResourceMatch, plan ResourceReadPlan, st []itemState) error {
 	def := m.def
-	at := func(i int) *decision {
-		if stage == PassRecheck {
-			return &st[i].final
+	recheck := stage == PassRecheck
+	targets, dup := passTargets(plan, st, recheck)
+	// own is the decision storage took for the requested target, if any.
+	var own *decision
+	if recheck && dup >= 0 && st[dup].rechecked {
+		own = &st[dup].final
+	}
+	var req decision
+	if own != nil && len(targets) == 1 {
+		if err := r.discover(ctx, def); err != nil {
+			return err
 		}
-		return &st[i].first
+		req = *own
+	} else {
+		var ds []TargetDecision
+		var decided *perTargetError
+		err := guard(ctx, func() (err error) {
+			ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets, Captures: m.Vars()})
+			return err
+		})
+		switch {
+		case err != nil && errors.As(err, &decided):
+			return decided.f
+		case err != nil && isUnavailable(err):
+			return NewFailure(FailureUnavailable, err)
+		case err != nil:
+			return callbackFailure(FailurePolicy, err)
+		case len(ds) != len(targets):
+			return NewFailure(FailurePolicy, fmt.Errorf("policy returned %d decisions for %d targets", len(ds), len(targets)))
+		}
+		req = passDecision(ds[0])
+		if own != nil && (!own.vis.Visible || !own.allowed) {
+			req = *own // either answer hiding or denying it denies the read
+		}
+		next := 1 // the pass index of the next listed item
+		for i := range st {
+			k := 0
+			switch {
+			case i == dup:
+			case recheck && st[i].rechecked:
+				continue
+			default:
+				k, next = next, next+1
+			}
+			if recheck {
+				st[i].final = passDecision(ds[k])
+			} else {
+				st[i].first = passDecision(ds[k])
+			}
+		}
 	}
-	targets, dup := passTargets(plan)
-	var ds []TargetDecision
-	var decided *perTargetError
-	err := guard(ctx, func() (err error) {
-		ds, err = r.policy.Decide(ctx, PolicyPass{Stage: stage, Definition: def.description(), Targets: targets, Captures: m.Vars()})
-		return err
-	})
 	switch {
-	case err != nil && errors.As(err, &decided):
-		return decided.f
-	case err != nil && isUnavailable(err):
-		return NewFailure(FailureUnavailable, err)
-	case err != nil:
-		return callbackFailure(FailurePolicy, err)
-	case len(ds) != len(targets):
-		return NewFailure(FailurePolicy, fmt.Errorf("policy returned %d decisions for %d targets", len(ds), len(targets)))
-	}
-	switch req := passDecision(ds[0]); {
 	case !req.vis.Visible:
 		return NewFailure(FailureUnavailable, errors.New("requested target is hidden"))
 	case !req.allowed:
 		return NewFailure(FailureUnavailable, errors.New("requested target is read-denied"))
 	}
-	for i := range st {
-		k := i + 1 // the requested target is first
-		switch {
-		case i == dup:
-			k = 0
-		case dup >= 0 && i > dup:
-			k = i
-		}
-		*at(i) = passDecision(ds[k])
-	}
 	return nil
 }
 
-// passTargets lists the distinct targets of plan for a [PolicyPass]: the
-// requested target, then the items in plan order without the one (item
-// URIs are unique) that has the requested target's identity. dup is that
-// item's index, or -1.
-func passTargets(plan ResourceReadPlan) (targets []ResourceTarget, dup int) {
+// passTargets lists the distinct targets of plan for a [PolicyPass],
+// without their content: the requested target, then the items in plan
+// order without the one (item URIs are unique) that has the requested
+// target's identity, and, at the recheck, without the items storage
+// decided with their body (st[i].rechecked). dup is that item's index, or
+// -1.
+func passTargets(plan ResourceReadPlan, st []itemState, recheck bool) (targets []ResourceTarget, dup int) {
 	dup = -1
 	targets = make([]ResourceTarget, 1, len(plan.items)+1)
-	targets[0] = plan.requested
+	targets[0] = plan.requested.identity()
 	for i, t := range plan.items {
-		if dup < 0 && sameTarget(t, plan.requested) {
+		switch {
+		case dup < 0 && sameTarget(t, plan.requested):
 			dup = i
-			continue
+		case recheck && st[i].rechecked:
+		default:
+			targets = append(targets, t.identity())
 		}
-		targets = append(targets, t)
 	}
 	return targets, dup
 }
 
 // sameTarget reports whether a and b are one identity: URI, representation,
-// authorization data and object reference.
+// authorization data and object reference (content is no part of it).
 func sameTarget(a, b ResourceTarget) bool {
 	return a.uri == b.uri && a.repr == b.repr && bytes.Equal(a.authz, b.authz) &&
 		(a.obj == nil) == (b.obj == nil) && (a.obj == nil || *a.obj == *b.obj)
@@ -264,10 +302,12 @@ func passDecision(d TargetDecision) decision {
 
 // readItems reads the bodies of the readable items in plan order and
 // admits them. Each item is read by the object source its [ObjectRef]
-// names, or else by the binding's reader. Consecutive readable items that
-// one native batch [Reader] serves are one request of at most the items the count limit leaves; an
-// [ItemReader] is asked item by item. Only the end of the whole read
-// returns an error.
+// names, or else by the binding's reader; an item carrying its content
+// ([ResourceTarget.WithContent]) is admitted from it, unread. Consecutive
+// readable items that one native batch [Reader] serves are one request,
+// together with at most the items the count limit leaves (inline items
+// among them count, and do not split it); an [ItemReader] is asked item by
+// item. Only the end of the whole read returns an error.
 func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, st []itemState, b *budget, sizeOf itemSizeFunc) error {
 	for i := 0; i < len(st); {
 		s := &st[i]
@@ -282,11 +322,19 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		case b.stopped || b.itemsLeft == 0:
 			b.stopped = true
 			s.code = IssueBudgetExceeded
+			s.contentDecision()
 			i++
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if s.target.inline != nil {
+			_, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+			r.admitContent(s, b, sizeOf)
+			end(PhaseEnd{Issue: s.code})
+			i++
+			continue
 		}
 		rd, from := r.readerOf(def, s.target)
 		if f, ok := rd.(itemReader); ok {
@@ -300,7 +348,8 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 			continue
 		}
 		// The run: this item and the readable items after it (hidden and
-		// denied ones need no read), up to what the count limit leaves.
+		// denied ones need no read, inline ones are admitted in their
+		// place), up to what the count limit leaves.
 		run := []int{i}
 		j := i + 1
 		for ; j < len(st) && len(run) < b.itemsLeft; j++ {
@@ -309,6 +358,9 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 				continue
 			case !t.first.allowed:
 				t.code = IssueUnavailable
+				continue
+			case t.target.inline != nil:
+				run = append(run, j)
 				continue
 			}
 			if _, other := r.readerOf(def, st[j].target); other != from {
@@ -360,13 +412,17 @@ func (r *Resources) readOne(ctx context.Context, f itemReader, s *itemState, b *
 }
 
 // readBatch asks a native batch reader for the items of st at the indexes
-// of run in one request under one ItemTimeout, then admits the results in
-// plan order.
+// of run that carry no content, in one request under one ItemTimeout, then
+// admits the results and the inline items of run in plan order. The
+// Decision of a result becomes its item's recheck, unless the request as a
+// whole failed or timed out.
 func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []itemState, run []int, b *budget, sizeOf itemSizeFunc) error {
 	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
-	req := ReadRequest{Items: make([]ReadItem, len(run)), Budget: b.payloadLeft}
-	for k, i := range run {
-		req.Items[k] = ReadItem{Target: st[i].target, Limit: limit}
+	req := ReadRequest{Items: make([]ReadItem, 0, len(run)), Budget: b.payloadLeft}
+	for _, i := range run {
+		if st[i].target.inline == nil {
+			req.Items = append(req.Items, ReadItem{Target: st[i].target, Limit: limit})
+		}
 	}
 	ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: run[0], Items: len(st)})
 	itemCtx, cancel := context.WithTimeout(ictx, r.limits.ItemTimeout)
@@ -385,16 +441,27 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []i
 		return err
 	}
 	timedOut := itemCtx.Err() != nil
-	if err == nil && len(res) != len(run) {
-		err = fmt.Errorf("core: reader returned %d results for %d items", len(res), len(run))
+	if err == nil && len(res) != len(req.Items) {
+		err = fmt.Errorf("core: reader returned %d results for %d items", len(res), len(req.Items))
 	}
 	// left is what the reader's Budget left it before result k: the limit
 	// a TooLarge is judged against (an item past it stops admission).
 	left := req.Budget
-	for k, i := range run {
+	k := 0
+	for n, i := range run {
 		s := &st[i]
-		if k > 0 {
+		if n > 0 {
 			_, end = startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+		}
+		if s.target.inline != nil {
+			r.admitContent(s, b, sizeOf)
+			end(PhaseEnd{Issue: s.code})
+			continue
+		}
+		switch {
+		case timedOut || err != nil:
+		case res[k].Decision != nil:
+			s.final, s.rechecked = passDecision(*res[k].Decision), true
 		}
 		switch {
 		case b.stopped || b.itemsLeft == 0:
@@ -410,9 +477,33 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []i
 				left = max(left-res[k].Payload.Len(), 0)
 			}
 		}
+		k++
 		end(PhaseEnd{Issue: s.code})
 	}
 	return nil
+}
+
+// admitContent admits the content s's target carries exactly as a body a
+// reader returned, and takes the decision that came with it as the item's
+// recheck.
+func (r *Resources) admitContent(s *itemState, b *budget, sizeOf itemSizeFunc) {
+	s.contentDecision()
+	if b.stopped || b.itemsLeft == 0 {
+		b.stopped = true
+		s.code = IssueBudgetExceeded
+		return
+	}
+	r.admit(s, b, s.target.inline.payload, nil, min(r.limits.MaxItemBytes, b.payloadLeft), sizeOf)
+}
+
+// contentDecision takes the decision of the content s's target carries, if
+// any, as its recheck. Only an item the decision before the reads let
+// through takes it: for one it hid or denied, the inline decision is older
+// than the policy's answer, and the recheck asks the policy.
+func (s *itemState) contentDecision() {
+	if in := s.target.inline; in != nil {
+		s.final, s.rechecked = passDecision(in.decision), true
+	}
 }
 
 // admit admits the body p a reader returned for s, or records the issue

@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // ReadItem is one planned item a [Reader] is asked for.
 type ReadItem struct {
@@ -27,10 +30,24 @@ type ReadRequest struct {
 
 // ReadResult is a [Reader]'s answer for one item: a payload, or an error
 // ([Unavailable] to deny, [TooLarge] with the item's size when it does not
-// fit, any other error for a failed read).
+// fit, any other error for a failed read), and optionally the policy's
+// decision for the item taken with it.
 type ReadResult struct {
 	Payload ResourcePayload
 	Err     error
+	// Decision, when set, is the policy's current answer for this item,
+	// evaluated by storage in the same snapshot as the body (for example
+	// the grants check folded into the body statement). The gateway then
+	// rechecks the item by it instead of asking [ResourcePolicy].Decide
+	// about it: a hidden Decision removes the item, a visible one without
+	// Read revokes it, exactly as the same answer from Decide would. It is
+	// trusted for this item only (and, when the item has the requested
+	// target's identity, for the requested target), whatever Err says, and
+	// ignored when the request as a whole failed or timed out. A reader
+	// sets it only when it evaluated, no earlier than the body, the answer
+	// the gateway's Decide would give for the item (the statement that
+	// policy runs), never a part of that answer; Discover is still asked.
+	Decision *TargetDecision
 }
 
 // Reader reads the bodies of planned targets. It must enforce current
@@ -71,4 +88,29 @@ func (f itemReader) Read(ctx context.Context, req ReadRequest) ([]ReadResult, er
 		}
 	}
 	return out, nil
+}
+
+// WrapReader returns wrap(r) with r's kind kept, for a host that wraps
+// readers (to time, count or guard their storage requests). When r is an
+// [ItemReader], the result is an ItemReader too, which asks wrap(r) for one
+// item per request, so that the gateway still calls it item by item, each
+// under its own ItemTimeout and with the Limit admission leaves; otherwise
+// the result is wrap(r) itself, which sees each native batch as the one
+// request the gateway made, and must pass on its results (their Decisions
+// included) unchanged. wrap is called once.
+func WrapReader(r Reader, wrap func(next Reader) Reader) Reader {
+	w := wrap(r)
+	if _, ok := r.(itemReader); !ok {
+		return w
+	}
+	return itemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+		out, err := w.Read(ctx, ReadRequest{Items: []ReadItem{item}, Budget: item.Limit})
+		switch {
+		case err != nil:
+			return ResourcePayload{}, err
+		case len(out) != 1:
+			return ResourcePayload{}, fmt.Errorf("core: reader returned %d results for one item", len(out))
+		}
+		return out[0].Payload, out[0].Err
+	})
 }

@@ -20,6 +20,9 @@ type ResourceTarget struct {
 	repr  string
 	authz []byte
 	obj   *ObjectRef // set by WithObject; never modified
+	// inline is set by WithContent; never modified, never part of the
+	// identity.
+	inline *inline
 }
 
 // NewResourceTarget validates and copies a target. uri must be a valid

@@ -45,7 +45,7 @@ func newMetrics() *metrics {
 		}, []string{"code"}),
 		storeCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpres_store_calls_total",
-			Help: "Store round trips (resolve: identity metadata, read: one body), by store, operation and outcome (ok, unavailable, too_large, canceled, outage, error).",
+			Help: "Store round trips (resolve: identity metadata, read: one body, or one batch of bodies from a batch reader), by store, operation and outcome (ok, unavailable, too_large, canceled, outage, error; a batch's is its first failing item's).",
 		}, []string{"store", "op", "outcome"}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpres_store_call_duration_seconds",
@@ -134,21 +134,39 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int, t co
 	return out
 }
 
-// reader returns reader timing each item's read under the store storeOf
-// names.
+// reader returns reader with each storage request it makes counted and
+// timed under the store that storeOf names for the request's first item
+// (a reader serves one store): an item-by-item reader's every item, a
+// native batch reader's every batch, which is one round trip however many
+// items it holds. A batch's outcome is its request error's, else its first
+// failing item's, else ok. core.WrapReader keeps the reader's kind, so the
+// gateway still asks an item reader item by item and a batch reader gets
+// its batch whole, its results (and their decisions) passed on unchanged.
 func (m *metrics) reader(storeOf func(t core.ResourceTarget) string, reader core.Reader) core.Reader {
-	return core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
-		start := time.Now()
-		var p core.ResourcePayload
-		out, err := reader.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
-		if err == nil && len(out) == 1 {
-			p, err = out[0].Payload, out[0].Err
-		} else if err == nil {
-			err = errors.New("mcp-resources: the reader returned no result for the item")
-		}
-		m.storeCall(storeOf(item.Target), "read", start, err)
-		return p, err
+	return core.WrapReader(reader, func(next core.Reader) core.Reader {
+		return timedReader(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+			start := time.Now()
+			out, err := next.Read(ctx, req)
+			outcome := err
+			for i := 0; outcome == nil && i < len(out); i++ {
+				outcome = out[i].Err
+			}
+			var first core.ResourceTarget
+			if len(req.Items) > 0 {
+				first = req.Items[0].Target
+			}
+			m.storeCall(storeOf(first), "read", start, outcome)
+			return out, err
+		})
 	})
+}
+
+// timedReader is the core.Reader of the metrics wrapper.
+type timedReader func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error)
+
+// Read calls f.
+func (f timedReader) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+	return f(ctx, req)
 }
 
 // objectSources returns the core.WithObjectSource options of objects, each

@@ -98,3 +98,99 @@ func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
 		t.Errorf("metrics lack %s", want)
 	}
 }
+
+// batchReader is a native batch reader that answers every item of a
+// request with its body and the decision its storage took with it.
+type batchReader struct{ requests int }
+
+func (b *batchReader) Read(_ context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+	b.requests++
+	out := make([]core.ReadResult, len(req.Items))
+	for i, it := range req.Items {
+		out[i] = core.ReadResult{
+			Payload:  core.TextPayload("text/plain", "body of "+it.Target.URI()),
+			Decision: &core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true},
+		}
+	}
+	if len(req.Items) > 1 {
+		out[1].Err = core.Unavailable(errors.New("CANARY"))
+	}
+	return out, nil
+}
+
+// TestInstrumentKeepsANativeBatchOneStoreCall proves that the metrics
+// wrapper hands a native batch reader the gateway's request whole (one
+// store call counted, with the outcome of its first failing item) and its
+// Decisions back (the recheck asks the policy about the bundle alone),
+// while an item-by-item reader is still counted once per item.
+func TestInstrumentKeepsANativeBatchOneStoreCall(t *testing.T) {
+	plan := core.ResolverFunc(func(_ context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		req, _ := core.NewResourceTarget(m.URI(), "bundle", nil)
+		var items []core.ResourceTarget
+		for _, u := range []string{"test://a", "test://b", "test://c"} {
+			it, _ := core.NewResourceTarget(u, "item", nil)
+			items = append(items, it)
+		}
+		return core.NewResourceReadPlan(req, items...)
+	})
+	batch := &batchReader{}
+	var itemReads int
+	items := core.ItemReader(func(_ context.Context, it core.ReadItem) (core.ResourcePayload, error) {
+		itemReads++
+		return core.TextPayload("text/plain", "x"), nil
+	})
+	var rechecked [][]string
+	policy := core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			if pass.Stage == core.PassRecheck {
+				var us []string
+				for _, tg := range pass.Targets {
+					us = append(us, tg.URI())
+				}
+				rechecked = append(rechecked, us)
+			}
+			ds := make([]core.TargetDecision, len(pass.Targets))
+			for i := range ds {
+				ds[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
+			}
+			return ds, nil
+		},
+	}
+	m := newMetrics()
+	bs := m.instrument([]core.ResourceBinding{
+		{Definition: core.ResourceDefinition{URI: "test://batch", Name: "batch"}, Resolver: plan, Reader: batch},
+		{Definition: core.ResourceDefinition{URI: "test://items", Name: "items"}, Resolver: plan, Reader: items},
+	}, func(i int, _ core.ResourceTarget) string { return []string{"postgres", "memory"}[i] })
+	res, err := core.NewResources(bs, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"test://batch", "test://items"} {
+		if _, err := res.Read(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if batch.requests != 1 || itemReads != 3 {
+		t.Fatalf("batch reader asked %d times, item reader %d; want 1 and 3", batch.requests, itemReads)
+	}
+	if len(rechecked) != 2 || strings.Join(rechecked[0], ",") != "test://batch" {
+		t.Fatalf("recheck passes %v, want the batch's to ask about the bundle alone", rechecked)
+	}
+	rec := httptest.NewRecorder()
+	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	text := string(body)
+	for _, want := range []string{
+		`mcpres_store_calls_total{op="read",outcome="unavailable",store="postgres"} 1`,
+		`mcpres_store_calls_total{op="read",outcome="ok",store="memory"} 3`,
+		`mcpres_store_call_duration_seconds_count{op="read",store="postgres"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(text, `op="read",outcome="ok",store="postgres"`) {
+		t.Errorf("the batch was counted item by item")
+	}
+}
