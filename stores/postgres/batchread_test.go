@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func (d *bodiesDB) sourceOf(t *testing.T, opts SourceOptions) *Source {
 	if err := d.pool.QueryRow(t.Context(), `SELECT current_database()`).Scan(&db); err != nil {
 		t.Fatal(err)
 	}
-	name := "r_" + db[max(0, len(db)-24):]
+	name := "r_" + db[max(0, len(db)-20):] + "_" + opts.Name
 	role := pgx.Identifier{name}.Sanitize()
 	d.exec(t, `CREATE ROLE `+role+` NOLOGIN`)
 	t.Cleanup(func() { _, _ = d.pool.Exec(context.Background(), `DROP OWNED BY `+role+`; DROP ROLE IF EXISTS `+role) })
@@ -170,5 +171,176 @@ func TestSQLBindingBodyThatCannotReadABundleIsAConfigMistake(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "aggregate functions are not allowed") {
 		t.Errorf("%v: the server's message is missing", err)
+	}
+}
+
+// grantsDecide is a decide statement over the grants table.
+const grantsDecide = `SELECT doc AS key, visible, read, disclose FROM grants WHERE principal = $principal AND doc = ANY($keys)`
+
+// TestSQLBindingFoldsThePolicysRecheck proves that with RecheckWithBodies
+// the bodies statement evaluates the source's decide statement for each
+// item in the same statement and returns its answer as the item's
+// Decision (readable, visible but denied, hidden for a key it has no row
+// for), so that a bundle read under the source's policy costs the plan and
+// the bodies statement alone; without the option, or with a decide
+// statement that binds $captures, the reader returns no Decision and the
+// recheck is a statement of its own.
+func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
+	t.Parallel()
+	d := newBodiesDB(t)
+	for _, id := range []string{"a", "b", "c"} {
+		d.doc(t, id, 1, []byte("body of "+id))
+	}
+	d.exec(t, `INSERT INTO grants VALUES ('alice', 'a', true, true, true), ('alice', 'b', true, false, true)`)
+	bundle := docsBundle(bodyByKey)
+	bundle.Bundle = `SELECT id AS key, version, 'text/plain' AS mime, id, true AS visible, true AS read, true AS disclose FROM docs WHERE $g IS NOT NULL ORDER BY id`
+	ctx := core.WithPrincipal(t.Context(), "alice")
+	for i, tc := range []struct {
+		name    string
+		recheck bool
+		decide  string
+		folded  bool
+	}{
+		{"folded", true, grantsDecide, true},
+		{"without the option", false, grantsDecide, false},
+		{"a decide statement with $captures", true, grantsDecide + ` AND $captures IS NOT NULL`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := d.sourceOf(t, SourceOptions{Name: fmt.Sprint("s", i), RecheckWithBodies: tc.recheck})
+			b, err := src.Binding(bundle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy, err := src.Policy(tc.decide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := src.Check(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			res, err := core.NewResources([]core.ResourceBinding{b}, policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := func() (*core.ResourceResult, int64) {
+				b0 := d.w.batches.Load()
+				r, err := res.Read(ctx, "doc://b/all")
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				return r, d.w.batches.Load() - b0
+			}
+			read() // prepares the statements on the connection
+			r, batches := read()
+			want := int64(2) // the plan, the bodies with their recheck
+			if !tc.folded {
+				want = 3 // and the decide statement
+			}
+			if batches != want {
+				t.Errorf("%d batches, want %d", batches, want)
+			}
+			items := r.Items()
+			if !r.Partial() || len(items) != 2 || items[1].URI() != "doc://d/a" || items[1].Text() != "body of a" {
+				t.Fatalf("items %v, partial %v: want the warning and a", items, r.Partial())
+			}
+			if is := r.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "doc://d/b" {
+				t.Errorf("issues %+v: want b denied, c hidden without a trace", is)
+			}
+
+			a, err := res.Authorize(ctx, "doc://b/all")
+			if err != nil || a.Len() != 3 {
+				t.Fatalf("authorize: %v", err)
+			}
+			req := core.ReadRequest{Budget: 1000}
+			for i := range a.Len() {
+				req.Items = append(req.Items, core.ReadItem{Target: a.Item(i), Limit: 100})
+			}
+			out, err := b.Reader.Read(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantDecisions := []*core.TargetDecision{
+				{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}, Read: true},
+				{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}},
+				{},
+			}
+			for i, o := range out {
+				switch {
+				case !tc.folded && o.Decision != nil:
+					t.Errorf("item %d: Decision %+v, want none", i, *o.Decision)
+				case tc.folded && (o.Decision == nil || *o.Decision != *wantDecisions[i]):
+					t.Errorf("item %d: Decision %+v, want %+v", i, o.Decision, *wantDecisions[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSQLBindingPlansSmallContentInline proves that a plan's content
+// column plans the item with its content and the decision the plan read
+// beside it, so a read costs the plan alone and is rechecked by that
+// decision (a gateway policy that allows everything still does not serve
+// content the plan's read column denies); content over the inline bound is
+// not transferred and the body statement reads the item; and a content
+// column without visible and read is a mistake Check reports at the plan.
+func TestSQLBindingPlansSmallContentInline(t *testing.T) {
+	t.Parallel()
+	d := newBodiesDB(t)
+	d.doc(t, "small", 1, []byte("small body"))
+	d.doc(t, "big", 1, body(inlineMaxBytes+1, 'x'))
+	d.doc(t, "denied", 1, []byte("DENIED-CANARY"))
+	src := d.sourceOf(t, SourceOptions{Name: "docs"})
+	b, err := src.Binding(SQLBinding{
+		Definition: core.ResourceDefinition{Name: "doc", URITemplate: "doc://one/{id}"},
+		Plan: `SELECT id AS key, version, 'text/plain' AS mime, true AS text, true AS visible, id <> 'denied' AS read, false AS disclose,
+			body AS content FROM docs WHERE id = $id`,
+		Body: bodyByKey,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := core.WithPrincipal(t.Context(), "alice")
+	res, err := core.NewResources([]core.ResourceBinding{b}, DatabaseDecides())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id      string
+		size    int
+		batches int64
+	}{{"small", len("small body"), 1}, {"big", inlineMaxBytes + 1, 2}} {
+		res.Read(ctx, "doc://one/"+tc.id) // prepares
+		b0 := d.w.batches.Load()
+		r, err := res.Read(ctx, "doc://one/"+tc.id)
+		if err != nil || len(r.Items()) != 1 || len(r.Items()[0].Text()) != tc.size {
+			t.Fatalf("read %s: %v", tc.id, err)
+		}
+		if n := d.w.batches.Load() - b0; n != tc.batches {
+			t.Errorf("read %s: %d batches, want %d", tc.id, n, tc.batches)
+		}
+	}
+
+	b0 := d.w.batches.Load()
+	if _, err := res.Read(ctx, "doc://one/denied"); core.KindOf(err) != core.FailureUnavailable {
+		t.Errorf("read the denied item: %v, want unavailable", err)
+	}
+	if n := d.w.batches.Load() - b0; n != 1 {
+		t.Errorf("read the denied item: %d batches, want the plan alone", n)
+	}
+
+	bad := d.sourceOf(t, SourceOptions{Name: "bad"})
+	if _, err := bad.Binding(SQLBinding{
+		Definition: core.ResourceDefinition{Name: "doc", URITemplate: "doc://one/{id}"},
+		Plan:       `SELECT id AS key, version, 'text/plain' AS mime, body AS content FROM docs WHERE id = $id`,
+		Body:       bodyByKey,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Check(t.Context())
+	if ce, ok := errors.AsType[*core.ConfigError](err); !ok || ce.Path != (core.ConfigPath{Source: "bad", Binding: "doc", Field: "Plan"}) || !strings.Contains(ce.Reason, `"visible" and "read"`) {
+		t.Errorf("content without visible and read: Check = %v, want a ConfigError at the plan", err)
 	}
 }

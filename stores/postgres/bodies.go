@@ -233,6 +233,17 @@ type bodyResult struct {
 	answer  flags
 }
 
+// decision is the answer of the folded recheck for r's item, exactly as
+// [Source.Policy]'s Decide gives it at the recheck: no row for the key
+// hides the item, discover false hides it too.
+func (r bodyResult) decision() *core.TargetDecision {
+	f := r.answer
+	if !r.decided {
+		f = flags{}
+	}
+	return &core.TargetDecision{Visibility: core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, Read: f.read}
+}
+
 // payload turns r into the item's payload or error, as the sequential
 // read does: Unavailable for an item that is gone, refused or without
 // content, ErrChanged for one with another version, TooLarge for one over

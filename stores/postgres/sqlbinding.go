@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,9 +44,20 @@ import (
 //	object_mime        (text)                its MIME type; default: the object store's
 //	visible, read      (boolean, together)   the policy's answer for the row, read in the plan
 //	disclose           (boolean)             issues about the row may carry its URI
+//	content            (bytea or text)       the row item's content, inline (needs visible and read)
 //
 // plus any column ItemURI or ObjectURI names. A NULL object_key is a row
 // without an object. Any other column is a mistake that Check reports.
+//
+// A content column plans the row item with its content and the decision
+// the plan read with it (core.ResourceTarget.WithContent): the gateway
+// reads no body for it and rechecks it by that decision, so a read of
+// such items costs the plan alone. The store inlines content of at most 8
+// KiB (a longer one is not transferred, and the item is read by the body
+// statement, as is one whose content is NULL): fields, small JSON
+// documents. Return it only where the row's read column is true (CASE
+// WHEN ... THEN ... END), since it is fetched before the gateway decides,
+// and exactly what the body statement returns for the row.
 //
 // The visible, read and disclose columns fold the policy's decision into
 // the plan: the [Source.Policy] of the same source decides the pass before
@@ -144,7 +156,15 @@ var planColumns = []column{
 	{"object_key", colText, false}, {"object_source", colText, false}, {"object_bucket", colText, false}, {"object_etag", colText, false},
 	{"object_version_id", colText, false}, {"object_size", colInteger, false}, {"object_mime", colText, false},
 	{"visible", colBool, false}, {"read", colBool, false}, {"disclose", colBool, false},
+	{inlineColumn, colBody, false},
 }
+
+// inlineColumn is the plan column of a row item's inline content, and
+// inlineMaxBytes the most the store inlines.
+const (
+	inlineColumn   = "content"
+	inlineMaxBytes = 8 << 10
+)
 
 var bodyColumns = []column{{"body", colBody, true}, {"version", colAny, false}}
 
@@ -198,6 +218,9 @@ type sqlBinding struct {
 	objOnly   bool
 	anchored  bool
 	noObjects bool
+	// folded is the bodies statement with the recheck of the source's
+	// policy folded in, when the source has exactly one ([Source.fold]).
+	folded atomic.Pointer[statement]
 }
 
 // Binding returns the binding that b defines over src. It checks what it
@@ -356,6 +379,12 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	sb.body.prepare = sb.prepareBody
 	src.add(sb.plan)
 	src.add(sb.body)
+	src.mu.Lock()
+	src.bodied = append(src.bodied, sb)
+	if len(src.policies) == 1 {
+		src.fold(sb, src.policies[0])
+	}
+	src.mu.Unlock()
 	addCompletions()
 	src.watch(name, b.Listen)
 	return sb.binding(b.Definition), nil
@@ -435,6 +464,12 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	if p.has["visible"] != p.has["read"] || (p.has["disclose"] && !p.has["visible"]) {
 		return nil, sb.plan.configError(`columns "visible" and "read" go together (and "disclose" needs them): they are the policy's answer folded into the plan`, nil)
 	}
+	if p.has[inlineColumn] && (!p.has["visible"] || sb.objOnly) {
+		if sb.objOnly {
+			return nil, sb.plan.configError(`column "content" is for row items; an ObjectOnly binding serves the row's object, which its object source reads`, nil)
+		}
+		return nil, sb.plan.configError(`column "content" needs the "visible" and "read" columns: inline content is admitted and rechecked by the decision the plan read with it`, nil)
+	}
 	if sb.objOnly && !p.has["object_key"] {
 		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
 	}
@@ -466,6 +501,29 @@ func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared,
 	}
 	return &prepared{sql: st.sql, cols: names, has: has, bodies: st, sentReason: bodiesSentReason}, nil
 }
+
+// prepareFolded returns the bodies statement of sb with the decide
+// statement of p folded in, from the checked forms of both.
+func (sb *sqlBinding) prepareFolded(p *sqlPolicy) (*prepared, error) {
+	body, err := sb.body.load()
+	if err != nil {
+		return nil, err
+	}
+	decide, err := p.st.load()
+	if err != nil {
+		return nil, err
+	}
+	st, err := buildBodies(sb.body.named, body.has["version"],
+		&bodiesRecheck{decide: p.st.named, discover: decide.has["discover"], disclose: decide.has["disclose"]})
+	if err != nil {
+		return nil, sb.body.configError(err.Error(), err)
+	}
+	return &prepared{sql: st.sql, cols: body.cols, has: body.has, bodies: st, sentReason: foldedSentReason}, nil
+}
+
+// foldedSentReason is why a checked body statement may not prepare with
+// the policy's recheck folded in.
+const foldedSentReason = "does not prepare with the policy's decide statement folded in, as the store reads a bundle's items and their recheck at once"
 
 // bodiesSentReason is why a body statement that prepares alone may not
 // prepare as its bodies statement.
@@ -569,7 +627,21 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	if err != nil {
 		return core.ResourceTarget{}, err
 	}
-	return core.NewResourceTarget(uri, sb.repr, authz)
+	t, err := core.NewResourceTarget(uri, sb.repr, authz)
+	if err != nil {
+		return t, err
+	}
+	if c, ok := r[inlineColumn].([]byte); ok && ref.Grants != nil {
+		p := core.BlobPayload(ref.MIME, c)
+		if ref.Text {
+			p = core.TextPayload(ref.MIME, string(c))
+		}
+		g := ref.Grants
+		if wc, err := t.WithContent(p, core.TargetDecision{Visibility: core.Visibility{Visible: g.Visible, DiscloseIssueURI: g.Disclose}, Read: g.Read}); err == nil {
+			t = wc // else (content over core.MaxInlineBytes) the body statement reads it
+		}
+	}
+	return t, nil
 }
 
 // objectRepresentation labels the object items of rows.
@@ -664,6 +736,11 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 	if err != nil {
 		return fail(err)
 	}
+	if f := sb.folded.Load(); f != nil {
+		if fp := f.ready.Load(); fp != nil {
+			p = fp
+		}
+	}
 	budget := req.Budget
 	for start := 0; start < len(items); start += sb.src.s.maxItems {
 		end := min(start+sb.src.s.maxItems, len(items))
@@ -675,6 +752,9 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 			it, ref := items[start+k], refs[start+k]
 			o := &out[at[start+k]]
 			o.Payload, o.Err = r.payload(it, ref.MIME, ref.Text)
+			if p.bodies.recheck {
+				o.Decision = r.decision()
+			}
 			switch {
 			case r.cut:
 				budget = 0 // admission stopped: what follows is cut too

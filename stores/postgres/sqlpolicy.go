@@ -87,6 +87,17 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	}
 	src.add(st)
 	p := &sqlPolicy{src: src, st: st}
+	src.mu.Lock()
+	if src.policies = append(src.policies, p); len(src.policies) == 1 {
+		for _, sb := range src.bodied {
+			src.fold(sb, p)
+		}
+	} else {
+		for _, sb := range src.bodied {
+			sb.folded.Store(nil) // two policies: which one serves is the host's choice
+		}
+	}
+	src.mu.Unlock()
 	return core.ResourcePolicy{
 		Discover: p.discover,
 		Decide:   p.decide,
