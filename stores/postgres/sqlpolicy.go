@@ -49,7 +49,10 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // Decide answers a whole plan with one statement in one round trip, before
 // the body reads and again for the recheck; before the reads it needs no
 // statement at all for targets whose plan statement returned the answer
-// itself (the visible and read columns of [SQLBinding]). Discover allows every definition to a caller with a valid principal. The statement
+// itself (the visible and read columns of [SQLBinding]), and with
+// SourceOptions.RecheckWithBodies the recheck of the items the bindings
+// read is folded into their bodies statement, so it asks only about what
+// is left (an object item). Discover allows every definition to a caller with a valid principal. The statement
 // is checked by [Source.Check] with the source's other statements. Errors
 // are *core.ConfigError values.
 //
