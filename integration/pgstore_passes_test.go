@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -215,5 +216,52 @@ func TestPGStoreRecheckAsksTheGrantsTableNow(t *testing.T) {
 	}
 	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b" {
 		t.Fatalf("issues %+v: want b revoked, c gone without a trace", is)
+	}
+}
+
+// TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies proves the
+// recheck folded into the bodies statement (RecheckWithBodies) answers for
+// the state the bodies were read in, not the plan's: grants revoked after
+// the decision before the reads and before the bodies statement remove a
+// read-revoked item (an unavailable issue) and a hidden one silently,
+// with no decide statement of their own.
+func TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	for _, id := range []string{"a", "b", "c"} {
+		d.textAsset(t, "p", id, "body of "+id)
+	}
+	d.exec(t, `INSERT INTO mcpres.grants (principal, project_id, asset_id, can_discover, can_read, disclose_issue_uri) VALUES
+		('alice', 'p', 'a', true, true, true), ('alice', 'p', 'b', true, true, true), ('alice', 'p', 'c', true, true, true)`)
+	st := newStore(t, newPool(t, d.url, nil), &refOptions{RecheckWithBodies: true})
+	orig := st.Policy()
+	policy := orig
+	var rechecks atomic.Int64
+	policy.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+		ds, err := orig.Decide(ctx, pass)
+		switch pass.Stage {
+		case core.PassBeforeReads: // decided; the bodies are read next
+			d.exec(t, `UPDATE mcpres.grants SET can_read = false WHERE principal = 'alice' AND asset_id = 'b'`)
+			d.exec(t, `UPDATE mcpres.grants SET can_discover = false, can_read = false WHERE principal = 'alice' AND asset_id = 'c'`)
+		case core.PassRecheck:
+			rechecks.Add(int64(len(pass.Targets) - 1)) // the items asked about, besides the bundle's own target
+		}
+		return ds, err
+	}
+	r := pgGateway(t, st.Bindings(), policy)
+	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	items := itemTexts(res)
+	if len(items) != 2 || items["asset://project/p/asset/a"] == "" || !res.Partial() {
+		t.Fatalf("items %v partial %v: want the warning and a", items, res.Partial())
+	}
+	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b" {
+		t.Fatalf("issues %+v: want b revoked, c gone without a trace", is)
+	}
+	if n := rechecks.Load(); n != 0 {
+		t.Errorf("the recheck asked Decide about %d items, want none: the bodies statement answered", n)
 	}
 }
