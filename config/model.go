@@ -216,8 +216,10 @@ type PostgresResource struct {
 	// Plan (PostgreSQL) selects the one item a request names, identity
 	// only, in columns named key, version, mime and optionally name,
 	// title, size, text, object_key, object_etag, object_version_id,
-	// object_size and object_mime. Its $names are the template's captures
-	// (every one used) and $principal.
+	// object_size and object_mime; visible, read and disclose (the policy's
+	// answer); and content, the item's content inline (up to 8 KiB, with
+	// visible and read: no body statement runs for it). Its $names are
+	// the template's captures (every one used) and $principal.
 	Plan string `yaml:"plan" schema:"ref=sql"`
 	// Bundle (PostgreSQL) selects the items of a bundle, one per row, in
 	// the columns of Plan plus those ItemURI names.

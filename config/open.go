@@ -228,8 +228,12 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if p == nil {
 			continue
 		}
+		// Every resource of a source with a decide policy is decided by it
+		// (routePolicy), so its reads may take their recheck with the bodies.
+		pol := f.policyOf(src.Name)
 		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
+			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects,
+			RecheckWithBodies: pol != nil && !pol.Database})
 		if err != nil {
 			return nil, f.storeError(err, src.Name, src.Spans.start())
 		}

@@ -75,7 +75,7 @@ func (b *bodyCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 	return ctx
 }
 func (b *bodyCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	if strings.Contains(data.SQL, "THEN q.body END") {
+	if strings.Contains(data.SQL, "THEN b.body END") {
 		b.n.Add(1)
 	}
 }

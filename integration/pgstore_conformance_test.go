@@ -46,7 +46,7 @@ func (b *bodyTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 	return ctx
 }
 func (b *bodyTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	if strings.Contains(data.SQL, "THEN q.body END") && strings.Contains(data.SQL, "SELECT a.body, a.version") {
+	if strings.Contains(data.SQL, "THEN b.body END") && strings.Contains(data.SQL, "SELECT a.body, a.version") {
 		b.n.Add(1)
 	}
 }

@@ -101,10 +101,12 @@ func item(t *testing.T, ctx context.Context, r *core.Resources, bundle, uri stri
 	return core.ResourceTarget{}
 }
 
-// TestPGStoreTerminatedBackendFailsOnlyThatItem proves a backend killed by
-// pg_terminate_backend mid-read makes that item read_failed, its siblings
-// are served, and the next read succeeds on the same pool.
-func TestPGStoreTerminatedBackendFailsOnlyThatItem(t *testing.T) {
+// TestPGStoreTerminatedBackendFailsOnlyThatRead proves a backend killed by
+// pg_terminate_backend mid-read makes the items of the statement it ran
+// read_failed (retryable): a bundle's bodies are one statement, so the
+// siblings of the slow item share its fate; and the next read succeeds on
+// the same pool.
+func TestPGStoreTerminatedBackendFailsOnlyThatRead(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
 	pool := newPool(t, d.url, nil)
@@ -130,15 +132,17 @@ func TestPGStoreTerminatedBackendFailsOnlyThatItem(t *testing.T) {
 	if kerr := <-killed; kerr != nil {
 		t.Fatalf("terminate: %v", kerr)
 	}
-	if err != nil {
-		t.Fatalf("read: %v", err)
+	f, ok := errors.AsType[*core.Failure](err)
+	if !ok || f.Kind != core.FailureNoItems || !f.Retryable() || res != nil {
+		t.Fatalf("read: %v, want no items, retryable", err)
 	}
-	items, issues := itemTexts(res), issueCodes(res)
-	if items["note://item/a"] != "note a" || items["note://item/z"] != "note z" {
-		t.Fatalf("siblings: %v", items)
+	for _, is := range f.Issues() {
+		if is.Code() != core.IssueReadFailed {
+			t.Errorf("%s: %s, want read_failed", is.ResourceURI(), is.Code())
+		}
 	}
-	if issues["note://item/slow"] != core.IssueReadFailed {
-		t.Fatalf("issues %v, want the terminated item read_failed", issues)
+	if len(f.Issues()) != 3 {
+		t.Errorf("%d issues, want the 3 items of the terminated statement", len(f.Issues()))
 	}
 
 	d.exec(t, `UPDATE sleepy SET on_ = false`)
@@ -150,9 +154,10 @@ func TestPGStoreTerminatedBackendFailsOnlyThatItem(t *testing.T) {
 
 // TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout proves the statement
 // timeout taken from the item deadline cancels a slow statement in the
-// server: that item is the gateway's timeout, siblings are served, and the
-// reader alone reports ErrStatementTimeout (matching DeadlineExceeded) and
-// leaves the pool usable.
+// server: the items it reads (a bundle's bodies are one statement, under
+// one item timeout) are the gateway's timeout, and the reader alone
+// reports ErrStatementTimeout (matching DeadlineExceeded) and leaves the
+// pool usable.
 func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
@@ -162,12 +167,15 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 		core.WithResourceLimits(core.ResourceLimits{ItemTimeout: 400 * time.Millisecond}))
 	ctx := as(t.Context(), "alice")
 	start := time.Now()
-	res, err := r.Read(ctx, "note://all")
-	if err != nil {
-		t.Fatalf("read: %v", err)
+	_, err := r.Read(ctx, "note://all")
+	f, ok := errors.AsType[*core.Failure](err)
+	if !ok || f.Kind != core.FailureNoItems || len(f.Issues()) != 3 {
+		t.Fatalf("read: %v, want no items: the 3 items of the statement timed out", err)
 	}
-	if issues := issueCodes(res); issues["note://item/slow"] != core.IssueTimeout || len(itemTexts(res)) != 3 {
-		t.Fatalf("issues %v, items %v; want slow timed out and a, z served", issues, itemTexts(res))
+	for _, is := range f.Issues() {
+		if is.Code() != core.IssueTimeout {
+			t.Errorf("%s: %s, want timeout", is.ResourceURI(), is.Code())
+		}
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("the read took %v; the statement was not cut at its timeout", took)

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -15,13 +16,14 @@ import (
 // each kind of URI of the reference bindings under the store's own grants
 // policy, objects joined from S3 as the reference server does: the plan
 // carries the grant flags for the decision before the reads, and the
-// recheck is one statement for the whole plan. One body read costs at most
-// 4 round trips (it was 10 before Decide), a bundle of N items at most
-// N + 4. The index is a binding like the others: a plan statement (its
-// version), its read and the recheck (the hand-written store planned it
-// without a statement and decided it without asking: 1 round trip, and no
-// version to pin). S3 requests are not counted here (the object store's own tests
-// count them).
+// recheck is folded into the bodies statement (the same snapshot as the
+// bodies) or taken with the content a plan returned. One body read costs
+// 2 round trips (it was 10 before Decide, 3 with a recheck statement of
+// its own), a bundle of any N 2 (it was N + 2 while each item had its own
+// statement), the index 1 (its plan returns it), an asset's fields and
+// object 2 (the plan returns the fields; the object's recheck follows its
+// read from S3). S3 requests are not counted here (the object store's own
+// tests count them).
 func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	t.Parallel()
 	const n = 8 // text assets; the project bundle also holds the object asset
@@ -44,22 +46,22 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 
 	c := countedPool(t, d.url, 1)
-	st := newStore(t, c.pool, &refOptions{Objects: bucket})
+	st := newStore(t, c.pool, &refOptions{Objects: bucket, RecheckWithBodies: true})
 	batch := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 
 	kinds := []struct {
 		name, uri string
 		items     int   // application items of the read, or -1 for a list page
-		want      int64 // with Decide: plan + one per PostgreSQL item + recheck
-		max       int64 // the issue's bound: 4 for one item, N + 4 for N
+		want      int64 // plan (+ bodies with their recheck) (+ the recheck of an object)
+		max       int64 // the issue's bound: 2 for a body, 3 for a bundle of one source, 1 for the index
 	}{
-		{"index", "asset://projects", 1, 1 + 1 + 1, 4},
+		{"index", "asset://projects", 1, 1, 1},
 		// The requested bundle target is decided without a statement.
-		{"project bundle", "asset://project/p", n + 1, 1 + (n + 1) + 1, n + 1 + 4},
-		{"joined asset", "asset://project/p/asset/obj", 2, 1 + 1 + 1, 2 + 4}, // the object is read from S3
-		{"asset body", "asset://project/p/asset/a003/body", 1, 1 + 1 + 1, 4},
-		{"asset object", "asset://project/p/asset/obj/object", 1, 1 + 1, 4},
+		{"project bundle", "asset://project/p", n + 1, 1 + 1, 3},
+		{"joined asset", "asset://project/p/asset/obj", 2, 1 + 1, 2}, // the fields inline, the object read from S3
+		{"asset body", "asset://project/p/asset/a003/body", 1, 1 + 1, 2},
+		{"asset object", "asset://project/p/asset/obj/object", 1, 1 + 1, 2},
 		{"list page", "", -1, 0, 0},
 	}
 	do := func(r *core.Resources, uri string, items int) {
@@ -214,5 +216,52 @@ func TestPGStoreRecheckAsksTheGrantsTableNow(t *testing.T) {
 	}
 	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b" {
 		t.Fatalf("issues %+v: want b revoked, c gone without a trace", is)
+	}
+}
+
+// TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies proves the
+// recheck folded into the bodies statement (RecheckWithBodies) answers for
+// the state the bodies were read in, not the plan's: grants revoked after
+// the decision before the reads and before the bodies statement remove a
+// read-revoked item (an unavailable issue) and a hidden one silently,
+// with no decide statement of their own.
+func TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	d.project(t, "p")
+	for _, id := range []string{"a", "b", "c"} {
+		d.textAsset(t, "p", id, "body of "+id)
+	}
+	d.exec(t, `INSERT INTO mcpres.grants (principal, project_id, asset_id, can_discover, can_read, disclose_issue_uri) VALUES
+		('alice', 'p', 'a', true, true, true), ('alice', 'p', 'b', true, true, true), ('alice', 'p', 'c', true, true, true)`)
+	st := newStore(t, newPool(t, d.url, nil), &refOptions{RecheckWithBodies: true})
+	orig := st.Policy()
+	policy := orig
+	var rechecks atomic.Int64
+	policy.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+		ds, err := orig.Decide(ctx, pass)
+		switch pass.Stage {
+		case core.PassBeforeReads: // decided; the bodies are read next
+			d.exec(t, `UPDATE mcpres.grants SET can_read = false WHERE principal = 'alice' AND asset_id = 'b'`)
+			d.exec(t, `UPDATE mcpres.grants SET can_discover = false, can_read = false WHERE principal = 'alice' AND asset_id = 'c'`)
+		case core.PassRecheck:
+			rechecks.Add(int64(len(pass.Targets) - 1)) // the items asked about, besides the bundle's own target
+		}
+		return ds, err
+	}
+	r := pgGateway(t, st.Bindings(), policy)
+	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	items := itemTexts(res)
+	if len(items) != 2 || items["asset://project/p/asset/a"] == "" || !res.Partial() {
+		t.Fatalf("items %v partial %v: want the warning and a", items, res.Partial())
+	}
+	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b" {
+		t.Fatalf("issues %+v: want b revoked, c gone without a trace", is)
+	}
+	if n := rechecks.Load(); n != 0 {
+		t.Errorf("the recheck asked Decide about %d items, want none: the bodies statement answered", n)
 	}
 }

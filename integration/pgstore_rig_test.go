@@ -114,6 +114,11 @@ type refOptions struct {
 	LoginRole        bool
 	StatementTimeout time.Duration
 	Principal        core.PrincipalFunc
+	// RecheckWithBodies serves the bindings as a resources file does,
+	// under the store's policy only: their reads take its recheck with the
+	// bodies (postgres.SourceOptions.RecheckWithBodies). Leave it unset for
+	// a gateway with another policy.
+	RecheckWithBodies bool
 }
 
 // refStore is the reference schema as the tests serve it in process: one
@@ -147,7 +152,8 @@ func newRefStore(db postgres.DB, opts *refOptions) (*refStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Principal: o.Principal, StatementTimeout: o.StatementTimeout}
+	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Principal: o.Principal, StatementTimeout: o.StatementTimeout,
+		RecheckWithBodies: o.RecheckWithBodies}
 	if !o.LoginRole {
 		so.Role = postgres.ReaderRole
 	}

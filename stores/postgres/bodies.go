@@ -15,9 +15,9 @@ import (
 // This file builds and runs the statement that reads the bodies of many
 // planned row items of one binding in one round trip (issue 37: "a
 // bundle's bodies in one round trip"), optionally with the source's
-// recheck evaluated in the same statement, hence the same snapshot. It is
-// ready to be wired into a batch reader; nothing calls it yet but its
-// tests.
+// recheck evaluated in the same statement, hence the same snapshot. A
+// binding's reader ([sqlBinding.Read]) sends it for the row items of each
+// read request.
 //
 // The statement is built from the binding's own body statement, whose
 // $key and $version become the columns of one unnest row per item, joined
@@ -231,6 +231,17 @@ type bodyResult struct {
 	// row for the item's key, answer its answer.
 	decided bool
 	answer  flags
+}
+
+// decision is the answer of the folded recheck for r's item, exactly as
+// [Source.Policy]'s Decide gives it at the recheck: no row for the key
+// hides the item, discover false hides it too.
+func (r bodyResult) decision() *core.TargetDecision {
+	f := r.answer
+	if !r.decided {
+		f = flags{}
+	}
+	return &core.TargetDecision{Visibility: core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, Read: f.read}
 }
 
 // payload turns r into the item's payload or error, as the sequential

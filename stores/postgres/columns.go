@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -134,6 +135,13 @@ func selectList(cols []column) string {
 	for i, c := range cols {
 		if i > 0 {
 			b.WriteString(", ")
+		}
+		if c.name == inlineColumn {
+			// Inline content only up to inlineMaxBytes: a longer one is
+			// not transferred, and the item is read by the body statement.
+			b.WriteString("CASE WHEN octet_length(q." + quoteIdent(c.name) + ") <= " + strconv.Itoa(inlineMaxBytes) +
+				" THEN q." + quoteIdent(c.name) + " END")
+			continue
 		}
 		b.WriteString("q.")
 		b.WriteString(quoteIdent(c.name))

@@ -69,8 +69,9 @@
 // statement whose result columns, by name, give each item's key, version,
 // MIME type and, optionally, a referenced object (object_key, object_etag,
 // object_version_id, ...); a body statement pinned by $key and the version
-// and bounded by its [core.ReadItem] Limit in the statement itself; and a completion
-// statement per variable. Parameters are named ($tenant, $id, $key,
+// and bounded by its [core.ReadItem] Limit in the statement itself, which
+// reads all the row items of a request (a bundle's bodies) in one round
+// trip; and a completion statement per variable. Parameters are named ($tenant, $id, $key,
 // $principal) and rewritten to positional bind arguments; no SQL is built
 // from a value. [Source.Policy] is a policy of one statement that decides
 // any number of keys at once (core's whole-plan Decide), and

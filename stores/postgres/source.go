@@ -50,6 +50,18 @@ type SourceOptions struct {
 	// naming the source; the host registers the source's reader (package
 	// s3store's *Bucket) with core.WithObjectSource under the same name.
 	Objects map[string]string
+	// RecheckWithBodies says the host serves every binding of the source
+	// under the source's [Source.Policy] (as a resources file does): the
+	// bindings' reads then evaluate the policy's decide statement in their
+	// bodies statement, the recheck in the same snapshot as the bodies,
+	// and return its answer with each item (core.ReadResult.Decision),
+	// which the gateway takes instead of asking the policy again, so a
+	// read's recheck costs no round trip of its own. It takes effect while
+	// the source has exactly one policy whose statement does not use
+	// $captures (a reader is not given them). Leave it unset when another
+	// policy may decide the bindings' reads: the gateway would recheck
+	// them by the source's policy instead of that one.
+	RecheckWithBodies bool
 }
 
 // Source is one PostgreSQL database that a host's own SQL statements serve:
@@ -68,10 +80,30 @@ type Source struct {
 	name    string
 	login   bool
 	objects map[string]string // object source name -> bucket ("" any)
+	recheck bool              // SourceOptions.RecheckWithBodies
 
 	mu     sync.Mutex
 	stmts  []*statement
 	listen map[string]string // binding name -> channel
+	// bodied are the bindings with a body statement, policies the
+	// policies made by [Source.Policy]: with RecheckWithBodies and exactly
+	// one policy, each binding's reads fold its recheck into their bodies
+	// statement.
+	bodied   []*sqlBinding
+	policies []*sqlPolicy
+}
+
+// fold registers the statement that reads sb's bodies with p's recheck
+// folded in (see [sqlBinding.Read]), unless p's statement binds the
+// request's captures, which a reader is not given. src.mu is held.
+func (src *Source) fold(sb *sqlBinding, p *sqlPolicy) {
+	if !src.recheck || p.st.named.paramIndex("captures") != 0 {
+		return
+	}
+	st := &statement{owner: sb.body.owner, kind: "body", path: sb.body.path, named: sb.body.named, derived: true}
+	st.prepare = func(*pgconn.StatementDescription) (*prepared, error) { return sb.prepareFolded(p) }
+	sb.folded.Store(st)
+	src.stmts = append(src.stmts, st)
 }
 
 // watch records that the binding name's changes arrive on channel, if any.
@@ -118,7 +150,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs}, nil
+	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs, recheck: opts.RecheckWithBodies}, nil
 }
 
 // Name returns the source's name.
@@ -135,6 +167,10 @@ type statement struct {
 	// the statement the store sends and the columns it returns.
 	prepare func(desc *pgconn.StatementDescription) (*prepared, error)
 	ready   atomic.Pointer[prepared]
+	// derived is a statement built from statements checked before it
+	// (their checked forms): Check prepares no host SQL of its own, and
+	// prepare gets a nil description.
+	derived bool
 }
 
 // prepared is a checked statement as the store sends it.
@@ -142,6 +178,11 @@ type prepared struct {
 	sql  string
 	cols []string // the host statement's columns the store selects, in order
 	has  map[string]bool
+	// bodies is a body statement's bodies statement, whose SQL sql is.
+	bodies *bodiesStatement
+	// sentReason says why sql may not prepare when the host's statement
+	// did; empty means the generic reason.
+	sentReason string
 }
 
 func (st *statement) field() string { return st.owner + ": " + st.kind }
@@ -273,9 +314,12 @@ func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
 // then prepares the statement the store sends and runs it once, as the
 // role, with NULL parameters and no row fetched.
 func (src *Source) checkStatement(ctx context.Context, conn *pgx.Conn, st *statement) (*prepared, error) {
-	desc, err := conn.PgConn().Prepare(ctx, "", st.named.SQL, nil)
-	if err != nil {
-		return nil, st.configError("does not prepare: "+pgMessage(err), err)
+	var desc *pgconn.StatementDescription
+	if !st.derived {
+		var err error
+		if desc, err = conn.PgConn().Prepare(ctx, "", st.named.SQL, nil); err != nil {
+			return nil, st.configError("does not prepare: "+pgMessage(err), err)
+		}
 	}
 	p, err := st.prepare(desc)
 	if err != nil {
@@ -283,7 +327,11 @@ func (src *Source) checkStatement(ctx context.Context, conn *pgx.Conn, st *state
 	}
 	sent, err := conn.PgConn().Prepare(ctx, "", p.sql, nil)
 	if err != nil {
-		return nil, st.configError("does not prepare as the store sends it: "+pgMessage(err), err)
+		reason := p.sentReason
+		if reason == "" {
+			reason = "does not prepare as the store sends it"
+		}
+		return nil, st.configError(reason+": "+pgMessage(err), err)
 	}
 	if err := src.probe(ctx, conn, p.sql, len(sent.ParamOIDs)); err != nil {
 		role := src.s.role

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,9 +44,20 @@ import (
 //	object_mime        (text)                its MIME type; default: the object store's
 //	visible, read      (boolean, together)   the policy's answer for the row, read in the plan
 //	disclose           (boolean)             issues about the row may carry its URI
+//	content            (bytea or text)       the row item's content, inline (needs visible and read)
 //
 // plus any column ItemURI or ObjectURI names. A NULL object_key is a row
 // without an object. Any other column is a mistake that Check reports.
+//
+// A content column plans the row item with its content and the decision
+// the plan read with it (core.ResourceTarget.WithContent): the gateway
+// reads no body for it and rechecks it by that decision, so a read of
+// such items costs the plan alone. The store inlines content of at most 8
+// KiB (a longer one is not transferred, and the item is read by the body
+// statement, as is one whose content is NULL): fields, small JSON
+// documents. Return it only where the row's read column is true (CASE
+// WHEN ... THEN ... END), since it is fetched before the gateway decides,
+// and exactly what the body statement returns for the row.
 //
 // The visible, read and disclose columns fold the policy's decision into
 // the plan: the [Source.Policy] of the same source decides the pass before
@@ -91,7 +103,11 @@ type SQLBinding struct {
 	// changed item is unavailable. The store returns the body only when it
 	// fits the item's Limit, in the same statement (octet_length), so an
 	// oversized body is never transferred. Zero rows is unavailable; more
-	// than one is an error.
+	// than one is an error. The store reads all the row items of a
+	// request (a bundle's bodies) with one statement built from this one,
+	// in which each use of $key and $version stands for an item's planned
+	// key and version (a column, no longer a parameter); [Source.Check]
+	// refuses a body statement that PostgreSQL does not accept so.
 	Body string
 	// Complete holds one statement per template variable it completes:
 	// parameters $prefix (required; compare with starts_with, a literal),
@@ -140,7 +156,15 @@ var planColumns = []column{
 	{"object_key", colText, false}, {"object_source", colText, false}, {"object_bucket", colText, false}, {"object_etag", colText, false},
 	{"object_version_id", colText, false}, {"object_size", colInteger, false}, {"object_mime", colText, false},
 	{"visible", colBool, false}, {"read", colBool, false}, {"disclose", colBool, false},
+	{inlineColumn, colBody, false},
 }
+
+// inlineColumn is the plan column of a row item's inline content, and
+// inlineMaxBytes the most the store inlines.
+const (
+	inlineColumn   = "content"
+	inlineMaxBytes = 8 << 10
+)
 
 var bodyColumns = []column{{"body", colBody, true}, {"version", colAny, false}}
 
@@ -194,6 +218,9 @@ type sqlBinding struct {
 	objOnly   bool
 	anchored  bool
 	noObjects bool
+	// folded is the bodies statement with the recheck of the source's
+	// policy folded in, when the source has exactly one ([Source.fold]).
+	folded atomic.Pointer[statement]
 }
 
 // Binding returns the binding that b defines over src. It checks what it
@@ -352,6 +379,12 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	sb.body.prepare = sb.prepareBody
 	src.add(sb.plan)
 	src.add(sb.body)
+	src.mu.Lock()
+	src.bodied = append(src.bodied, sb)
+	if len(src.policies) == 1 {
+		src.fold(sb, src.policies[0])
+	}
+	src.mu.Unlock()
 	addCompletions()
 	src.watch(name, b.Listen)
 	return sb.binding(b.Definition), nil
@@ -373,7 +406,7 @@ func fieldWords(path core.ConfigPath) string {
 // binding is the core binding of sb, with its completer when it has
 // completion statements.
 func (sb *sqlBinding) binding(def core.ResourceDefinition) core.ResourceBinding {
-	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: core.ItemReader(sb.read)}
+	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: sb}
 	if len(sb.complete) > 0 {
 		out.Completer = sb
 	}
@@ -431,6 +464,12 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	if p.has["visible"] != p.has["read"] || (p.has["disclose"] && !p.has["visible"]) {
 		return nil, sb.plan.configError(`columns "visible" and "read" go together (and "disclose" needs them): they are the policy's answer folded into the plan`, nil)
 	}
+	if p.has[inlineColumn] && (!p.has["visible"] || sb.objOnly) {
+		if sb.objOnly {
+			return nil, sb.plan.configError(`column "content" is for row items; an ObjectOnly binding serves the row's object, which its object source reads`, nil)
+		}
+		return nil, sb.plan.configError(`column "content" needs the "visible" and "read" columns: inline content is admitted and rechecked by the decision the plan read with it`, nil)
+	}
 	if sb.objOnly && !p.has["object_key"] {
 		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
 	}
@@ -440,30 +479,56 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	return p, nil
 }
 
+// prepareBody checks the body statement's columns and returns the
+// statement the store sends for it: the bodies statement ([buildBodies]),
+// which reads any number of the binding's items in one round trip, each
+// pinned to its planned key and version and bounded by its limit.
 func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared, error) {
 	cols, has, err := pickColumns(desc.Fields, bodyColumns, nil)
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), nil)
 	}
-	n := len(sb.body.named.Names)
-	v, lim := "$"+strconv.Itoa(n+1), "$"+strconv.Itoa(n+2)
-	var sql string
-	if has["version"] {
-		sql = "SELECT q.version::text, octet_length(q.body), CASE WHEN q.version::text = " + v + "::text AND octet_length(q.body) <= " + lim +
-			"::int8 THEN q.body END FROM (" + sb.body.named.SQL + "\n) AS q"
-	} else {
-		if sb.body.named.paramIndex("version") == 0 {
-			return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
-		}
-		sql = "SELECT " + v + "::text, octet_length(q.body), CASE WHEN octet_length(q.body) <= " + lim +
-			"::int8 THEN q.body END FROM (" + sb.body.named.SQL + "\n) AS q"
+	if !has["version"] && sb.body.named.paramIndex("version") == 0 {
+		return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
+	}
+	st, err := buildBodies(sb.body.named, has["version"], nil)
+	if err != nil {
+		return nil, sb.body.configError(err.Error(), err)
 	}
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.name
 	}
-	return &prepared{sql: sql, cols: names, has: has}, nil
+	return &prepared{sql: st.sql, cols: names, has: has, bodies: st, sentReason: bodiesSentReason}, nil
 }
+
+// prepareFolded returns the bodies statement of sb with the decide
+// statement of p folded in, from the checked forms of both.
+func (sb *sqlBinding) prepareFolded(p *sqlPolicy) (*prepared, error) {
+	body, err := sb.body.load()
+	if err != nil {
+		return nil, err
+	}
+	decide, err := p.st.load()
+	if err != nil {
+		return nil, err
+	}
+	st, err := buildBodies(sb.body.named, body.has["version"],
+		&bodiesRecheck{decide: p.st.named, discover: decide.has["discover"], disclose: decide.has["disclose"]})
+	if err != nil {
+		return nil, sb.body.configError(err.Error(), err)
+	}
+	return &prepared{sql: st.sql, cols: body.cols, has: body.has, bodies: st, sentReason: foldedSentReason}, nil
+}
+
+// foldedSentReason is why a checked body statement may not prepare with
+// the policy's recheck folded in.
+const foldedSentReason = "does not prepare with the policy's decide statement folded in, as the store reads a bundle's items and their recheck at once"
+
+// bodiesSentReason is why a body statement that prepares alone may not
+// prepare as its bodies statement.
+const bodiesSentReason = "does not prepare as the statement that reads a bundle's items at once " +
+	"(each use of $key and $version becomes a column of the items, which PostgreSQL refuses in a few places, such as an aggregate of $key alone)"
 
 // Resolve plans a request with the plan or bundle statement.
 func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
@@ -562,7 +627,21 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	if err != nil {
 		return core.ResourceTarget{}, err
 	}
-	return core.NewResourceTarget(uri, sb.repr, authz)
+	t, err := core.NewResourceTarget(uri, sb.repr, authz)
+	if err != nil {
+		return t, err
+	}
+	if c, ok := r[inlineColumn].([]byte); ok && ref.Grants != nil {
+		p := core.BlobPayload(ref.MIME, c)
+		if ref.Text {
+			p = core.TextPayload(ref.MIME, string(c))
+		}
+		g := ref.Grants
+		if wc, err := t.WithContent(p, core.TargetDecision{Visibility: core.Visibility{Visible: g.Visible, DiscloseIssueURI: g.Disclose}, Read: g.Read}); err == nil {
+			t = wc // else (content over core.MaxInlineBytes) the body statement reads it
+		}
+	}
+	return t, nil
 }
 
 // objectRepresentation labels the object items of rows.
@@ -625,48 +704,79 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 	return t, true, nil
 }
 
-// read reads a row item with the body statement. Object items are read by
-// the object source the gateway routes them to, never here.
-func (sb *sqlBinding) read(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
-	t := item.Target
-	ref, ok := parseSQLRef(t)
-	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name {
-		return core.ResourcePayload{}, ErrBadTarget
-	}
-	switch ref.Kind {
-	case refRow:
-		if sb.objOnly || t.Representation() != sb.repr {
-			return core.ResourcePayload{}, ErrBadTarget
+// Read is the binding's native batch [core.Reader]: the row items of the
+// binding in req are read by one bodies statement in one round trip, each
+// pinned to its planned key and version and bounded by its Limit, their
+// bodies together by req.Budget. An item it did not plan (another
+// binding's, an object item, which the gateway routes to its object
+// source) is ErrBadTarget, and costs nothing.
+func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+	out := make([]core.ReadResult, len(req.Items))
+	items := make([]bodyItem, 0, len(req.Items))
+	at := make([]int, 0, len(req.Items))      // the index in req of items[k]
+	refs := make([]sqlRef, 0, len(req.Items)) // and its reference
+	for i, it := range req.Items {
+		ref, ok := sb.rowRef(it.Target)
+		if !ok {
+			out[i].Err = ErrBadTarget
+			continue
 		}
-	default:
-		return core.ResourcePayload{}, ErrBadTarget
+		items, at, refs = append(items, bodyItem{key: ref.Key, version: ref.Version, limit: it.Limit}), append(at, i), append(refs, ref)
+	}
+	if len(items) == 0 {
+		return out, nil
+	}
+	fail := func(err error) ([]core.ReadResult, error) {
+		for _, i := range at {
+			out[i].Err = err
+		}
+		return out, nil
 	}
 	p, err := sb.body.load()
 	if err != nil {
-		return core.ResourcePayload{}, err
+		return fail(err)
 	}
-	vals, err := sb.src.values(ctx, sb.body.named, map[string]string{"key": ref.Key, "version": ref.Version})
-	if err != nil {
-		return core.ResourcePayload{}, err
-	}
-	limit := item.Limit
-	args := append(sb.body.named.args(vals), ref.Version, limit)
-	var (
-		n       int
-		version string
-		size    *int64
-		body    []byte
-	)
-	err = sb.src.s.query(ctx, p.sql, args, func(rows pgx.Rows) error {
-		if n++; n > 1 {
-			return fmt.Errorf("postgres: binding %q: the body statement returned more than one row", sb.name)
+	if f := sb.folded.Load(); f != nil {
+		if fp := f.ready.Load(); fp != nil {
+			p = fp
 		}
-		return rows.Scan(&version, &size, &body)
-	})
-	if err != nil {
-		return core.ResourcePayload{}, err
 	}
-	return decide(n == 1, version == ref.Version, size, body, limit, ref.MIME, ref.Text)
+	budget := req.Budget
+	for start := 0; start < len(items); start += sb.src.s.maxItems {
+		end := min(start+sb.src.s.maxItems, len(items))
+		res, err := sb.src.s.bodies(ctx, p.bodies, items[start:end], budget, bodiesPass{binding: sb.name})
+		if err != nil {
+			return fail(err)
+		}
+		for k, r := range res {
+			it, ref := items[start+k], refs[start+k]
+			o := &out[at[start+k]]
+			o.Payload, o.Err = r.payload(it, ref.MIME, ref.Text)
+			if p.bodies.recheck {
+				o.Decision = r.decision()
+			}
+			switch {
+			case r.cut:
+				budget = 0 // admission stopped: what follows is cut too
+			case o.Err == nil:
+				budget -= o.Payload.Len()
+			}
+		}
+	}
+	return out, nil
+}
+
+// rowRef returns the reference of t when it is a row item this binding
+// planned.
+func (sb *sqlBinding) rowRef(t core.ResourceTarget) (sqlRef, bool) {
+	if _, obj := t.Object(); obj || sb.objOnly || t.Representation() != sb.repr {
+		return sqlRef{}, false
+	}
+	ref, ok := parseSQLRef(t)
+	if !ok || ref.Source != sb.src.name || ref.Binding != sb.name || ref.Kind != refRow {
+		return sqlRef{}, false
+	}
+	return ref, true
 }
 
 // Complete is the binding's [core.Completer] (set when it has completion

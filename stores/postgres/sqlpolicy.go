@@ -49,7 +49,10 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // Decide answers a whole plan with one statement in one round trip, before
 // the body reads and again for the recheck; before the reads it needs no
 // statement at all for targets whose plan statement returned the answer
-// itself (the visible and read columns of [SQLBinding]). Discover allows every definition to a caller with a valid principal. The statement
+// itself (the visible and read columns of [SQLBinding]), and with
+// SourceOptions.RecheckWithBodies the recheck of the items the bindings
+// read is folded into their bodies statement, so it asks only about what
+// is left (an object item). Discover allows every definition to a caller with a valid principal. The statement
 // is checked by [Source.Check] with the source's other statements. Errors
 // are *core.ConfigError values.
 //
@@ -87,6 +90,17 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	}
 	src.add(st)
 	p := &sqlPolicy{src: src, st: st}
+	src.mu.Lock()
+	if src.policies = append(src.policies, p); len(src.policies) == 1 {
+		for _, sb := range src.bodied {
+			src.fold(sb, p)
+		}
+	} else {
+		for _, sb := range src.bodied {
+			sb.folded.Store(nil) // two policies: which one serves is the host's choice
+		}
+	}
+	src.mu.Unlock()
 	return core.ResourcePolicy{
 		Discover: p.discover,
 		Decide:   p.decide,
