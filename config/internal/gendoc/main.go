@@ -7,16 +7,15 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -83,7 +82,7 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 			case *ast.TypeSpec:
 				if st, ok := s.Type.(*ast.StructType); ok {
 					structs[s.Name.Name] = st
-					docs[s.Name.Name] = text(g.Doc)
+					docs[s.Name.Name] = g.Doc.Text()
 				}
 			case *ast.ValueSpec:
 				if len(s.Values) != 1 {
@@ -99,19 +98,10 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if schemaJSON, err = Schema(structs, docs, consts, sections); err != nil {
+	defs, err := scalarSchemas(consts)
+	if err != nil {
 		return nil, nil, err
 	}
-	var schema struct {
-		Required []string `json:"required"`
-		Defs     map[string]struct {
-			Required []string `json:"required"`
-		} `json:"$defs"`
-	}
-	if err := json.Unmarshal(schemaJSON, &schema); err != nil {
-		return nil, nil, err
-	}
-
 	var b bytes.Buffer
 	b.WriteString(`# The resources file: every key
 
@@ -128,55 +118,90 @@ and [migrations/resources.yaml](../migrations/resources.yaml)
 are complete ones. A key not listed here is an error at its position;
 ` + "`${NAME}`" + ` is expanded from the environment only where the type says so.
 `)
+	var root obj
 	for _, s := range sections {
-		st, ok := structs[s.typ]
-		if !ok {
-			return nil, nil, fmt.Errorf("model.go has no struct %s", s.typ)
-		}
-		required := schema.Required
-		if s.def != "" {
-			d, ok := schema.Defs[s.def]
-			if !ok {
-				return nil, nil, fmt.Errorf("schema.json has no $defs.%s", s.def)
-			}
-			required = d.Required
-		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| key | type | required | meaning |\n|---|---|---|---|\n", s.path, oneLine(docs[s.typ]))
-		rows := 0
-		for _, field := range fields(st, structs) {
-			key := yamlKey(field)
-			if key == "" {
-				continue
-			}
-			typ := exprString(field.Type)
-			name, ok := typeNames[typ]
-			if !ok {
-				elem, list := modelStruct(typ, structs)
-				switch {
-				case elem == "":
-					return nil, nil, fmt.Errorf("%s.%s: no page name for type %s", s.typ, field.Names[0].Name, typ)
-				case list:
-					name = "mapping of name to " + strings.TrimSuffix(key, "s")
-				default:
-					name = key + " mapping"
-				}
-			}
-			req := ""
-			if slices.Contains(required, key) {
-				req = "yes"
-			}
-			meaning := oneLine(text(field.Doc))
-			if meaning == "" && s.typ == "Limits" {
-				meaning = "core.ResourceLimits." + field.Names[0].Name + "; absent or 0 keeps the default (`mcp-resources serve --help` lists them)"
-			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", key, name, req, strings.ReplaceAll(meaning, "|", `\|`))
-			rows++
+		o, err := describe(&b, s.typ, fields(structs[s.typ], structs), docs[s.typ], structs)
+		if err != nil {
+			return nil, nil, err
 		}
-		if rows == 0 {
-			return nil, nil, fmt.Errorf("%s has no keys", s.typ)
+		if s.def == "" {
+			root = o
+		} else {
+			defs = append(defs, kv{s.def, o})
 		}
 	}
-	return b.Bytes(), schemaJSON, nil
+	schemaJSON, err = schemaFile(root, defs)
+	return b.Bytes(), schemaJSON, err
+}
+
+// describe writes to page the table row of every key of the struct typ
+// (whose fields are fs, documented by doc) and returns its schema object:
+// one walk of the fields feeds both.
+func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, structs map[string]*ast.StructType) (obj, error) {
+	props := obj{}
+	var required, group []string
+	groupName := ""
+	for _, field := range fs {
+		key := yamlKey(field)
+		if key == "" {
+			continue
+		}
+		goType, tags := types.ExprString(field.Type), schemaTag(field)
+		p, err := fieldSchema(goType, key, tags)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", typ, field.Names[0].Name, err)
+		}
+		name, ok := typeNames[goType]
+		if !ok {
+			switch elem, list := modelStruct(goType, structs); {
+			case elem == "":
+				return nil, fmt.Errorf("%s.%s: no page name for type %s", typ, field.Names[0].Name, goType)
+			case list:
+				name = "mapping of name to " + strings.TrimSuffix(key, "s")
+			default:
+				name = key + " mapping"
+			}
+		}
+		meaning := oneLine(field.Doc.Text())
+		if meaning != "" {
+			p = append(obj{{"description", meaning}}, p...)
+		} else if typ == "Limits" {
+			meaning = "core.ResourceLimits." + field.Names[0].Name + "; absent or 0 keeps the default (`mcp-resources serve --help` lists them)"
+		}
+		props = append(props, kv{key, p})
+		req := ""
+		if _, ok := tags["required"]; ok {
+			required, req = append(required, key), "yes"
+		}
+		if g, ok := tags["oneof"]; ok {
+			if groupName != "" && g != groupName {
+				return nil, fmt.Errorf("%s: more than one oneof group", typ)
+			}
+			groupName, group = g, append(group, key)
+		}
+		fmt.Fprintf(page, "| `%s` | %s | %s | %s |\n", key, name, req, strings.ReplaceAll(meaning, "|", `\|`))
+	}
+	if len(props) == 0 {
+		return nil, fmt.Errorf("%s has no keys", typ)
+	}
+	o := obj{}
+	if d := oneLine(doc); d != "" {
+		o = append(o, kv{"description", d})
+	}
+	o = append(o, kv{"type", "object"}, kv{"additionalProperties", false})
+	if len(required) > 0 {
+		o = append(o, kv{"required", required})
+	}
+	o = append(o, kv{"properties", props})
+	if len(group) > 0 {
+		var alts []any
+		for _, k := range group {
+			alts = append(alts, obj{{"required", []string{k}}})
+		}
+		o = append(o, kv{"oneOf", alts})
+	}
+	return o, nil
 }
 
 // modelStruct returns the struct of the model a field type refers to
@@ -210,7 +235,7 @@ func walk(structs map[string]*ast.StructType) ([]section, error) {
 			if key == "" {
 				continue
 			}
-			elem, list := modelStruct(exprString(field.Type), structs)
+			elem, list := modelStruct(types.ExprString(field.Type), structs)
 			if elem == "" {
 				continue
 			}
@@ -277,29 +302,6 @@ func yamlKey(f *ast.Field) string {
 		return ""
 	}
 	return name
-}
-
-func exprString(e ast.Expr) string {
-	switch t := e.(type) {
-	case *ast.Ident:
-		return t.Name
-	case *ast.StarExpr:
-		return "*" + exprString(t.X)
-	case *ast.ArrayType:
-		return "[]" + exprString(t.Elt)
-	case *ast.MapType:
-		return "map[" + exprString(t.Key) + "]" + exprString(t.Value)
-	case *ast.SelectorExpr:
-		return exprString(t.X) + "." + t.Sel.Name
-	}
-	return fmt.Sprintf("%T", e)
-}
-
-func text(g *ast.CommentGroup) string {
-	if g == nil {
-		return ""
-	}
-	return g.Text()
 }
 
 // oneLine joins a doc comment's lines and turns its [Name] links into code.
