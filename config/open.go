@@ -117,13 +117,7 @@ func (s *Served) Check(ctx context.Context) error {
 		wg.Go(func() { found[i] = c(ctx) })
 	}
 	wg.Wait()
-	e := &errs{}
-	for _, x := range found {
-		if x != nil {
-			e.list = append(e.list, x)
-		}
-	}
-	if first := e.first(); first != nil {
+	if first := (&errs{list: slices.DeleteFunc(found, func(x *Error) bool { return x == nil })}).first(); first != nil {
 		return first
 	}
 	return nil
@@ -168,72 +162,47 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	if opts == nil {
 		opts = &OpenOptions{}
 	}
-	e := &errs{file: f.Name}
-	s := &Served{Revision: f.Revision()}
+	s := &Served{Revision: f.Revision(), Objects: map[string]core.Reader{}}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	fail := func() (*Served, error) { return nil, e.first() }
-
 	buckets := map[string]*s3store.Bucket{}
 	objects := map[string]string{} // S3 source -> its bucket, for the rows that reference objects
 	pools := map[string]*pgxpool.Pool{}
 	for _, src := range f.Sources {
-		switch {
-		case src.S3 != nil:
-			b := src.S3
-			client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
-				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
-				s3store.WithTracing(opts.TracerProvider))
+		var check func(context.Context) error
+		if b := src.S3; b != nil {
+			bucket, err := f.openBucket(ctx, src, opts)
 			if err != nil {
-				e.at(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
-				return fail()
+				return nil, err
 			}
-			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
-			if err != nil {
-				e.at(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
-				return fail()
-			}
-			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
-			if s.Objects == nil {
-				s.Objects = map[string]core.Reader{}
-			}
+			buckets[src.Name], objects[src.Name], check = bucket, string(b.Bucket), bucket.Check
 			s.Objects[src.Name] = core.ItemReader(bucket.Read)
-			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
-		case src.Postgres != nil:
-			p := src.Postgres
-			cfg, err := pgxpool.ParseConfig(p.URL.expanded())
+		} else {
+			pool, err := f.openPool(ctx, src, opts)
 			if err != nil {
-				e.at(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
-				return fail()
-			}
-			if opts.TracerProvider != nil {
-				cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
-			}
-			pool, err := pgxpool.NewWithConfig(ctx, cfg)
-			if err != nil {
-				e.at(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
-				return fail()
+				return nil, err
 			}
 			s.closers = append(s.closers, pool.Close)
-			pools[src.Name] = pool
-			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: pool.Ping})
+			pools[src.Name], check = pool, pool.Ping
 		}
+		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
+	}
+	if len(s.Objects) == 0 {
+		s.Objects = nil
 	}
 	sources := map[string]*postgres.Source{}
 	for _, src := range f.Sources {
-		p := src.Postgres
-		if p == nil {
-			continue
+		if p := src.Postgres; p != nil {
+			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
+				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
+			if err != nil {
+				return nil, f.storeError(err, src.Name, src.Spans.start())
+			}
+			sources[src.Name] = ps
 		}
-		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects})
-		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.start())
-		}
-		sources[src.Name] = ps
 	}
 
 	families := map[string][]s3store.KeyFamily{}
@@ -325,6 +294,40 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	return s, nil
 }
 
+// openBucket opens the bucket of the S3 source src, sending no request.
+func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*s3store.Bucket, error) {
+	b := src.S3
+	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
+		UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
+		s3store.WithTracing(opts.TracerProvider))
+	if err != nil {
+		return nil, f.mistake(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
+	}
+	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
+	if err != nil {
+		return nil, f.mistake(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+	}
+	return bucket, nil
+}
+
+// openPool opens the connection pool of the PostgreSQL source src,
+// sending no request.
+func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions) (*pgxpool.Pool, error) {
+	p := src.Postgres
+	cfg, err := pgxpool.ParseConfig(p.URL.expanded())
+	if err != nil {
+		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
+	}
+	if opts.TracerProvider != nil {
+		cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
+	}
+	return pool, nil
+}
+
 // policy is the file's policy: each PostgreSQL source's decides its own
 // resources' reads and nothing else; an S3 resource's grant decided before
 // its plan.
@@ -360,7 +363,6 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 // to build.
 func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, sources map[string]*postgres.Source,
 	buckets map[string]*s3store.Bucket) ([]core.ChangeSource, []sourceCheck, error) {
-	e := &errs{file: f.Name}
 	var out []core.ChangeSource
 	var checks []sourceCheck
 	for _, src := range f.Sources {
@@ -369,7 +371,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 			continue
 		}
 		p, ps := src.Postgres, sources[src.Name]
-		listen := f.listens(src.Name)
+		listen := f.uses(src.Name, true)
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
 		at, key := p.Spans.of("url"), "url"
 		var direct *pgx.ConnConfig // listen_url, checked with the source
@@ -377,8 +379,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 			at, key = p.Spans.of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
-				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
-				return nil, nil, e.first()
+				return nil, nil, f.mistake(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
 			}
 			lcfg, direct = c, c
 		}
@@ -386,28 +387,26 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 		if !listen {
 			continue
 		}
-		var log *slog.Logger
-		if opts.Logger != nil {
-			log = opts.Logger.With("source", src.Name)
-		}
-		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: log})
+		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: opts.sourceLog(src.Name)})
 		if err != nil {
-			e.at(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
-			return nil, nil, e.first()
+			return nil, nil, f.mistake(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
 		}
 		out = append(out, l)
 	}
 	for _, src := range f.Sources {
-		if src.S3 == nil || !f.serves(src.Name) {
-			continue
+		if src.S3 != nil && f.uses(src.Name, false) {
+			out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: opts.sourceLog(src.Name)}))
 		}
-		var log *slog.Logger
-		if opts.Logger != nil {
-			log = opts.Logger.With("source", src.Name)
-		}
-		out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
 	}
 	return out, checks, nil
+}
+
+// sourceLog is the logger of the change source of source name, or nil.
+func (o *OpenOptions) sourceLog(name string) *slog.Logger {
+	if o.Logger == nil {
+		return nil
+	}
+	return o.Logger.With("source", name)
 }
 
 // definition is r's core definition, without its URI or template.
@@ -438,14 +437,12 @@ func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLB
 // its listen_url when it has one, connects.
 func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source, direct *pgx.ConnConfig) sourceCheck {
 	return func(ctx context.Context) *Error {
-		e := &errs{file: f.Name}
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
 		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		if err := pool.Ping(cctx); err != nil {
-			e.at(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
-			return e.first()
+			return f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
 		}
 		if err := ps.Check(cctx); err != nil {
 			return f.storeError(err, src.Name, src.Spans.start())
@@ -455,8 +452,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		}
 		conn, err := pgx.ConnectConfig(cctx, direct)
 		if err != nil {
-			e.at(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
-			return e.first()
+			return f.mistake(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
 		}
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil
@@ -477,16 +473,15 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 			p.Field = ce.Field
 		}
 		pl, _ := f.locate(p) // the credential S3 refused, else the bucket
-		e := &errs{file: f.Name}
-		e.at(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
-		return e.first()
+		return f.mistake(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
 	}
 }
 
-// serves reports whether a resource of the file is served from source name.
-func (f *File) serves(name string) bool {
+// uses reports whether a resource of the file is served from source name
+// (and, when listen is set, names a channel).
+func (f *File) uses(name string, listen bool) bool {
 	for _, r := range f.Resources {
-		if r.Source == name {
+		if r.Source == name && (!listen || r.Listen != "") {
 			return true
 		}
 	}
@@ -561,16 +556,6 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 	}
 }
 
-// listens reports whether a resource of source name names a channel.
-func (f *File) listens(name string) bool {
-	for _, r := range f.Resources {
-		if r.Source == name && r.Listen != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // describe is the line check prints for one definition: its URI or
 // template, name, source, kind, and what decides who reads it.
 func (f *File) describe(r Resource, uri string) string {
@@ -619,17 +604,9 @@ func (f *File) decider(r Resource) string {
 // its core.ConfigPath names, else at def. source is the file's source the
 // failing call was about, for a path that names none.
 func (f *File) storeError(err error, source string, def Position) *Error {
-	e := &errs{file: f.Name}
-	f.storeMistake(e, err, source, def)
-	return e.first()
-}
-
-// storeMistake is storeError's mistake, added to e.
-func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 	ce, ok := errors.AsType[*core.ConfigError](err)
 	if !ok {
-		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
-		return
+		return f.mistake(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
 	}
 	reason := f.redactAll(ce.Reason)
 	p := ce.Path
@@ -638,14 +615,13 @@ func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 	}
 	pl, ok := f.locate(p)
 	if !ok {
-		e.at(def, "%s: %s", ce.Field, reason)
-		return
+		return f.mistake(def, "%s: %s", ce.Field, reason)
 	}
 	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
 		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
 	}
-	e.at(at, "%s: %s", pl.path, reason)
+	return f.mistake(at, "%s: %s", pl.path, reason)
 }
 
 // place is where a store's path is in the file: the path errors name it
