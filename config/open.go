@@ -205,79 +205,63 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	families := map[string][]s3store.KeyFamily{}
-	familyAt := map[string]int{} // bucket -> index in s.Bindings where its families go
+	families := map[string][]s3store.KeyFamily{} // by bucket: bound at the place of its first
 	for _, r := range f.Resources {
-		def := r.definition()
-		if ps := sources[r.Source]; ps != nil {
-			b, err := ps.Binding(f.sqlBinding(r, def))
-			if err != nil {
+		def, b := r.definition(), Binding{Source: r.Source}
+		switch ps := sources[r.Source]; {
+		case ps != nil:
+			if b.ResourceBinding, err = ps.Binding(f.sqlBinding(r, def)); err != nil {
 				return nil, f.storeError(err, r.Source, r.Spans.start())
 			}
-			objSrc := ""
 			if r.Object != nil && !f.withoutObjects[r.Name] {
-				objSrc = r.Object.Source
+				b.ObjectSource = r.Object.Source
 			}
-			s.Bindings = append(s.Bindings, Binding{b, r.Source, objSrc})
-			s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
-			continue
-		}
-		bucket := buckets[r.Source]
-		if r.List != "" {
-			b, err := f.listingBinding(bucket, def, r, sources)
+		case r.List != "":
+			if b.ResourceBinding, err = f.listingBinding(buckets[r.Source], def, r, sources); err != nil {
+				return nil, err
+			}
+		default:
+			grant, err := f.keyGrant(r, sources)
 			if err != nil {
 				return nil, err
 			}
-			s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
-			s.Lines = append(s.Lines, f.describe(r, r.Template))
-			continue
-		}
-		grant, err := f.keyGrant(r, sources)
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasSuffix(r.Template, "/...") {
-			if _, ok := familyAt[r.Source]; !ok {
-				familyAt[r.Source] = len(s.Bindings)
+			if strings.HasSuffix(r.Template, "/...") {
+				fam := r.family()
+				fam.Grant = grant
+				if len(families[r.Source]) == 0 {
+					s.Bindings = append(s.Bindings, b) // the place of the bucket's families, a binding without definition
+				}
+				families[r.Source] = append(families[r.Source], fam)
+				for _, tmpl := range fam.Templates() {
+					s.Lines = append(s.Lines, f.describe(r, tmpl))
+				}
+				continue
 			}
-			fam := r.family()
-			fam.Grant = grant
-			families[r.Source] = append(families[r.Source], fam)
-			for _, tmpl := range fam.Templates() {
-				s.Lines = append(s.Lines, f.describe(r, tmpl))
+			def.URITemplate = r.Template
+			if b.ResourceBinding, err = buckets[r.Source].GrantedBinding(def, r.Prefix, grant); err != nil {
+				return nil, f.storeError(err, r.Source, r.Spans.start())
 			}
-			continue
 		}
-		def.URITemplate = r.Template
-		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
-		if err != nil {
-			return nil, f.storeError(err, r.Source, r.Spans.start())
-		}
-		s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
-		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
+		s.Bindings = append(s.Bindings, b)
+		s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
 	}
-	// Key families go in at the place of their bucket's first one, so
-	// that the bindings keep the file's order.
-	for _, src := range f.Sources {
-		fams := families[src.Name]
-		if len(fams) == 0 {
+	// Each bucket's key families take its place, so that the bindings keep
+	// the file's order.
+	for i := 0; i < len(s.Bindings); i++ {
+		name := s.Bindings[i].Source
+		if s.Bindings[i].Definition.Name != "" {
 			continue
 		}
-		bs, err := buckets[src.Name].KeyBindings(fams...)
+		bs, err := buckets[name].KeyBindings(families[name]...)
 		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.start())
+			return nil, f.storeError(err, name, f.source(name).Spans.start())
 		}
-		at := familyAt[src.Name]
 		ins := make([]Binding, len(bs))
-		for i, b := range bs {
-			ins[i] = Binding{ResourceBinding: b, Source: src.Name}
+		for j, b := range bs {
+			ins[j] = Binding{ResourceBinding: b, Source: name}
 		}
-		s.Bindings = slices.Insert(s.Bindings, at, ins...)
-		for name, i := range familyAt {
-			if i > at && name != src.Name {
-				familyAt[name] = i + len(bs)
-			}
-		}
+		s.Bindings = slices.Replace(s.Bindings, i, i+1, ins...)
+		i += len(ins) - 1
 	}
 
 	if s.Policy, err = f.policy(sources); err != nil {
@@ -644,6 +628,16 @@ func (f *File) resource(name string) *Resource {
 	return nil
 }
 
+// source is the source named name, or nil.
+func (f *File) source(name string) *Source {
+	for i := range f.Sources {
+		if f.Sources[i].Name == name {
+			return &f.Sources[i]
+		}
+	}
+	return nil
+}
+
 // locate maps a store's path to its place in the file.
 func (f *File) locate(p core.ConfigPath) (place, bool) {
 	if r := f.resource(p.Binding); r != nil {
@@ -654,13 +648,7 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 		pl.path = "resources." + r.Name + "." + pl.path
 		return pl, true
 	}
-	var s *Source
-	for i := range f.Sources {
-		if f.Sources[i].Name == p.Source {
-			s = &f.Sources[i]
-		}
-	}
-	switch {
+	switch s := f.source(p.Source); {
 	case s == nil:
 	case p.Field == "Decide" && f.policyOf(s.Name) != nil:
 		pol, path := f.policyOf(s.Name), "policy.decide"
