@@ -648,21 +648,22 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 		pl.path = "resources." + r.Name + "." + pl.path
 		return pl, true
 	}
-	switch s := f.source(p.Source); {
-	case s == nil:
-	case p.Field == "Decide" && f.policyOf(s.Name) != nil:
-		pol, path := f.policyOf(s.Name), "policy.decide"
+	s := f.source(p.Source)
+	if s == nil {
+		return place{}, false
+	}
+	kind, key, _ := strings.Cut(fileKeys[p.Field], ".")
+	switch pol := f.policyOf(s.Name); {
+	case key == "policy.decide" && pol != nil:
+		path := "policy.decide"
 		if pol != f.Policy {
 			path = "sources." + s.Name + ".postgres.policy.decide"
 		}
 		return place{path, pol.Spans, "decide", pol.Decide}, true
-	case s.Postgres != nil:
-		if key, ok := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[p.Field]; ok {
-			return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
-		}
+	case s.Postgres != nil && kind == "postgres" && key != "policy.decide":
+		return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
 	case s.S3 != nil:
-		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
-		if key == "" || !s.S3.Spans.has(key) {
+		if kind != "s3" || !s.S3.Spans.has(key) {
 			key = "bucket"
 		}
 		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
@@ -670,40 +671,41 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 	return place{}, false
 }
 
-// resourceKeys maps the Go fields of the stores' bindings to a resource's
-// keys.
-var resourceKeys = map[string]string{
+// fileKeys are the keys of the file that the Go fields the stores' paths
+// name (core.ConfigPath.Field) are written under: a resource's own, under
+// its object or grant, then a source's under postgres or s3.
+var fileKeys = map[string]string{
 	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
-	"Prefix": "prefix", "MaxDepth": "max_depth",
+	"Prefix": "prefix", "MaxDepth": "max_depth", "ObjectURI": "object.uri", "ObjectSource": "object.source", "Grant": "grant.keys",
+	"Role": "postgres.role", "LoginRole": "postgres.login_role", "db": "postgres.url", "Decide": "postgres.policy.decide",
+	"SecretAccessKey": "s3.secret_key", "AccessKeyID": "s3.access_key",
 }
 
 // resourcePlace is the place in r of the field a store's path names, its
 // path relative to r.
 func resourcePlace(r *Resource, p core.ConfigPath) place {
-	if key := resourceKeys[p.Field]; key != "" {
-		if !r.Spans.has(key) {
-			// A key the file leaves out: at the statement it goes with.
-			for _, k := range []string{"plan", "bundle", "template"} {
-				if r.Spans.has(k) {
-					return place{key, r.Spans, k, ""}
-				}
-			}
-		}
-		return place{key, r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key]}
-	}
+	key := fileKeys[p.Field]
+	sub, k, _ := strings.Cut(key, ".")
 	switch {
 	case p.Field == "Complete":
 		return place{"completion." + p.Key, r.Spans, "completion." + p.Key, r.Completion[p.Key]}
-	case p.Field == "ObjectURI" && r.Object != nil:
-		return place{"object.uri", r.Object.Spans, "uri", ""}
-	case p.Field == "ObjectSource" && r.Object != nil:
-		return place{"object.source", r.Object.Spans, "source", ""}
-	case p.Field == "Grant" && r.Grant != nil:
-		return place{"grant.keys", r.Grant.Spans, "keys", r.Grant.Keys}
-	case p.Field == "Grant" && r.List != "":
+	case sub == "object" && r.Object != nil:
+		return place{key, r.Object.Spans, k, ""}
+	case sub == "grant" && r.Grant != nil:
+		return place{key, r.Grant.Spans, k, r.Grant.Keys}
+	case sub == "grant" && r.List != "":
 		return place{"list", r.Spans, "list", ""}
-	}
-	if r.Spans.has("template") {
+	case key != "" && k == "" && !r.Spans.has(key):
+		// A key the file leaves out: at the statement it goes with.
+		for _, at := range []string{"plan", "bundle", "template"} {
+			if r.Spans.has(at) {
+				return place{key, r.Spans, at, ""}
+			}
+		}
+		fallthrough
+	case key != "" && k == "":
+		return place{key, r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key]}
+	case r.Spans.has("template"):
 		return place{"template", r.Spans, "template", ""}
 	}
 	return place{"uri", r.Spans, "uri", ""}
