@@ -27,21 +27,25 @@ type section struct {
 	typ, def, path string
 }
 
-// typeNames are how the page names the model's scalar and list types; a
-// field whose type is (a pointer to, or a keyed list of) another struct of
-// the model is named after its key, and that struct gets a section.
-var typeNames = map[string]string{
-	"int":               "integer",
-	"bool":              "boolean",
-	"string":            "string",
-	"Secret":            "string with `${NAME}` (a secret: its value never printed)",
-	"Env":               "string with `${NAME}`",
-	"Duration":          "duration (`30s`, `1m30s`)",
-	"ByteSize":          "size (`512`, `64KiB`, `4MiB`)",
-	"[]string":          "list of strings",
-	"*float64":          "number",
-	"map[string]string": "mapping of capture name to SQL",
-	"*Policy":           "`database`, or a policy mapping",
+// modelTypes are how the page names the model's scalar and list types, and
+// the schema of each scalar; a field whose type is (a pointer to, or a
+// keyed list of) another struct of the model is named after its key, and
+// that struct gets a section.
+var modelTypes = map[string]struct {
+	name   string
+	schema obj
+}{
+	"int":               {"integer", obj{{"type", "integer"}}},
+	"bool":              {"boolean", obj{{"type", "boolean"}}},
+	"string":            {"string", obj{{"type", "string"}}},
+	"*float64":          {"number", obj{{"type", "number"}}},
+	"Secret":            {"string with `${NAME}` (a secret: its value never printed)", obj{{"$ref", "#/$defs/env"}}},
+	"Env":               {"string with `${NAME}`", obj{{"$ref", "#/$defs/env"}}},
+	"Duration":          {"duration (`30s`, `1m30s`)", obj{{"$ref", "#/$defs/duration"}}},
+	"ByteSize":          {"size (`512`, `64KiB`, `4MiB`)", obj{{"$ref", "#/$defs/byteSize"}}},
+	"[]string":          {name: "list of strings"},
+	"map[string]string": {name: "mapping of capture name to SQL"},
+	"*Policy":           {name: "`database`, or a policy mapping"},
 }
 
 func main() {
@@ -152,8 +156,8 @@ func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, struc
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", typ, field.Names[0].Name, err)
 		}
-		name, ok := typeNames[goType]
-		if !ok {
+		name := modelTypes[goType].name
+		if name == "" {
 			switch elem, list := modelStruct(goType, structs); {
 			case elem == "":
 				return nil, fmt.Errorf("%s.%s: no page name for type %s", typ, field.Names[0].Name, goType)

@@ -52,9 +52,6 @@ var scalarDefs = []struct {
 // modelConst stands for the string constant of config/model.go it names.
 type modelConst string
 
-// typeRefs are the model's scalar types that are a def of their own.
-var typeRefs = map[string]string{"Secret": "env", "Env": "env", "Duration": "duration", "ByteSize": "byteSize"}
-
 // constants are the bounds a tag may name instead of a number.
 var constants = map[string]int{"s3store.MaxKeyDepth": s3store.MaxKeyDepth}
 
@@ -166,16 +163,8 @@ func fieldSchema(typ, key string, tags map[string]string) (obj, error) {
 		var vals obj
 		vals, err = ref(tags["items"])
 		o = obj{{"type", "object"}, {"additionalProperties", vals}}
-	case typeRefs[typ] != "":
-		o, err = ref(typeRefs[typ])
-	case typ == "int":
-		o = obj{{"type", "integer"}}
-	case typ == "*float64":
-		o = obj{{"type", "number"}}
-	case typ == "bool":
-		o = obj{{"type", "boolean"}}
-	case typ == "string":
-		o = obj{{"type", "string"}}
+	case modelTypes[typ].schema != nil:
+		o = slices.Clone(modelTypes[typ].schema)
 	case strings.HasPrefix(typ, "*"):
 		o = obj{{"$ref", "#/$defs/" + key}}
 	default:
