@@ -25,6 +25,8 @@ import (
 // finds it under.
 type section struct {
 	typ, def, path string
+	rows           bytes.Buffer // its table's rows on the page
+	schema         obj          // its object in schema.json
 }
 
 // modelTypes are how the page names the model's scalar and list types, and
@@ -98,7 +100,7 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 			}
 		}
 	}
-	sections, err := walk(structs)
+	sections, err := walk(structs, docs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,14 +127,11 @@ are complete ones. A key not listed here is an error at its position;
 	var root obj
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| key | type | required | meaning |\n|---|---|---|---|\n", s.path, oneLine(docs[s.typ]))
-		o, err := describe(&b, s.typ, fields(structs[s.typ], structs), docs[s.typ], structs)
-		if err != nil {
-			return nil, nil, err
-		}
+		b.Write(s.rows.Bytes())
 		if s.def == "" {
-			root = o
+			root = s.schema
 		} else {
-			defs = append(defs, kv{s.def, o})
+			defs = append(defs, kv{s.def, s.schema})
 		}
 	}
 	schemaJSON, err = schemaFile(root, defs)
@@ -140,9 +139,12 @@ are complete ones. A key not listed here is an error at its position;
 }
 
 // describe writes to page the table row of every key of the struct typ
-// (whose fields are fs, documented by doc) and returns its schema object:
-// one walk of the fields feeds both.
-func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, structs map[string]*ast.StructType) (obj, error) {
+// (whose fields are fs, documented by doc), calls child for each field of
+// the model's struct type elem (list: a keyed list of it), and returns its
+// schema object: one walk of the fields feeds the page, the schema and the
+// sections.
+func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, structs map[string]*ast.StructType,
+	child func(key, elem string, list bool) error) (obj, error) {
 	props := obj{}
 	var required, group []string
 	groupName := ""
@@ -156,9 +158,15 @@ func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, struc
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", typ, field.Names[0].Name, err)
 		}
+		elem, list := modelStruct(goType, structs)
+		if elem != "" {
+			if err := child(key, elem, list); err != nil {
+				return nil, err
+			}
+		}
 		name := modelTypes[goType].name
 		if name == "" {
-			switch elem, list := modelStruct(goType, structs); {
+			switch {
 			case elem == "":
 				return nil, fmt.Errorf("%s.%s: no page name for type %s", typ, field.Names[0].Name, goType)
 			case list:
@@ -223,26 +231,19 @@ func modelStruct(typ string, structs map[string]*ast.StructType) (elem string, l
 // keys, in the order a file is written (depth first, fields in order). A
 // struct reached twice (a policy at the top and under a source) gets one
 // section, under the first path, that names the others.
-func walk(structs map[string]*ast.StructType) ([]section, error) {
-	var out []section
+func walk(structs map[string]*ast.StructType, docs map[string]string) ([]*section, error) {
+	var out []*section
 	index := map[string]int{}
-	var visit func(s section) error
-	visit = func(s section) error {
+	var visit func(s *section) error
+	visit = func(s *section) error {
 		st, ok := structs[s.typ]
 		if !ok {
 			return fmt.Errorf("model.go has no struct %s", s.typ)
 		}
 		index[s.typ] = len(out)
 		out = append(out, s)
-		for _, field := range fields(st, structs) {
-			key := yamlKey(field)
-			if key == "" {
-				continue
-			}
-			elem, list := modelStruct(types.ExprString(field.Type), structs)
-			if elem == "" {
-				continue
-			}
+		var err error
+		s.schema, err = describe(&s.rows, s.typ, fields(st, structs), docs[s.typ], structs, func(key, elem string, list bool) error {
 			path := key
 			if s.def != "" {
 				path = strings.TrimSuffix(s.path, policyNote) + "." + key
@@ -261,15 +262,13 @@ func walk(structs map[string]*ast.StructType) ([]section, error) {
 				} else {
 					out[j].path += ", and " + path
 				}
-				continue
+				return nil
 			}
-			if err := visit(section{elem, def, path}); err != nil {
-				return err
-			}
-		}
-		return nil
+			return visit(&section{typ: elem, def: def, path: path})
+		})
+		return err
 	}
-	if err := visit(section{"File", "", "top level"}); err != nil {
+	if err := visit(&section{typ: "File", path: "top level"}); err != nil {
 		return nil, err
 	}
 	return out, nil
