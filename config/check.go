@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.yaml.in/yaml/v3"
+
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -297,14 +299,14 @@ func (f *File) sqlPos(sp Spans, key, sql string, off int) Position {
 	nl := strings.Count(sql[:off], "\n")
 	col := off - (strings.LastIndexByte(sql[:off], '\n') + 1)
 	switch {
-	case n.Style&literalStyle != 0:
+	case n.Style&yaml.LiteralStyle != 0:
 		line := n.Line + 1 + nl
 		if line-1 >= len(f.lines) {
 			return at
 		}
 		indent := blockIndent(f.lines, n.Line)
 		return Position{Line: line, Column: indent + col + 1}
-	case nl == 0 && n.Style&(singleStyle|doubleStyle) != 0:
+	case nl == 0 && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0:
 		return Position{Line: n.Line, Column: n.Column + 1 + col}
 	case nl == 0 && !strings.Contains(sql, "\n"):
 		return Position{Line: n.Line, Column: n.Column + col}

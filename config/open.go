@@ -747,8 +747,7 @@ func redact(err error, src Source) string {
 }
 
 func reason(err error, src Source) string {
-	var ce *core.ConfigError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*core.ConfigError](err); ok {
 		return redactSource(ce.Reason, src)
 	}
 	return redact(err, src)
