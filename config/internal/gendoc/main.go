@@ -293,18 +293,22 @@ const policyNote = " (unless `database`)"
 
 // yamlKey is the key a field is written under, or "" for none.
 func yamlKey(f *ast.Field) string {
-	if f.Tag == nil || len(f.Names) == 0 {
+	if len(f.Names) == 0 {
 		return ""
 	}
-	tag, err := strconv.Unquote(f.Tag.Value)
-	if err != nil {
+	if name, _, _ := strings.Cut(tag(f, "yaml"), ","); name != "-" {
+		return name
+	}
+	return ""
+}
+
+// tag is the value of f's struct tag key, or "".
+func tag(f *ast.Field, key string) string {
+	if f.Tag == nil {
 		return ""
 	}
-	name, _, _ := strings.Cut(reflect.StructTag(tag).Get("yaml"), ",")
-	if name == "-" {
-		return ""
-	}
-	return name
+	t, _ := strconv.Unquote(f.Tag.Value)
+	return reflect.StructTag(t).Get(key)
 }
 
 // oneLine joins a doc comment's lines and turns its [Name] links into code.

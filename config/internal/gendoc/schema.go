@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/ast"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,11 +199,7 @@ func mustInt(s string) int {
 // schemaTag is a field's schema tag, parsed.
 func schemaTag(f *ast.Field) map[string]string {
 	out := map[string]string{}
-	tag, err := strconv.Unquote(f.Tag.Value)
-	if err != nil {
-		return out
-	}
-	for _, item := range strings.Split(reflect.StructTag(tag).Get("schema"), ",") {
+	for _, item := range strings.Split(tag(f, "schema"), ",") {
 		if item == "" {
 			continue
 		}
