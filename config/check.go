@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.yaml.in/yaml/v3"
+
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -230,7 +232,7 @@ func (c *checker) policy() {
 			}
 			c.decide(own, s.Name, path)
 		}
-		if c.f.policyOf(s.Name) != nil || !c.f.serves(s.Name) {
+		if c.f.policyOf(s.Name) != nil || !c.f.uses(s.Name, false) {
 			continue
 		}
 		switch {
@@ -250,7 +252,7 @@ func (c *checker) decide(p *Policy, source, path string) {
 		return
 	}
 	if err := postgres.CheckPolicy(source, p.Decide); err != nil {
-		c.f.storeMistake(c.e, err, source, p.Spans.of("decide"))
+		c.e.add(c.f.storeError(err, source, p.Spans.of("decide")))
 	}
 }
 
@@ -297,14 +299,14 @@ func (f *File) sqlPos(sp Spans, key, sql string, off int) Position {
 	nl := strings.Count(sql[:off], "\n")
 	col := off - (strings.LastIndexByte(sql[:off], '\n') + 1)
 	switch {
-	case n.Style&literalStyle != 0:
+	case n.Style&yaml.LiteralStyle != 0:
 		line := n.Line + 1 + nl
 		if line-1 >= len(f.lines) {
 			return at
 		}
 		indent := blockIndent(f.lines, n.Line)
 		return Position{Line: line, Column: indent + col + 1}
-	case nl == 0 && n.Style&(singleStyle|doubleStyle) != 0:
+	case nl == 0 && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0:
 		return Position{Line: n.Line, Column: n.Column + 1 + col}
 	case nl == 0 && !strings.Contains(sql, "\n"):
 		return Position{Line: n.Line, Column: n.Column + col}
@@ -384,7 +386,7 @@ func (c *checker) pgResource(r *Resource, path string) {
 	}
 	// The rest are the store's rules, checked by the store.
 	if err := postgres.CheckBinding(r.Source, c.f.sqlBinding(*r, r.definition()), objects...); err != nil {
-		c.f.storeMistake(c.e, err, r.Source, sp.start())
+		c.e.add(c.f.storeError(err, r.Source, sp.start()))
 	}
 }
 
@@ -423,7 +425,7 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 		err = s3store.CheckKeyFamily(r.family())
 	}
 	if err != nil {
-		c.f.storeMistake(c.e, err, r.Source, sp.start())
+		c.e.add(c.f.storeError(err, r.Source, sp.start()))
 		return
 	}
 	if r.Grant != nil {
@@ -438,7 +440,7 @@ func (c *checker) keyGrant(g *Grant, r *Resource, prefix bool) {
 		return // reported by gate
 	}
 	if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), prefix); err != nil {
-		c.f.storeMistake(c.e, err, g.Source, g.Spans.of("keys"))
+		c.e.add(c.f.storeError(err, g.Source, g.Spans.of("keys")))
 	}
 }
 
@@ -502,7 +504,7 @@ func (c *checker) listing(r *Resource, family bool, path string) {
 	def := r.definition()
 	def.URITemplate = r.Template
 	if err := s3store.CheckListing(s3store.KeyListing{Definition: def, Family: fam.family()}); err != nil {
-		c.f.storeMistake(c.e, err, r.Source, sp.of("template"))
+		c.e.add(c.f.storeError(err, r.Source, sp.of("template")))
 		return
 	}
 	if fam.Grant != nil && !fam.Public { // else public, or refused at the family already

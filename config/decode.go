@@ -16,12 +16,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-const (
-	literalStyle = yaml.LiteralStyle
-	singleStyle  = yaml.SingleQuotedStyle
-	doubleStyle  = yaml.DoubleQuotedStyle
-)
-
 // maxFileBytes bounds the size of a resources file.
 const maxFileBytes = 1 << 20
 

@@ -48,6 +48,13 @@ func (e *errs) at(p Position, format string, args ...any) {
 	e.list = append(e.list, &Error{File: e.file, Pos: p, Msg: fmt.Sprintf(format, args...)})
 }
 
+func (e *errs) add(x *Error) { e.list = append(e.list, x) }
+
+// mistake is one mistake of f at p.
+func (f *File) mistake(p Position, format string, args ...any) *Error {
+	return &Error{File: f.Name, Pos: p, Msg: fmt.Sprintf(format, args...)}
+}
+
 // first returns the earliest mistake in the file, or nil.
 func (e *errs) first() *Error {
 	var best *Error

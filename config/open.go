@@ -117,13 +117,7 @@ func (s *Served) Check(ctx context.Context) error {
 		wg.Go(func() { found[i] = c(ctx) })
 	}
 	wg.Wait()
-	e := &errs{}
-	for _, x := range found {
-		if x != nil {
-			e.list = append(e.list, x)
-		}
-	}
-	if first := e.first(); first != nil {
+	if first := (&errs{list: slices.DeleteFunc(found, func(x *Error) bool { return x == nil })}).first(); first != nil {
 		return first
 	}
 	return nil
@@ -168,151 +162,110 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	if opts == nil {
 		opts = &OpenOptions{}
 	}
-	e := &errs{file: f.Name}
-	s := &Served{Revision: f.Revision()}
+	s := &Served{Revision: f.Revision(), Objects: map[string]core.Reader{}}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	fail := func() (*Served, error) { return nil, e.first() }
-
 	buckets := map[string]*s3store.Bucket{}
 	objects := map[string]string{} // S3 source -> its bucket, for the rows that reference objects
 	pools := map[string]*pgxpool.Pool{}
 	for _, src := range f.Sources {
-		switch {
-		case src.S3 != nil:
-			b := src.S3
-			client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
-				UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
-				s3store.WithTracing(opts.TracerProvider))
-			if err != nil {
-				e.at(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
-				return fail()
-			}
-			bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
-			if err != nil {
-				e.at(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
-				return fail()
-			}
-			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
-			if s.Objects == nil {
-				s.Objects = map[string]core.Reader{}
-			}
-			s.Objects[src.Name] = core.ItemReader(bucket.Read)
-			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
-		case src.Postgres != nil:
-			p := src.Postgres
-			cfg, err := pgxpool.ParseConfig(p.URL.expanded())
-			if err != nil {
-				e.at(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
-				return fail()
-			}
-			if opts.TracerProvider != nil {
-				cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
-			}
-			pool, err := pgxpool.NewWithConfig(ctx, cfg)
-			if err != nil {
-				e.at(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
-				return fail()
-			}
-			s.closers = append(s.closers, pool.Close)
-			pools[src.Name] = pool
-			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: pool.Ping})
-		}
-	}
-	sources := map[string]*postgres.Source{}
-	for _, src := range f.Sources {
-		p := src.Postgres
-		if p == nil {
-			continue
-		}
-		// Every resource of a source with a decide policy is decided by it
-		// (routePolicy), so its reads may take their recheck with the bodies.
-		pol := f.policyOf(src.Name)
-		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-			Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects,
-			RecheckWithBodies: pol != nil && !pol.Database})
-		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.start())
-		}
-		sources[src.Name] = ps
-	}
-
-	families := map[string][]s3store.KeyFamily{}
-	familyAt := map[string]int{} // bucket -> index in s.Bindings where its families go
-	for _, r := range f.Resources {
-		def := r.definition()
-		if ps := sources[r.Source]; ps != nil {
-			b, err := ps.Binding(f.sqlBinding(r, def))
-			if err != nil {
-				return nil, f.storeError(err, r.Source, r.Spans.start())
-			}
-			objSrc := ""
-			if r.Object != nil && !f.withoutObjects[r.Name] {
-				objSrc = r.Object.Source
-			}
-			s.Bindings = append(s.Bindings, Binding{b, r.Source, objSrc})
-			s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
-			continue
-		}
-		bucket := buckets[r.Source]
-		if r.List != "" {
-			b, err := f.listingBinding(bucket, def, r, sources)
+		var check func(context.Context) error
+		if b := src.S3; b != nil {
+			bucket, err := f.openBucket(ctx, src, opts)
 			if err != nil {
 				return nil, err
 			}
-			s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
-			s.Lines = append(s.Lines, f.describe(r, r.Template))
-			continue
-		}
-		grant, err := f.keyGrant(r, sources)
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasSuffix(r.Template, "/...") {
-			if _, ok := familyAt[r.Source]; !ok {
-				familyAt[r.Source] = len(s.Bindings)
+			buckets[src.Name], objects[src.Name], check = bucket, string(b.Bucket), bucket.Check
+			s.Objects[src.Name] = core.ItemReader(bucket.Read)
+		} else {
+			pool, err := f.openPool(ctx, src, opts)
+			if err != nil {
+				return nil, err
 			}
-			fam := r.family()
-			fam.Grant = grant
-			families[r.Source] = append(families[r.Source], fam)
-			for _, tmpl := range fam.Templates() {
-				s.Lines = append(s.Lines, f.describe(r, tmpl))
-			}
-			continue
+			s.closers = append(s.closers, pool.Close)
+			pools[src.Name], check = pool, pool.Ping
 		}
-		def.URITemplate = r.Template
-		b, err := bucket.GrantedBinding(def, r.Prefix, grant)
-		if err != nil {
-			return nil, f.storeError(err, r.Source, r.Spans.start())
-		}
-		s.Bindings = append(s.Bindings, Binding{ResourceBinding: b, Source: r.Source})
-		s.Lines = append(s.Lines, f.describe(r, def.URITemplate))
+		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
 	}
-	// Key families go in at the place of their bucket's first one, so
-	// that the bindings keep the file's order.
+	if len(s.Objects) == 0 {
+		s.Objects = nil
+	}
+	sources := map[string]*postgres.Source{}
 	for _, src := range f.Sources {
-		fams := families[src.Name]
-		if len(fams) == 0 {
-			continue
+		if p := src.Postgres; p != nil {
+			// Every resource of a source with a decide policy is decided by it
+			// (routePolicy), so its reads may take their recheck with the bodies.
+			pol := f.policyOf(src.Name)
+			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
+				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects,
+				RecheckWithBodies: pol != nil && !pol.Database})
+			if err != nil {
+				return nil, f.storeError(err, src.Name, src.Spans.start())
+			}
+			sources[src.Name] = ps
 		}
-		bs, err := buckets[src.Name].KeyBindings(fams...)
-		if err != nil {
-			return nil, f.storeError(err, src.Name, src.Spans.start())
-		}
-		at := familyAt[src.Name]
-		ins := make([]Binding, len(bs))
-		for i, b := range bs {
-			ins[i] = Binding{ResourceBinding: b, Source: src.Name}
-		}
-		s.Bindings = slices.Insert(s.Bindings, at, ins...)
-		for name, i := range familyAt {
-			if i > at && name != src.Name {
-				familyAt[name] = i + len(bs)
+	}
+
+	families := map[string][]s3store.KeyFamily{} // by bucket: bound at the place of its first
+	for _, r := range f.Resources {
+		def, b := r.definition(), Binding{Source: r.Source}
+		switch ps := sources[r.Source]; {
+		case ps != nil:
+			if b.ResourceBinding, err = ps.Binding(f.sqlBinding(r, def)); err != nil {
+				return nil, f.storeError(err, r.Source, r.Spans.start())
+			}
+			if r.Object != nil && !f.withoutObjects[r.Name] {
+				b.ObjectSource = r.Object.Source
+			}
+		case r.List != "":
+			if b.ResourceBinding, err = f.listingBinding(buckets[r.Source], def, r, sources); err != nil {
+				return nil, err
+			}
+		default:
+			grant, err := f.keyGrant(r, sources)
+			if err != nil {
+				return nil, err
+			}
+			if strings.HasSuffix(r.Template, "/...") {
+				fam := r.family()
+				fam.Grant = grant
+				if len(families[r.Source]) == 0 {
+					s.Bindings = append(s.Bindings, b) // the place of the bucket's families, a binding without definition
+				}
+				families[r.Source] = append(families[r.Source], fam)
+				for _, tmpl := range fam.Templates() {
+					s.Lines = append(s.Lines, f.describe(r, tmpl))
+				}
+				continue
+			}
+			def.URITemplate = r.Template
+			if b.ResourceBinding, err = buckets[r.Source].GrantedBinding(def, r.Prefix, grant); err != nil {
+				return nil, f.storeError(err, r.Source, r.Spans.start())
 			}
 		}
+		s.Bindings = append(s.Bindings, b)
+		s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
+	}
+	// Each bucket's key families take its place, so that the bindings keep
+	// the file's order.
+	for i := 0; i < len(s.Bindings); i++ {
+		name := s.Bindings[i].Source
+		if s.Bindings[i].Definition.Name != "" {
+			continue
+		}
+		bs, err := buckets[name].KeyBindings(families[name]...)
+		if err != nil {
+			return nil, f.storeError(err, name, f.source(name).Spans.start())
+		}
+		ins := make([]Binding, len(bs))
+		for j, b := range bs {
+			ins[j] = Binding{ResourceBinding: b, Source: name}
+		}
+		s.Bindings = slices.Replace(s.Bindings, i, i+1, ins...)
+		i += len(ins) - 1
 	}
 
 	if s.Policy, err = f.policy(sources); err != nil {
@@ -327,6 +280,40 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 	return s, nil
+}
+
+// openBucket opens the bucket of the S3 source src, sending no request.
+func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*s3store.Bucket, error) {
+	b := src.S3
+	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: string(b.Endpoint), Region: string(b.Region),
+		UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
+		s3store.WithTracing(opts.TracerProvider))
+	if err != nil {
+		return nil, f.mistake(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
+	}
+	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
+	if err != nil {
+		return nil, f.mistake(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+	}
+	return bucket, nil
+}
+
+// openPool opens the connection pool of the PostgreSQL source src,
+// sending no request.
+func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions) (*pgxpool.Pool, error) {
+	p := src.Postgres
+	cfg, err := pgxpool.ParseConfig(p.URL.expanded())
+	if err != nil {
+		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
+	}
+	if opts.TracerProvider != nil {
+		cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
+	}
+	return pool, nil
 }
 
 // policy is the file's policy: each PostgreSQL source's decides its own
@@ -364,7 +351,6 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 // to build.
 func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, sources map[string]*postgres.Source,
 	buckets map[string]*s3store.Bucket) ([]core.ChangeSource, []sourceCheck, error) {
-	e := &errs{file: f.Name}
 	var out []core.ChangeSource
 	var checks []sourceCheck
 	for _, src := range f.Sources {
@@ -373,7 +359,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 			continue
 		}
 		p, ps := src.Postgres, sources[src.Name]
-		listen := f.listens(src.Name)
+		listen := f.uses(src.Name, true)
 		lcfg := pools[src.Name].Config().ConnConfig.Copy()
 		at, key := p.Spans.of("url"), "url"
 		var direct *pgx.ConnConfig // listen_url, checked with the source
@@ -381,8 +367,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 			at, key = p.Spans.of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
-				e.at(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
-				return nil, nil, e.first()
+				return nil, nil, f.mistake(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
 			}
 			lcfg, direct = c, c
 		}
@@ -390,28 +375,26 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 		if !listen {
 			continue
 		}
-		var log *slog.Logger
-		if opts.Logger != nil {
-			log = opts.Logger.With("source", src.Name)
-		}
-		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: log})
+		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: opts.sourceLog(src.Name)})
 		if err != nil {
-			e.at(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
-			return nil, nil, e.first()
+			return nil, nil, f.mistake(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
 		}
 		out = append(out, l)
 	}
 	for _, src := range f.Sources {
-		if src.S3 == nil || !f.serves(src.Name) {
-			continue
+		if src.S3 != nil && f.uses(src.Name, false) {
+			out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: opts.sourceLog(src.Name)}))
 		}
-		var log *slog.Logger
-		if opts.Logger != nil {
-			log = opts.Logger.With("source", src.Name)
-		}
-		out = append(out, s3store.NewPoller(buckets[src.Name], &s3store.PollerOptions{Interval: time.Duration(src.S3.PollInterval), Logger: log}))
 	}
 	return out, checks, nil
+}
+
+// sourceLog is the logger of the change source of source name, or nil.
+func (o *OpenOptions) sourceLog(name string) *slog.Logger {
+	if o.Logger == nil {
+		return nil
+	}
+	return o.Logger.With("source", name)
 }
 
 // definition is r's core definition, without its URI or template.
@@ -442,14 +425,12 @@ func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLB
 // its listen_url when it has one, connects.
 func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source, direct *pgx.ConnConfig) sourceCheck {
 	return func(ctx context.Context) *Error {
-		e := &errs{file: f.Name}
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
 		cctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		if err := pool.Ping(cctx); err != nil {
-			e.at(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
-			return e.first()
+			return f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
 		}
 		if err := ps.Check(cctx); err != nil {
 			return f.storeError(err, src.Name, src.Spans.start())
@@ -459,8 +440,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		}
 		conn, err := pgx.ConnectConfig(cctx, direct)
 		if err != nil {
-			e.at(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
-			return e.first()
+			return f.mistake(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
 		}
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil
@@ -481,16 +461,15 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 			p.Field = ce.Field
 		}
 		pl, _ := f.locate(p) // the credential S3 refused, else the bucket
-		e := &errs{file: f.Name}
-		e.at(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
-		return e.first()
+		return f.mistake(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
 	}
 }
 
-// serves reports whether a resource of the file is served from source name.
-func (f *File) serves(name string) bool {
+// uses reports whether a resource of the file is served from source name
+// (and, when listen is set, names a channel).
+func (f *File) uses(name string, listen bool) bool {
 	for _, r := range f.Resources {
-		if r.Source == name {
+		if r.Source == name && (!listen || r.Listen != "") {
 			return true
 		}
 	}
@@ -565,16 +544,6 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 	}
 }
 
-// listens reports whether a resource of source name names a channel.
-func (f *File) listens(name string) bool {
-	for _, r := range f.Resources {
-		if r.Source == name && r.Listen != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // describe is the line check prints for one definition: its URI or
 // template, name, source, kind, and what decides who reads it.
 func (f *File) describe(r Resource, uri string) string {
@@ -623,17 +592,9 @@ func (f *File) decider(r Resource) string {
 // its core.ConfigPath names, else at def. source is the file's source the
 // failing call was about, for a path that names none.
 func (f *File) storeError(err error, source string, def Position) *Error {
-	e := &errs{file: f.Name}
-	f.storeMistake(e, err, source, def)
-	return e.first()
-}
-
-// storeMistake is storeError's mistake, added to e.
-func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 	ce, ok := errors.AsType[*core.ConfigError](err)
 	if !ok {
-		e.at(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
-		return
+		return f.mistake(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
 	}
 	reason := f.redactAll(ce.Reason)
 	p := ce.Path
@@ -642,14 +603,13 @@ func (f *File) storeMistake(e *errs, err error, source string, def Position) {
 	}
 	pl, ok := f.locate(p)
 	if !ok {
-		e.at(def, "%s: %s", ce.Field, reason)
-		return
+		return f.mistake(def, "%s: %s", ce.Field, reason)
 	}
 	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
 		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
 	}
-	e.at(at, "%s: %s", pl.path, reason)
+	return f.mistake(at, "%s: %s", pl.path, reason)
 }
 
 // place is where a store's path is in the file: the path errors name it
@@ -672,6 +632,16 @@ func (f *File) resource(name string) *Resource {
 	return nil
 }
 
+// source is the source named name, or nil.
+func (f *File) source(name string) *Source {
+	for i := range f.Sources {
+		if f.Sources[i].Name == name {
+			return &f.Sources[i]
+		}
+	}
+	return nil
+}
+
 // locate maps a store's path to its place in the file.
 func (f *File) locate(p core.ConfigPath) (place, bool) {
 	if r := f.resource(p.Binding); r != nil {
@@ -682,27 +652,22 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 		pl.path = "resources." + r.Name + "." + pl.path
 		return pl, true
 	}
-	var s *Source
-	for i := range f.Sources {
-		if f.Sources[i].Name == p.Source {
-			s = &f.Sources[i]
-		}
+	s := f.source(p.Source)
+	if s == nil {
+		return place{}, false
 	}
-	switch {
-	case s == nil:
-	case p.Field == "Decide" && f.policyOf(s.Name) != nil:
-		pol, path := f.policyOf(s.Name), "policy.decide"
+	kind, key, _ := strings.Cut(fileKeys[p.Field], ".")
+	switch pol := f.policyOf(s.Name); {
+	case key == "policy.decide" && pol != nil:
+		path := "policy.decide"
 		if pol != f.Policy {
 			path = "sources." + s.Name + ".postgres.policy.decide"
 		}
 		return place{path, pol.Spans, "decide", pol.Decide}, true
-	case s.Postgres != nil:
-		if key, ok := map[string]string{"Role": "role", "LoginRole": "login_role", "db": "url"}[p.Field]; ok {
-			return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
-		}
+	case s.Postgres != nil && kind == "postgres" && key != "policy.decide":
+		return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
 	case s.S3 != nil:
-		key := map[string]string{"SecretAccessKey": "secret_key", "AccessKeyID": "access_key"}[p.Field]
-		if key == "" || !s.S3.Spans.has(key) {
+		if kind != "s3" || !s.S3.Spans.has(key) {
 			key = "bucket"
 		}
 		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
@@ -710,40 +675,41 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 	return place{}, false
 }
 
-// resourceKeys maps the Go fields of the stores' bindings to a resource's
-// keys.
-var resourceKeys = map[string]string{
+// fileKeys are the keys of the file that the Go fields the stores' paths
+// name (core.ConfigPath.Field) are written under: a resource's own, under
+// its object or grant, then a source's under postgres or s3.
+var fileKeys = map[string]string{
 	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
-	"Prefix": "prefix", "MaxDepth": "max_depth",
+	"Prefix": "prefix", "MaxDepth": "max_depth", "ObjectURI": "object.uri", "ObjectSource": "object.source", "Grant": "grant.keys",
+	"Role": "postgres.role", "LoginRole": "postgres.login_role", "db": "postgres.url", "Decide": "postgres.policy.decide",
+	"SecretAccessKey": "s3.secret_key", "AccessKeyID": "s3.access_key",
 }
 
 // resourcePlace is the place in r of the field a store's path names, its
 // path relative to r.
 func resourcePlace(r *Resource, p core.ConfigPath) place {
-	if key := resourceKeys[p.Field]; key != "" {
-		if !r.Spans.has(key) {
-			// A key the file leaves out: at the statement it goes with.
-			for _, k := range []string{"plan", "bundle", "template"} {
-				if r.Spans.has(k) {
-					return place{key, r.Spans, k, ""}
-				}
-			}
-		}
-		return place{key, r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key]}
-	}
+	key := fileKeys[p.Field]
+	sub, k, _ := strings.Cut(key, ".")
 	switch {
 	case p.Field == "Complete":
 		return place{"completion." + p.Key, r.Spans, "completion." + p.Key, r.Completion[p.Key]}
-	case p.Field == "ObjectURI" && r.Object != nil:
-		return place{"object.uri", r.Object.Spans, "uri", ""}
-	case p.Field == "ObjectSource" && r.Object != nil:
-		return place{"object.source", r.Object.Spans, "source", ""}
-	case p.Field == "Grant" && r.Grant != nil:
-		return place{"grant.keys", r.Grant.Spans, "keys", r.Grant.Keys}
-	case p.Field == "Grant" && r.List != "":
+	case sub == "object" && r.Object != nil:
+		return place{key, r.Object.Spans, k, ""}
+	case sub == "grant" && r.Grant != nil:
+		return place{key, r.Grant.Spans, k, r.Grant.Keys}
+	case sub == "grant" && r.List != "":
 		return place{"list", r.Spans, "list", ""}
-	}
-	if r.Spans.has("template") {
+	case key != "" && k == "" && !r.Spans.has(key):
+		// A key the file leaves out: at the statement it goes with.
+		for _, at := range []string{"plan", "bundle", "template"} {
+			if r.Spans.has(at) {
+				return place{key, r.Spans, at, ""}
+			}
+		}
+		fallthrough
+	case key != "" && k == "":
+		return place{key, r.Spans, key, map[string]string{"plan": r.Plan, "bundle": r.Bundle, "body": r.Body}[key]}
+	case r.Spans.has("template"):
 		return place{"template", r.Spans, "template", ""}
 	}
 	return place{"uri", r.Spans, "uri", ""}
@@ -785,8 +751,7 @@ func redact(err error, src Source) string {
 }
 
 func reason(err error, src Source) string {
-	var ce *core.ConfigError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*core.ConfigError](err); ok {
 		return redactSource(ce.Reason, src)
 	}
 	return redact(err, src)

@@ -7,16 +7,15 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,23 +25,29 @@ import (
 // finds it under.
 type section struct {
 	typ, def, path string
+	rows           bytes.Buffer // its table's rows on the page
+	schema         obj          // its object in schema.json
 }
 
-// typeNames are how the page names the model's scalar and list types; a
-// field whose type is (a pointer to, or a keyed list of) another struct of
-// the model is named after its key, and that struct gets a section.
-var typeNames = map[string]string{
-	"int":               "integer",
-	"bool":              "boolean",
-	"string":            "string",
-	"Secret":            "string with `${NAME}` (a secret: its value never printed)",
-	"Env":               "string with `${NAME}`",
-	"Duration":          "duration (`30s`, `1m30s`)",
-	"ByteSize":          "size (`512`, `64KiB`, `4MiB`)",
-	"[]string":          "list of strings",
-	"*float64":          "number",
-	"map[string]string": "mapping of capture name to SQL",
-	"*Policy":           "`database`, or a policy mapping",
+// modelTypes are how the page names the model's scalar and list types, and
+// the schema of each scalar; a field whose type is (a pointer to, or a
+// keyed list of) another struct of the model is named after its key, and
+// that struct gets a section.
+var modelTypes = map[string]struct {
+	name   string
+	schema obj
+}{
+	"int":               {"integer", obj{{"type", "integer"}}},
+	"bool":              {"boolean", obj{{"type", "boolean"}}},
+	"string":            {"string", obj{{"type", "string"}}},
+	"*float64":          {"number", obj{{"type", "number"}}},
+	"Secret":            {"string with `${NAME}` (a secret: its value never printed)", obj{{"$ref", "#/$defs/env"}}},
+	"Env":               {"string with `${NAME}`", obj{{"$ref", "#/$defs/env"}}},
+	"Duration":          {"duration (`30s`, `1m30s`)", obj{{"$ref", "#/$defs/duration"}}},
+	"ByteSize":          {"size (`512`, `64KiB`, `4MiB`)", obj{{"$ref", "#/$defs/byteSize"}}},
+	"[]string":          {name: "list of strings"},
+	"map[string]string": {name: "mapping of capture name to SQL"},
+	"*Policy":           {name: "`database`, or a policy mapping"},
 }
 
 func main() {
@@ -83,7 +88,7 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 			case *ast.TypeSpec:
 				if st, ok := s.Type.(*ast.StructType); ok {
 					structs[s.Name.Name] = st
-					docs[s.Name.Name] = text(g.Doc)
+					docs[s.Name.Name] = g.Doc.Text()
 				}
 			case *ast.ValueSpec:
 				if len(s.Values) != 1 {
@@ -95,23 +100,14 @@ func Files(dir string) (page, schemaJSON []byte, err error) {
 			}
 		}
 	}
-	sections, err := walk(structs)
+	sections, err := walk(structs, docs)
 	if err != nil {
 		return nil, nil, err
 	}
-	if schemaJSON, err = Schema(structs, docs, consts, sections); err != nil {
+	defs, err := scalarSchemas(consts)
+	if err != nil {
 		return nil, nil, err
 	}
-	var schema struct {
-		Required []string `json:"required"`
-		Defs     map[string]struct {
-			Required []string `json:"required"`
-		} `json:"$defs"`
-	}
-	if err := json.Unmarshal(schemaJSON, &schema); err != nil {
-		return nil, nil, err
-	}
-
 	var b bytes.Buffer
 	b.WriteString(`# The resources file: every key
 
@@ -128,55 +124,96 @@ and [migrations/resources.yaml](../migrations/resources.yaml)
 are complete ones. A key not listed here is an error at its position;
 ` + "`${NAME}`" + ` is expanded from the environment only where the type says so.
 `)
+	var root obj
 	for _, s := range sections {
-		st, ok := structs[s.typ]
-		if !ok {
-			return nil, nil, fmt.Errorf("model.go has no struct %s", s.typ)
-		}
-		required := schema.Required
-		if s.def != "" {
-			d, ok := schema.Defs[s.def]
-			if !ok {
-				return nil, nil, fmt.Errorf("schema.json has no $defs.%s", s.def)
-			}
-			required = d.Required
-		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| key | type | required | meaning |\n|---|---|---|---|\n", s.path, oneLine(docs[s.typ]))
-		rows := 0
-		for _, field := range fields(st, structs) {
-			key := yamlKey(field)
-			if key == "" {
-				continue
-			}
-			typ := exprString(field.Type)
-			name, ok := typeNames[typ]
-			if !ok {
-				elem, list := modelStruct(typ, structs)
-				switch {
-				case elem == "":
-					return nil, nil, fmt.Errorf("%s.%s: no page name for type %s", s.typ, field.Names[0].Name, typ)
-				case list:
-					name = "mapping of name to " + strings.TrimSuffix(key, "s")
-				default:
-					name = key + " mapping"
-				}
-			}
-			req := ""
-			if slices.Contains(required, key) {
-				req = "yes"
-			}
-			meaning := oneLine(text(field.Doc))
-			if meaning == "" && s.typ == "Limits" {
-				meaning = "core.ResourceLimits." + field.Names[0].Name + "; absent or 0 keeps the default (`mcp-resources serve --help` lists them)"
-			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", key, name, req, strings.ReplaceAll(meaning, "|", `\|`))
-			rows++
-		}
-		if rows == 0 {
-			return nil, nil, fmt.Errorf("%s has no keys", s.typ)
+		b.Write(s.rows.Bytes())
+		if s.def == "" {
+			root = s.schema
+		} else {
+			defs = append(defs, kv{s.def, s.schema})
 		}
 	}
-	return b.Bytes(), schemaJSON, nil
+	schemaJSON, err = schemaFile(root, defs)
+	return b.Bytes(), schemaJSON, err
+}
+
+// describe writes to page the table row of every key of the struct typ
+// (whose fields are fs, documented by doc), calls child for each field of
+// the model's struct type elem (list: a keyed list of it), and returns its
+// schema object: one walk of the fields feeds the page, the schema and the
+// sections.
+func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, structs map[string]*ast.StructType,
+	child func(key, elem string, list bool) error) (obj, error) {
+	props := obj{}
+	var required, group []string
+	groupName := ""
+	for _, field := range fs {
+		key := yamlKey(field)
+		if key == "" {
+			continue
+		}
+		goType, tags := types.ExprString(field.Type), schemaTag(field)
+		p, err := fieldSchema(goType, key, tags)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", typ, field.Names[0].Name, err)
+		}
+		elem, list := modelStruct(goType, structs)
+		if elem != "" {
+			if err := child(key, elem, list); err != nil {
+				return nil, err
+			}
+		}
+		name := modelTypes[goType].name
+		if name == "" {
+			switch {
+			case elem == "":
+				return nil, fmt.Errorf("%s.%s: no page name for type %s", typ, field.Names[0].Name, goType)
+			case list:
+				name = "mapping of name to " + strings.TrimSuffix(key, "s")
+			default:
+				name = key + " mapping"
+			}
+		}
+		meaning := oneLine(field.Doc.Text())
+		if meaning != "" {
+			p = append(obj{{"description", meaning}}, p...)
+		} else if typ == "Limits" {
+			meaning = "core.ResourceLimits." + field.Names[0].Name + "; absent or 0 keeps the default (`mcp-resources serve --help` lists them)"
+		}
+		props = append(props, kv{key, p})
+		req := ""
+		if _, ok := tags["required"]; ok {
+			required, req = append(required, key), "yes"
+		}
+		if g, ok := tags["oneof"]; ok {
+			if groupName != "" && g != groupName {
+				return nil, fmt.Errorf("%s: more than one oneof group", typ)
+			}
+			groupName, group = g, append(group, key)
+		}
+		fmt.Fprintf(page, "| `%s` | %s | %s | %s |\n", key, name, req, strings.ReplaceAll(meaning, "|", `\|`))
+	}
+	if len(props) == 0 {
+		return nil, fmt.Errorf("%s has no keys", typ)
+	}
+	o := obj{}
+	if d := oneLine(doc); d != "" {
+		o = append(o, kv{"description", d})
+	}
+	o = append(o, kv{"type", "object"}, kv{"additionalProperties", false})
+	if len(required) > 0 {
+		o = append(o, kv{"required", required})
+	}
+	o = append(o, kv{"properties", props})
+	if len(group) > 0 {
+		var alts []any
+		for _, k := range group {
+			alts = append(alts, obj{{"required", []string{k}}})
+		}
+		o = append(o, kv{"oneOf", alts})
+	}
+	return o, nil
 }
 
 // modelStruct returns the struct of the model a field type refers to
@@ -194,26 +231,19 @@ func modelStruct(typ string, structs map[string]*ast.StructType) (elem string, l
 // keys, in the order a file is written (depth first, fields in order). A
 // struct reached twice (a policy at the top and under a source) gets one
 // section, under the first path, that names the others.
-func walk(structs map[string]*ast.StructType) ([]section, error) {
-	var out []section
+func walk(structs map[string]*ast.StructType, docs map[string]string) ([]*section, error) {
+	var out []*section
 	index := map[string]int{}
-	var visit func(s section) error
-	visit = func(s section) error {
+	var visit func(s *section) error
+	visit = func(s *section) error {
 		st, ok := structs[s.typ]
 		if !ok {
 			return fmt.Errorf("model.go has no struct %s", s.typ)
 		}
 		index[s.typ] = len(out)
 		out = append(out, s)
-		for _, field := range fields(st, structs) {
-			key := yamlKey(field)
-			if key == "" {
-				continue
-			}
-			elem, list := modelStruct(exprString(field.Type), structs)
-			if elem == "" {
-				continue
-			}
+		var err error
+		s.schema, err = describe(&s.rows, s.typ, fields(st, structs), docs[s.typ], structs, func(key, elem string, list bool) error {
 			path := key
 			if s.def != "" {
 				path = strings.TrimSuffix(s.path, policyNote) + "." + key
@@ -232,15 +262,13 @@ func walk(structs map[string]*ast.StructType) ([]section, error) {
 				} else {
 					out[j].path += ", and " + path
 				}
-				continue
+				return nil
 			}
-			if err := visit(section{elem, def, path}); err != nil {
-				return err
-			}
-		}
-		return nil
+			return visit(&section{typ: elem, def: def, path: path})
+		})
+		return err
 	}
-	if err := visit(section{"File", "", "top level"}); err != nil {
+	if err := visit(&section{typ: "File", path: "top level"}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -265,41 +293,22 @@ const policyNote = " (unless `database`)"
 
 // yamlKey is the key a field is written under, or "" for none.
 func yamlKey(f *ast.Field) string {
-	if f.Tag == nil || len(f.Names) == 0 {
+	if len(f.Names) == 0 {
 		return ""
 	}
-	tag, err := strconv.Unquote(f.Tag.Value)
-	if err != nil {
-		return ""
+	if name, _, _ := strings.Cut(tag(f, "yaml"), ","); name != "-" {
+		return name
 	}
-	name, _, _ := strings.Cut(reflect.StructTag(tag).Get("yaml"), ",")
-	if name == "-" {
-		return ""
-	}
-	return name
+	return ""
 }
 
-func exprString(e ast.Expr) string {
-	switch t := e.(type) {
-	case *ast.Ident:
-		return t.Name
-	case *ast.StarExpr:
-		return "*" + exprString(t.X)
-	case *ast.ArrayType:
-		return "[]" + exprString(t.Elt)
-	case *ast.MapType:
-		return "map[" + exprString(t.Key) + "]" + exprString(t.Value)
-	case *ast.SelectorExpr:
-		return exprString(t.X) + "." + t.Sel.Name
-	}
-	return fmt.Sprintf("%T", e)
-}
-
-func text(g *ast.CommentGroup) string {
-	if g == nil {
+// tag is the value of f's struct tag key, or "".
+func tag(f *ast.Field, key string) string {
+	if f.Tag == nil {
 		return ""
 	}
-	return g.Text()
+	t, _ := strconv.Unquote(f.Tag.Value)
+	return reflect.StructTag(t).Get(key)
 }
 
 // oneLine joins a doc comment's lines and turns its [Name] links into code.

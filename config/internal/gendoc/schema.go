@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/ast"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,9 +51,6 @@ var scalarDefs = []struct {
 // modelConst stands for the string constant of config/model.go it names.
 type modelConst string
 
-// typeRefs are the model's scalar types that are a def of their own.
-var typeRefs = map[string]string{"Secret": "env", "Env": "env", "Duration": "duration", "ByteSize": "byteSize"}
-
 // constants are the bounds a tag may name instead of a number.
 var constants = map[string]int{"s3store.MaxKeyDepth": s3store.MaxKeyDepth}
 
@@ -87,9 +83,9 @@ func (o obj) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Schema returns config/schema.json for the model's structs (with their
-// docs) and string constants, whose sections walk found.
-func Schema(structs map[string]*ast.StructType, docs, consts map[string]string, sections []section) ([]byte, error) {
+// scalarSchemas are the $defs of scalarDefs, with the model's string
+// constants (consts) in place of the names of them.
+func scalarSchemas(consts map[string]string) (obj, error) {
 	defs := obj{}
 	for _, d := range scalarDefs {
 		def := slices.Clone(d.def)
@@ -102,18 +98,12 @@ func Schema(structs map[string]*ast.StructType, docs, consts map[string]string, 
 		}
 		defs = append(defs, kv{d.name, def})
 	}
-	var root obj
-	for _, s := range sections {
-		o, err := structSchema(s.typ, fields(structs[s.typ], structs), docs[s.typ])
-		if err != nil {
-			return nil, err
-		}
-		if s.def == "" {
-			root = o
-			continue
-		}
-		defs = append(defs, kv{s.def, o})
-	}
+	return defs, nil
+}
+
+// schemaFile is config/schema.json: the object of File (root) at the top,
+// every other in defs.
+func schemaFile(root, defs obj) ([]byte, error) {
 	out := obj{
 		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
 		{"$id", "https://go.phpboyscout.uk/mcp/resources/config/schema.json"},
@@ -133,70 +123,15 @@ func Schema(structs map[string]*ast.StructType, docs, consts map[string]string, 
 	return ind.Bytes(), nil
 }
 
-// structSchema is the object that the struct typ, documented by doc, models.
-func structSchema(typ string, fs []*ast.Field, doc string) (obj, error) {
-	props := obj{}
-	var required []string
-	groups := map[string][]string{}
-	var groupOrder []string
-	for _, field := range fs {
-		key := yamlKey(field)
-		if key == "" {
-			continue
-		}
-		tags := schemaTag(field)
-		p, err := fieldSchema(exprString(field.Type), key, tags)
-		if err != nil {
-			return nil, fmt.Errorf("%s.%s: %w", typ, field.Names[0].Name, err)
-		}
-		if d := oneLine(text(field.Doc)); d != "" {
-			p = append(obj{{"description", d}}, p...)
-		}
-		props = append(props, kv{key, p})
-		if _, ok := tags["required"]; ok {
-			required = append(required, key)
-		}
-		if g, ok := tags["oneof"]; ok {
-			if _, seen := groups[g]; !seen {
-				groupOrder = append(groupOrder, g)
-			}
-			groups[g] = append(groups[g], key)
-		}
-	}
-	o := obj{}
-	if d := oneLine(doc); d != "" {
-		o = append(o, kv{"description", d})
-	}
-	o = append(o, kv{"type", "object"}, kv{"additionalProperties", false})
-	if len(required) > 0 {
-		o = append(o, kv{"required", required})
-	}
-	o = append(o, kv{"properties", props})
-	if len(groupOrder) > 1 {
-		return nil, fmt.Errorf("%s: more than one oneof group", typ)
-	}
-	for _, g := range groupOrder {
-		var alts []any
-		for _, k := range groups[g] {
-			alts = append(alts, obj{{"required", []string{k}}})
-		}
-		o = append(o, kv{"oneOf", alts})
-	}
-	return o, nil
-}
-
 // fieldSchema is the schema of a value of Go type typ written under key.
 func fieldSchema(typ, key string, tags map[string]string) (obj, error) {
 	ref := func(name string) (obj, error) {
-		if !slices.ContainsFunc(scalarDefs, func(d struct {
-			name string
-			def  obj
-		}) bool {
-			return d.name == name
-		}) {
-			return nil, fmt.Errorf("no $defs/%s", name)
+		for _, d := range scalarDefs {
+			if d.name == name {
+				return obj{{"$ref", "#/$defs/" + name}}, nil
+			}
 		}
-		return obj{{"$ref", "#/$defs/" + name}}, nil
+		return nil, fmt.Errorf("no $defs/%s", name)
 	}
 	var o obj
 	var err error
@@ -227,16 +162,8 @@ func fieldSchema(typ, key string, tags map[string]string) (obj, error) {
 		var vals obj
 		vals, err = ref(tags["items"])
 		o = obj{{"type", "object"}, {"additionalProperties", vals}}
-	case typeRefs[typ] != "":
-		o, err = ref(typeRefs[typ])
-	case typ == "int":
-		o = obj{{"type", "integer"}}
-	case typ == "*float64":
-		o = obj{{"type", "number"}}
-	case typ == "bool":
-		o = obj{{"type", "boolean"}}
-	case typ == "string":
-		o = obj{{"type", "string"}}
+	case modelTypes[typ].schema != nil:
+		o = slices.Clone(modelTypes[typ].schema)
 	case strings.HasPrefix(typ, "*"):
 		o = obj{{"$ref", "#/$defs/" + key}}
 	default:
@@ -272,11 +199,7 @@ func mustInt(s string) int {
 // schemaTag is a field's schema tag, parsed.
 func schemaTag(f *ast.Field) map[string]string {
 	out := map[string]string{}
-	tag, err := strconv.Unquote(f.Tag.Value)
-	if err != nil {
-		return out
-	}
-	for _, item := range strings.Split(reflect.StructTag(tag).Get("schema"), ",") {
+	for _, item := range strings.Split(tag(f, "schema"), ",") {
 		if item == "" {
 			continue
 		}
