@@ -582,7 +582,7 @@ func (c *checker) gateway() {
 	}
 	deny := func(context.Context) error { return core.Unavailable(errors.New("config: check only")) }
 	policy := core.ResourcePolicy{
-		Discover: func(ctx context.Context, _ core.ResourceDescription) error { return deny(ctx) },
+		Discover: func(ctx context.Context, _ core.ResourceDefinition) error { return deny(ctx) },
 		Decide:   func(ctx context.Context, _ core.PolicyPass) ([]core.TargetDecision, error) { return nil, deny(ctx) },
 	}
 	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.ResourceLimits()))

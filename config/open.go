@@ -527,7 +527,7 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 		return p, nil
 	}
 	return core.ResourcePolicy{
-		Discover: func(ctx context.Context, d core.ResourceDescription) error {
+		Discover: func(ctx context.Context, d core.ResourceDefinition) error {
 			p, err := of(d.Name)
 			if err != nil {
 				return err

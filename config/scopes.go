@@ -27,7 +27,7 @@ func (f *File) gateScopes(p core.ResourcePolicy) core.ResourcePolicy {
 		return p
 	}
 	discover := p.Discover
-	p.Discover = func(ctx context.Context, d core.ResourceDescription) error {
+	p.Discover = func(ctx context.Context, d core.ResourceDefinition) error {
 		if sc := want[d.Name]; sc != nil {
 			have := core.ContextScopes(ctx)
 			for _, s := range sc {

@@ -14,7 +14,7 @@ import (
 func TestScopesGateDiscovery(t *testing.T) {
 	f := &File{Resources: []Resource{{Name: "open"}, {Name: "secret", Scopes: []string{"read", "secret"}}}}
 	denied := errors.New("the policy's own no")
-	p := f.gateScopes(core.ResourcePolicy{Discover: func(_ context.Context, d core.ResourceDescription) error {
+	p := f.gateScopes(core.ResourcePolicy{Discover: func(_ context.Context, d core.ResourceDefinition) error {
 		if d.Name == "denied" {
 			return denied
 		}
@@ -32,7 +32,7 @@ func TestScopesGateDiscovery(t *testing.T) {
 		{"one of two scopes", core.WithScopes(bg, []string{"read"}), "secret", false},
 		{"both scopes", core.WithScopes(bg, []string{"secret", "other", "read"}), "secret", true},
 	} {
-		err := p.Discover(c.ctx, core.ResourceDescription{Name: c.def})
+		err := p.Discover(c.ctx, core.ResourceDefinition{Name: c.def})
 		if c.wantOK != (err == nil) {
 			t.Errorf("%s: %v", c.name, err)
 		}
@@ -40,7 +40,7 @@ func TestScopesGateDiscovery(t *testing.T) {
 			t.Errorf("%s: %v, want Unavailable(errScope)", c.name, err)
 		}
 	}
-	if err := p.Discover(core.WithScopes(bg, []string{"read", "secret"}), core.ResourceDescription{Name: "denied"}); err != denied {
+	if err := p.Discover(core.WithScopes(bg, []string{"read", "secret"}), core.ResourceDefinition{Name: "denied"}); err != denied {
 		t.Fatalf("the wrapped policy's answer: %v", err)
 	}
 	if q := (&File{Resources: []Resource{{Name: "open"}}}).gateScopes(p); q.Discover == nil {

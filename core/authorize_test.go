@@ -111,7 +111,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		Completer:  listCompleter{values: values, total: total, calls: calls},
 	}}, extra...)
 	pol := PerTarget(TargetPolicy{
-		Discover: func(context.Context, ResourceDescription) error {
+		Discover: func(context.Context, ResourceDefinition) error {
 			if deny {
 				return Unavailable(errors.New("no"))
 			}
@@ -216,7 +216,7 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 		listCompleter
 	}{plan, comp}
 	pol := PerTarget(TargetPolicy{
-		Discover:   func(context.Context, ResourceDescription) error { return nil },
+		Discover:   func(context.Context, ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
 	})

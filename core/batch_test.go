@@ -85,7 +85,7 @@ func (b *batchRig) read() (*ResourceResult, error) {
 		Reader: b,
 	}
 	policy := PerTarget(TargetPolicy{
-		Discover: func(context.Context, ResourceDescription) error { return nil },
+		Discover: func(context.Context, ResourceDefinition) error { return nil },
 		Visibility: func(_ context.Context, t ResourceTarget) (Visibility, error) {
 			return Visibility{Visible: !b.hidden[t.URI()], DiscloseIssueURI: true}, nil
 		},
@@ -322,7 +322,7 @@ func TestItemReaderIsAskedItemByItemWithTheLimitLeft(t *testing.T) {
 		Reader: rd,
 	}
 	r, err := NewResources([]ResourceBinding{binding}, ResourcePolicy{
-		Discover: func(context.Context, ResourceDescription) error { return nil },
+		Discover: func(context.Context, ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, p PolicyPass) ([]TargetDecision, error) {
 			ds := make([]TargetDecision, len(p.Targets))
 			for i := range ds {

@@ -6,7 +6,10 @@ import (
 )
 
 // ResourceDefinition describes one registered resource: exactly one of URI
-// (a concrete resource) or URITemplate (a family of resources) is set.
+// (a concrete resource) or URITemplate (a family of resources) is set. A
+// definition that Resources returns (listing, a policy pass) owns its Meta,
+// Annotations, Size and Icons: changing them changes nothing inside
+// Resources.
 type ResourceDefinition struct {
 	// URI is a concrete resource URI, compared byte for byte.
 	URI string
@@ -34,11 +37,6 @@ type ResourceDefinition struct {
 	// Icons are optional icons for clients to display.
 	Icons []Icon
 }
-
-// ResourceDescription is a registered definition as Resources returns it.
-// It owns its Meta, Annotations, Size and Icons: changing them changes
-// nothing inside Resources.
-type ResourceDescription = ResourceDefinition
 
 // Resolver turns a selected request into a read plan. It may inspect bounded
 // identity metadata (ids, versions, sizes) but must not read bodies or cause
@@ -90,7 +88,7 @@ type ResourcePolicy struct {
 	// operation. Listing, completion and the first step of a read ask it,
 	// and so does the recheck of a read in Decide's place when storage
 	// decided every target with its body ([ReadResult].Decision).
-	Discover func(ctx context.Context, d ResourceDescription) error
+	Discover func(ctx context.Context, d ResourceDefinition) error
 	// Decide answers a [PolicyPass]: once before the body reads and once
 	// for the final recheck, where it also stands in for Discover (the
 	// recheck leaves out the items storage decided with their bodies). It

@@ -14,7 +14,7 @@ const MaxCompletionValues = 100
 // CompletionRequest asks a [Completer] for values of one template variable.
 type CompletionRequest struct {
 	// Definition is the template definition being completed.
-	Definition ResourceDescription
+	Definition ResourceDefinition
 	// Variable is the name of the variable to complete.
 	Variable string
 	// Prefix is what the caller typed so far: a literal prefix, never a

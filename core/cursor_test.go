@@ -232,7 +232,7 @@ func TestCursorSharedAcrossReplicas(t *testing.T) {
 	for _, pair := range [][2]listFunc{{a.List, b.List}, {a.ListTemplates, b.ListTemplates}} {
 		// Alternate replicas page by page; the walk equals one replica's.
 		want := listWalk(t, pair[0], "resources", 2, a.Limits().ListPageBytes)
-		var got []ResourceDescription
+		var got []ResourceDefinition
 		cursor := ""
 		for i := 0; ; i++ {
 			p, err := pair[i%2](context.Background(), ListRequest{ScopeKey: listScope, Cursor: cursor, PageSize: 2})

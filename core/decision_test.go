@@ -150,7 +150,7 @@ func (g *decisionRig) Read(ctx context.Context, req ReadRequest) ([]ReadResult, 
 
 func (g *decisionRig) policy() ResourcePolicy {
 	return ResourcePolicy{
-		Discover: func(context.Context, ResourceDescription) error {
+		Discover: func(context.Context, ResourceDefinition) error {
 			g.mu.Lock()
 			n := g.discovers
 			g.discovers++

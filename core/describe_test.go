@@ -27,7 +27,7 @@ func fullDefinition() ResourceDefinition {
 	}
 }
 
-func encodeWire(t *testing.T, d ResourceDescription) []byte {
+func encodeWire(t *testing.T, d ResourceDefinition) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

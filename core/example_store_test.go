@@ -51,7 +51,7 @@ func ExampleItemReader() {
 		Reader: reader,
 	}
 	policy := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
 		},
@@ -122,7 +122,7 @@ func ExampleReader() {
 		Reader: batch,
 	}
 	policy := core.ResourcePolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			ds := make([]core.TargetDecision, len(pass.Targets))
 			for i := range ds {

@@ -32,7 +32,7 @@ func Example() {
 		}),
 	}
 	policy := core.PerTarget(core.TargetPolicy{
-		Discover: func(ctx context.Context, d core.ResourceDescription) error { return nil },
+		Discover: func(ctx context.Context, d core.ResourceDefinition) error { return nil },
 		Visibility: func(ctx context.Context, t core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},

@@ -179,7 +179,7 @@ func gateResources(t *testing.T, l *startLog, timeout time.Duration) *Resources 
 		}),
 	}
 	pol := PerTarget(TargetPolicy{
-		Discover: func(ctx context.Context, d ResourceDescription) error {
+		Discover: func(ctx context.Context, d ResourceDefinition) error {
 			l.start("discover %s", d.Name)
 			return nil
 		},
@@ -287,7 +287,7 @@ func TestNoCallbackStartsAfterListReturned(t *testing.T) {
 	}
 	newResources := func(t *testing.T, l *startLog, timeout time.Duration) *Resources {
 		var calls listCalls
-		return listNew(t, &calls, defs, func(ctx context.Context, d ResourceDescription) error {
+		return listNew(t, &calls, defs, func(ctx context.Context, d ResourceDefinition) error {
 			l.start("discover %s", d.Name)
 			return nil
 		}, WithResourceLimits(ResourceLimits{ReadTimeout: timeout}))

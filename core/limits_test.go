@@ -170,8 +170,8 @@ func TestNewResourcesCopiesWhatItIsGiven(t *testing.T) {
 	}
 	bindings[0].Definition.URI = "test://changed"
 	b.Definition.Meta[2] = 'X'
-	var seen ResourceDescription
-	r.policy.Discover = func(ctx context.Context, d ResourceDescription) error { seen = d; return nil }
+	var seen ResourceDefinition
+	r.policy.Discover = func(ctx context.Context, d ResourceDefinition) error { seen = d; return nil }
 	_, _ = r.Read(context.Background(), bundleURI)
 	if seen.URI != bundleURI || string(seen.Meta) != `{"a":1}` {
 		t.Fatalf("definition changed after construction: %q %s", seen.URI, seen.Meta)

@@ -32,7 +32,7 @@ type ListPage struct {
 	// Descriptions are the visible descriptions of the page, in listing
 	// order. Each owns its Meta. The slice is empty, never nil, when nothing
 	// on the page was visible.
-	Descriptions []ResourceDescription
+	Descriptions []ResourceDefinition
 	// NextCursor continues the listing; "" on the last page.
 	NextCursor string
 }
@@ -189,7 +189,7 @@ func (r *Resources) listPage(ctx context.Context, m listMethod, req ListRequest)
 // fillPage checks discovery from start on and fills one page.
 func (r *Resources) fillPage(ctx context.Context, m listMethod, entries []listEntry, start, size int, scope *[sha256.Size]byte) (ListPage, error) {
 	budget := r.limits.ListPageBytes - WireReserveBytes - minListEnvelopeBytes
-	out := make([]ResourceDescription, 0, min(size, len(entries)-start))
+	out := make([]ResourceDefinition, 0, min(size, len(entries)-start))
 	used := int64(0)
 	next := len(entries)
 	for i := start; i < len(entries); i++ {

@@ -35,7 +35,7 @@ func (c *listCalls) binding(def ResourceDefinition) ResourceBinding {
 	}
 }
 
-func (c *listCalls) policy(discover func(context.Context, ResourceDescription) error) ResourcePolicy {
+func (c *listCalls) policy(discover func(context.Context, ResourceDefinition) error) ResourcePolicy {
 	return PerTarget(TargetPolicy{
 		Discover: discover,
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) {
@@ -56,10 +56,10 @@ func (c *listCalls) check(t *testing.T) {
 	}
 }
 
-func listAllowAll(context.Context, ResourceDescription) error { return nil }
+func listAllowAll(context.Context, ResourceDefinition) error { return nil }
 
 // listNew builds Resources from definitions, failing the test on error.
-func listNew(t testing.TB, calls *listCalls, defs []ResourceDefinition, discover func(context.Context, ResourceDescription) error, opts ...Option) *Resources {
+func listNew(t testing.TB, calls *listCalls, defs []ResourceDefinition, discover func(context.Context, ResourceDefinition) error, opts ...Option) *Resources {
 	t.Helper()
 	bs := make([]ResourceBinding, len(defs))
 	for i, d := range defs {
@@ -101,7 +101,7 @@ type listWireIcon struct {
 	Theme    string   `json:"theme,omitempty"`
 }
 
-func listWire(d ResourceDescription) listWireDescription {
+func listWire(d ResourceDefinition) listWireDescription {
 	w := listWireDescription{URI: d.URI, URITemplate: d.URITemplate, Name: d.Name, Title: d.Title,
 		Description: d.Description, MIMEType: d.MIMEType, Size: d.Size, Meta: d.Meta}
 	if a := d.Annotations; a != nil {
@@ -187,7 +187,7 @@ func listCorpus(nRes, nTmpl int, seed uint64) []ResourceDefinition {
 	return defs
 }
 
-func listHideNamed(_ context.Context, d ResourceDescription) error {
+func listHideNamed(_ context.Context, d ResourceDefinition) error {
 	if strings.HasPrefix(d.Name, "hidden-") {
 		return Unavailable(errors.New("hidden by test policy"))
 	}
@@ -196,8 +196,8 @@ func listHideNamed(_ context.Context, d ResourceDescription) error {
 
 // listExpected returns the visible definitions of one kind in listing order,
 // computed independently of the implementation.
-func listExpected(defs []ResourceDefinition, templates bool) []ResourceDescription {
-	var out []ResourceDescription
+func listExpected(defs []ResourceDefinition, templates bool) []ResourceDefinition {
+	var out []ResourceDefinition
 	for _, d := range defs {
 		if (d.URITemplate != "") != templates || strings.HasPrefix(d.Name, "hidden-") {
 			continue
@@ -209,7 +209,7 @@ func listExpected(defs []ResourceDefinition, templates bool) []ResourceDescripti
 		}
 		out = append(out, d)
 	}
-	slices.SortFunc(out, func(a, b ResourceDescription) int {
+	slices.SortFunc(out, func(a, b ResourceDefinition) int {
 		if c := strings.Compare(a.URI+a.URITemplate, b.URI+b.URITemplate); c != 0 {
 			return c
 		}
@@ -221,7 +221,7 @@ func listExpected(defs []ResourceDefinition, templates bool) []ResourceDescripti
 type listFunc func(context.Context, ListRequest) (ListPage, error)
 
 // listWalk lists every page and checks each page's size and encoded bytes.
-func listWalk(t *testing.T, list listFunc, wireKey string, pageSize int, pageBytes int64) []ResourceDescription {
+func listWalk(t *testing.T, list listFunc, wireKey string, pageSize int, pageBytes int64) []ResourceDefinition {
 	all, _ := listWalkPages(t, list, wireKey, pageSize, pageSize, pageBytes)
 	return all
 }
@@ -229,7 +229,7 @@ func listWalk(t *testing.T, list listFunc, wireKey string, pageSize int, pageByt
 // listWalkPages is listWalk that also counts the pages cut short by the
 // byte budget (fewer than pageSize descriptions, yet a next cursor).
 // req is the requested page size, eff the size it selects.
-func listWalkPages(t *testing.T, list listFunc, wireKey string, req, eff int, pageBytes int64) (all []ResourceDescription, byteCut int) {
+func listWalkPages(t *testing.T, list listFunc, wireKey string, req, eff int, pageBytes int64) (all []ResourceDefinition, byteCut int) {
 	t.Helper()
 	cursor := ""
 	for pages := 0; ; pages++ {
@@ -263,7 +263,7 @@ func listWalkPages(t *testing.T, list listFunc, wireKey string, req, eff int, pa
 	}
 }
 
-func listSame(t *testing.T, got, want []ResourceDescription) {
+func listSame(t *testing.T, got, want []ResourceDefinition) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d descriptions, want %d", len(got), len(want))
@@ -374,7 +374,7 @@ func TestListDiscoveryRecheckedEveryPage(t *testing.T) {
 			hidden[n] = h
 		}
 	}
-	discover := func(_ context.Context, d ResourceDescription) error {
+	discover := func(_ context.Context, d ResourceDefinition) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if hidden[d.Name] {
@@ -452,7 +452,7 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 		t.Fatalf("fits costs %d, want %d", n, room)
 	}
 	var hideBig atomic.Bool
-	discover := func(_ context.Context, d ResourceDescription) error {
+	discover := func(_ context.Context, d ResourceDefinition) error {
 		if d.Name == "big" && hideBig.Load() {
 			return Unavailable(nil)
 		}
@@ -496,7 +496,7 @@ func TestListDescriptionsOwnMeta(t *testing.T) {
 	meta := json.RawMessage(`{"k":"v"}`)
 	defs := []ResourceDefinition{{URI: "a://1", Name: "a", Meta: meta}, {URITemplate: "a://t/{x}", Name: "t", Meta: meta}}
 	var seen atomic.Int64
-	discover := func(_ context.Context, d ResourceDescription) error {
+	discover := func(_ context.Context, d ResourceDefinition) error {
 		if d.Meta != nil {
 			d.Meta[0] = 'X' // a policy scribbling on its argument changes nothing either
 		}
@@ -527,7 +527,7 @@ func TestListDescriptionsOwnMeta(t *testing.T) {
 func TestListRequestValidation(t *testing.T) {
 	var calls listCalls
 	var discovered atomic.Int64
-	r := listNew(t, &calls, []ResourceDefinition{{URI: "a://1", Name: "a"}}, func(context.Context, ResourceDescription) error {
+	r := listNew(t, &calls, []ResourceDefinition{{URI: "a://1", Name: "a"}}, func(context.Context, ResourceDefinition) error {
 		discovered.Add(1)
 		return nil
 	})
@@ -571,7 +571,7 @@ func TestListPolicyFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls listCalls
-			r := listNew(t, &calls, defs, func(_ context.Context, d ResourceDescription) error {
+			r := listNew(t, &calls, defs, func(_ context.Context, d ResourceDefinition) error {
 				if d.Name == "b" {
 					return tc.err()
 				}
@@ -603,7 +603,7 @@ func TestListCancellationAndTimeout(t *testing.T) {
 	t.Run("canceled before", func(t *testing.T) {
 		var calls listCalls
 		var discovered atomic.Int64
-		r := listNew(t, &calls, defs, func(context.Context, ResourceDescription) error { discovered.Add(1); return nil })
+		r := listNew(t, &calls, defs, func(context.Context, ResourceDefinition) error { discovered.Add(1); return nil })
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := r.List(ctx, ListRequest{ScopeKey: listScope}); KindOf(err) != FailureCanceled {
@@ -617,7 +617,7 @@ func TestListCancellationAndTimeout(t *testing.T) {
 		var calls listCalls
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		r := listNew(t, &calls, defs, func(_ context.Context, d ResourceDescription) error {
+		r := listNew(t, &calls, defs, func(_ context.Context, d ResourceDefinition) error {
 			if d.Name == "b" {
 				cancel()
 				return Unavailable(nil) // even a denial: the operation has ended
@@ -631,7 +631,7 @@ func TestListCancellationAndTimeout(t *testing.T) {
 	})
 	t.Run("policy ignoring its context", func(t *testing.T) {
 		var calls listCalls
-		r := listNew(t, &calls, defs, func(context.Context, ResourceDescription) error {
+		r := listNew(t, &calls, defs, func(context.Context, ResourceDefinition) error {
 			<-release
 			return nil
 		}, WithResourceLimits(ResourceLimits{ReadTimeout: 50 * time.Millisecond}))
@@ -655,7 +655,7 @@ func TestListCancellationAndTimeout(t *testing.T) {
 		var calls listCalls
 		// The policy waits out a deadline as short as the list's own and
 		// answers at once under a longer one: no race between two timers.
-		r := listNew(t, &calls, defs, func(ctx context.Context, _ ResourceDescription) error {
+		r := listNew(t, &calls, defs, func(ctx context.Context, _ ResourceDefinition) error {
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 10*time.Second {
 				<-ctx.Done()
 				return ctx.Err()

@@ -15,7 +15,7 @@ type capture struct{ name, value string }
 func (m ResourceMatch) URI() string { return m.uri }
 
 // Definition returns a copy of the matched definition.
-func (m ResourceMatch) Definition() ResourceDescription { return m.def.description() }
+func (m ResourceMatch) Definition() ResourceDefinition { return m.def.description() }
 
 // Var returns the decoded capture of the template variable name.
 func (m ResourceMatch) Var(name string) (string, bool) {

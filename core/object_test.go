@@ -27,7 +27,7 @@ func objectRead(t *testing.T, items []ResourceTarget, opts ...Option) (*Resource
 		}),
 	}
 	policy := ResourcePolicy{
-		Discover: func(context.Context, ResourceDescription) error { return nil },
+		Discover: func(context.Context, ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, p PolicyPass) ([]TargetDecision, error) {
 			ds := make([]TargetDecision, len(p.Targets))
 			for i := range ds {
@@ -131,7 +131,7 @@ func TestWithObjectSourceRejectsBadRegistrations(t *testing.T) {
 
 func objectPolicy() ResourcePolicy {
 	return ResourcePolicy{
-		Discover: func(context.Context, ResourceDescription) error { return nil },
+		Discover: func(context.Context, ResourceDefinition) error { return nil },
 		Decide:   func(context.Context, PolicyPass) ([]TargetDecision, error) { return nil, nil },
 	}
 }

@@ -55,7 +55,7 @@ func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 			return TextPayload("text/plain", "x"), nil
 		}),
 	}}, ResourcePolicy{
-		Discover: func(ctx context.Context, _ ResourceDescription) error { mark(ctx, "discover"); return nil },
+		Discover: func(ctx context.Context, _ ResourceDefinition) error { mark(ctx, "discover"); return nil },
 		Decide: func(ctx context.Context, p PolicyPass) ([]TargetDecision, error) {
 			mark(ctx, "decide")
 			ds := make([]TargetDecision, len(p.Targets))

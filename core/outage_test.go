@@ -105,7 +105,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 		t.Run(fmt.Sprintf("outage %v", outage), func(t *testing.T) {
 			var failDiscover, failComplete bool
 			policy := PerTarget(TargetPolicy{
-				Discover: func(context.Context, ResourceDescription) error {
+				Discover: func(context.Context, ResourceDefinition) error {
 					if failDiscover {
 						return cause
 					}

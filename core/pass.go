@@ -44,7 +44,7 @@ type PolicyPass struct {
 	// final recheck.
 	Stage PassStage
 	// Definition is the selected definition; the policy owns this copy.
-	Definition ResourceDescription
+	Definition ResourceDefinition
 	// Targets are the distinct targets to decide; the policy must not
 	// modify the slice.
 	Targets []ResourceTarget

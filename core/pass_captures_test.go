@@ -35,7 +35,7 @@ func TestPolicyPassCarriesTheDecodedCaptures(t *testing.T) {
 		binding(core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}", Name: "doc"}),
 		binding(core.ResourceDefinition{URI: "doc://index", Name: "index"}),
 	}, core.ResourcePolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, p core.PolicyPass) ([]core.TargetDecision, error) {
 			mu.Lock()
 			seen = append(seen, maps.Clone(p.Captures))

@@ -9,7 +9,7 @@ import "context"
 // error, fails the whole operation.
 type TargetPolicy struct {
 	// Discover decides whether the caller may know of a definition.
-	Discover func(ctx context.Context, d ResourceDescription) error
+	Discover func(ctx context.Context, d ResourceDefinition) error
 	// Visibility decides whether a target is part of the caller's selection.
 	Visibility func(ctx context.Context, t ResourceTarget) (Visibility, error)
 	// Read decides whether the caller may read a visible target.

@@ -29,7 +29,7 @@ func benchResources(b *testing.B, n int) *Resources {
 			return TextPayload("text/plain", body), nil
 		}),
 	}}, PerTarget(TargetPolicy{
-		Discover:   func(context.Context, ResourceDescription) error { return nil },
+		Discover:   func(context.Context, ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
 	}))

@@ -116,7 +116,7 @@ func TestSameImmutableIdentityReachesPolicyAndStorage(t *testing.T) {
 			return TextPayload("text/plain", "x"), nil
 		}),
 	}}, PerTarget(TargetPolicy{
-		Discover: func(context.Context, ResourceDescription) error { return nil },
+		Discover: func(context.Context, ResourceDefinition) error { return nil },
 		Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
 			if tg.URI() != bundleURI {
 				record("vis", tg)
@@ -1090,7 +1090,7 @@ func TestConcurrentReadsThroughOneResources(t *testing.T) {
 	type principal struct{}
 	r, err := NewResources([]ResourceBinding{{Definition: ResourceDefinition{URI: bundleURI, Name: "b"}, Resolver: resolver, Reader: reader}},
 		PerTarget(TargetPolicy{
-			Discover: func(context.Context, ResourceDescription) error { return nil },
+			Discover: func(context.Context, ResourceDefinition) error { return nil },
 			Visibility: func(ctx context.Context, tg ResourceTarget) (Visibility, error) {
 				// Principal "odd" cannot see d.
 				return Visibility{Visible: !(ctx.Value(principal{}) == "odd" && tg.URI() == "test://d")}, nil

@@ -30,7 +30,7 @@ type definition struct {
 }
 
 // description returns a copy that owns its metadata.
-func (d *definition) description() ResourceDescription {
+func (d *definition) description() ResourceDefinition {
 	c := d.desc
 	c.Meta = bytes.Clone(d.desc.Meta)
 	cloneDefinitionExtras(&c)

@@ -162,7 +162,7 @@ func (g *rig) passLog() []PolicyPass {
 // perTargetPolicy answers Discover, Visibility and Read from the maps.
 func (g *rig) perTargetPolicy() ResourcePolicy {
 	return PerTarget(TargetPolicy{
-		Discover: func(ctx context.Context, d ResourceDescription) error {
+		Discover: func(ctx context.Context, d ResourceDefinition) error {
 			p := int(g.discovers.Add(1)) - 1
 			p = min(p, 1)
 			g.log("discover")

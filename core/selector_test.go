@@ -27,7 +27,7 @@ func selBinding(d ResourceDefinition) ResourceBinding {
 
 func selPolicy() ResourcePolicy {
 	return PerTarget(TargetPolicy{
-		Discover:   func(context.Context, ResourceDescription) error { return nil },
+		Discover:   func(context.Context, ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, ResourceTarget) (Visibility, error) { return Visibility{Visible: true}, nil },
 		Read:       func(context.Context, ResourceTarget) error { return nil },
 	})

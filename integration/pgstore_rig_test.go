@@ -282,7 +282,7 @@ func planned(t testing.TB, ctx context.Context, r *core.Resources, uri string) c
 // again after the reads).
 func pgAllowAll(beforeRead func(ctx context.Context, t core.ResourceTarget)) core.ResourcePolicy {
 	return core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
 		},

@@ -398,7 +398,7 @@ func TestNoErrorDataCarriesAPrivateCause(t *testing.T) {
 	}
 	ok := func() error { return nil }
 	policy := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(_ context.Context, tg core.ResourceTarget) (core.Visibility, error) {
 			if tg.URI() == "canary://policy-outage" {
 				return core.Visibility{}, core.Outage(cause)

@@ -120,7 +120,7 @@ func allowAll() core.ResourcePolicy { return core.PerTarget(allowTargets()) }
 // replaces one of them.
 func allowTargets() core.TargetPolicy {
 	return core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true, DiscloseIssueURI: true}, nil
 		},

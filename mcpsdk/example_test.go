@@ -36,7 +36,7 @@ func Example() {
 		}),
 	}
 	allow := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},

@@ -148,7 +148,7 @@ func (h *testHost) bindings(t testing.TB) []core.ResourceBinding {
 
 func (h *testHost) policy() core.ResourcePolicy {
 	return core.PerTarget(core.TargetPolicy{
-		Discover: func(ctx context.Context, d core.ResourceDescription) error {
+		Discover: func(ctx context.Context, d core.ResourceDefinition) error {
 			switch {
 			case d.URI == "secret://hidden":
 				return core.Unavailable(canaryErr("discover"))

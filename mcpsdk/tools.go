@@ -591,7 +591,7 @@ func (a *adapter) describeURIs(ctx context.Context, req mcp.Request) (desc, exam
 	b.WriteString(readToolDescription)
 	ctx, cancel := requestscope.Begin(ctx, a.timeout)
 	defer cancel()
-	var ds []core.ResourceDescription
+	var ds []core.ResourceDefinition
 	more := false
 	if p, ok := a.safePrincipal(ctx, req); ok {
 		if p != "" {
@@ -631,13 +631,13 @@ func (a *adapter) describeURIs(ctx context.Context, req mcp.Request) (desc, exam
 // resources the caller may discover (templates first: they show the shape
 // of many URIs), and whether either list has more. A failing list
 // contributes nothing.
-func (a *adapter) discoverable(ctx context.Context, req mcp.Request) ([]core.ResourceDescription, bool) {
+func (a *adapter) discoverable(ctx context.Context, req mcp.Request) ([]core.ResourceDefinition, bool) {
 	key := a.safeScopeKey(ctx, req)
 	if len(key) == 0 {
 		return nil, false
 	}
 	lr := core.ListRequest{ScopeKey: key, PageSize: describePageSize}
-	var out []core.ResourceDescription
+	var out []core.ResourceDefinition
 	more := false
 	for _, list := range []func(context.Context, core.ListRequest) (core.ListPage, error){a.r.ListTemplates, a.r.List} {
 		p, err := list(ctx, lr)
@@ -663,7 +663,7 @@ func (a *adapter) safeScopeKey(ctx context.Context, req mcp.Request) (key []byte
 
 // uriLine is the description line of d: "- URI: name (title): description",
 // clipped to maxToolLineBytes; ok is false when the URI alone is too long.
-func uriLine(d core.ResourceDescription) (string, bool) {
+func uriLine(d core.ResourceDefinition) (string, bool) {
 	uri := d.URI + d.URITemplate
 	var b strings.Builder
 	b.WriteString("\n- ")

@@ -114,7 +114,7 @@ type annotations struct {
 	LastModified string   `json:"lastModified,omitempty"`
 }
 
-func newDescriptions(ds []core.ResourceDescription) []description {
+func newDescriptions(ds []core.ResourceDefinition) []description {
 	out := make([]description, len(ds))
 	for i, d := range ds {
 		w := description{

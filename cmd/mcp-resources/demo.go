@@ -124,7 +124,7 @@ func newDemo(principal string) (*memory.Store, []core.ResourceBinding, error) {
 func demoPolicy(st *memory.Store) core.ResourcePolicy {
 	p := st.Policy()
 	discover := p.Discover
-	p.Discover = func(ctx context.Context, d core.ResourceDescription) error {
+	p.Discover = func(ctx context.Context, d core.ResourceDefinition) error {
 		if err := discover(ctx, d); err != nil {
 			return err
 		}

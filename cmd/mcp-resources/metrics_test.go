@@ -141,7 +141,7 @@ func TestInstrumentKeepsANativeBatchOneStoreCall(t *testing.T) {
 	})
 	var rechecked [][]string
 	policy := core.ResourcePolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			if pass.Stage == core.PassRecheck {
 				var us []string

@@ -56,7 +56,7 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 		}),
 	}
 	allow := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},

@@ -336,7 +336,7 @@ func (s *Store) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayl
 // principal.
 func (s *Store) Policy() core.ResourcePolicy {
 	return core.ResourcePolicy{
-		Discover: func(ctx context.Context, _ core.ResourceDescription) error {
+		Discover: func(ctx context.Context, _ core.ResourceDefinition) error {
 			_, err := s.principal(ctx)
 			if err != nil {
 				return core.Unavailable(err)

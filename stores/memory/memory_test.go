@@ -82,7 +82,7 @@ func TestNoPrincipalIsUnavailable(t *testing.T) {
 	if _, err := st.Read(ctx, whole(target)); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, core.ErrNoPrincipal) {
 		t.Errorf("Read without a principal: %v", err)
 	}
-	if err := st.Policy().Discover(ctx, core.ResourceDescription{}); core.KindOf(err) != core.FailureUnavailable {
+	if err := st.Policy().Discover(ctx, core.ResourceDefinition{}); core.KindOf(err) != core.FailureUnavailable {
 		t.Errorf("Discover without a principal: %v", err)
 	}
 }

@@ -115,7 +115,7 @@ type sqlPolicy struct {
 // flags is one key's answer.
 type flags struct{ discover, visible, read, disclose bool }
 
-func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDescription) error {
+func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDefinition) error {
 	principal, err := p.src.s.principal(ctx)
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 // only present or absent.
 func DatabaseDecides() core.ResourcePolicy {
 	return core.ResourcePolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			out := make([]core.TargetDecision, len(pass.Targets))
 			for i := range out {

@@ -354,7 +354,7 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 		return nil
 	}
 	allow := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},

@@ -28,7 +28,7 @@ var reports = KeyFamily{Definition: core.ResourceDefinition{Name: "report"},
 
 func allowAll() core.ResourcePolicy {
 	return core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},

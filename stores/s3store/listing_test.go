@@ -81,7 +81,7 @@ func TestListingAsksTheGrantAboutThePrefixBeforeAnyRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := core.NewResources([]core.ResourceBinding{b}, core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDescription) error { return nil },
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
 			return core.Visibility{Visible: true}, nil
 		},
