@@ -53,14 +53,14 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	kinds := []struct {
 		name, uri string
 		items     int   // application items of the read, or -1 for a list page
-		want      int64 // plan (+ bodies over 8 KiB with their recheck) (+ the recheck of an object)
+		want      int64 // plan (+ bodies with their recheck) (+ the recheck of an object)
 		max       int64 // the bound: 2 for a body, 3 for a bundle of one source, 1 for the index
 	}{
 		{"index", "asset://projects", 1, 1, 1},
 		// The requested bundle target is decided without a statement.
 		{"project bundle", "asset://project/p", n + 1, 1 + 1, 3},
 		{"joined asset", "asset://project/p/asset/obj", 2, 1 + 1, 2}, // the fields inline, the object read from S3
-		{"asset body", "asset://project/p/asset/a003/body", 1, 1, 2}, // a small body inline
+		{"asset body", "asset://project/p/asset/a003/body", 1, 1 + 1, 2},
 		{"asset object", "asset://project/p/asset/obj/object", 1, 1 + 1, 2},
 		{"list page", "", -1, 0, 0},
 	}

@@ -26,7 +26,7 @@ func bundleDB(t testing.TB, n int) *pgDB {
 // TestPGStoreReadsTheBodiesInOneRoundTrip proves, with a pgx tracer and at
 // the connection, that planning costs one batch and the bodies of the
 // items, however many, one batch in one round trip (none for an asset's
-// fields or a small body, which their plans return), and that nothing else is sent: no plain
+// fields, which its plan returns), and that nothing else is sent: no plain
 // query, no separate prepare, no extra round trip.
 func TestPGStoreReadsTheBodiesInOneRoundTrip(t *testing.T) {
 	t.Parallel()
@@ -53,7 +53,7 @@ func TestPGStoreReadsTheBodiesInOneRoundTrip(t *testing.T) {
 		uri   string
 		items int
 		want  int64 // one to plan, one for the bodies
-	}{{"asset://project/p", n, 1 + 1}, {"asset://project/p/asset/a007/body", 1, 1}, {"asset://project/p/asset/a007", 1, 1}} {
+	}{{"asset://project/p", n, 1 + 1}, {"asset://project/p/asset/a007/body", 1, 1 + 1}, {"asset://project/p/asset/a007", 1, 1}} {
 		b0, q0, p0, rt0 := c.tracer.batches.Load(), c.tracer.queries.Load(), c.tracer.prepares.Load(), c.wire.roundTrips.Load()
 		read(tc.uri, tc.items)
 		batches, queries, prepares, trips := c.tracer.batches.Load()-b0, c.tracer.queries.Load()-q0, c.tracer.prepares.Load()-p0, c.wire.roundTrips.Load()-rt0
