@@ -11,6 +11,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // TestPGStoreOversizeBodyIsNotTransferred proves a 64 MiB body under a
@@ -32,12 +33,12 @@ func TestPGStoreOversizeBodyIsNotTransferred(t *testing.T) {
 	r := pgGateway(t, st.Bindings(), pgAllowAll(nil), core.WithResourceLimits(core.ResourceLimits{MaxItemBytes: 1 << 20}))
 	target := planned(t, ctx, r, "asset://project/p/asset/big/body")
 	// Prepare the statement on the pool's connection first.
-	if _, err := readOne(ctx, st.Reader(), core.ReadItem{Target: target, Limit: 1 << 20}); err == nil {
+	if _, err := storetest.ReadOne(ctx, st.Reader(), core.ReadItem{Target: target, Limit: 1 << 20}); err == nil {
 		t.Fatal("warm-up read of the big body succeeded")
 	}
 
 	before := c.wire.received.Load()
-	_, err := readOne(ctx, st.Reader(), core.ReadItem{Target: target, Limit: 1 << 20})
+	_, err := storetest.ReadOne(ctx, st.Reader(), core.ReadItem{Target: target, Limit: 1 << 20})
 	received := c.wire.received.Load() - before
 	var tooLarge *core.TooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Size != big {
@@ -186,12 +187,12 @@ func TestPGStoreStatementOverItsTimeoutIsTheItemsTimeout(t *testing.T) {
 	shortB := hostBinding(t, pool, postgres.SourceOptions{Name: "short", StatementTimeout: 200 * time.Millisecond}, slowNotesBinding("true"))
 	short, rd := pgGateway(t, []core.ResourceBinding{shortB}, pgAllowAll(nil)), shortB.Reader
 	slow := item(t, ctx, short, "note://all", "note://item/slow")
-	_, err = readOne(ctx, rd, whole(slow))
+	_, err = storetest.ReadOne(ctx, rd, whole(slow))
 	if !errors.Is(err, postgres.ErrStatementTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slow statement: %v, want ErrStatementTimeout", err)
 	}
 	fast := item(t, ctx, short, "note://all", "note://item/a")
-	if p, err := readOne(ctx, rd, whole(fast)); err != nil || !strings.HasPrefix(p.Text(), "note a") {
+	if p, err := storetest.ReadOne(ctx, rd, whole(fast)); err != nil || !strings.HasPrefix(p.Text(), "note a") {
 		t.Fatalf("the next read on the one-connection pool: %v", err)
 	}
 }
@@ -208,14 +209,14 @@ func TestPGStoreSingleConnectionRecoversAfterAFailedRead(t *testing.T) {
 	one, rd := pgGateway(t, []core.ResourceBinding{oneB}, pgAllowAll(nil)), oneB.Reader
 	ctx := as(t.Context(), "alice")
 	slow := item(t, ctx, one, "note://all", "note://item/slow")
-	if _, err := readOne(ctx, rd, whole(slow)); !errors.Is(err, postgres.ErrStatementTimeout) {
+	if _, err := storetest.ReadOne(ctx, rd, whole(slow)); !errors.Is(err, postgres.ErrStatementTimeout) {
 		t.Fatalf("slow read: %v, want ErrStatementTimeout", err)
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
 		t.Fatalf("the connection was left in transaction status %q", status)
 	}
 	fast := item(t, ctx, one, "note://all", "note://item/a")
-	if p, err := readOne(ctx, rd, whole(fast)); err != nil || p.Text() != "note a" {
+	if p, err := storetest.ReadOne(ctx, rd, whole(fast)); err != nil || p.Text() != "note a" {
 		t.Fatalf("the next read on the same connection: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs proves the ready
@@ -140,7 +141,7 @@ func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
 	d.grant(t, "alice", "p", "revoked")
 	target := planned(t, as(t.Context(), "alice"), pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/revoked/body")
 	d.revoke(t, "alice", "p", "revoked")
-	p, err := readOne(as(t.Context(), "alice"), st.Reader(), whole(target))
+	p, err := storetest.ReadOne(as(t.Context(), "alice"), st.Reader(), whole(target))
 	if core.KindOf(err) != core.FailureUnavailable || !p.IsZero() {
 		t.Fatalf("reader after revocation: %v, payload %v; want Unavailable and no body", err, p.Text())
 	}
@@ -185,7 +186,7 @@ func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testi
 	d.exec(t, `UPDATE mcpres.assets SET body = 'version three' WHERE project_id = 'p' AND id = 'b'`)
 	target := planned(t, as(t.Context(), "alice"), r, "asset://project/p/asset/b/body")
 	d.exec(t, `UPDATE mcpres.assets SET body = 'version four' WHERE project_id = 'p' AND id = 'b'`)
-	if _, err := readOne(as(t.Context(), "alice"), st.Reader(), whole(target)); !errors.Is(err, postgres.ErrChanged) {
+	if _, err := storetest.ReadOne(as(t.Context(), "alice"), st.Reader(), whole(target)); !errors.Is(err, postgres.ErrChanged) {
 		t.Fatalf("reader after update: %v, want ErrChanged", err)
 	}
 	fresh, err := r.Read(as(t.Context(), "alice"), "asset://project/p/asset/b/body")
@@ -208,12 +209,12 @@ func TestPGStoreChangedBodyIsNotTransferred(t *testing.T) {
 	st := newStore(t, c.pool, nil)
 	ctx := as(t.Context(), "alice")
 	target := planned(t, ctx, pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/a/body")
-	if p, err := readOne(ctx, st.Reader(), whole(target)); err != nil || len(p.Blob()) != 1<<20 {
+	if p, err := storetest.ReadOne(ctx, st.Reader(), whole(target)); err != nil || len(p.Blob()) != 1<<20 {
 		t.Fatalf("read before the change: %v", err) // also prepares the statement
 	}
 	d.exec(t, `UPDATE mcpres.assets SET name = 'renamed.bin' WHERE project_id = 'p' AND id = 'a'`)
 	before := c.wire.received.Load()
-	_, err := readOne(ctx, st.Reader(), whole(target))
+	_, err := storetest.ReadOne(ctx, st.Reader(), whole(target))
 	if received := c.wire.received.Load() - before; !errors.Is(err, postgres.ErrChanged) || received >= 64<<10 {
 		t.Fatalf("read after the change: %v with %d bytes received; want ErrChanged under 64 KiB", err, received)
 	}

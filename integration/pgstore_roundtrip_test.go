@@ -9,6 +9,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // bundleDB makes project p with n text assets a000.. and a grant for alice.
@@ -120,7 +121,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 			if err != nil || a.Len() != 1 {
 				b.Fatal(err)
 			}
-			if _, err := readOne(ctx, st.Reader(), whole(a.Item(0))); err != nil {
+			if _, err := storetest.ReadOne(ctx, st.Reader(), whole(a.Item(0))); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -130,7 +131,7 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 		b.ReportAllocs()
 		defer benchutil.CPU(b)()
 		for b.Loop() {
-			if _, err := readOne(ctx, st.Reader(), whole(target)); err != nil {
+			if _, err := storetest.ReadOne(ctx, st.Reader(), whole(target)); err != nil {
 				b.Fatal(err)
 			}
 		}

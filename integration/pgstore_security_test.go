@@ -15,6 +15,7 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // probeBinding returns a binding of template probe://x/{key}, planned
@@ -256,7 +257,7 @@ func TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	target := planned(t, as(t.Context(), "alice"), pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/a/body")
 	batches, trips := c.tracer.batches.Load(), c.wire.roundTrips.Load()
 	ctx := as(t.Context(), "alice\x00' OR true --")
-	if _, err := readOne(ctx, st.Reader(), whole(target)); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
+	if _, err := storetest.ReadOne(ctx, st.Reader(), whole(target)); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
 		t.Fatalf("read with a NUL principal: %v, want Unavailable(ErrInvalidPrincipal)", err)
 	}
 	r := pgGateway(t, st.Bindings(), st.Policy())

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // FuzzReaderRefusesMalformedTargets: whatever representation and
@@ -31,7 +32,7 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 		ctx := core.WithPrincipal(t.Context(), "alice")
 		for _, r := range []core.Reader{b.Reader, q.Reader} {
 			before := db.sent.Load()
-			p, err := readOne(ctx, r, whole(target))
+			p, err := storetest.ReadOne(ctx, r, whole(target))
 			if err == nil || !p.IsZero() {
 				t.Fatalf("a read without a database returned a payload (err %v)", err)
 			}

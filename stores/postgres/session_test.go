@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // countingDB fails every batch and counts how many were sent.
@@ -104,7 +105,10 @@ func sourceCalls(t *testing.T, b core.ResourceBinding, policy core.ResourcePolic
 	planned := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
 	return map[string]func(ctx context.Context) error{
 		"resolve": func(ctx context.Context) error { _, err := res.Read(ctx, "asset://project/p/asset/a/body"); return err },
-		"read":    func(ctx context.Context) error { _, err := readOne(ctx, b.Reader, whole(planned)); return err },
+		"read": func(ctx context.Context) error {
+			_, err := storetest.ReadOne(ctx, b.Reader, whole(planned))
+			return err
+		},
 		"decide": func(ctx context.Context) error {
 			_, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: []core.ResourceTarget{planned}})
 			return err
@@ -178,7 +182,7 @@ func TestAnExpiredDeadlineIsATimeoutBeforeTheDatabase(t *testing.T) {
 	_, b, _ := notesSource(t, db, SourceOptions{})
 	ctx, cancel := context.WithDeadline(core.WithPrincipal(t.Context(), "alice"), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := readOne(ctx, b.Reader, whole(rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a"))); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
+	if _, err := storetest.ReadOne(ctx, b.Reader, whole(rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a"))); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
 		t.Fatalf("expired deadline: %v after %d batches", err, db.sent.Load())
 	}
 }
@@ -249,10 +253,10 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readOne(ctx, b.Reader, whole(target)); !errors.Is(err, ErrBadTarget) {
+		if _, err := storetest.ReadOne(ctx, b.Reader, whole(target)); !errors.Is(err, ErrBadTarget) {
 			t.Errorf("the source's reader with authz %q: %v, want ErrBadTarget", authz, err)
 		}
-		if _, err := readOne(ctx, qb.Reader, whole(target)); !errors.Is(err, ErrBadTarget) {
+		if _, err := storetest.ReadOne(ctx, qb.Reader, whole(target)); !errors.Is(err, ErrBadTarget) {
 			t.Errorf("another source's reader with authz %q: %v, want ErrBadTarget", authz, err)
 		}
 	}
@@ -269,7 +273,7 @@ func TestSourcesOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
 	_, named, _ := notesSource(t, db, SourceOptions{Name: "archive"})
 	ctx := core.WithPrincipal(t.Context(), "alice")
 	theirs := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
-	if _, err := readOne(ctx, named.Reader, whole(theirs)); !errors.Is(err, ErrBadTarget) {
+	if _, err := storetest.ReadOne(ctx, named.Reader, whole(theirs)); !errors.Is(err, ErrBadTarget) {
 		t.Fatalf("the named source read a default source's target: %v", err)
 	}
 	authz, _ := json.Marshal(sqlRef{Kind: refRow, Source: "archive", Binding: "asset-body", Key: "p/a", Version: "1", MIME: "text/plain"})
@@ -278,7 +282,7 @@ func TestSourcesOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, def, _ := notesSource(t, db, SourceOptions{})
-	if _, err := readOne(ctx, def.Reader, whole(ours)); !errors.Is(err, ErrBadTarget) {
+	if _, err := storetest.ReadOne(ctx, def.Reader, whole(ours)); !errors.Is(err, ErrBadTarget) {
 		t.Fatalf("the default source read the named source's target: %v", err)
 	}
 	if n := db.sent.Load(); n != 0 {

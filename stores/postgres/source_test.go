@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -111,17 +110,4 @@ func FuzzURIPattern(f *testing.F) {
 // whole asks for target with the default item limit.
 func whole(target core.ResourceTarget) core.ReadItem {
 	return core.ReadItem{Target: target, Limit: core.DefaultResourceLimits().MaxItemBytes}
-}
-
-// readOne reads item alone with rd, as the gateway asks a reader for one
-// item.
-func readOne(ctx context.Context, rd core.Reader, item core.ReadItem) (core.ResourcePayload, error) {
-	out, err := rd.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
-	switch {
-	case err != nil:
-		return core.ResourcePayload{}, err
-	case len(out) != 1:
-		return core.ResourcePayload{}, fmt.Errorf("the reader returned %d results for one item", len(out))
-	}
-	return out[0].Payload, out[0].Err
 }

@@ -122,7 +122,14 @@ func (r *rig) plan(ctx context.Context, principal, uri string) core.ResourceTarg
 // read calls the store's reader directly as principal for one item under
 // limit (its Limit and the request's Budget).
 func (r *rig) read(ctx context.Context, principal string, t core.ResourceTarget, limit int64) (core.ResourcePayload, error) {
-	out, err := r.reader.Read(r.h.Context(ctx, principal), core.ReadRequest{Items: []core.ReadItem{{Target: t, Limit: limit}}, Budget: limit})
+	return ReadOne(r.h.Context(ctx, principal), r.reader, core.ReadItem{Target: t, Limit: limit})
+}
+
+// ReadOne asks rd for item alone, as the gateway asks a reader for one
+// item (the request's Budget is the item's Limit), and returns that item's
+// result; a reader that answers with another number of results is an error.
+func ReadOne(ctx context.Context, rd core.Reader, item core.ReadItem) (core.ResourcePayload, error) {
+	out, err := rd.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
 	switch {
 	case err != nil:
 		return core.ResourcePayload{}, err
