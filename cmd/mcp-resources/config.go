@@ -92,7 +92,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 		// A binding's reader reads only its own source's targets: the
 		// gateway routes object items to the object source's reader, which
 		// metrics.objectSources times under that source's name.
-		storeOf: func(i int, _ core.ResourceTarget) string { return served.Bindings[i].Source }}
+		storeOf: func(i int) string { return served.Bindings[i].Source }}
 	for _, r := range served.Ready {
 		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
 	}

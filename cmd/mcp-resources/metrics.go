@@ -105,44 +105,42 @@ func (m *metrics) watchSessions(s *mcp.Server) {
 
 // instrument wraps every binding's resolver, reader and completer (when it
 // has one) so that each store round trip is counted and timed under the
-// store that storeOf names: for binding i's resolves and completions
-// storeOf(i, zero target), for a read storeOf(i, target), since a binding
-// that joins rows and objects reads from two stores. The names are the
-// sources of a resources file, operator-chosen and fixed.
-func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int, t core.ResourceTarget) string) []core.ResourceBinding {
+// store storeOf(i) names for binding i (the object items a binding plans
+// are read, and timed, by their object source's reader: objectSources).
+// The names are the sources of a resources file, operator-chosen and fixed.
+func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) string) []core.ResourceBinding {
 	out := make([]core.ResourceBinding, len(bs))
 	for i, b := range bs {
 		resolver, reader, completer := b.Resolver, b.Reader, b.Completer
-		resolveStore := storeOf(i, core.ResourceTarget{})
+		store := storeOf(i)
 		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
 			start := time.Now()
 			p, err := resolver.Resolve(ctx, match)
-			m.storeCall(resolveStore, "resolve", start, err)
+			m.storeCall(store, "resolve", start, err)
 			return p, err
 		})
 		if completer != nil {
 			b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 				start := time.Now()
 				c, err := completer.Complete(ctx, req)
-				m.storeCall(resolveStore, "complete", start, err)
+				m.storeCall(store, "complete", start, err)
 				return c, err
 			})
 		}
-		b.Reader = m.reader(func(t core.ResourceTarget) string { return storeOf(i, t) }, reader)
+		b.Reader = m.reader(store, reader)
 		out[i] = b
 	}
 	return out
 }
 
 // reader returns reader with each storage request it makes counted and
-// timed under the store that storeOf names for the request's first item
-// (a reader serves one store): an item-by-item reader's every item, a
+// timed under store: an item-by-item reader's every item, a
 // native batch reader's every batch, which is one round trip however many
 // items it holds. A batch's outcome is its request error's, else its first
 // failing item's, else ok. core.WrapReader keeps the reader's kind, so the
 // gateway still asks an item reader item by item and a batch reader gets
 // its batch whole, its results (and their decisions) passed on unchanged.
-func (m *metrics) reader(storeOf func(t core.ResourceTarget) string, reader core.Reader) core.Reader {
+func (m *metrics) reader(store string, reader core.Reader) core.Reader {
 	return core.WrapReader(reader, func(next core.Reader) core.Reader {
 		return timedReader(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
 			start := time.Now()
@@ -151,11 +149,7 @@ func (m *metrics) reader(storeOf func(t core.ResourceTarget) string, reader core
 			for i := 0; outcome == nil && i < len(out); i++ {
 				outcome = out[i].Err
 			}
-			var first core.ResourceTarget
-			if len(req.Items) > 0 {
-				first = req.Items[0].Target
-			}
-			m.storeCall(storeOf(first), "read", start, outcome)
+			m.storeCall(store, "read", start, outcome)
 			return out, err
 		})
 	})
@@ -174,7 +168,7 @@ func (f timedReader) Read(ctx context.Context, req core.ReadRequest) ([]core.Rea
 func (m *metrics) objectSources(objects map[string]core.Reader) []core.Option {
 	var opts []core.Option
 	for name, rd := range objects {
-		opts = append(opts, core.WithObjectSource(name, m.reader(func(core.ResourceTarget) string { return name }, rd)))
+		opts = append(opts, core.WithObjectSource(name, m.reader(name, rd)))
 	}
 	return opts
 }

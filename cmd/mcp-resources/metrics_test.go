@@ -78,7 +78,7 @@ func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
 		return []memory.Ref{{URI: m.URI(), Key: "note/alpha"}}, nil
 	})
 	m := newMetrics()
-	bs := m.instrument([]core.ResourceBinding{completing, plain}, func(int, core.ResourceTarget) string { return "memory" })
+	bs := m.instrument([]core.ResourceBinding{completing, plain}, func(int) string { return "memory" })
 	if bs[0].Completer == nil || bs[1].Completer != nil {
 		t.Fatalf("completers after instrument: %v, %v; want the first kept and the second still nil", bs[0].Completer, bs[1].Completer)
 	}
@@ -161,7 +161,7 @@ func TestInstrumentKeepsANativeBatchOneStoreCall(t *testing.T) {
 	bs := m.instrument([]core.ResourceBinding{
 		{Definition: core.ResourceDefinition{URI: "test://batch", Name: "batch"}, Resolver: plan, Reader: batch},
 		{Definition: core.ResourceDefinition{URI: "test://items", Name: "items"}, Resolver: plan, Reader: items},
-	}, func(i int, _ core.ResourceTarget) string { return []string{"postgres", "memory"}[i] })
+	}, func(i int) string { return []string{"postgres", "memory"}[i] })
 	res, err := core.NewResources(bs, policy)
 	if err != nil {
 		t.Fatal(err)

@@ -58,9 +58,10 @@ type backend struct {
 	sources  []core.ChangeSource    // what tells subscriptions that storage changed
 	objects  map[string]core.Reader // the readers of object items, by object source
 	close    func()
-	// storeOf names the store (a metric label) of binding i that resolves
-	// its plans and completes its variables (t zero) or reads target t.
-	storeOf func(i int, t core.ResourceTarget) string
+	// storeOf names the store (a metric label) of binding i: the source
+	// that resolves its plans, completes its variables and reads its items
+	// (object items are read, and timed, by their object source's reader).
+	storeOf func(i int) string
 	limits  *core.ResourceLimits // a resources file's limits, under the flags'
 	file    *config.File         // the resources file served, whose oauth section serve honours (oauth.go)
 	// notes are INFO lines about the configuration, logged only once the
@@ -282,7 +283,7 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 		return nil, err
 	}
 	return &backend{name: "memory", bindings: bindings, policy: demoPolicy(st), sources: []core.ChangeSource{st}, close: func() {},
-		storeOf: func(int, core.ResourceTarget) string { return "memory" }}, nil
+		storeOf: func(int) string { return "memory" }}, nil
 }
 
 // cursorKey returns the shared cursor key, or nil for a random one.
