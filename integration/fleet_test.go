@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,16 @@ func startFleetOn(t testing.TB, dbURL string, flags []string, n int, execMode st
 	f := &fleet{dbURL: withParams(t, dbURL, "application_name", fleetTestApp), dbName: strings.TrimPrefix(u.Path, "/")}
 	pooled := dbURL
 	f.pooled = execMode != fleetDirect
+	if f.pooled {
+		// A backend whose PgBouncer server connection is closed under a
+		// killed client's statement notices only when it next writes to
+		// the socket; with a check interval it ends within one, so the
+		// backend sampler does not count it beside its successor.
+		sql := fmt.Sprintf("ALTER DATABASE %s SET client_connection_check_interval = '20ms'", pgx.Identifier{f.dbName}.Sanitize())
+		if _, err := f.conn(t).Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
 	switch execMode {
 	case fleetDirect:
 	case "":
@@ -283,12 +294,16 @@ func retryable(msg string) bool {
 // backendSampler records the most PostgreSQL backends of the fleet's
 // database seen while it runs, every 20 ms. A backend PgBouncer has just
 // replaced (a server connection closed under a killed client's
-// transaction) may still be exiting when its successor is counted, so the
-// figures compared are those held across two samples in a row (the lower
-// of the two); the most seen in one sample is kept too, with the backends
-// listed then.
+// transaction) may still be finishing its statement when its successor is
+// counted, so the figures compared are those held across heldSamples
+// samples in a row (the lowest of them); the most seen in one sample is
+// kept too, with the backends listed then.
+// heldSamples is how many samples in a row a backend count must hold for
+// (about 100 ms) to be compared.
+const heldSamples = 5
+
 type backendSampler struct {
-	maxListen, maxPooled atomic.Int64 // held across two samples
+	maxListen, maxPooled atomic.Int64 // held across heldSamples samples
 	rawPooled            atomic.Int64 // in one sample
 	mu                   sync.Mutex
 	atMax                string // the backends when rawPooled was seen
@@ -310,18 +325,19 @@ func (f *fleet) sampleBackends(t testing.TB) *backendSampler {
 	}
 	go func() {
 		defer close(s.done)
-		prevListen, prevPooled := int64(-1), int64(-1)
+		var lastListen, lastPooled []int64 // the latest samples, at most heldSamples
 		for ctx.Err() == nil {
 			var listen, pooled int64
 			err := conn.QueryRow(ctx, sqlBackends, f.dbName, fleetListenApp, fleetTestApp).Scan(&listen, &pooled)
 			if err != nil {
 				return
 			}
-			if prevPooled >= 0 {
-				raise(&s.maxListen, min(listen, prevListen))
-				raise(&s.maxPooled, min(pooled, prevPooled))
+			lastListen = append(lastListen[max(0, len(lastListen)+1-heldSamples):], listen)
+			lastPooled = append(lastPooled[max(0, len(lastPooled)+1-heldSamples):], pooled)
+			if len(lastPooled) == heldSamples {
+				raise(&s.maxListen, slices.Min(lastListen))
+				raise(&s.maxPooled, slices.Min(lastPooled))
 			}
-			prevListen, prevPooled = listen, pooled
 			if raise(&s.rawPooled, pooled) {
 				var rows string
 				if conn.QueryRow(ctx, sqlBackendRows, f.dbName).Scan(&rows) == nil {
@@ -340,7 +356,7 @@ func (f *fleet) sampleBackends(t testing.TB) *backendSampler {
 }
 
 // finish stops the sampler and returns the most LISTEN and pooled backends
-// held across two samples.
+// held across heldSamples samples.
 func (s *backendSampler) finish() (listen, pooled int64) {
 	s.stop()
 	<-s.done
