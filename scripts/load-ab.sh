@@ -2,9 +2,10 @@
 # load-ab.sh runs cmd/mcp-load against two mcp-resources binaries in
 # interleaved pairs (A then B, B then A, ...), on this machine's services,
 # and prints each run's requests per second, wrong answers and the CPU
-# time per request of the server process and of the PostgreSQL cluster
+# time per request of the server process, of the PostgreSQL cluster
 # (all of its processes; the cluster is the throwaway one of
-# scripts/services.sh, which nothing else uses during the run).
+# scripts/services.sh, which nothing else uses during the run) and of the
+# load driver itself, which shares the machine's cores with both.
 #
 #   scripts/load-ab.sh OLD-BINARY NEW-BINARY [PAIRS [CLIENTS [DURATION]]]
 #   scripts/load-ab.sh /tmp/old/mcp-resources .cache/peers/bin/mcp-resources 3 64 15s
@@ -47,7 +48,7 @@ ticks() {
 }
 
 one() { # one LABEL BINARY
-	local label=$1 bin=$2 f pid="" last=0 pg0 pg1 drv rc
+	local label=$1 bin=$2 f pid="" last=0 drvcpu=0 pg0 pg1 drv rc
 	f="$out/$label-$(date +%H%M%S).txt"
 	pg0=$(ticks "$postmaster" tree)
 	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$f"
@@ -57,20 +58,21 @@ one() { # one LABEL BINARY
 	while kill -0 "$drv" 2>/dev/null; do
 		[ -n "$pid" ] || pid=$(sed -n 's/^mcp-load: server .*(pid \([0-9]*\),.*/\1/p' "$f")
 		if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then last=$(ticks "$pid"); fi
+		if [ -r "/proc/$drv/stat" ]; then drvcpu=$(ticks "$drv"); fi
 		sleep 0.2
 	done
 	wait "$drv" && rc=0 || rc=$?
 	pg1=$(ticks "$postmaster" tree)
 	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$f"
-	awk -v label="$label" -v rc="$rc" -v cpu="$last" -v pg=$((pg1 - pg0)) '
+	awk -v label="$label" -v rc="$rc" -v cpu="$last" -v drv="$drvcpu" -v pg=$((pg1 - pg0)) '
 		/^phase warm-up/ { warm = $6 }
 		/^phase load/ { reqs = $6; rps = $8 }
 		/^  wrong:/ { wrong += $2 }
 		/^load / { load = load " " $2 }
 		END {
 			n = warm + reqs
-			printf "%-4s %8s req/s  wrong %d  exit %s  server CPU/request %.2f ms  PostgreSQL CPU/request %.2f ms  load%s\n",
-				label, rps, wrong, rc, n ? cpu * 10 / n : 0, n ? pg * 10 / n : 0, load
+			printf "%-4s %8s req/s  wrong %d  exit %s  server CPU/request %.2f ms  PostgreSQL CPU/request %.2f ms  driver CPU/request %.2f ms  load%s\n",
+				label, rps, wrong, rc, n ? cpu * 10 / n : 0, n ? pg * 10 / n : 0, n ? drv * 10 / n : 0, load
 		}' "$f"
 }
 
