@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"net/url"
 	"reflect"
@@ -564,28 +563,13 @@ func (f *File) ResourceLimits() core.ResourceLimits {
 	}
 }
 
-// gateway registers every definition with a throwaway core.Resources,
-// so that URIs, templates, listing metadata and limits are checked by the
-// gateway's own rules, and asks it for template overlaps.
+// gateway checks every definition and the limits by the gateway's own
+// rules (core.CheckDefinitions), so that URIs, templates, listing metadata
+// and limits are checked once, and reports the first template overlap.
 func (c *checker) gateway() {
 	f := c.f
 	defs, origins := f.definitions()
-	stub := core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-		return core.ResourceReadPlan{}, errors.New("config: check only")
-	})
-	reader := core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
-		return core.ResourcePayload{}, errors.New("config: check only")
-	})
-	bindings := make([]core.ResourceBinding, len(defs))
-	for i, d := range defs {
-		bindings[i] = core.ResourceBinding{Definition: d, Resolver: stub, Reader: reader}
-	}
-	deny := func(context.Context) error { return core.Unavailable(errors.New("config: check only")) }
-	policy := core.ResourcePolicy{
-		Discover: func(ctx context.Context, _ core.ResourceDefinition) error { return deny(ctx) },
-		Decide:   func(ctx context.Context, _ core.PolicyPass) ([]core.TargetDecision, error) { return nil, deny(ctx) },
-	}
-	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.ResourceLimits()))
+	overlaps, err := core.CheckDefinitions(defs, f.ResourceLimits())
 	var ce *core.ConfigError
 	switch {
 	case errors.As(err, &ce) && ce.Definition >= 0 && ce.Definition < len(origins):
@@ -601,7 +585,6 @@ func (c *checker) gateway() {
 		c.e.at(f.Spans.start(), "%s", err.Error())
 		return
 	}
-	overlaps, _ := res.TemplateOverlaps()
 	if len(overlaps) > 0 {
 		o := overlaps[0]
 		a, b := origins[o.FirstBinding], origins[o.SecondBinding]

@@ -350,28 +350,18 @@ func configAt(what, name, field, reason string) *core.ConfigError {
 
 // checkDisjoint refuses bindings some of whose templates overlap.
 func checkDisjoint(bs []core.ResourceBinding) error {
-	if len(bs) < 2 {
-		return nil
+	defs := make([]core.ResourceDefinition, len(bs))
+	for i, b := range bs {
+		defs[i] = b.Definition
 	}
-	allow := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
-	r, err := core.NewResources(bs, allow)
-	if err != nil {
+	overlaps, err := core.CheckDefinitions(defs, core.ResourceLimits{})
+	if err != nil || len(overlaps) == 0 {
 		return err
 	}
-	overlaps, _ := r.TemplateOverlaps()
-	if len(overlaps) > 0 {
-		o := overlaps[0]
-		e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
-		e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
-		return e
-	}
-	return nil
+	o := overlaps[0]
+	e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+	e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
+	return e
 }
 
 // ContentTypeOf returns the MIME type to serve an object as: stored, the
