@@ -31,7 +31,7 @@ const openTimeout = 10 * time.Second
 // what a server needs around them.
 type Served struct {
 	// Bindings are the file's bindings, in file order (a key family gives
-	// one per depth), each with the sources it reads; CoreBindings lists
+	// one per depth), each with the source it reads; CoreBindings lists
 	// them for core.NewResources.
 	Bindings []Binding
 	// Objects are the readers of the object items that rows reference, by
@@ -61,14 +61,11 @@ type Served struct {
 	checks  []sourceCheck // the start-up checks, one per source (see Check)
 }
 
-// Binding is one binding of a file and the sources it reads.
+// Binding is one binding of a file and the source it reads.
 type Binding struct {
 	core.ResourceBinding
 	// Source names the binding's source (a metric label).
 	Source string
-	// ObjectSource names the S3 source of the objects the binding's rows
-	// reference (its object.source), or "".
-	ObjectSource string
 }
 
 // CoreBindings returns the bindings alone, in order, for core.NewResources.
@@ -209,16 +206,12 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	families := map[string][]s3store.KeyFamily{} // by bucket: bound at the place of its first
 	for _, r := range f.Resources {
 		def, b := r.definition(), Binding{Source: r.Source}
 		switch ps := sources[r.Source]; {
 		case ps != nil:
 			if b.ResourceBinding, err = ps.Binding(f.sqlBinding(r, def)); err != nil {
 				return nil, f.storeError(err, r.Source, r.Spans.start())
-			}
-			if r.Object != nil && !f.withoutObjects[r.Name] {
-				b.ObjectSource = r.Object.Source
 			}
 		case r.List != "":
 			if b.ResourceBinding, err = f.listingBinding(buckets[r.Source], def, r, sources); err != nil {
@@ -230,14 +223,17 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return nil, err
 			}
 			if strings.HasSuffix(r.Template, "/...") {
+				// One binding per depth; the file's check refused families
+				// that overlap, as it refuses any two templates.
 				fam := r.family()
 				fam.Grant = grant
-				if len(families[r.Source]) == 0 {
-					s.Bindings = append(s.Bindings, b) // the place of the bucket's families, a binding without definition
+				bs, err := buckets[r.Source].KeyBindings(fam)
+				if err != nil {
+					return nil, f.storeError(err, r.Source, r.Spans.start())
 				}
-				families[r.Source] = append(families[r.Source], fam)
-				for _, tmpl := range fam.Templates() {
-					s.Lines = append(s.Lines, f.describe(r, tmpl))
+				for _, kb := range bs {
+					s.Bindings = append(s.Bindings, Binding{ResourceBinding: kb, Source: r.Source})
+					s.Lines = append(s.Lines, f.describe(r, kb.Definition.URITemplate))
 				}
 				continue
 			}
@@ -248,24 +244,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Bindings = append(s.Bindings, b)
 		s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
-	}
-	// Each bucket's key families take its place, so that the bindings keep
-	// the file's order.
-	for i := 0; i < len(s.Bindings); i++ {
-		name := s.Bindings[i].Source
-		if s.Bindings[i].Definition.Name != "" {
-			continue
-		}
-		bs, err := buckets[name].KeyBindings(families[name]...)
-		if err != nil {
-			return nil, f.storeError(err, name, f.source(name).Spans.start())
-		}
-		ins := make([]Binding, len(bs))
-		for j, b := range bs {
-			ins[j] = Binding{ResourceBinding: b, Source: name}
-		}
-		s.Bindings = slices.Replace(s.Bindings, i, i+1, ins...)
-		i += len(ins) - 1
 	}
 
 	if s.Policy, err = f.policy(sources); err != nil {
