@@ -23,10 +23,8 @@ var (
 
 // checker checks a decoded file; every mistake goes to e.
 type checker struct {
-	e         *errs
-	f         *File
-	sources   map[string]*Source
-	resources map[string]*Resource
+	e *errs
+	f *File
 }
 
 func (c *checker) check() {
@@ -43,15 +41,8 @@ func (c *checker) check() {
 	if len(f.Resources) == 0 {
 		c.e.at(f.Spans.of("resources"), "resources: at least one resource is required")
 	}
-	c.sources, c.resources = map[string]*Source{}, map[string]*Resource{}
 	for i := range f.Sources {
-		s := &f.Sources[i]
-		c.sources[s.Name] = s
-		c.source(s)
-	}
-	for i := range f.Resources {
-		r := &f.Resources[i]
-		c.resources[r.Name] = r
+		c.source(&f.Sources[i])
 	}
 	c.policy()
 	for i := range f.Resources {
@@ -259,10 +250,8 @@ func (c *checker) decide(p *Policy, source, path string) {
 // own; else the file's, when that is database or names the source; else
 // nil. It is the one place that says which policy decides what.
 func (f *File) policyOf(name string) *Policy {
-	for _, s := range f.Sources {
-		if s.Name == name && s.Postgres != nil && s.Postgres.Policy != nil {
-			return s.Postgres.Policy
-		}
+	if s := f.source(name); s != nil && s.Postgres != nil && s.Postgres.Policy != nil {
+		return s.Postgres.Policy
 	}
 	if p := f.Policy; p != nil && (p.Database || p.Source == name) {
 		return p
@@ -274,7 +263,7 @@ func (f *File) policyOf(name string) *Policy {
 // source of kind ("a postgres", "an s3", or "" for either); why follows
 // "source is required" when the key is missing.
 func (c *checker) sourceRef(name string, sp Spans, path string, kind string, why string) *Source {
-	switch s := c.sources[name]; {
+	switch s := c.f.source(name); {
 	case !sp.has("source"):
 		c.e.at(sp.start(), "%s: source is required%s", path, why)
 	case s == nil:
@@ -435,7 +424,7 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 // keyGrant checks g's statement, when it names a postgres source and has
 // one, as the store's grant for r (of a listing: prefix).
 func (c *checker) keyGrant(g *Grant, r *Resource, prefix bool) {
-	if s := c.sources[g.Source]; s == nil || s.Postgres == nil || !g.Spans.has("keys") {
+	if s := c.f.source(g.Source); s == nil || s.Postgres == nil || !g.Spans.has("keys") {
 		return // reported by gate
 	}
 	if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), prefix); err != nil {
@@ -491,7 +480,7 @@ func (c *checker) listing(r *Resource, family bool, path string) {
 		c.e.at(sp.of("template"), "%s.template: a listing's template names the prefix it lists, without a last /... segment", path)
 		return
 	}
-	fam := c.resources[r.List]
+	fam := c.f.resource(r.List)
 	switch {
 	case fam == nil:
 		c.e.at(sp.of("list"), "%s.list: no resource is named %q", path, r.List)

@@ -544,10 +544,8 @@ func (f *File) describe(r Resource, uri string) string {
 // decider says what decides who reads r's items, as check prints it.
 func (f *File) decider(r Resource) string {
 	if r.List != "" {
-		for _, fam := range f.Resources {
-			if fam.Name == r.List && fam.Grant != nil {
-				return "grant statement on " + fam.Grant.Source + ", once for the listed prefix"
-			}
+		if fam := f.resource(r.List); fam != nil && fam.Grant != nil {
+			return "grant statement on " + fam.Grant.Source + ", once for the listed prefix"
 		}
 		return "public: every token holder lists every key"
 	}
