@@ -309,35 +309,38 @@ func checkSegment(seg string) error {
 // A grant decides the key before the HEAD.
 func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) core.Resolver {
 	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-		var key strings.Builder
-		add := func(seg string) error {
-			if err := checkSegment(seg); err != nil {
-				return err
-			}
-			key.WriteString(seg)
-			return nil
+		key, err := fillPrefix(prefix, m)
+		if err != nil {
+			return core.ResourceReadPlan{}, err
 		}
-		for _, seg := range prefix {
-			v := seg.text
-			if seg.capture {
-				v, _ = m.Var(seg.text)
-			}
-			if err := add(v); err != nil {
+		segs := make([]string, depth)
+		for i := range segs {
+			segs[i], _ = m.Var(keySegmentVar(i + 1))
+			if err := checkSegment(segs[i]); err != nil {
 				return core.ResourceReadPlan{}, err
 			}
-			key.WriteByte('/')
 		}
-		for i := 1; i <= depth; i++ {
-			v, _ := m.Var(keySegmentVar(i))
-			if err := add(v); err != nil {
-				return core.ResourceReadPlan{}, err
-			}
-			if i < depth {
-				key.WriteByte('/')
-			}
-		}
-		return b.planHead(ctx, grant, m, key.String(), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
+		return b.planHead(ctx, grant, m, key+strings.Join(segs, "/"), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
 	})
+}
+
+// fillPrefix is the key prefix that m's captures name: each segment of
+// prefix, literal or captured, checked ([checkSegment]) and followed by
+// '/'.
+func fillPrefix(prefix []keySegment, m core.ResourceMatch) (string, error) {
+	var key strings.Builder
+	for _, seg := range prefix {
+		v := seg.text
+		if seg.capture {
+			v, _ = m.Var(seg.text)
+		}
+		if err := checkSegment(v); err != nil {
+			return "", err
+		}
+		key.WriteString(v)
+		key.WriteByte('/')
+	}
+	return key.String(), nil
 }
 
 // configAt is a *core.ConfigError about field of the binding named name,

@@ -136,19 +136,10 @@ type listing struct {
 var errListingNotGranted = errors.New("s3store: no grant for the listed prefix")
 
 func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-	var pb strings.Builder
-	for _, seg := range l.prefix {
-		v := seg.text
-		if seg.capture {
-			v, _ = m.Var(seg.text)
-		}
-		if err := checkSegment(v); err != nil {
-			return core.ResourceReadPlan{}, core.Unavailable(err)
-		}
-		pb.WriteString(v)
-		pb.WriteByte('/')
+	prefix, err := fillPrefix(l.prefix, m)
+	if err != nil {
+		return core.ResourceReadPlan{}, core.Unavailable(err)
 	}
-	prefix := pb.String()
 	if l.grant != nil {
 		ok, err := l.grant(ctx, l.family, prefix, m.Vars())
 		switch {
