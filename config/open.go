@@ -480,12 +480,9 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 		}
 		kf.Grant = grant
 	}
-	maxKeys := f.ResourceLimits().MaxPlanItems
-	if maxKeys == 0 {
-		maxKeys = core.DefaultResourceLimits().MaxPlanItems
-	}
+	l := f.ResourceLimits() // zero: the gateway's defaults, the listing's too
 	def.URITemplate = r.Template
-	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.ResourceLimits().MaxURIBytes})
+	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(l.MaxPlanItems, s3store.MaxListingKeys), MaxURIBytes: l.MaxURIBytes})
 	if err != nil {
 		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("template"))
 	}

@@ -17,10 +17,6 @@ import (
 
 // Listing bounds.
 const (
-	// defaultListingKeys is [KeyListing].MaxKeys when it is zero: the
-	// gateway's default MaxPlanItems, so that a larger prefix gives a
-	// bundle the gateway cuts at its MaxItems with a budget issue.
-	defaultListingKeys = 1024
 	// MaxListingKeys bounds [KeyListing].MaxKeys: at most ten LIST pages
 	// of 1000 keys.
 	MaxListingKeys = 10_000
@@ -58,9 +54,10 @@ type KeyListing struct {
 	// Family is the key family whose objects are listed.
 	Family KeyFamily
 	// MaxKeys bounds the keys listed, over all LIST pages together (at
-	// most MaxKeys/1000+1 pages); zero means 1024, more
-	// than [MaxListingKeys] is refused. Keys beyond it are left out of
-	// the bundle, which then holds the first MaxKeys in key order.
+	// most MaxKeys/1000+1 pages); zero means the gateway's default
+	// MaxPlanItems (1024), more than [MaxListingKeys] is refused. Keys
+	// beyond it are left out of the bundle, which then holds the first
+	// MaxKeys in key order.
 	MaxKeys int
 	// MaxURIBytes is the gateway's MaxURIBytes: an object whose item URI
 	// would be longer (a URI no read could request) is left out, rather
@@ -87,7 +84,9 @@ func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	}
 	maxKeys := l.MaxKeys
 	if maxKeys == 0 {
-		maxKeys = defaultListingKeys
+		// The gateway's default MaxPlanItems, so that a larger prefix gives
+		// a bundle the gateway cuts at its MaxItems with a budget issue.
+		maxKeys = core.DefaultResourceLimits().MaxPlanItems
 	}
 	// The family's own checks: URI, Prefix and MaxDepth.
 	fam := l.Family
