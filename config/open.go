@@ -187,9 +187,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
 	}
-	if len(s.Objects) == 0 {
-		s.Objects = nil
-	}
 	sources := map[string]*postgres.Source{}
 	for _, src := range f.Sources {
 		if p := src.Postgres; p != nil {
@@ -434,12 +431,10 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 		if err == nil {
 			return nil
 		}
-		p := core.ConfigPath{Source: src.Name}
-		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-			p.Field = ce.Field
+		if _, ok := errors.AsType[*core.ConfigError](err); ok {
+			return f.storeError(err, src.Name, src.Spans.start()) // the credential S3 refused, else the bucket
 		}
-		pl, _ := f.locate(p) // the credential S3 refused, else the bucket
-		return f.mistake(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
+		return f.mistake(src.S3.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, redact(err, src))
 	}
 }
 
