@@ -294,15 +294,10 @@ func captureName(seg string) (string, bool) {
 // checkSegment refuses a key segment that is empty, "." or "..", or holds
 // '/', a backslash or a control character.
 func checkSegment(seg string) error {
-	switch {
-	case seg == "":
-		return &KeyError{keyEmptySegment}
-	case seg == "." || seg == "..":
-		return &KeyError{keyDotSegment}
-	case strings.IndexByte(seg, '/') >= 0:
+	if seg == "" || strings.IndexByte(seg, '/') >= 0 {
 		return &KeyError{keyEmptySegment}
 	}
-	return CheckKey(seg)
+	return CheckKey(seg) // "." and "..": its dot-segment rule
 }
 
 // keyResolver plans the key that a depth-depth template's captures name.

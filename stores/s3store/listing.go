@@ -234,21 +234,10 @@ func (l *listing) list(ctx context.Context, prefix string) ([]Object, error) {
 	return out, nil
 }
 
-// serves reports whether the family reads key, listed under prefix: 1 to
-// depth segments after it, each one [checkSegment] accepts.
+// serves reports whether the family reads key, listed under prefix: a key
+// [CheckKey] accepts (so that each of its segments is one [checkSegment]
+// accepts too) with 1 to depth segments after prefix.
 func (l *listing) serves(prefix, key string) bool {
 	rest, ok := strings.CutPrefix(key, prefix)
-	if !ok || rest == "" || CheckKey(key) != nil {
-		return false
-	}
-	segs := strings.Split(rest, "/")
-	if len(segs) > l.depth {
-		return false
-	}
-	for _, s := range segs {
-		if checkSegment(s) != nil {
-			return false
-		}
-	}
-	return true
+	return ok && rest != "" && CheckKey(key) == nil && strings.Count(rest, "/") < l.depth
 }
