@@ -593,30 +593,31 @@ func coreReason(ce *core.ConfigError) string {
 }
 
 // definitionField maps a core field of a throwaway definition to the key
-// of the file that wrote it.
+// of the file that wrote it: the resource's key of the same Go name (the
+// part before a '.': Annotations.Priority is annotations), else, for the
+// URI and what the file does not write, the key of its URI or template.
 func (c *checker) definitionField(o origin, field string) (string, Position) {
-	sp := o.r.Spans
-	switch {
-	case field == "URI":
-		return o.key, sp.of(o.key)
-	case field == "Title", field == "Description":
-		k := strings.ToLower(field)
-		return k, sp.of(k)
-	case field == "MIMEType":
-		return "mime_type", sp.of("mime_type")
-	case strings.HasPrefix(field, "Annotations"):
-		return "annotations", sp.of("annotations")
+	key := keyOf(reflect.TypeFor[Resource](), field)
+	if key == "" || field == "URI" {
+		key = o.key
 	}
-	return o.key, sp.of(o.key)
+	return key, o.r.Spans.of(key)
 }
 
 // limitKey maps a core.ResourceLimits field name to its key in limits.
 func limitKey(field string) string {
-	t := reflect.TypeFor[Limits]()
-	if f, ok := t.FieldByName(field); ok {
-		if k := yamlName(f); k != "" {
-			return k
-		}
+	if k := keyOf(reflect.TypeFor[Limits](), field); k != "" {
+		return k
 	}
 	return strings.ToLower(field)
+}
+
+// keyOf is the key that the field of struct type t named field (up to a
+// '.') is written under, or "" when t has no such keyed field.
+func keyOf(t reflect.Type, field string) string {
+	name, _, _ := strings.Cut(field, ".")
+	if f, ok := t.FieldByName(name); ok {
+		return yamlName(f)
+	}
+	return ""
 }

@@ -22,7 +22,7 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// openTimeout bounds each request Open makes to check a source.
+// openTimeout bounds the start-up check of each source ([Served.Check]).
 const openTimeout = 10 * time.Second
 
 // Served is what a file serves once [File.Open] has opened its sources
@@ -108,6 +108,8 @@ type sourceCheck func(ctx context.Context) *Error
 // [OpenOptions].Deferred is set; a server that defers it may answer
 // clients meanwhile and call it once.
 func (s *Served) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout) // one bound for the checks, which run at once
+	defer cancel()
 	found := make([]*Error, len(s.checks))
 	var wg sync.WaitGroup
 	for i, c := range s.checks {
@@ -402,18 +404,16 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 	return func(ctx context.Context) *Error {
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
-		cctx, cancel := context.WithTimeout(ctx, openTimeout)
-		defer cancel()
-		if err := pool.Ping(cctx); err != nil {
+		if err := pool.Ping(ctx); err != nil {
 			return f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
 		}
-		if err := ps.Check(cctx); err != nil {
+		if err := ps.Check(ctx); err != nil {
 			return f.storeError(err, src.Name, src.Spans.start())
 		}
 		if direct == nil {
 			return nil
 		}
-		conn, err := pgx.ConnectConfig(cctx, direct)
+		conn, err := pgx.ConnectConfig(ctx, direct)
 		if err != nil {
 			return f.mistake(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
 		}
@@ -425,9 +425,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
 func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 	return func(ctx context.Context) *Error {
-		cctx, cancel := context.WithTimeout(ctx, openTimeout)
-		defer cancel()
-		err := bucket.Check(cctx)
+		err := bucket.Check(ctx)
 		if err == nil {
 			return nil
 		}
@@ -729,13 +727,4 @@ func reason(err error, src Source) string {
 // source's secrets.
 func pgCause(err error, src Source) string {
 	return redactSource(connerr.Cause(err, openTimeout), src)
-}
-
-// SourceNames returns the names of the sources, in file order.
-func (s *Served) SourceNames() []string {
-	out := make([]string, len(s.Ready))
-	for i, r := range s.Ready {
-		out[i] = r.Source
-	}
-	return out
 }
