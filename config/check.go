@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -536,20 +535,19 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 }
 
 // ResourceLimits returns the gateway limits the file sets, zero for each
-// it leaves to its default.
+// it leaves to its default: each field of [Limits] is the
+// core.ResourceLimits field of the same name.
 func (f *File) ResourceLimits() core.ResourceLimits {
-	l := f.Limits
-	if l == nil {
-		return core.ResourceLimits{}
+	var out core.ResourceLimits
+	if f.Limits != nil {
+		from, to := reflect.ValueOf(*f.Limits), reflect.ValueOf(&out).Elem()
+		for i := range from.NumField() {
+			if field := to.FieldByName(from.Type().Field(i).Name); field.IsValid() {
+				field.SetInt(from.Field(i).Int()) // counts, bytes and durations alike
+			}
+		}
 	}
-	return core.ResourceLimits{
-		MaxURIBytes: l.MaxURIBytes, MaxPlanItems: l.MaxPlanItems, MaxItems: l.MaxItems,
-		MaxItemBytes: int64(l.MaxItemBytes), MaxResponseBytes: int64(l.MaxResponseBytes),
-		MaxResponseEncodedBytes: int64(l.MaxResponseEncodedBytes), ReportPayloadBytes: int64(l.ReportPayloadBytes),
-		ReportEncodedBytes: int64(l.ReportEncodedBytes), MaxIssues: l.MaxIssues,
-		ReadTimeout: time.Duration(l.ReadTimeout), ItemTimeout: time.Duration(l.ItemTimeout),
-		ListPageSize: l.ListPageSize, MaxListPageSize: l.MaxListPageSize, ListPageBytes: int64(l.ListPageBytes),
-	}
+	return out
 }
 
 // gateway checks every definition and the limits by the gateway's own
