@@ -172,13 +172,12 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	}
 	var prefixVars []string
 	for _, seg := range prefix {
-		if seg.capture {
+		switch {
+		case !seg.capture:
+		case slices.Contains(prefixVars, seg.text):
+			return fail("Prefix", fmt.Sprintf("uses {%s} twice", seg.text))
+		default:
 			prefixVars = append(prefixVars, seg.text)
-		}
-	}
-	for i, v := range prefixVars {
-		if slices.Contains(prefixVars[:i], v) {
-			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
 		}
 	}
 	exactly := fmt.Sprintf("it must capture exactly the template's captures (%s), so that each URI names one key", strings.Join(uriVars, ", "))
