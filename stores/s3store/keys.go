@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -393,13 +394,10 @@ func keyContentType(key, declared string) string {
 // Options.TypeByKey keyContentType of declared, else [ContentTypeOf]
 // declared or, without one, the stored type.
 func (b *Bucket) typeOf(key, declared, stored string) string {
-	switch {
-	case b.typeByKey:
+	if b.typeByKey {
 		return keyContentType(key, declared)
-	case declared != "":
-		return ContentTypeOf(key, declared)
 	}
-	return ContentTypeOf(key, stored)
+	return ContentTypeOf(key, cmp.Or(declared, stored))
 }
 
 // Check asks S3, with the client given to OpenBucket, whether the bucket
