@@ -1,13 +1,11 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"net/url"
 	"reflect"
 	"regexp"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -24,10 +22,8 @@ var (
 
 // checker checks a decoded file; every mistake goes to e.
 type checker struct {
-	e         *errs
-	f         *File
-	sources   map[string]*Source
-	resources map[string]*Resource
+	e *errs
+	f *File
 }
 
 func (c *checker) check() {
@@ -44,15 +40,8 @@ func (c *checker) check() {
 	if len(f.Resources) == 0 {
 		c.e.at(f.Spans.of("resources"), "resources: at least one resource is required")
 	}
-	c.sources, c.resources = map[string]*Source{}, map[string]*Resource{}
 	for i := range f.Sources {
-		s := &f.Sources[i]
-		c.sources[s.Name] = s
-		c.source(s)
-	}
-	for i := range f.Resources {
-		r := &f.Resources[i]
-		c.resources[r.Name] = r
+		c.source(&f.Sources[i])
 	}
 	c.policy()
 	for i := range f.Resources {
@@ -260,10 +249,8 @@ func (c *checker) decide(p *Policy, source, path string) {
 // own; else the file's, when that is database or names the source; else
 // nil. It is the one place that says which policy decides what.
 func (f *File) policyOf(name string) *Policy {
-	for _, s := range f.Sources {
-		if s.Name == name && s.Postgres != nil && s.Postgres.Policy != nil {
-			return s.Postgres.Policy
-		}
+	if s := f.source(name); s != nil && s.Postgres != nil && s.Postgres.Policy != nil {
+		return s.Postgres.Policy
 	}
 	if p := f.Policy; p != nil && (p.Database || p.Source == name) {
 		return p
@@ -275,7 +262,7 @@ func (f *File) policyOf(name string) *Policy {
 // source of kind ("a postgres", "an s3", or "" for either); why follows
 // "source is required" when the key is missing.
 func (c *checker) sourceRef(name string, sp Spans, path string, kind string, why string) *Source {
-	switch s := c.sources[name]; {
+	switch s := c.f.source(name); {
 	case !sp.has("source"):
 		c.e.at(sp.start(), "%s: source is required%s", path, why)
 	case s == nil:
@@ -436,7 +423,7 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 // keyGrant checks g's statement, when it names a postgres source and has
 // one, as the store's grant for r (of a listing: prefix).
 func (c *checker) keyGrant(g *Grant, r *Resource, prefix bool) {
-	if s := c.sources[g.Source]; s == nil || s.Postgres == nil || !g.Spans.has("keys") {
+	if s := c.f.source(g.Source); s == nil || s.Postgres == nil || !g.Spans.has("keys") {
 		return // reported by gate
 	}
 	if err := postgres.CheckKeyGrant(g.Source, r.Name, g.Keys, r.captures(), prefix); err != nil {
@@ -492,7 +479,7 @@ func (c *checker) listing(r *Resource, family bool, path string) {
 		c.e.at(sp.of("template"), "%s.template: a listing's template names the prefix it lists, without a last /... segment", path)
 		return
 	}
-	fam := c.resources[r.List]
+	fam := c.f.resource(r.List)
 	switch {
 	case fam == nil:
 		c.e.at(sp.of("list"), "%s.list: no resource is named %q", path, r.List)
@@ -548,44 +535,28 @@ func (f *File) definitions() ([]core.ResourceDefinition, []origin) {
 }
 
 // ResourceLimits returns the gateway limits the file sets, zero for each
-// it leaves to its default.
+// it leaves to its default: each field of [Limits] is the
+// core.ResourceLimits field of the same name.
 func (f *File) ResourceLimits() core.ResourceLimits {
-	l := f.Limits
-	if l == nil {
-		return core.ResourceLimits{}
+	var out core.ResourceLimits
+	if f.Limits != nil {
+		from, to := reflect.ValueOf(*f.Limits), reflect.ValueOf(&out).Elem()
+		for i := range from.NumField() {
+			if field := to.FieldByName(from.Type().Field(i).Name); field.IsValid() {
+				field.SetInt(from.Field(i).Int()) // counts, bytes and durations alike
+			}
+		}
 	}
-	return core.ResourceLimits{
-		MaxURIBytes: l.MaxURIBytes, MaxPlanItems: l.MaxPlanItems, MaxItems: l.MaxItems,
-		MaxItemBytes: int64(l.MaxItemBytes), MaxResponseBytes: int64(l.MaxResponseBytes),
-		MaxResponseEncodedBytes: int64(l.MaxResponseEncodedBytes), ReportPayloadBytes: int64(l.ReportPayloadBytes),
-		ReportEncodedBytes: int64(l.ReportEncodedBytes), MaxIssues: l.MaxIssues,
-		ReadTimeout: time.Duration(l.ReadTimeout), ItemTimeout: time.Duration(l.ItemTimeout),
-		ListPageSize: l.ListPageSize, MaxListPageSize: l.MaxListPageSize, ListPageBytes: int64(l.ListPageBytes),
-	}
+	return out
 }
 
-// gateway registers every definition with a throwaway core.Resources,
-// so that URIs, templates, listing metadata and limits are checked by the
-// gateway's own rules, and asks it for template overlaps.
+// gateway checks every definition and the limits by the gateway's own
+// rules (core.CheckDefinitions), so that URIs, templates, listing metadata
+// and limits are checked once, and reports the first template overlap.
 func (c *checker) gateway() {
 	f := c.f
 	defs, origins := f.definitions()
-	stub := core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-		return core.ResourceReadPlan{}, errors.New("config: check only")
-	})
-	reader := core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
-		return core.ResourcePayload{}, errors.New("config: check only")
-	})
-	bindings := make([]core.ResourceBinding, len(defs))
-	for i, d := range defs {
-		bindings[i] = core.ResourceBinding{Definition: d, Resolver: stub, Reader: reader}
-	}
-	deny := func(context.Context) error { return core.Unavailable(errors.New("config: check only")) }
-	policy := core.ResourcePolicy{
-		Discover: func(ctx context.Context, _ core.ResourceDefinition) error { return deny(ctx) },
-		Decide:   func(ctx context.Context, _ core.PolicyPass) ([]core.TargetDecision, error) { return nil, deny(ctx) },
-	}
-	res, err := core.NewResources(bindings, policy, core.WithResourceLimits(f.ResourceLimits()))
+	overlaps, err := core.CheckDefinitions(defs, f.ResourceLimits())
 	var ce *core.ConfigError
 	switch {
 	case errors.As(err, &ce) && ce.Definition >= 0 && ce.Definition < len(origins):
@@ -601,7 +572,6 @@ func (c *checker) gateway() {
 		c.e.at(f.Spans.start(), "%s", err.Error())
 		return
 	}
-	overlaps, _ := res.TemplateOverlaps()
 	if len(overlaps) > 0 {
 		o := overlaps[0]
 		a, b := origins[o.FirstBinding], origins[o.SecondBinding]
@@ -621,30 +591,31 @@ func coreReason(ce *core.ConfigError) string {
 }
 
 // definitionField maps a core field of a throwaway definition to the key
-// of the file that wrote it.
+// of the file that wrote it: the resource's key of the same Go name (the
+// part before a '.': Annotations.Priority is annotations), else, for the
+// URI and what the file does not write, the key of its URI or template.
 func (c *checker) definitionField(o origin, field string) (string, Position) {
-	sp := o.r.Spans
-	switch {
-	case field == "URI":
-		return o.key, sp.of(o.key)
-	case field == "Title", field == "Description":
-		k := strings.ToLower(field)
-		return k, sp.of(k)
-	case field == "MIMEType":
-		return "mime_type", sp.of("mime_type")
-	case strings.HasPrefix(field, "Annotations"):
-		return "annotations", sp.of("annotations")
+	key := keyOf(reflect.TypeFor[Resource](), field)
+	if key == "" || field == "URI" {
+		key = o.key
 	}
-	return o.key, sp.of(o.key)
+	return key, o.r.Spans.of(key)
 }
 
 // limitKey maps a core.ResourceLimits field name to its key in limits.
 func limitKey(field string) string {
-	t := reflect.TypeFor[Limits]()
-	if f, ok := t.FieldByName(field); ok {
-		if k := yamlName(f); k != "" {
-			return k
-		}
+	if k := keyOf(reflect.TypeFor[Limits](), field); k != "" {
+		return k
 	}
 	return strings.ToLower(field)
+}
+
+// keyOf is the key that the field of struct type t named field (up to a
+// '.') is written under, or "" when t has no such keyed field.
+func keyOf(t reflect.Type, field string) string {
+	name, _, _ := strings.Cut(field, ".")
+	if f, ok := t.FieldByName(name); ok {
+		return yamlName(f)
+	}
+	return ""
 }

@@ -454,6 +454,3 @@ func parseByteSize(s string) (ByteSize, error) {
 	}
 	return ByteSize(n), nil
 }
-
-// reflectValue is the addressable struct behind a pointer.
-func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 )
 
@@ -50,7 +51,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	}
 	f := &File{Name: name, lines: strings.Split(string(data), "\n")}
 	d := &decoder{e: e, lookup: lookup}
-	d.structValue(root, reflectValue(f), "", Position{Line: root.Line, Column: root.Column})
+	d.structValue(root, reflect.ValueOf(f).Elem(), "", Position{Line: root.Line, Column: root.Column})
 	if len(e.list) > 0 {
 		return nil, e.first()
 	}

@@ -22,7 +22,7 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// openTimeout bounds each request Open makes to check a source.
+// openTimeout bounds the start-up check of each source ([Served.Check]).
 const openTimeout = 10 * time.Second
 
 // Served is what a file serves once [File.Open] has opened its sources
@@ -31,7 +31,7 @@ const openTimeout = 10 * time.Second
 // what a server needs around them.
 type Served struct {
 	// Bindings are the file's bindings, in file order (a key family gives
-	// one per depth), each with the sources it reads; CoreBindings lists
+	// one per depth), each with the source it reads; CoreBindings lists
 	// them for core.NewResources.
 	Bindings []Binding
 	// Objects are the readers of the object items that rows reference, by
@@ -61,14 +61,11 @@ type Served struct {
 	checks  []sourceCheck // the start-up checks, one per source (see Check)
 }
 
-// Binding is one binding of a file and the sources it reads.
+// Binding is one binding of a file and the source it reads.
 type Binding struct {
 	core.ResourceBinding
 	// Source names the binding's source (a metric label).
 	Source string
-	// ObjectSource names the S3 source of the objects the binding's rows
-	// reference (its object.source), or "".
-	ObjectSource string
 }
 
 // CoreBindings returns the bindings alone, in order, for core.NewResources.
@@ -111,6 +108,8 @@ type sourceCheck func(ctx context.Context) *Error
 // [OpenOptions].Deferred is set; a server that defers it may answer
 // clients meanwhile and call it once.
 func (s *Served) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout) // one bound for the checks, which run at once
+	defer cancel()
 	found := make([]*Error, len(s.checks))
 	var wg sync.WaitGroup
 	for i, c := range s.checks {
@@ -190,9 +189,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
 	}
-	if len(s.Objects) == 0 {
-		s.Objects = nil
-	}
 	sources := map[string]*postgres.Source{}
 	for _, src := range f.Sources {
 		if p := src.Postgres; p != nil {
@@ -209,16 +205,12 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
-	families := map[string][]s3store.KeyFamily{} // by bucket: bound at the place of its first
 	for _, r := range f.Resources {
 		def, b := r.definition(), Binding{Source: r.Source}
 		switch ps := sources[r.Source]; {
 		case ps != nil:
 			if b.ResourceBinding, err = ps.Binding(f.sqlBinding(r, def)); err != nil {
 				return nil, f.storeError(err, r.Source, r.Spans.start())
-			}
-			if r.Object != nil && !f.withoutObjects[r.Name] {
-				b.ObjectSource = r.Object.Source
 			}
 		case r.List != "":
 			if b.ResourceBinding, err = f.listingBinding(buckets[r.Source], def, r, sources); err != nil {
@@ -230,14 +222,17 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return nil, err
 			}
 			if strings.HasSuffix(r.Template, "/...") {
+				// One binding per depth; the file's check refused families
+				// that overlap, as it refuses any two templates.
 				fam := r.family()
 				fam.Grant = grant
-				if len(families[r.Source]) == 0 {
-					s.Bindings = append(s.Bindings, b) // the place of the bucket's families, a binding without definition
+				bs, err := buckets[r.Source].KeyBindings(fam)
+				if err != nil {
+					return nil, f.storeError(err, r.Source, r.Spans.start())
 				}
-				families[r.Source] = append(families[r.Source], fam)
-				for _, tmpl := range fam.Templates() {
-					s.Lines = append(s.Lines, f.describe(r, tmpl))
+				for _, kb := range bs {
+					s.Bindings = append(s.Bindings, Binding{ResourceBinding: kb, Source: r.Source})
+					s.Lines = append(s.Lines, f.describe(r, kb.Definition.URITemplate))
 				}
 				continue
 			}
@@ -248,24 +243,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 		s.Bindings = append(s.Bindings, b)
 		s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
-	}
-	// Each bucket's key families take its place, so that the bindings keep
-	// the file's order.
-	for i := 0; i < len(s.Bindings); i++ {
-		name := s.Bindings[i].Source
-		if s.Bindings[i].Definition.Name != "" {
-			continue
-		}
-		bs, err := buckets[name].KeyBindings(families[name]...)
-		if err != nil {
-			return nil, f.storeError(err, name, f.source(name).Spans.start())
-		}
-		ins := make([]Binding, len(bs))
-		for j, b := range bs {
-			ins[j] = Binding{ResourceBinding: b, Source: name}
-		}
-		s.Bindings = slices.Replace(s.Bindings, i, i+1, ins...)
-		i += len(ins) - 1
 	}
 
 	if s.Policy, err = f.policy(sources); err != nil {
@@ -427,18 +404,16 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 	return func(ctx context.Context) *Error {
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
-		cctx, cancel := context.WithTimeout(ctx, openTimeout)
-		defer cancel()
-		if err := pool.Ping(cctx); err != nil {
+		if err := pool.Ping(ctx); err != nil {
 			return f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
 		}
-		if err := ps.Check(cctx); err != nil {
+		if err := ps.Check(ctx); err != nil {
 			return f.storeError(err, src.Name, src.Spans.start())
 		}
 		if direct == nil {
 			return nil
 		}
-		conn, err := pgx.ConnectConfig(cctx, direct)
+		conn, err := pgx.ConnectConfig(ctx, direct)
 		if err != nil {
 			return f.mistake(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
 		}
@@ -450,18 +425,14 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
 func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 	return func(ctx context.Context) *Error {
-		cctx, cancel := context.WithTimeout(ctx, openTimeout)
-		defer cancel()
-		err := bucket.Check(cctx)
+		err := bucket.Check(ctx)
 		if err == nil {
 			return nil
 		}
-		p := core.ConfigPath{Source: src.Name}
-		if ce, ok := errors.AsType[*core.ConfigError](err); ok {
-			p.Field = ce.Field
+		if _, ok := errors.AsType[*core.ConfigError](err); ok {
+			return f.storeError(err, src.Name, src.Spans.start()) // the credential S3 refused, else the bucket
 		}
-		pl, _ := f.locate(p) // the credential S3 refused, else the bucket
-		return f.mistake(pl.spans.of(pl.key), "%s: %s", pl.path, reason(err, src))
+		return f.mistake(src.S3.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, redact(err, src))
 	}
 }
 
@@ -502,12 +473,9 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 		}
 		kf.Grant = grant
 	}
-	maxKeys := f.ResourceLimits().MaxPlanItems
-	if maxKeys == 0 {
-		maxKeys = core.DefaultResourceLimits().MaxPlanItems
-	}
+	l := f.ResourceLimits() // zero: the gateway's defaults, the listing's too
 	def.URITemplate = r.Template
-	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(maxKeys, s3store.MaxListingKeys), MaxURIBytes: f.ResourceLimits().MaxURIBytes})
+	b, err := bucket.ListingBinding(s3store.KeyListing{Definition: def, Family: kf, MaxKeys: min(l.MaxPlanItems, s3store.MaxListingKeys), MaxURIBytes: l.MaxURIBytes})
 	if err != nil {
 		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("template"))
 	}
@@ -566,10 +534,8 @@ func (f *File) describe(r Resource, uri string) string {
 // decider says what decides who reads r's items, as check prints it.
 func (f *File) decider(r Resource) string {
 	if r.List != "" {
-		for _, fam := range f.Resources {
-			if fam.Name == r.List && fam.Grant != nil {
-				return "grant statement on " + fam.Grant.Source + ", once for the listed prefix"
-			}
+		if fam := f.resource(r.List); fam != nil && fam.Grant != nil {
+			return "grant statement on " + fam.Grant.Source + ", once for the listed prefix"
 		}
 		return "public: every token holder lists every key"
 	}
@@ -761,13 +727,4 @@ func reason(err error, src Source) string {
 // source's secrets.
 func pgCause(err error, src Source) string {
 	return redactSource(connerr.Cause(err, openTimeout), src)
-}
-
-// SourceNames returns the names of the sources, in file order.
-func (s *Served) SourceNames() []string {
-	out := make([]string, len(s.Ready))
-	for i, r := range s.Ready {
-		out[i] = r.Source
-	}
-	return out
 }

@@ -93,14 +93,16 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 		// gateway routes object items to the object source's reader, which
 		// metrics.objectSources times under that source's name.
 		storeOf: func(i int) string { return served.Bindings[i].Source }}
+	var names []string // the sources, in file order
 	for _, r := range served.Ready {
 		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
+		names = append(names, r.Source)
 	}
 	if l := f.ResourceLimits(); l != (core.ResourceLimits{}) {
 		be.limits = &l
 	}
 	be.notes = append(be.notes, fmt.Sprintf("serving the resources file %s: %d definitions from the sources %s",
-		f.Name, len(served.Bindings), strings.Join(served.SourceNames(), ",")))
+		f.Name, len(served.Bindings), strings.Join(names, ",")))
 	return be, nil
 }
 

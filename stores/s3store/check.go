@@ -44,12 +44,7 @@ func CheckListing(l KeyListing) error {
 // receives). f must be a family [CheckKeyFamily] accepts.
 func (f KeyFamily) Captures() []string {
 	_, path, _ := strings.Cut(strings.TrimSuffix(f.URI, "/..."), "://")
-	var out []string
-	for _, seg := range strings.Split(path, "/")[1:] {
-		if name, ok := captureName(seg); ok {
-			out = append(out, name)
-		}
-	}
+	out, _ := patternVars(strings.Split(path, "/")[1:], "URI") // as keyBindings reads them
 	for i := 1; i <= f.MaxDepth; i++ {
 		out = append(out, keySegmentVar(i))
 	}

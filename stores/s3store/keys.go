@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,13 +173,12 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	}
 	var prefixVars []string
 	for _, seg := range prefix {
-		if seg.capture {
+		switch {
+		case !seg.capture:
+		case slices.Contains(prefixVars, seg.text):
+			return fail("Prefix", fmt.Sprintf("uses {%s} twice", seg.text))
+		default:
 			prefixVars = append(prefixVars, seg.text)
-		}
-	}
-	for i, v := range prefixVars {
-		if slices.Contains(prefixVars[:i], v) {
-			return fail("Prefix", fmt.Sprintf("uses {%s} twice", v))
 		}
 	}
 	exactly := fmt.Sprintf("it must capture exactly the template's captures (%s), so that each URI names one key", strings.Join(uriVars, ", "))
@@ -294,50 +294,48 @@ func captureName(seg string) (string, bool) {
 // checkSegment refuses a key segment that is empty, "." or "..", or holds
 // '/', a backslash or a control character.
 func checkSegment(seg string) error {
-	switch {
-	case seg == "":
-		return &KeyError{keyEmptySegment}
-	case seg == "." || seg == "..":
-		return &KeyError{keyDotSegment}
-	case strings.IndexByte(seg, '/') >= 0:
+	if seg == "" || strings.IndexByte(seg, '/') >= 0 {
 		return &KeyError{keyEmptySegment}
 	}
-	return CheckKey(seg)
+	return CheckKey(seg) // "." and "..": its dot-segment rule
 }
 
 // keyResolver plans the key that a depth-depth template's captures name.
 // A grant decides the key before the HEAD.
 func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) core.Resolver {
 	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-		var key strings.Builder
-		add := func(seg string) error {
-			if err := checkSegment(seg); err != nil {
-				return err
-			}
-			key.WriteString(seg)
-			return nil
+		key, err := fillPrefix(prefix, m)
+		if err != nil {
+			return core.ResourceReadPlan{}, err
 		}
-		for _, seg := range prefix {
-			v := seg.text
-			if seg.capture {
-				v, _ = m.Var(seg.text)
-			}
-			if err := add(v); err != nil {
+		segs := make([]string, depth)
+		for i := range segs {
+			segs[i], _ = m.Var(keySegmentVar(i + 1))
+			if err := checkSegment(segs[i]); err != nil {
 				return core.ResourceReadPlan{}, err
 			}
-			key.WriteByte('/')
 		}
-		for i := 1; i <= depth; i++ {
-			v, _ := m.Var(keySegmentVar(i))
-			if err := add(v); err != nil {
-				return core.ResourceReadPlan{}, err
-			}
-			if i < depth {
-				key.WriteByte('/')
-			}
-		}
-		return b.planHead(ctx, grant, m, key.String(), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
+		return b.planHead(ctx, grant, m, key+strings.Join(segs, "/"), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
 	})
+}
+
+// fillPrefix is the key prefix that m's captures name: each segment of
+// prefix, literal or captured, checked ([checkSegment]) and followed by
+// '/'.
+func fillPrefix(prefix []keySegment, m core.ResourceMatch) (string, error) {
+	var key strings.Builder
+	for _, seg := range prefix {
+		v := seg.text
+		if seg.capture {
+			v, _ = m.Var(seg.text)
+		}
+		if err := checkSegment(v); err != nil {
+			return "", err
+		}
+		key.WriteString(v)
+		key.WriteByte('/')
+	}
+	return key.String(), nil
 }
 
 // configAt is a *core.ConfigError about field of the binding named name,
@@ -350,28 +348,18 @@ func configAt(what, name, field, reason string) *core.ConfigError {
 
 // checkDisjoint refuses bindings some of whose templates overlap.
 func checkDisjoint(bs []core.ResourceBinding) error {
-	if len(bs) < 2 {
-		return nil
+	defs := make([]core.ResourceDefinition, len(bs))
+	for i, b := range bs {
+		defs[i] = b.Definition
 	}
-	allow := core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
-	r, err := core.NewResources(bs, allow)
-	if err != nil {
+	overlaps, err := core.CheckDefinitions(defs, core.ResourceLimits{})
+	if err != nil || len(overlaps) == 0 {
 		return err
 	}
-	overlaps, _ := r.TemplateOverlaps()
-	if len(overlaps) > 0 {
-		o := overlaps[0]
-		e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
-		e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
-		return e
-	}
-	return nil
+	o := overlaps[0]
+	e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
+	e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
+	return e
 }
 
 // ContentTypeOf returns the MIME type to serve an object as: stored, the
@@ -406,13 +394,10 @@ func keyContentType(key, declared string) string {
 // Options.TypeByKey keyContentType of declared, else [ContentTypeOf]
 // declared or, without one, the stored type.
 func (b *Bucket) typeOf(key, declared, stored string) string {
-	switch {
-	case b.typeByKey:
+	if b.typeByKey {
 		return keyContentType(key, declared)
-	case declared != "":
-		return ContentTypeOf(key, declared)
 	}
-	return ContentTypeOf(key, stored)
+	return ContentTypeOf(key, cmp.Or(declared, stored))
 }
 
 // Check asks S3, with the client given to OpenBucket, whether the bucket

@@ -17,10 +17,6 @@ import (
 
 // Listing bounds.
 const (
-	// defaultListingKeys is [KeyListing].MaxKeys when it is zero: the
-	// gateway's default MaxPlanItems, so that a larger prefix gives a
-	// bundle the gateway cuts at its MaxItems with a budget issue.
-	defaultListingKeys = 1024
 	// MaxListingKeys bounds [KeyListing].MaxKeys: at most ten LIST pages
 	// of 1000 keys.
 	MaxListingKeys = 10_000
@@ -58,9 +54,10 @@ type KeyListing struct {
 	// Family is the key family whose objects are listed.
 	Family KeyFamily
 	// MaxKeys bounds the keys listed, over all LIST pages together (at
-	// most MaxKeys/1000+1 pages); zero means 1024, more
-	// than [MaxListingKeys] is refused. Keys beyond it are left out of
-	// the bundle, which then holds the first MaxKeys in key order.
+	// most MaxKeys/1000+1 pages); zero means the gateway's default
+	// MaxPlanItems (1024), more than [MaxListingKeys] is refused. Keys
+	// beyond it are left out of the bundle, which then holds the first
+	// MaxKeys in key order.
 	MaxKeys int
 	// MaxURIBytes is the gateway's MaxURIBytes: an object whose item URI
 	// would be longer (a URI no read could request) is left out, rather
@@ -87,7 +84,9 @@ func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	}
 	maxKeys := l.MaxKeys
 	if maxKeys == 0 {
-		maxKeys = defaultListingKeys
+		// The gateway's default MaxPlanItems, so that a larger prefix gives
+		// a bundle the gateway cuts at its MaxItems with a budget issue.
+		maxKeys = core.DefaultResourceLimits().MaxPlanItems
 	}
 	// The family's own checks: URI, Prefix and MaxDepth.
 	fam := l.Family
@@ -136,19 +135,10 @@ type listing struct {
 var errListingNotGranted = errors.New("s3store: no grant for the listed prefix")
 
 func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-	var pb strings.Builder
-	for _, seg := range l.prefix {
-		v := seg.text
-		if seg.capture {
-			v, _ = m.Var(seg.text)
-		}
-		if err := checkSegment(v); err != nil {
-			return core.ResourceReadPlan{}, core.Unavailable(err)
-		}
-		pb.WriteString(v)
-		pb.WriteByte('/')
+	prefix, err := fillPrefix(l.prefix, m)
+	if err != nil {
+		return core.ResourceReadPlan{}, core.Unavailable(err)
 	}
-	prefix := pb.String()
 	if l.grant != nil {
 		ok, err := l.grant(ctx, l.family, prefix, m.Vars())
 		switch {
@@ -244,21 +234,10 @@ func (l *listing) list(ctx context.Context, prefix string) ([]Object, error) {
 	return out, nil
 }
 
-// serves reports whether the family reads key, listed under prefix: 1 to
-// depth segments after it, each one [checkSegment] accepts.
+// serves reports whether the family reads key, listed under prefix: a key
+// [CheckKey] accepts (so that each of its segments is one [checkSegment]
+// accepts too) with 1 to depth segments after prefix.
 func (l *listing) serves(prefix, key string) bool {
 	rest, ok := strings.CutPrefix(key, prefix)
-	if !ok || rest == "" || CheckKey(key) != nil {
-		return false
-	}
-	segs := strings.Split(rest, "/")
-	if len(segs) > l.depth {
-		return false
-	}
-	for _, s := range segs {
-		if checkSegment(s) != nil {
-			return false
-		}
-	}
-	return true
+	return ok && rest != "" && CheckKey(key) == nil && strings.Count(rest, "/") < l.depth
 }

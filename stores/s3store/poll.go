@@ -53,8 +53,7 @@ type Poller struct {
 	log      *slog.Logger
 
 	mu     sync.Mutex
-	keys   map[string]string // tracked object key -> last seen identity ("" unknown)
-	seen   map[string]bool
+	keys   map[string]string // tracked object key -> last seen identity ("" unknown: not seen yet)
 	rounds atomic.Int64
 }
 
@@ -77,7 +76,7 @@ func NewPoller(b *Bucket, opts *PollerOptions) *Poller {
 	if b == nil {
 		panic("s3store: NewPoller with a nil *Bucket")
 	}
-	p := &Poller{b: b, interval: DefaultPollInterval, gap: time.Second / DefaultPollHeadsPerSecond, keys: map[string]string{}, seen: map[string]bool{}}
+	p := &Poller{b: b, interval: DefaultPollInterval, gap: time.Second / DefaultPollHeadsPerSecond, keys: map[string]string{}}
 	if opts != nil {
 		if opts.Interval > 0 {
 			p.interval = opts.Interval
@@ -122,11 +121,6 @@ func (p *Poller) TrackKeys(keys []string) {
 			next[key] = p.keys[key]
 		}
 	}
-	for key := range p.seen {
-		if _, ok := next[key]; !ok {
-			delete(p.seen, key)
-		}
-	}
 	p.keys = next
 }
 
@@ -164,7 +158,7 @@ func (p *Poller) Watch(ctx context.Context, changed func(core.Change)) error {
 }
 
 // record stores key's identity and reports whether it changed since a
-// previous sight.
+// previous sight. An identity is never "" ("-" for no object).
 func (p *Poller) record(key, id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -173,11 +167,7 @@ func (p *Poller) record(key, id string) bool {
 		return false
 	}
 	p.keys[key] = id
-	if !p.seen[key] {
-		p.seen[key] = true
-		return false
-	}
-	return old != id
+	return old != "" && old != id // the first sight (no identity yet) is the baseline
 }
 
 // identity is the ETag and version id of key's current version, or "-"
