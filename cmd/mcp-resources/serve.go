@@ -593,22 +593,19 @@ func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "mcpres_listen_streams_refused_total",
 			Help: "subscriptions/listen requests refused because their session or principal had as many open as allowed.",
-		}, func() float64 { return float64(a.Listens().Refused) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
+		}, func() float64 { return float64(a.Listens().Refused) }))
+	ended := map[string]func(mcpsdk.ListenStats) int64{ // by reason
+		"revoked":      func(s mcpsdk.ListenStats) int64 { return s.Revoked },
+		"disconnected": func(s mcpsdk.ListenStats) int64 { return s.Carrier },
+		"shutdown":     func(s mcpsdk.ListenStats) int64 { return s.Shutdown },
+	}
+	for reason, n := range ended {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "mcpres_listen_streams_ended_total",
 			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": "revoked"},
-		}, func() float64 { return float64(a.Listens().Revoked) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "mcpres_listen_streams_ended_total",
-			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": "disconnected"},
-		}, func() float64 { return float64(a.Listens().Carrier) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "mcpres_listen_streams_ended_total",
-			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": "shutdown"},
-		}, func() float64 { return float64(a.Listens().Shutdown) }))
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(n(a.Listens())) }))
+	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "mcpres_subscriptions_active",
 		Help: "Resource subscriptions held now.",
