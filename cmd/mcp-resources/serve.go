@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -249,16 +248,6 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
 
-// checkParams is both transports' check of a request's params: a wrongly
-// typed one gets a fixed message instead of the SDK's, which names Go
-// types and quotes the params.
-func checkParams(method string, params json.RawMessage) (int64, string, bool) {
-	if e := mcpsdk.CheckParams(method, params); e != nil {
-		return e.Code, e.Message, true
-	}
-	return 0, "", false
-}
-
 // sdkLogger is the logger handed to the SDK as component: its records that
 // carry a URI are written at debug level only (see debugURIs).
 func sdkLogger(log *slog.Logger, component string) *slog.Logger {
@@ -320,7 +309,7 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 	// When stdin ends, the requests read before it are answered within
 	// the same grace as a signal's.
 	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
-		CheckParams: checkParams}
+		CheckParams: mcpsdk.CheckParams} // a fixed message for wrongly typed params, not the SDK's, which quotes them
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
@@ -355,7 +344,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	// carries it.
 	handler := adapter.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, sopts))
 	gopts := httpguard.Options{MaxBodyBytes: int64(g.MaxBodyBytes), AllowedOrigins: g.AllowedOrigins, WriteTimeout: g.WriteTimeout,
-		CheckParams: checkParams,
+		CheckParams: mcpsdk.CheckParams, // as over stdio
 		OnWriteTimeout: func(id string) {
 			for ss := range server.Sessions() {
 				if ss.ID() == id {
