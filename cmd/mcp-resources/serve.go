@@ -439,8 +439,8 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	}
 	// The serving line waits for the start-up checks, as it did when they
 	// ran first: tools take it for "ready". The server answers before it;
-	// the address is logged at debug level at once.
-	be.startup.direct().Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
+	// the address is logged at debug level at once, past the holding.
+	slog.New(be.startup.log.out).Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
 	go be.startup.started(ctx, stop, func() {
 		be.logNotes(e)
 		e.log.Info("serving MCP over streamable HTTP", attrs...)
