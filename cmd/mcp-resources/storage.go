@@ -72,7 +72,7 @@ func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s", hostPort(cfg), connerr.Cause(err, connectTimeout))
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, connerr.Cause(err, connectTimeout))
 	}
 	return pool, nil
 }
@@ -287,9 +287,4 @@ func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 		file.WithoutS3()
 	}
 	return file, nil
-}
-
-// hostPort names the server of cfg without credentials.
-func hostPort(cfg *pgxpool.Config) string {
-	return fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 }
