@@ -574,45 +574,28 @@ func (s *serveCmd) subscriptionsNote() string {
 // (sessions, or subscriptions/listen streams on a stateless server) held
 // now, and the subscriptions/listen streams open and refused.
 func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
-	subs := a.Subscriptions()
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "mcpres_listen_streams_active",
-		Help: "subscriptions/listen requests open now (bounded by --max-listens-per-session and --max-listens-per-principal).",
-	}, func() float64 { return float64(a.Listens().Open) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcpres_listen_streams_refused_total",
-			Help: "subscriptions/listen requests refused because their session or principal had as many open as allowed.",
-		}, func() float64 { return float64(a.Listens().Refused) }))
+	hub := a.Subscriptions().Hub()
+	m.funcMetric(false, "mcpres_listen_streams_active", "subscriptions/listen requests open now (bounded by --max-listens-per-session and --max-listens-per-principal).", nil,
+		func() float64 { return float64(a.Listens().Open) })
+	m.funcMetric(true, "mcpres_listen_streams_refused_total", "subscriptions/listen requests refused because their session or principal had as many open as allowed.", nil,
+		func() float64 { return float64(a.Listens().Refused) })
 	ended := map[string]func(mcpsdk.ListenStats) int64{ // by reason
 		"revoked":      func(s mcpsdk.ListenStats) int64 { return s.Revoked },
 		"disconnected": func(s mcpsdk.ListenStats) int64 { return s.Carrier },
 		"shutdown":     func(s mcpsdk.ListenStats) int64 { return s.Shutdown },
 	}
 	for reason, n := range ended {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "mcpres_listen_streams_ended_total",
-			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": reason},
-		}, func() float64 { return float64(n(a.Listens())) }))
+		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+			prometheus.Labels{"reason": reason}, func() float64 { return float64(n(a.Listens())) })
 	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "mcpres_subscriptions_active",
-		Help: "Resource subscriptions held now.",
-	}, func() float64 { return float64(subs.Hub().Stats().Subscriptions) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpres_subscribers_active",
-			Help: "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.",
-		}, func() float64 { return float64(subs.Hub().Stats().Sessions) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcpres_live_changes_total",
-			Help: "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).",
-		}, func() float64 { return float64(subs.Hub().Stats().Changes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpres_live_checks_pending",
-			Help: "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted so far is handled.",
-		}, func() float64 { return float64(subs.Hub().Stats().Pending) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcpres_live_notifications_total",
-			Help: "notifications/resources/updated sent to subscribers.",
-		}, func() float64 { return float64(subs.Hub().Stats().Notified) }))
+	m.funcMetric(false, "mcpres_subscriptions_active", "Resource subscriptions held now.", nil,
+		func() float64 { return float64(hub.Stats().Subscriptions) })
+	m.funcMetric(false, "mcpres_subscribers_active", "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.", nil,
+		func() float64 { return float64(hub.Stats().Sessions) })
+	m.funcMetric(true, "mcpres_live_changes_total", "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).", nil,
+		func() float64 { return float64(hub.Stats().Changes) })
+	m.funcMetric(false, "mcpres_live_checks_pending", "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted so far is handled.", nil,
+		func() float64 { return float64(hub.Stats().Pending) })
+	m.funcMetric(true, "mcpres_live_notifications_total", "notifications/resources/updated sent to subscribers.", nil,
+		func() float64 { return float64(hub.Stats().Notified) })
 }
