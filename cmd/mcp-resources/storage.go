@@ -19,7 +19,6 @@ import (
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
-	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // storageFlags say where the reference schema's rows and the objects they
@@ -107,16 +106,6 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 		return fmt.Errorf("the --postgres role is neither a superuser nor an inheriting member of %s: GRANT %s TO it", migrations.ReaderRole, migrations.ReaderRole)
 	}
 	return nil
-}
-
-// newClient builds the S3 client the flags describe.
-func (f *storageFlags) newClient(ctx context.Context) (*s3.Client, error) {
-	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: f.Endpoint, Region: f.Region,
-		UsePathStyle: f.Path, AccessKeyID: f.Access, SecretAccessKey: f.Secret}, s3store.WithTracing(tracerProvider()))
-	if err != nil {
-		return nil, fmt.Errorf("S3 client: %w", err)
-	}
-	return client, nil
 }
 
 // errNoBucket says the bucket does not exist.
