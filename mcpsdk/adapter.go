@@ -2,6 +2,7 @@ package mcpsdk
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -38,11 +39,8 @@ func New(res *core.Resources, opts *Options) *Adapter {
 	}
 	a.listens = newListens(a.opts.MaxListensPerSession, a.opts.MaxListensPerPrincipal, a.opts.Logger)
 	if a.opts.Live != nil {
-		a.subs = newSubscriptions(res, a.opts.Sources, a.opts.Live)
+		a.subs = newSubscriptions(res, a.opts.Sources, a.opts.Live, a.opts.ListenOnly)
 		a.subs.listens = a.listens
-		if a.opts.ListenOnly {
-			a.subs.ListenOnly()
-		}
 	}
 	return a
 }
@@ -89,7 +87,40 @@ func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
 //
 // Call it once, before s accepts sessions. Panics if s is nil, or if the
 // adapter's subscriptions already serve another server.
-func (a *Adapter) Install(s *mcp.Server) { install(s, a.res, &a.opts, a.subs, a.listens) }
+func (a *Adapter) Install(s *mcp.Server) {
+	if s == nil {
+		panic("mcpsdk: Install with a nil *mcp.Server")
+	}
+	h := &adapter{r: a.res, timeout: a.res.Limits().ReadTimeout, principal: TokenPrincipal, subs: a.subs, listens: a.listens}
+	if a.opts.Principal != nil {
+		h.principal = a.opts.Principal
+	}
+	h.hostKey = append([]byte(nil), a.opts.ScopeKey...)
+	h.scope = a.opts.Scope
+	h.pageSize = a.opts.ListPageSize
+	h.legacyNotFound = a.opts.LegacyNotFoundCode
+	h.observe = a.opts.Observe
+	h.complete = a.opts.Completions
+	h.log = a.opts.Logger
+	h.tools = newToolSurface(a.opts.Tools, h.complete) // tools.go
+	h.trace = newTracing(a.opts.Tracing)               // trace.go
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	// The recoverer is outermost, so a panic in any of these is recovered.
+	mw := []mcp.Middleware{h.recoverer, h.middleware}
+	if h.trace != nil {
+		mw = []mcp.Middleware{h.recoverer, h.trace.middleware, h.middleware}
+	}
+	if h.tools != nil {
+		mw = append(mw, h.toolMiddleware)
+	}
+	s.AddReceivingMiddleware(mw...)
+	s.AddSendingMiddleware(a.listens.acknowledged)
+	if a.subs != nil {
+		a.subs.install(s, h)
+	}
+}
 
 // Run runs the change sources and delivers notifications until ctx ends,
 // then returns ctx's error; without subscriptions it just waits for ctx.
@@ -99,7 +130,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return a.subs.Run(ctx)
+	return a.subs.hub.Run(ctx)
 }
 
 // Subscriptions returns the adapter's subscriptions, for their Hub's Stats

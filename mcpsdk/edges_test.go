@@ -72,12 +72,12 @@ func TestCheckParamsRefusesOnlyParamsTheSDKCannotDecode(t *testing.T) {
 		{"initialize", `{"protocolVersion":5}`, false}, // left to the SDK
 		{"no/such/method", `{"x":5}`, false},
 	} {
-		e := CheckParams(c.method, json.RawMessage(c.params))
-		if (e != nil) != c.bad {
-			t.Errorf("%s %s: %v, want refused %v", c.method, c.params, e, c.bad)
+		code, msg, bad := CheckParams(c.method, json.RawMessage(c.params))
+		if bad != c.bad {
+			t.Errorf("%s %s: %d %q, want refused %v", c.method, c.params, code, msg, c.bad)
 		}
-		if e != nil && (e.Code != jsonrpc.CodeInvalidParams || strings.Contains(e.Message, "mcp.")) {
-			t.Errorf("%s %s: %d %q", c.method, c.params, e.Code, e.Message)
+		if bad && (code != jsonrpc.CodeInvalidParams || strings.Contains(msg, "mcp.")) {
+			t.Errorf("%s %s: %d %q", c.method, c.params, code, msg)
 		}
 	}
 }

@@ -57,8 +57,8 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // SDK serves each request in a session of its own: a listen request's
 // session lasts as long as its stream, so the per-session bounds, rate
 // limits, queue and write deadline below apply per listen stream, and its
-// subscriptions are released when the stream ends. Call
-// [Subscriptions.ListenOnly] for such a server: a resources/subscribe of
+// subscriptions are released when the stream ends. Set
+// [Options].ListenOnly for such a server: a resources/subscribe of
 // an earlier revision has no stream to be notified on there.
 //
 // Behind a load balancer, every replica runs its own Subscriptions and
@@ -87,7 +87,7 @@ type Subscriptions struct {
 	mu         sync.Mutex
 	server     *mcp.Server
 	legacy     bool
-	listenOnly bool
+	listenOnly bool // set by New, never changed
 	watched    map[*mcp.ServerSession]*outbox
 	dropped    int64 // sessions ended because they did not take their notifications
 
@@ -100,7 +100,7 @@ type Subscriptions struct {
 	// (true) and sent once the SDK has recorded it.
 	unconfirmed map[ticket]bool
 
-	listens *listenSet // the adapter's subscriptions/listen requests
+	listens *listenSet // the adapter's subscriptions/listen requests, set by New
 }
 
 // NotifyQueueLength bounds the notifications waiting for one session.
@@ -128,13 +128,11 @@ type ticket struct {
 }
 
 // newSubscriptions returns the subscriptions of one server over res, whose
-// changes come from sources. opts configures the bounds, coalescing and
-// rate limits (nil: live's defaults). Panics if res is nil.
-func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options) *Subscriptions {
-	if res == nil {
-		panic("mcpsdk: subscriptions with a nil *core.Resources")
-	}
-	s := &Subscriptions{res: res, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
+// changes come from sources, served only over subscriptions/listen when
+// listenOnly is set (see [Options].ListenOnly). opts configures the
+// bounds, coalescing and rate limits (nil: live's defaults).
+func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options, listenOnly bool) *Subscriptions {
+	s := &Subscriptions{res: res, listenOnly: listenOnly, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
 	s.hub = live.New(res, s.notify, sources, opts)
 	s.hub.OnRevoked(s.revoked)
 	return s
@@ -146,25 +144,7 @@ func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *li
 // on every transport, and the session goes on. A session's subscriptions
 // of resources/subscribe stay as they are.
 func (s *Subscriptions) revoked(ss *mcp.ServerSession, _ int) {
-	if s.listens != nil {
-		s.listens.revoked(ss, func(uri string) bool { return s.hub.Subscribed(ss, uri) })
-	}
-}
-
-// ListenOnly makes s serve subscriptions only over subscriptions/listen
-// streams (protocol [ListenProtocolVersion] and later), as a stateless
-// streamable HTTP server must: its sessions last one request, so a
-// resources/subscribe of an earlier revision would be released as soon as
-// it was answered. Such a request is refused with code -32601 (method not
-// found; the SDK words the message), as by a server without
-// subscriptions, and an initialize result of an earlier revision does not
-// declare resources.subscribe; the discover result of 2026-07-28 does.
-// Call it before the server serves. It returns s.
-func (s *Subscriptions) ListenOnly() *Subscriptions {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.listenOnly = true
-	return s
+	s.listens.revoked(ss, func(uri string) bool { return s.hub.Subscribed(ss, uri) })
 }
 
 // ListenProtocolVersion is the first protocol revision whose clients
@@ -177,10 +157,6 @@ func listens(ss *mcp.ServerSession) bool {
 	p := ss.InitializeParams()
 	return p != nil && p.ProtocolVersion >= ListenProtocolVersion
 }
-
-// Run runs the change sources and delivers notifications until ctx ends,
-// then returns ctx's error. Call it once, after Install.
-func (s *Subscriptions) Run(ctx context.Context) error { return s.hub.Run(ctx) }
 
 // Hub returns the subscription hub, for its Stats and for hosts that
 // report changes themselves (Hub().Changed).
@@ -239,9 +215,9 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: core.NewFailure(core.FailureInvalidRequest, nil).Error()}
 	}
 	s.mu.Lock()
-	legacy, listenOnly := s.legacy, s.listenOnly
+	legacy := s.legacy
 	s.mu.Unlock()
-	if listenOnly && !listens(req.Session) {
+	if s.listenOnly && !listens(req.Session) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "resources/subscribe needs a session: use subscriptions/listen"}
 	}
 	// The principal is already in ctx: Install's middleware put it there for
@@ -498,7 +474,7 @@ func (a *adapter) completeResource(ctx context.Context, p *mcp.CompleteParams) (
 
 // declareLive adds what Subscriptions and Completions serve to an
 // initialize or discover result: resources.subscribe (taken away where a
-// [Subscriptions.ListenOnly] cannot honour it) and completions. A host's
+// [Options].ListenOnly server cannot honour it) and completions. A host's
 // own capabilities are left alone when there are no Subscriptions.
 func (a *adapter) declareLive(res mcp.Result) {
 	if a.subs == nil && !a.complete {
@@ -521,13 +497,10 @@ func (a *adapter) declareLive(res mcp.Result) {
 }
 
 // honoured reports whether s serves subscriptions to the client an
-// initialize or discover result answers: a [Subscriptions.ListenOnly] one
+// initialize or discover result answers: an [Options].ListenOnly one
 // serves only revisions that listen.
 func (s *Subscriptions) honoured(res mcp.Result) bool {
-	s.mu.Lock()
-	listenOnly := s.listenOnly
-	s.mu.Unlock()
-	if r, ok := res.(*mcp.InitializeResult); ok && listenOnly {
+	if r, ok := res.(*mcp.InitializeResult); ok && s.listenOnly {
 		return r != nil && r.ProtocolVersion >= ListenProtocolVersion
 	}
 	return true

@@ -199,8 +199,14 @@ type Options struct {
 	Sources []core.ChangeSource
 
 	// ListenOnly serves the subscriptions of Live only over
-	// subscriptions/listen streams, as a stateless streamable HTTP server
-	// must (see [Subscriptions.ListenOnly]).
+	// subscriptions/listen streams (protocol [ListenProtocolVersion] and
+	// later), as a stateless streamable HTTP server must: its sessions
+	// last one request, so a resources/subscribe of an earlier revision
+	// would be released as soon as it was answered. Such a request is
+	// refused with code -32601 (method not found), as by a server without
+	// subscriptions, and an initialize result of an earlier revision does
+	// not declare resources.subscribe; the discover result of 2026-07-28
+	// does.
 	ListenOnly bool
 
 	// Completions makes the adapter answer completion/complete for
@@ -247,51 +253,6 @@ type Observation struct {
 	// Err is nil on success: a *core.Failure from the gateway, or another
 	// error when a host function of the adapter (Principal, Scope) failed.
 	Err error
-}
-
-// install makes s serve r (see [Adapter.Install]): receiving middleware
-// that answers resources/list, resources/templates/list and resources/read
-// from r, recovers every request's panic, and serves subs when it is set.
-func install(s *mcp.Server, r *core.Resources, opts *Options, subs *Subscriptions, ls *listenSet) {
-	if s == nil {
-		panic("mcpsdk: Install with a nil *mcp.Server")
-	}
-	if r == nil {
-		panic("mcpsdk: Install with a nil *core.Resources")
-	}
-	a := &adapter{r: r, timeout: r.Limits().ReadTimeout, principal: TokenPrincipal, subs: subs, listens: ls}
-	if opts != nil {
-		if opts.Principal != nil {
-			a.principal = opts.Principal
-		}
-		a.hostKey = append([]byte(nil), opts.ScopeKey...)
-		a.scope = opts.Scope
-		a.pageSize = opts.ListPageSize
-		a.legacyNotFound = opts.LegacyNotFoundCode
-		a.observe = opts.Observe
-		a.complete = opts.Completions
-		a.log = opts.Logger
-		a.tools = newToolSurface(opts.Tools, a.complete) // tools.go
-		a.trace = newTracing(opts.Tracing)               // trace.go
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
-	// The recoverer is outermost, so a panic in any of these is recovered.
-	mw := []mcp.Middleware{a.recoverer, a.middleware}
-	if a.trace != nil {
-		mw = []mcp.Middleware{a.recoverer, a.trace.middleware, a.middleware}
-	}
-	if a.tools != nil {
-		mw = append(mw, a.toolMiddleware)
-	}
-	s.AddReceivingMiddleware(mw...)
-	if ls != nil {
-		s.AddSendingMiddleware(ls.acknowledged)
-	}
-	if a.subs != nil {
-		a.subs.install(s, a)
-	}
 }
 
 // capabilities returns base (or, when base is nil, the SDK's default

@@ -42,25 +42,25 @@ var gatewayMethods = map[string]bool{
 }
 
 // CheckParams decodes the params of a request for method as the SDK will,
-// and returns the error to answer it with when they do not decode, else
-// nil. The SDK decodes params before any middleware runs and answers a
+// and when they do not decode reports bad with the code and message to
+// answer it with. The SDK decodes params before any middleware runs and answers a
 // failure with a message that names Go types and quotes the params (a
 // URI among them); a transport calls CheckParams first so that the client
 // gets a fixed message instead: core's invalid-request message for the
 // gateway's methods, [ParamsMessage] for the others, code -32602 for all.
 // Absent and null params are left to the SDK, as is every method it does
 // not list (initialize, notifications).
-func CheckParams(method string, params json.RawMessage) *jsonrpc.Error {
+func CheckParams(method string, params json.RawMessage) (code int64, message string, bad bool) {
 	newParams, ok := paramsOf[method]
 	if !ok || len(params) == 0 || string(params) == "null" {
-		return nil
+		return 0, "", false
 	}
 	if json.Unmarshal(params, newParams()) == nil {
-		return nil
+		return 0, "", false
 	}
 	msg := ParamsMessage
 	if gatewayMethods[method] {
 		msg = core.NewFailure(core.FailureInvalidRequest, nil).Error()
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	return jsonrpc.CodeInvalidParams, msg, true
 }

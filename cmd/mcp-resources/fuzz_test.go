@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/config"
 )
 
 // FuzzParseTokens: any tokens file either parses into principals that are
@@ -46,7 +48,7 @@ func FuzzParseByteSize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseByteSize(s)
+		v, err := config.ParseByteSize(s)
 		if err != nil {
 			return
 		}

@@ -59,15 +59,10 @@ func (b *byteSize) Decode(ctx *kong.DecodeContext) error {
 	if err := ctx.Scan.PopValueInto("size", &s); err != nil {
 		return err
 	}
-	v, err := parseByteSize(s)
+	v, err := config.ParseByteSize(s)
 	if err != nil {
 		return err
 	}
-	*b = v
+	*b = byteSize(v)
 	return nil
-}
-
-func parseByteSize(s string) (byteSize, error) {
-	n, err := config.ParseByteSize(s)
-	return byteSize(n), err
 }

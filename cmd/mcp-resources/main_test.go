@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/config"
 )
 
 // runArgs runs the command in-process with empty stdin.
@@ -146,14 +148,14 @@ func TestHashTokenPrintsATokensFileLine(t *testing.T) {
 }
 
 func TestByteSizesParseWithBinarySuffixes(t *testing.T) {
-	for in, want := range map[string]byteSize{"0": 0, "512": 512, "64KiB": 64 << 10, "4MiB": 4 << 20, "1 GiB": 1 << 30, "10B": 10, "-1": -1} {
-		got, err := parseByteSize(in)
+	for in, want := range map[string]int64{"0": 0, "512": 512, "64KiB": 64 << 10, "4MiB": 4 << 20, "1 GiB": 1 << 30, "10B": 10, "-1": -1} {
+		got, err := config.ParseByteSize(in)
 		if err != nil || got != want {
 			t.Errorf("%q: got %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "MiB", "1.5MiB", "4 mb", "99999999999GiB", "0x10"} {
-		if _, err := parseByteSize(in); err == nil {
+		if _, err := config.ParseByteSize(in); err == nil {
 			t.Errorf("%q parsed", in)
 		}
 	}

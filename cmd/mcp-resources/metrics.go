@@ -91,16 +91,24 @@ func failureKind(err error) string {
 
 // watchSessions exports the number of open MCP sessions.
 func (m *metrics) watchSessions(s *mcp.Server) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "mcpres_sessions_active",
-		Help: "MCP sessions open now.",
-	}, func() float64 {
+	m.funcMetric(false, "mcpres_sessions_active", "MCP sessions open now.", nil, func() float64 {
 		n := 0
 		for range s.Sessions() {
 			n++
 		}
 		return float64(n)
-	}))
+	})
+}
+
+// funcMetric registers the metric name, a counter or else a gauge, whose
+// value f reads when it is scraped.
+func (m *metrics) funcMetric(counter bool, name, help string, labels prometheus.Labels, f func() float64) {
+	opts := prometheus.Opts{Name: name, Help: help, ConstLabels: labels}
+	if counter {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts(opts), f))
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts), f))
 }
 
 // instrument wraps every binding's resolver, reader and completer (when it

@@ -109,16 +109,13 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File,
 	if err != nil {
 		return nil, err
 	}
-	m.reg.MustRegister(o.refused,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpres_oauth_keys",
-			Help: "Signing keys of the authorization server held now (0: none loaded, every token is refused)."},
-			func() float64 { return float64(v.KeyStats().Keys) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpres_oauth_key_fetches_total",
-			Help: "Fetches of the authorization server's discovery document and keys."},
-			func() float64 { return float64(v.KeyStats().Fetches) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpres_oauth_key_fetch_failures_total",
-			Help: "Failed fetches of the authorization server's discovery document and keys."},
-			func() float64 { return float64(v.KeyStats().Failures) }))
+	m.reg.MustRegister(o.refused)
+	m.funcMetric(false, "mcpres_oauth_keys", "Signing keys of the authorization server held now (0: none loaded, every token is refused).", nil,
+		func() float64 { return float64(v.KeyStats().Keys) })
+	m.funcMetric(true, "mcpres_oauth_key_fetches_total", "Fetches of the authorization server's discovery document and keys.", nil,
+		func() float64 { return float64(v.KeyStats().Fetches) })
+	m.funcMetric(true, "mcpres_oauth_key_fetch_failures_total", "Failed fetches of the authorization server's discovery document and keys.", nil,
+		func() float64 { return float64(v.KeyStats().Failures) })
 	return o, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
+	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // seedCmd loads the demo dataset into PostgreSQL and the bucket.
@@ -128,9 +129,10 @@ func (c *seedCmd) Run(ctx context.Context, e *env) error {
 	if err := checkSchema(ctx, pool, false); err != nil {
 		return err
 	}
-	client, err := f.newClient(ctx)
+	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: f.Endpoint, Region: f.Region,
+		UsePathStyle: f.Path, AccessKeyID: f.Access, SecretAccessKey: f.Secret}, s3store.WithTracing(tracerProvider()))
 	if err != nil {
-		return err
+		return fmt.Errorf("S3 client: %w", err)
 	}
 	if err := headBucket(ctx, client, f.Bucket); errors.Is(err, errNoBucket) {
 		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(f.Bucket)}); err != nil {

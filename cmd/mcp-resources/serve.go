@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -249,16 +248,6 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
 
-// checkParams is both transports' check of a request's params: a wrongly
-// typed one gets a fixed message instead of the SDK's, which names Go
-// types and quotes the params.
-func checkParams(method string, params json.RawMessage) (int64, string, bool) {
-	if e := mcpsdk.CheckParams(method, params); e != nil {
-		return e.Code, e.Message, true
-	}
-	return 0, "", false
-}
-
 // sdkLogger is the logger handed to the SDK as component: its records that
 // carry a URI are written at debug level only (see debugURIs).
 func sdkLogger(log *slog.Logger, component string) *slog.Logger {
@@ -320,7 +309,7 @@ func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout
 	// When stdin ends, the requests read before it are answered within
 	// the same grace as a signal's.
 	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
-		CheckParams: checkParams}
+		CheckParams: mcpsdk.CheckParams} // a fixed message for wrongly typed params, not the SDK's, which quotes them
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
@@ -355,7 +344,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	// carries it.
 	handler := adapter.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, sopts))
 	gopts := httpguard.Options{MaxBodyBytes: int64(g.MaxBodyBytes), AllowedOrigins: g.AllowedOrigins, WriteTimeout: g.WriteTimeout,
-		CheckParams: checkParams,
+		CheckParams: mcpsdk.CheckParams, // as over stdio
 		OnWriteTimeout: func(id string) {
 			for ss := range server.Sessions() {
 				if ss.ID() == id {
@@ -450,8 +439,8 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	}
 	// The serving line waits for the start-up checks, as it did when they
 	// ran first: tools take it for "ready". The server answers before it;
-	// the address is logged at debug level at once.
-	be.startup.direct().Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
+	// the address is logged at debug level at once, past the holding.
+	slog.New(be.startup.log.out).Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
 	go be.startup.started(ctx, stop, func() {
 		be.logNotes(e)
 		e.log.Info("serving MCP over streamable HTTP", attrs...)
@@ -585,48 +574,28 @@ func (s *serveCmd) subscriptionsNote() string {
 // (sessions, or subscriptions/listen streams on a stateless server) held
 // now, and the subscriptions/listen streams open and refused.
 func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
-	subs := a.Subscriptions()
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "mcpres_listen_streams_active",
-		Help: "subscriptions/listen requests open now (bounded by --max-listens-per-session and --max-listens-per-principal).",
-	}, func() float64 { return float64(a.Listens().Open) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcpres_listen_streams_refused_total",
-			Help: "subscriptions/listen requests refused because their session or principal had as many open as allowed.",
-		}, func() float64 { return float64(a.Listens().Refused) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "mcpres_listen_streams_ended_total",
-			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": "revoked"},
-		}, func() float64 { return float64(a.Listens().Revoked) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "mcpres_listen_streams_ended_total",
-			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": "disconnected"},
-		}, func() float64 { return float64(a.Listens().Carrier) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "mcpres_listen_streams_ended_total",
-			Help:        "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
-			ConstLabels: prometheus.Labels{"reason": "shutdown"},
-		}, func() float64 { return float64(a.Listens().Shutdown) }))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "mcpres_subscriptions_active",
-		Help: "Resource subscriptions held now.",
-	}, func() float64 { return float64(subs.Hub().Stats().Subscriptions) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpres_subscribers_active",
-			Help: "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.",
-		}, func() float64 { return float64(subs.Hub().Stats().Sessions) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcpres_live_changes_total",
-			Help: "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).",
-		}, func() float64 { return float64(subs.Hub().Stats().Changes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpres_live_checks_pending",
-			Help: "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted so far is handled.",
-		}, func() float64 { return float64(subs.Hub().Stats().Pending) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcpres_live_notifications_total",
-			Help: "notifications/resources/updated sent to subscribers.",
-		}, func() float64 { return float64(subs.Hub().Stats().Notified) }))
+	hub := a.Subscriptions().Hub()
+	m.funcMetric(false, "mcpres_listen_streams_active", "subscriptions/listen requests open now (bounded by --max-listens-per-session and --max-listens-per-principal).", nil,
+		func() float64 { return float64(a.Listens().Open) })
+	m.funcMetric(true, "mcpres_listen_streams_refused_total", "subscriptions/listen requests refused because their session or principal had as many open as allowed.", nil,
+		func() float64 { return float64(a.Listens().Refused) })
+	ended := map[string]func(mcpsdk.ListenStats) int64{ // by reason
+		"revoked":      func(s mcpsdk.ListenStats) int64 { return s.Revoked },
+		"disconnected": func(s mcpsdk.ListenStats) int64 { return s.Carrier },
+		"shutdown":     func(s mcpsdk.ListenStats) int64 { return s.Shutdown },
+	}
+	for reason, n := range ended {
+		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+			prometheus.Labels{"reason": reason}, func() float64 { return float64(n(a.Listens())) })
+	}
+	m.funcMetric(false, "mcpres_subscriptions_active", "Resource subscriptions held now.", nil,
+		func() float64 { return float64(hub.Stats().Subscriptions) })
+	m.funcMetric(false, "mcpres_subscribers_active", "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.", nil,
+		func() float64 { return float64(hub.Stats().Sessions) })
+	m.funcMetric(true, "mcpres_live_changes_total", "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).", nil,
+		func() float64 { return float64(hub.Stats().Changes) })
+	m.funcMetric(false, "mcpres_live_checks_pending", "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted so far is handled.", nil,
+		func() float64 { return float64(hub.Stats().Pending) })
+	m.funcMetric(true, "mcpres_live_notifications_total", "notifications/resources/updated sent to subscribers.", nil,
+		func() float64 { return float64(hub.Stats().Notified) })
 }

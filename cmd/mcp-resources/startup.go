@@ -63,10 +63,6 @@ func (s *startup) stop() {
 	s.log.release(context.Background(), false)
 }
 
-// direct is serve's log past the holding, for a line that must not wait
-// for the checks (the HTTP address, at debug level).
-func (s *startup) direct() *slog.Logger { return slog.New(s.log.out) }
-
 // started waits for the checks: once they pass it writes the held log
 // records, then the lines of serving (the backend's notes, the transport's
 // own); when they fail it drops the records and stops serving (stop),

@@ -19,7 +19,6 @@ import (
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
-	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
 // storageFlags say where the reference schema's rows and the objects they
@@ -72,7 +71,7 @@ func (f *storageFlags) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s", hostPort(cfg), connerr.Cause(err, connectTimeout))
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, connerr.Cause(err, connectTimeout))
 	}
 	return pool, nil
 }
@@ -107,16 +106,6 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool, reader bool) error {
 		return fmt.Errorf("the --postgres role is neither a superuser nor an inheriting member of %s: GRANT %s TO it", migrations.ReaderRole, migrations.ReaderRole)
 	}
 	return nil
-}
-
-// newClient builds the S3 client the flags describe.
-func (f *storageFlags) newClient(ctx context.Context) (*s3.Client, error) {
-	client, err := s3store.NewClient(ctx, s3store.ClientConfig{Endpoint: f.Endpoint, Region: f.Region,
-		UsePathStyle: f.Path, AccessKeyID: f.Access, SecretAccessKey: f.Secret}, s3store.WithTracing(tracerProvider()))
-	if err != nil {
-		return nil, fmt.Errorf("S3 client: %w", err)
-	}
-	return client, nil
 }
 
 // errNoBucket says the bucket does not exist.
@@ -156,9 +145,9 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 // connection to listenURL, or to the --postgres server when it is empty.
 //
 // It sends no request: the file's one start-up check per source runs
-// when serve starts it (backend.check), and a failure is told in the
-// flags' own terms (the server cannot be reached, the schema is not
-// migrated, the bucket does not exist): see flagTerms.
+// when serve starts it (backend.check), beside checkSchema, and a failure
+// is told in the flags' own terms (the server cannot be reached, the
+// schema is not migrated, the bucket does not exist): see flagTerms.
 func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string) (*backend, error) {
 	if _, err := pgxpool.ParseConfig(f.Postgres); err != nil {
 		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", connerr.Innermost(err))
@@ -178,17 +167,33 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	}
 	check := be.check
 	be.check = func(ctx context.Context) error {
-		keys := make(chan error, 1)
-		go func() { keys <- f.checkKeyNotifications(ctx) }() // beside the file's check
+		// The schema's own check runs beside the file's: it sees what the
+		// file's statements cannot (migration 3's key notifications, which
+		// subscriptions need), and why they fail when they do.
+		schema := make(chan error, 1)
+		go func() {
+			pool, err := pgxpool.New(ctx, f.Postgres) // connects on the first query
+			if err == nil {
+				err = checkSchema(ctx, pool, true)
+				pool.Close()
+			}
+			schema <- err
+		}()
 		err := check(ctx)
-		kerr := <-keys
+		serr := <-schema
 		if ce := (*config.Error)(nil); errors.As(err, &ce) {
-			return f.flagTerms(ctx, ce)
+			if ferr, ok := flagTerms(ce); ok {
+				return ferr
+			}
+			if serr != nil {
+				return serr // the usual causes: no reference schema, a login without the reader role
+			}
+			return fmt.Errorf("--postgres: the reference schema does not check: %s", what(ce))
 		}
 		if err != nil {
 			return err
 		}
-		return kerr
+		return serr
 	}
 	// Listing the reference file's definitions asks no database: its
 	// policy discovers every definition to a valid principal.
@@ -200,27 +205,6 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		be.notes = append(be.notes, "no --bucket: asset rows are served without the objects they reference")
 	}
 	return be, nil
-}
-
-// checkKeyNotifications refuses a reference schema that predates its key
-// notifications (migration 3), which the file's statements do not use but
-// its subscriptions need: what the file's check cannot see.
-func (f *storageFlags) checkKeyNotifications(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, f.Postgres)
-	if err != nil {
-		return fmt.Errorf("--postgres: %s", connerr.Cause(err, connectTimeout))
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var keys bool
-	if err := conn.QueryRow(ctx, "SELECT "+keyNotifications).Scan(&keys); err != nil {
-		return fmt.Errorf("checking the reference schema: %w", connerr.Innermost(err))
-	}
-	if !keys {
-		return errNoKeyNotifications
-	}
-	return nil
 }
 
 // keyNotifications is whether the schema has its key notifications (SQL).
@@ -241,34 +225,28 @@ var flagKeys = []struct{ flag, line string }{
 	{"--bucket-secret-key", "secret_key: ${MCPRES_BUCKET_SECRET_KEY:-}"},
 }
 
-// flagTerms tells a failed start-up check of the reference file in the
-// flags' terms: a mistake at a flag's value is "--FLAG: what"; any other
-// is the database's, which is asked (only now, after the failure) whether
-// it lacks the reference schema or the login lacks the reader role, the
-// usual causes, else "--postgres: what".
-func (f *storageFlags) flagTerms(ctx context.Context, ce *config.Error) error {
-	_, what, ok := strings.Cut(ce.Msg, ": ") // after the file's key path
-	if !ok {
-		what = ce.Msg
-	}
+// flagTerms tells a mistake of the reference file at a flag's value in
+// the flag's terms, "--FLAG: what"; ok is false for a mistake elsewhere.
+func flagTerms(ce *config.Error) (err error, ok bool) {
 	for i, l := range strings.Split(string(migrations.ResourcesFile), "\n") {
 		if i+1 != ce.Pos.Line {
 			continue
 		}
 		for _, k := range flagKeys {
 			if strings.Contains(l, k.line) {
-				return fmt.Errorf("%s: %s", k.flag, what)
+				return fmt.Errorf("%s: %s", k.flag, what(ce)), true
 			}
 		}
 	}
-	if pool, err := pgxpool.New(ctx, f.Postgres); err == nil {
-		err = checkSchema(ctx, pool, true)
-		pool.Close()
-		if err != nil {
-			return err
-		}
+	return nil, false
+}
+
+// what is a mistake of the reference file without the file's key path.
+func what(ce *config.Error) string {
+	if _, w, ok := strings.Cut(ce.Msg, ": "); ok {
+		return w
 	}
-	return fmt.Errorf("--postgres: the reference schema does not check: %s", what)
+	return ce.Msg
 }
 
 // referenceFile is the embedded reference schema's resources file with the
@@ -298,9 +276,4 @@ func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 		file.WithoutS3()
 	}
 	return file, nil
-}
-
-// hostPort names the server of cfg without credentials.
-func hostPort(cfg *pgxpool.Config) string {
-	return fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 }

@@ -277,19 +277,6 @@ func (g *guard) releaseLocked(p string) {
 	}
 }
 
-// openSessions reports the open sessions the guard counts, for tests; h
-// must come from [Handler].
-func openSessions(h http.Handler) int {
-	g, ok := h.(*guard)
-	if !ok {
-		return 0
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.pruneLocked()
-	return len(g.sessions)
-}
-
 // refuse answers with a JSON-RPC error object and a null id.
 func refuse(w http.ResponseWriter, status int, code int64, msg string) {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})

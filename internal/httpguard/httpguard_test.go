@@ -103,8 +103,16 @@ func TestSessionCapsCountOpenSessionsPerPrincipalAndServer(t *testing.T) {
 	if c := openAs("alice", "a4"); c != 200 {
 		t.Fatalf("alice after one of her sessions expired: %d", c)
 	}
-	if n := openSessions(h); n != 3 {
-		t.Fatalf("Sessions = %d, want 3", n)
+	// The server counts three open sessions now (a2, b1, a4): full, until
+	// one of them ends.
+	if c := openAs("carol", "c2"); c != http.StatusTooManyRequests {
+		t.Fatalf("the server's fourth session after the expiry: %d, want 429", c)
+	}
+	mu.Lock()
+	delete(open, "b1")
+	mu.Unlock()
+	if c := openAs("carol", "c3"); c != 200 {
+		t.Fatalf("carol once bob's session expired: %d", c)
 	}
 }
 
