@@ -337,22 +337,14 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 			continue
 		}
 		rd, from := r.readerOf(def, s.target)
-		if f, ok := rd.(itemReader); ok {
-			ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
-			err := r.readOne(ictx, f, s, b, sizeOf)
-			end(PhaseEnd{Issue: s.code, Err: err})
-			if err != nil {
-				return err
-			}
-			i++
-			continue
-		}
-		// The run: this item and the readable items after it (hidden and
-		// denied ones need no read, inline ones are admitted in their
-		// place), up to what the count limit leaves.
+		// The run: this item and, for a native batch reader, the readable
+		// items after it (hidden and denied ones need no read, inline ones
+		// are admitted in their place), up to what the count limit leaves.
+		// An ItemReader's run is its one item.
 		run := []int{i}
 		j := i + 1
-		for ; j < len(st) && len(run) < b.itemsLeft; j++ {
+		_, perItem := rd.(itemReader)
+		for ; !perItem && j < len(st) && len(run) < b.itemsLeft; j++ {
 			switch t := &st[j]; {
 			case !t.first.vis.Visible:
 				continue
@@ -386,33 +378,9 @@ func (r *Resources) readerOf(def *definition, t ResourceTarget) (rd Reader, from
 	return def.reader, ""
 }
 
-// readOne reads one item with an [ItemReader] and admits it or records
-// its issue.
-func (r *Resources) readOne(ctx context.Context, f itemReader, s *itemState, b *budget, sizeOf itemSizeFunc) error {
-	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
-	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
-	defer cancel()
-	var p ResourcePayload
-	err := guard(ctx, func() (err error) {
-		p, err = f(itemCtx, ReadItem{Target: s.target, Limit: limit})
-		return err
-	})
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if errors.Is(err, errScopeEnded) {
-		return err
-	}
-	if itemCtx.Err() != nil {
-		s.code = IssueTimeout
-		return nil
-	}
-	r.admit(s, b, p, err, limit, sizeOf)
-	return nil
-}
-
-// readBatch asks a native batch reader for the items of st at the indexes
-// of run that carry no content, in one request under one ItemTimeout, then
+// readBatch asks rd for the items of st at the indexes of run that carry
+// no content, in one request under one ItemTimeout (an [ItemReader]'s run
+// is one item, so each of its items has an ItemTimeout of its own), then
 // admits the results and the inline items of run in plan order. The
 // Decision of a result becomes its item's recheck, unless the request as a
 // whole failed or timed out.
