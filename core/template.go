@@ -221,10 +221,7 @@ var captureReasonText = [...]string{
 
 // String describes the rule.
 func (r captureReason) String() string {
-	if int(r) < len(captureReasonText) && captureReasonText[r] != "" {
-		return captureReasonText[r]
-	}
-	return fmt.Sprintf("captureReason(%d)", uint8(r))
+	return enumText(captureReasonText[:], r, "captureReason")
 }
 
 // captureError is the private cause of a [FailureInvalidRequest] whose request
