@@ -91,33 +91,8 @@ type budget struct {
 
 func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (*ResourceResult, error) {
 	o := observerFrom(ctx)
-	var m ResourceMatch
-	if err := observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
-		m, err = r.sel.match(uri)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	def := m.def
-	if err := observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
-		return r.discover(ctx, def)
-	}); err != nil {
-		return nil, err
-	}
-	var plan ResourceReadPlan
-	if err := observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
-		plan, err = r.resolve(ctx, def, m)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	st := make([]itemState, len(plan.items))
-	for i, t := range plan.items {
-		st[i].target = t
-	}
-	if err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
-		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
-	}); err != nil {
+	m, plan, st, err := r.prepare(ctx, o, uri)
+	if err != nil {
 		return nil, err
 	}
 
@@ -128,7 +103,7 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 		itemsLeft:  l.MaxItems,
 	}
 	b.payloadLeft, b.encodedLeft = b.payloadCap, b.encodedCap
-	if err := r.readItems(ctx, o, def, st, &b, sizeOf); err != nil {
+	if err := r.readItems(ctx, o, m.def, st, &b, sizeOf); err != nil {
 		return nil, err
 	}
 
@@ -138,11 +113,43 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 		return nil, err
 	}
 	var res *ResourceResult
-	err := observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
+	err = observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
 		res, err = r.assemble(st, sizeOf)
 		return err
 	})
 	return res, err
+}
+
+// prepare takes a read of uri up to its first body read: it selects the
+// definition, checks discovery, resolves and validates the plan, and
+// decides it before the reads, each step a phase that o (when not nil)
+// observes. st follows the plan's items, with their first decisions.
+func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m ResourceMatch, plan ResourceReadPlan, st []itemState, err error) {
+	if err = observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
+		m, err = r.sel.match(uri)
+		return err
+	}); err != nil {
+		return m, plan, nil, err
+	}
+	if err = observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
+		return r.discover(ctx, m.def)
+	}); err != nil {
+		return m, plan, nil, err
+	}
+	if err = observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
+		plan, err = r.resolve(ctx, m.def, m)
+		return err
+	}); err != nil {
+		return m, plan, nil, err
+	}
+	st = make([]itemState, len(plan.items))
+	for i, t := range plan.items {
+		st[i].target = t
+	}
+	err = observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
+	})
+	return m, plan, st, err
 }
 
 // discover checks that the caller may know of the definition.
