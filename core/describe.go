@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -262,6 +261,3 @@ func encodeExtras(d ResourceDefinition) []byte {
 func hasExtras(d *definition) bool {
 	return d.desc.Annotations != nil || d.desc.Size != nil || len(d.desc.Icons) > 0
 }
-
-// compareExtras orders two definitions that tie on every other listed field.
-func compareExtras(a, b *definition) int { return bytes.Compare(a.extras, b.extras) }

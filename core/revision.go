@@ -100,7 +100,7 @@ func listCompare(a, b *definition) int {
 		strings.Compare(x.MIMEType, y.MIMEType),
 		cmp.Compare(btoi(x.Meta != nil), btoi(y.Meta != nil)), // no metadata first
 		bytes.Compare(x.Meta, y.Meta),
-		compareExtras(a, b),
+		bytes.Compare(a.extras, b.extras), // annotations, size and icons
 	)
 }
 
