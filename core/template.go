@@ -289,11 +289,16 @@ func TemplateVariables(uriTemplate string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: URI template: %w", err)
 	}
+	return t.vars(), nil
+}
+
+// vars returns the template's variable names in the order they appear.
+func (t *template) vars() []string {
 	var names []string
 	for _, s := range t.segs {
 		if s.name != "" {
 			names = append(names, s.name)
 		}
 	}
-	return names, nil
+	return names
 }
