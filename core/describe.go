@@ -60,13 +60,9 @@ func cloneAnnotations(a *Annotations) *Annotations {
 
 // cloneIcons returns a copy that shares nothing with icons.
 func cloneIcons(icons []Icon) []Icon {
-	if icons == nil {
-		return nil
-	}
-	c := make([]Icon, len(icons))
-	for i, ic := range icons {
-		c[i] = ic
-		c[i].Sizes = slices.Clone(ic.Sizes)
+	c := slices.Clone(icons)
+	for i := range c {
+		c[i].Sizes = slices.Clone(c[i].Sizes)
 	}
 	return c
 }
