@@ -55,22 +55,8 @@ func (r *Resources) Authorize(ctx context.Context, uri string) (Authorization, e
 }
 
 func (r *Resources) authorize(ctx context.Context, uri string) (Authorization, error) {
-	m, err := r.sel.match(uri)
+	_, plan, st, err := r.prepare(ctx, nil, uri)
 	if err != nil {
-		return Authorization{}, err
-	}
-	if err := r.discover(ctx, m.def); err != nil {
-		return Authorization{}, err
-	}
-	plan, err := r.resolve(ctx, m.def, m)
-	if err != nil {
-		return Authorization{}, err
-	}
-	st := make([]itemState, len(plan.items))
-	for i, t := range plan.items {
-		st[i].target = t
-	}
-	if err := r.decidePlan(ctx, PassBeforeReads, m, plan, st); err != nil {
 		return Authorization{}, err
 	}
 	a := Authorization{requested: plan.requested}

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -89,13 +91,14 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	}
 	var def *definition
 	var t *template
+	var vars []string
 	for _, tt := range r.sel.templates {
 		if tt.raw == tmpl {
-			def, t = tt.def, tt
+			def, t, vars = tt.def, tt, tt.vars()
 			break
 		}
 	}
-	if def == nil || !t.hasVar(variable) {
+	if def == nil || !slices.Contains(vars, variable) {
 		return empty, nil
 	}
 	comp := def.complete
@@ -110,7 +113,7 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	}
 	known := map[string]string{}
 	for name, v := range args {
-		if name != variable && t.hasVar(name) && v != "" && len(v) <= r.limits.MaxURIBytes && checkCapture(v) == 0 {
+		if name != variable && slices.Contains(vars, name) && v != "" && len(v) <= r.limits.MaxURIBytes && checkCapture(v) == 0 {
 			known[name] = v
 		}
 	}
@@ -157,10 +160,7 @@ func (r *Resources) completes(t *template, def *definition, variable, v string, 
 	if v == "" || checkCapture(v) != 0 {
 		return false
 	}
-	vals := make(map[string]string, len(known)+1)
-	for k, x := range known {
-		vals[k] = x
-	}
+	vals := maps.Clone(known)
 	vals[variable] = v
 	uri, ok := t.expand(vals)
 	if !ok {
@@ -168,16 +168,6 @@ func (r *Resources) completes(t *template, def *definition, variable, v string, 
 	}
 	m, err := r.sel.match(uri)
 	return err == nil && m.def == def
-}
-
-// hasVar reports whether the template has a variable called name.
-func (t *template) hasVar(name string) bool {
-	for _, s := range t.segs {
-		if s.name != "" && s.name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // expand builds the URI that vals fill in, percent-encoding each value as

@@ -49,15 +49,6 @@ func (t ResourceTarget) WithContent(p ResourcePayload, d TargetDecision) (Resour
 	return t, nil
 }
 
-// Content returns the content and decision [ResourceTarget.WithContent]
-// attached, if any.
-func (t ResourceTarget) Content() (ResourcePayload, TargetDecision, bool) {
-	if t.inline == nil {
-		return ResourcePayload{}, TargetDecision{}, false
-	}
-	return t.inline.payload, t.inline.decision, true
-}
-
 // identity returns t without its content: the target a policy and a
 // reader see.
 func (t ResourceTarget) identity() ResourceTarget {

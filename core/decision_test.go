@@ -130,7 +130,7 @@ func (g *decisionRig) bodyOf(uri string) ResourcePayload {
 func (g *decisionRig) Read(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
 	var us []string
 	for _, it := range req.Items {
-		if _, _, ok := it.Target.Content(); ok {
+		if it.Target.inline != nil {
 			g.t.Errorf("reader asked for inline item %s", it.Target.URI())
 		}
 		us = append(us, it.Target.URI())
@@ -473,7 +473,7 @@ func TestInlineItemsCostNoReaderCall(t *testing.T) {
 	}
 	for _, p := range passes {
 		for _, tg := range p.Targets {
-			if _, _, has := tg.Content(); has {
+			if tg.inline != nil {
 				t.Fatalf("%s pass target %s carries its content", p.Stage, tg.URI())
 			}
 			if tg.URI() != bundleURI && string(tg.AuthorizationData()) != string(authzOf(tg.URI())) {
@@ -603,10 +603,10 @@ func TestWithContent(t *testing.T) {
 	if !sameTarget(with, tg) || with.URI() != tg.URI() || string(with.AuthorizationData()) != string(tg.AuthorizationData()) {
 		t.Fatal("content changed the target's identity")
 	}
-	if got, d, ok := with.Content(); !ok || !slices.Equal(got.Blob(), []byte{1, 2}) || d != allow {
-		t.Fatalf("Content() = %v, %v, %v", got, d, ok)
+	if in := with.inline; in == nil || !slices.Equal(in.payload.Blob(), []byte{1, 2}) || in.decision != allow {
+		t.Fatalf("content = %+v", in)
 	}
-	if _, _, ok := tg.Content(); ok {
+	if tg.inline != nil {
 		t.Fatal("WithContent changed the receiver")
 	}
 	if _, err := with.WithObject(ObjectRef{Source: "s", Key: "k", Size: -1}); err == nil {
@@ -641,7 +641,7 @@ func TestAuthorizeHandsOutTargetsWithoutTheirContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, has := a.Item(0).Content(); has || a.Len() != 1 {
+	if a.Item(0).inline != nil || a.Len() != 1 {
 		t.Fatal("an authorized item carries its content")
 	}
 }

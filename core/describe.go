@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -61,13 +60,9 @@ func cloneAnnotations(a *Annotations) *Annotations {
 
 // cloneIcons returns a copy that shares nothing with icons.
 func cloneIcons(icons []Icon) []Icon {
-	if icons == nil {
-		return nil
-	}
-	c := make([]Icon, len(icons))
-	for i, ic := range icons {
-		c[i] = ic
-		c[i].Sizes = slices.Clone(ic.Sizes)
+	c := slices.Clone(icons)
+	for i := range c {
+		c[i].Sizes = slices.Clone(c[i].Sizes)
 	}
 	return c
 }
@@ -262,6 +257,3 @@ func encodeExtras(d ResourceDefinition) []byte {
 func hasExtras(d *definition) bool {
 	return d.desc.Annotations != nil || d.desc.Size != nil || len(d.desc.Icons) > 0
 }
-
-// compareExtras orders two definitions that tie on every other listed field.
-func compareExtras(a, b *definition) int { return bytes.Compare(a.extras, b.extras) }

@@ -85,10 +85,16 @@ var kindMessages = [...]string{
 
 // String returns a short lowercase name for the kind.
 func (k FailureKind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
+	return enumText(kindNames[:], k, "FailureKind")
+}
+
+// enumText is texts[v], or typ(v) when v has no text: the String of the
+// module's enumerations that a table names.
+func enumText[T ~uint8](texts []string, v T, typ string) string {
+	if int(v) < len(texts) && texts[v] != "" {
+		return texts[v]
 	}
-	return fmt.Sprintf("FailureKind(%d)", uint8(k))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // Failure is the error of a whole operation. Its Error text is a fixed public

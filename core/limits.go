@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -103,52 +104,20 @@ func DefaultResourceLimits() ResourceLimits {
 	}
 }
 
-// resolve fills defaults and validates the result.
+// resolve fills defaults and validates the result. Every field is a
+// positive count, size or duration: zero picks the default, and the first
+// negative field (in declaration order) is the error.
 func (l ResourceLimits) resolve() (ResourceLimits, error) {
-	d := DefaultResourceLimits()
+	r, d := l, DefaultResourceLimits()
+	rv, dv := reflect.ValueOf(&r).Elem(), reflect.ValueOf(d)
 	var err error
-	pickInt := func(field string, v, def int) int {
-		if v < 0 && err == nil {
-			err = configErr(field, fmt.Sprintf("must not be negative, got %d", v))
+	for i := range rv.NumField() {
+		switch f := rv.Field(i); {
+		case f.Int() < 0 && err == nil:
+			err = configErr(rv.Type().Field(i).Name, fmt.Sprintf("must not be negative, got %v", f.Interface()))
+		case f.Int() <= 0:
+			f.Set(dv.Field(i))
 		}
-		if v <= 0 {
-			return def
-		}
-		return v
-	}
-	pick64 := func(field string, v, def int64) int64 {
-		if v < 0 && err == nil {
-			err = configErr(field, fmt.Sprintf("must not be negative, got %d", v))
-		}
-		if v <= 0 {
-			return def
-		}
-		return v
-	}
-	pickDur := func(field string, v, def time.Duration) time.Duration {
-		if v < 0 && err == nil {
-			err = configErr(field, fmt.Sprintf("must not be negative, got %s", v))
-		}
-		if v <= 0 {
-			return def
-		}
-		return v
-	}
-	r := ResourceLimits{
-		MaxURIBytes:             pickInt("MaxURIBytes", l.MaxURIBytes, d.MaxURIBytes),
-		MaxPlanItems:            pickInt("MaxPlanItems", l.MaxPlanItems, d.MaxPlanItems),
-		MaxItems:                pickInt("MaxItems", l.MaxItems, d.MaxItems),
-		MaxItemBytes:            pick64("MaxItemBytes", l.MaxItemBytes, d.MaxItemBytes),
-		MaxResponseBytes:        pick64("MaxResponseBytes", l.MaxResponseBytes, d.MaxResponseBytes),
-		MaxResponseEncodedBytes: pick64("MaxResponseEncodedBytes", l.MaxResponseEncodedBytes, d.MaxResponseEncodedBytes),
-		ReportPayloadBytes:      pick64("ReportPayloadBytes", l.ReportPayloadBytes, d.ReportPayloadBytes),
-		ReportEncodedBytes:      pick64("ReportEncodedBytes", l.ReportEncodedBytes, d.ReportEncodedBytes),
-		MaxIssues:               pickInt("MaxIssues", l.MaxIssues, d.MaxIssues),
-		ReadTimeout:             pickDur("ReadTimeout", l.ReadTimeout, d.ReadTimeout),
-		ItemTimeout:             pickDur("ItemTimeout", l.ItemTimeout, d.ItemTimeout),
-		ListPageSize:            pickInt("ListPageSize", l.ListPageSize, d.ListPageSize),
-		MaxListPageSize:         pickInt("MaxListPageSize", l.MaxListPageSize, d.MaxListPageSize),
-		ListPageBytes:           pick64("ListPageBytes", l.ListPageBytes, d.ListPageBytes),
 	}
 	if err != nil {
 		return ResourceLimits{}, err

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -71,21 +70,14 @@ type listing struct {
 }
 
 // init sorts the definitions for listing, computes the registry revision and
-// sets the cursor key (a fresh random 32-byte key when key is nil) and clock.
+// sets the cursor key (a fresh random 32-byte key when key is nil, else key
+// as [WithCursorKey] checked and copied it) and clock.
 func (l *listing) init(defs []*definition, key []byte, now func() time.Time) error {
-	switch {
-	case key == nil:
+	if key == nil {
 		key = make([]byte, minCursorKeyBytes)
 		if _, err := rand.Read(key); err != nil {
 			return configErr("WithCursorKey", "no key given and crypto/rand failed: "+err.Error())
 		}
-	case len(key) < minCursorKeyBytes:
-		return configErr("WithCursorKey", fmt.Sprintf("key must be at least %d bytes, got %d", minCursorKeyBytes, len(key)))
-	default:
-		key = bytes.Clone(key)
-	}
-	if now == nil {
-		now = time.Now
 	}
 	var resources, templates []*definition
 	for _, d := range defs {

@@ -3,7 +3,6 @@ package core
 import (
 	"bytes"
 	"fmt"
-	"time"
 )
 
 // WithCursorKey sets the key that signs list cursors; it must be at least 32
@@ -21,19 +20,5 @@ func WithCursorKey(key []byte) Option {
 			return
 		}
 		o.cursorKey = k
-	}
-}
-
-// withClock sets the clock that issues and expires list cursors (for
-// tests); it must not be nil. The default is time.Now.
-func withClock(now func() time.Time) Option {
-	return func(o *options) {
-		if now == nil {
-			if o.err == nil {
-				o.err = configErr("withClock", "clock must not be nil")
-			}
-			return
-		}
-		o.now = now
 	}
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,12 +48,7 @@ func (r *Resources) TemplateOverlaps() (overlaps []TemplateOverlap, complete boo
 func (s *selector) templateOverlaps() ([]TemplateOverlap, bool) {
 	s.overlapOnce.Do(func() {
 		w := overlapWalk{s: s}
-		origins := make([]string, 0, len(s.origins))
-		for o := range s.origins {
-			origins = append(origins, o)
-		}
-		slices.Sort(origins)
-		for _, o := range origins {
+		for _, o := range slices.Sorted(maps.Keys(s.origins)) {
 			w.origin = o
 			n := s.origins[o]
 			if !w.walk(n, n) {

@@ -91,33 +91,8 @@ type budget struct {
 
 func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (*ResourceResult, error) {
 	o := observerFrom(ctx)
-	var m ResourceMatch
-	if err := observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
-		m, err = r.sel.match(uri)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	def := m.def
-	if err := observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
-		return r.discover(ctx, def)
-	}); err != nil {
-		return nil, err
-	}
-	var plan ResourceReadPlan
-	if err := observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
-		plan, err = r.resolve(ctx, def, m)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	st := make([]itemState, len(plan.items))
-	for i, t := range plan.items {
-		st[i].target = t
-	}
-	if err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
-		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
-	}); err != nil {
+	m, plan, st, err := r.prepare(ctx, o, uri)
+	if err != nil {
 		return nil, err
 	}
 
@@ -128,7 +103,7 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 		itemsLeft:  l.MaxItems,
 	}
 	b.payloadLeft, b.encodedLeft = b.payloadCap, b.encodedCap
-	if err := r.readItems(ctx, o, def, st, &b, sizeOf); err != nil {
+	if err := r.readItems(ctx, o, m.def, st, &b, sizeOf); err != nil {
 		return nil, err
 	}
 
@@ -138,11 +113,43 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 		return nil, err
 	}
 	var res *ResourceResult
-	err := observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
+	err = observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
 		res, err = r.assemble(st, sizeOf)
 		return err
 	})
 	return res, err
+}
+
+// prepare takes a read of uri up to its first body read: it selects the
+// definition, checks discovery, resolves and validates the plan, and
+// decides it before the reads, each step a phase that o (when not nil)
+// observes. st follows the plan's items, with their first decisions.
+func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m ResourceMatch, plan ResourceReadPlan, st []itemState, err error) {
+	if err = observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
+		m, err = r.sel.match(uri)
+		return err
+	}); err != nil {
+		return m, plan, nil, err
+	}
+	if err = observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
+		return r.discover(ctx, m.def)
+	}); err != nil {
+		return m, plan, nil, err
+	}
+	if err = observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
+		plan, err = r.resolve(ctx, m.def, m)
+		return err
+	}); err != nil {
+		return m, plan, nil, err
+	}
+	st = make([]itemState, len(plan.items))
+	for i, t := range plan.items {
+		st[i].target = t
+	}
+	err = observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
+	})
+	return m, plan, st, err
 }
 
 // discover checks that the caller may know of the definition.
@@ -337,22 +344,14 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 			continue
 		}
 		rd, from := r.readerOf(def, s.target)
-		if f, ok := rd.(itemReader); ok {
-			ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
-			err := r.readOne(ictx, f, s, b, sizeOf)
-			end(PhaseEnd{Issue: s.code, Err: err})
-			if err != nil {
-				return err
-			}
-			i++
-			continue
-		}
-		// The run: this item and the readable items after it (hidden and
-		// denied ones need no read, inline ones are admitted in their
-		// place), up to what the count limit leaves.
+		// The run: this item and, for a native batch reader, the readable
+		// items after it (hidden and denied ones need no read, inline ones
+		// are admitted in their place), up to what the count limit leaves.
+		// An ItemReader's run is its one item.
 		run := []int{i}
 		j := i + 1
-		for ; j < len(st) && len(run) < b.itemsLeft; j++ {
+		_, perItem := rd.(itemReader)
+		for ; !perItem && j < len(st) && len(run) < b.itemsLeft; j++ {
 			switch t := &st[j]; {
 			case !t.first.vis.Visible:
 				continue
@@ -386,33 +385,9 @@ func (r *Resources) readerOf(def *definition, t ResourceTarget) (rd Reader, from
 	return def.reader, ""
 }
 
-// readOne reads one item with an [ItemReader] and admits it or records
-// its issue.
-func (r *Resources) readOne(ctx context.Context, f itemReader, s *itemState, b *budget, sizeOf itemSizeFunc) error {
-	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
-	itemCtx, cancel := context.WithTimeout(ctx, r.limits.ItemTimeout)
-	defer cancel()
-	var p ResourcePayload
-	err := guard(ctx, func() (err error) {
-		p, err = f(itemCtx, ReadItem{Target: s.target, Limit: limit})
-		return err
-	})
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if errors.Is(err, errScopeEnded) {
-		return err
-	}
-	if itemCtx.Err() != nil {
-		s.code = IssueTimeout
-		return nil
-	}
-	r.admit(s, b, p, err, limit, sizeOf)
-	return nil
-}
-
-// readBatch asks a native batch reader for the items of st at the indexes
-// of run that carry no content, in one request under one ItemTimeout, then
+// readBatch asks rd for the items of st at the indexes of run that carry
+// no content, in one request under one ItemTimeout (an [ItemReader]'s run
+// is one item, so each of its items has an ItemTimeout of its own), then
 // admits the results and the inline items of run in plan order. The
 // Decision of a result becomes its item's recheck, unless the request as a
 // whole failed or timed out.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
@@ -90,29 +91,23 @@ func listKey(d *definition) string {
 // the order is total over everything a list shows and does not depend on
 // the order of the bindings.
 func listCompare(a, b *definition) int {
-	if c := strings.Compare(listKey(a), listKey(b)); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.desc.Name, b.desc.Name); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.desc.Title, b.desc.Title); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.desc.Description, b.desc.Description); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.desc.MIMEType, b.desc.MIMEType); c != 0 {
-		return c
-	}
-	switch {
-	case a.desc.Meta == nil && b.desc.Meta != nil:
-		return -1
-	case a.desc.Meta != nil && b.desc.Meta == nil:
+	x, y := &a.desc, &b.desc
+	return cmp.Or(
+		strings.Compare(listKey(a), listKey(b)),
+		strings.Compare(x.Name, y.Name),
+		strings.Compare(x.Title, y.Title),
+		strings.Compare(x.Description, y.Description),
+		strings.Compare(x.MIMEType, y.MIMEType),
+		cmp.Compare(btoi(x.Meta != nil), btoi(y.Meta != nil)), // no metadata first
+		bytes.Compare(x.Meta, y.Meta),
+		bytes.Compare(a.extras, b.extras), // annotations, size and icons
+	)
+}
+
+// btoi is 1 for true and 0 for false.
+func btoi(b bool) int {
+	if b {
 		return 1
 	}
-	if c := bytes.Compare(a.desc.Meta, b.desc.Meta); c != 0 {
-		return c
-	}
-	return compareExtras(a, b)
+	return 0
 }

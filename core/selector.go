@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -118,15 +119,9 @@ func (n *node) freeze() {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for k, c := range n.lit {
-			n.keys = append(n.keys, k)
-			stack = append(stack, c)
-		}
-		slices.Sort(n.keys)
-		for k := range n.end {
-			n.ends = append(n.ends, k)
-		}
-		slices.Sort(n.ends)
+		n.keys = slices.Sorted(maps.Keys(n.lit))
+		stack = slices.AppendSeq(stack, maps.Values(n.lit))
+		n.ends = slices.Sorted(maps.Keys(n.end))
 		if n.v != nil {
 			stack = append(stack, n.v)
 		}

@@ -57,12 +57,7 @@ func (t ResourceTarget) URI() string { return t.uri }
 func (t ResourceTarget) Representation() string { return t.repr }
 
 // AuthorizationData returns a copy of the private authorization JSON, or nil.
-func (t ResourceTarget) AuthorizationData() json.RawMessage {
-	if t.authz == nil {
-		return nil
-	}
-	return bytes.Clone(t.authz)
-}
+func (t ResourceTarget) AuthorizationData() json.RawMessage { return bytes.Clone(t.authz) }
 
 // IsZero reports whether t was not built by [NewResourceTarget].
 func (t ResourceTarget) IsZero() bool { return t.uri == "" }

@@ -221,10 +221,7 @@ var captureReasonText = [...]string{
 
 // String describes the rule.
 func (r captureReason) String() string {
-	if int(r) < len(captureReasonText) && captureReasonText[r] != "" {
-		return captureReasonText[r]
-	}
-	return fmt.Sprintf("captureReason(%d)", uint8(r))
+	return enumText(captureReasonText[:], r, "captureReason")
 }
 
 // captureError is the private cause of a [FailureInvalidRequest] whose request
@@ -292,11 +289,16 @@ func TemplateVariables(uriTemplate string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: URI template: %w", err)
 	}
+	return t.vars(), nil
+}
+
+// vars returns the template's variable names in the order they appear.
+func (t *template) vars() []string {
 	var names []string
 	for _, s := range t.segs {
 		if s.name != "" {
 			names = append(names, s.name)
 		}
 	}
-	return names, nil
+	return names
 }

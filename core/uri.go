@@ -52,10 +52,7 @@ var uriReasonText = [...]string{
 
 // String describes the rule.
 func (r uriReason) String() string {
-	if int(r) < len(uriReasonText) && uriReasonText[r] != "" {
-		return uriReasonText[r]
-	}
-	return fmt.Sprintf("uriReason(%d)", uint8(r))
+	return enumText(uriReasonText[:], r, "uriReason")
 }
 
 // uriError reports a URI (request, definition, template or target) that

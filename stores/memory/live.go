@@ -104,12 +104,9 @@ func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix stri
 		}
 		return []Ref{{URI: m.URI(), Key: keyPrefix + v}}, nil
 	}
-	return core.ResourceBinding{
-		Definition: def,
-		Resolver:   s.Resolver(refs),
-		Reader:     core.ItemReader(s.Read),
-		Completer:  keyCompleter{s: s, variable: variable, keyPrefix: keyPrefix},
-	}
+	b := s.Binding(def, refs)
+	b.Completer = keyCompleter{s: s, variable: variable, keyPrefix: keyPrefix}
+	return b
 }
 
 // keyCompleter is a KeyBinding's completion.
