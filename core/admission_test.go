@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
-	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
 )
 
@@ -296,8 +295,8 @@ func TestJSONStringMatchesEncodingJSON(t *testing.T) {
 		if got := string(appendJSONString(nil, s)); got != want {
 			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
 		}
-		if got := jsonsize.StringLen(s); got != len(want) {
-			t.Fatalf("jsonsize.StringLen(%q) = %d, want %d", s, got, len(want))
+		if got := jsonStringLen(s); got != len(want) {
+			t.Fatalf("jsonStringLen(%q) = %d, want %d", s, got, len(want))
 		}
 	}
 	for _, s := range tricky {
@@ -327,8 +326,8 @@ func FuzzJSONStringLen(f *testing.F) {
 		if got := string(appendJSONString(nil, s)); got != want {
 			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
 		}
-		if jsonsize.StringLen(s) != len(want) {
-			t.Fatalf("jsonsize.StringLen(%q) = %d, want %d", s, jsonsize.StringLen(s), len(want))
+		if jsonStringLen(s) != len(want) {
+			t.Fatalf("jsonStringLen(%q) = %d, want %d", s, jsonStringLen(s), len(want))
 		}
 	})
 }

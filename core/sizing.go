@@ -1,8 +1,7 @@
 package core
 
 import (
-	"bytes"
-	"encoding/json"
+	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
 	"go.phpboyscout.uk/mcp/resources/internal/jsonsize"
@@ -13,15 +12,73 @@ import (
 type sizer struct{ n int }
 
 func (s *sizer) lit(x string) { s.n += len(x) }
-func (s *sizer) str(x string) { s.n += jsonsize.StringLen(x) }
+func (s *sizer) str(x string) { s.n += jsonStringLen(x) }
+
+// jsonSafe marks the ASCII bytes encoding/json copies unescaped.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// jsonStringLen returns the encoded length of s as a JSON string, quotes
+// included, exactly as encoding/json writes it with SetEscapeHTML(false).
+func jsonStringLen(s string) int { return jsonsize.StringLen(s) }
+
+const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as encoding/json writes it with HTML escaping off.
 func appendJSONString(dst []byte, s string) []byte {
-	b := bytes.NewBuffer(dst)
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if jsonSafe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // itemEncodedSize is the exact encoded size of one content entry:
