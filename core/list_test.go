@@ -630,11 +630,14 @@ func TestListCancellationAndTimeout(t *testing.T) {
 		}
 	})
 	t.Run("policy ignoring its context", func(t *testing.T) {
-		var calls listCalls
-		r := listNew(t, &calls, defs, func(context.Context, ResourceDefinition) error {
+		entered := make(chan struct{}, 8) // one per call of the stuck policy
+		stuck := func(context.Context, ResourceDefinition) error {
+			entered <- struct{}{}
 			<-release
 			return nil
-		}, WithResourceLimits(ResourceLimits{ReadTimeout: 50 * time.Millisecond}))
+		}
+		var calls listCalls
+		r := listNew(t, &calls, defs, stuck, WithResourceLimits(ResourceLimits{ReadTimeout: 50 * time.Millisecond}))
 		start := time.Now()
 		_, err := r.List(context.Background(), ListRequest{ScopeKey: listScope})
 		if KindOf(err) != FailureTimeout {
@@ -643,8 +646,16 @@ func TestListCancellationAndTimeout(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("list waited %v for a stuck policy", d)
 		}
+		// Canceled while the policy is stuck, under a timeout that cannot
+		// end the list first.
+		r = listNew(t, &calls, defs, stuck, WithResourceLimits(ResourceLimits{ReadTimeout: time.Hour}))
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(20*time.Millisecond, cancel)
+		defer cancel()
+		<-entered // the first list's call
+		go func() {
+			<-entered
+			cancel()
+		}()
 		if _, err := r.List(ctx, ListRequest{ScopeKey: listScope}); KindOf(err) != FailureCanceled {
 			t.Fatalf("err %v", err)
 		}
