@@ -13,18 +13,19 @@ import (
 type namedSQL struct {
 	SQL   string
 	Names []string
-	Uses  []NamedParam // every use of a name, in order, at its offset in the host statement
+	Uses  []namedParam // every use of a name, in order, at its offset in the host statement
 }
 
-// NamedParam is one use of a $name parameter in a host statement: Name
+// namedParam is one use of a $name parameter in a host statement: Name
 // without the '$', at byte offset Offset of the statement.
-type NamedParam struct {
+type namedParam struct {
 	Name   string
 	Offset int
 }
 
-// SQLError is a host statement that [NamedParams] refuses: Reason says
-// why, at byte offset Offset of the statement.
+// SQLError is a host statement that a [Source] refuses before preparing
+// it (or [CheckBinding] before there is a database): Reason says why, at
+// byte offset Offset of the statement.
 type SQLError struct {
 	Offset int
 	Reason string
@@ -32,17 +33,6 @@ type SQLError struct {
 
 // Error returns the reason.
 func (e *SQLError) Error() string { return e.Reason }
-
-// NamedParams checks a host statement by the rules every statement of a
-// [Source] is bound by (one statement, $name parameters only, no
-// unterminated constant or comment) and returns every use of a parameter
-// in order. A statement it refuses is an [*SQLError] with the offset to
-// report. It is what a [Source] runs on each statement before preparing
-// it, for a caller that wants the refusal before it has a database.
-func NamedParams(sql string) ([]NamedParam, error) {
-	n, err := rewriteNamed(sql, nil)
-	return n.Uses, err
-}
 
 func sqlErr(off int, reason string) error { return &SQLError{Offset: off, Reason: reason} }
 
@@ -71,7 +61,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 	var (
 		out   strings.Builder
 		names []string
-		uses  []NamedParam
+		uses  []namedParam
 		pos   = map[string]int{}
 		last  = -1 // index of the last byte that is not space or comment
 		semi  = -1 // index of the first semicolon outside constants and comments
@@ -137,7 +127,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 			if name == "" || !validParamName(name) {
 				return namedSQL{}, sqlErr(i, "has a '$' that starts no parameter name")
 			}
-			uses = append(uses, NamedParam{Name: name, Offset: i})
+			uses = append(uses, namedParam{Name: name, Offset: i})
 			p, ok := pos[name]
 			if !ok {
 				names = append(names, name)
