@@ -49,6 +49,7 @@ type SourceOptions struct {
 	// object item. An object item is a target with a [core.ObjectRef]
 	// naming the source; the host registers the source's reader (package
 	// s3store's *Bucket) with core.WithObjectSource under the same name.
+	// Without any, every row stands alone (see [SQLBinding]).
 	Objects map[string]string
 	// RecheckWithBodies says the host serves every binding of the source
 	// under the source's [Source.Policy] (as a resources file does): the

@@ -66,6 +66,18 @@ import (
 // the same predicate as the decide statement (a LATERAL join on the grants
 // table, say), so that both stages answer alike; the row's object item
 // takes the row's answer.
+//
+// A Plan without Body serves the row's object alone, as the request URI:
+// register it beside the row's binding under the object item's URI
+// (doc://tenants/{tenant}/documents/{id}/object) so that the object items
+// of the row's reads can be read on their own. Its Plan must return
+// object_key, and ObjectURI stays empty. A row without an object, or with
+// one its store does not serve, is unavailable.
+//
+// A source without object sources (SourceOptions.Objects empty) serves
+// every row alone: the plan's object columns are accepted and ignored, for
+// a host that serves a definition written with objects but has no object
+// store (the reference server without --bucket).
 type SQLBinding struct {
 	// Definition is the resource's definition: a URITemplate whose
 	// variables the statements use by name, or a concrete URI.
@@ -95,7 +107,8 @@ type SQLBinding struct {
 	// empty means the row item's URI followed by "/object".
 	ObjectURI string
 	// Body is the statement that selects one item's content, pinned to
-	// the planned key and version: parameters $key, $version and
+	// the planned key and version (none in a plan that serves its row's
+	// object alone): parameters $key, $version and
 	// $principal; columns body (bytea or text, required) and version
 	// (any type). With a version column the store tells a changed item
 	// (read_failed, retryable) from one that is gone or refused
@@ -121,24 +134,11 @@ type SQLBinding struct {
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled "object".
 	Representation string
-	// WithoutObjects serves every row alone: the plan's object columns are
-	// accepted and ignored, for a host that serves a definition written
-	// with objects but has no object store (the reference server without
-	// --bucket).
-	WithoutObjects bool
 	// Listen is the channel on which the host's triggers NOTIFY the keys of
 	// changed items (see [Source.Listener]), for subscriptions; empty
 	// means the binding's reads are not watched. Lowercase letters, digits
 	// and _.
 	Listen string
-	// ObjectOnly makes the binding serve the row's object alone, as the
-	// request URI: register it beside the row's binding under the object
-	// item's URI (doc://tenants/{tenant}/documents/{id}/object) so that
-	// the object items of the row's reads can be read on their own. Its Plan
-	// must return object_key; Body, Bundle and ObjectURI stay empty. A row
-	// without an object, or with one its store does not serve, is
-	// unavailable.
-	ObjectOnly bool
 }
 
 // The representations of the targets a Source plans.
@@ -217,7 +217,6 @@ type sqlBinding struct {
 	objSource string
 	objOnly   bool
 	anchored  bool
-	noObjects bool
 	// folded is the bodies statement with the recheck of the source's
 	// policy folded in, when the source has exactly one ([Source.fold]).
 	folded atomic.Pointer[statement]
@@ -279,17 +278,13 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		return fail("Anchored", "is for bundles: a plan's missing row is already unavailable")
 	}
 	sb.anchored = b.Anchored
+	sb.objOnly = b.Plan != "" && b.Body == ""
 	switch {
-	case b.ObjectOnly && (b.Bundle != "" || b.Body != "" || b.ObjectURI != ""):
-		return fail("ObjectOnly", "serves a plan's object alone: leave Bundle, Body and ObjectURI empty")
-	case !b.ObjectOnly && b.Body == "":
+	case b.Body == "" && (b.Bundle != "" || len(src.objects) == 0):
 		return fail("Body", "is required")
+	case sb.objOnly && b.ObjectURI != "":
+		return fail("ObjectURI", "is for a row's object item: a plan without body serves its row's object as the request URI")
 	}
-	sb.objOnly = b.ObjectOnly
-	if b.WithoutObjects && (b.ObjectOnly || b.ObjectSource != "") {
-		return fail("WithoutObjects", "serves rows alone: leave ObjectOnly and ObjectSource unset")
-	}
-	sb.noObjects = b.WithoutObjects
 	if b.Listen != "" && !ValidChannel(b.Listen) {
 		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
 	}
@@ -466,14 +461,14 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	}
 	if p.has[inlineColumn] && (!p.has["visible"] || sb.objOnly) {
 		if sb.objOnly {
-			return nil, sb.plan.configError(`column "content" is for row items; an ObjectOnly binding serves the row's object, which its object source reads`, nil)
+			return nil, sb.plan.configError(`column "content" is for row items; a plan without body serves the row's object, which its object source reads`, nil)
 		}
 		return nil, sb.plan.configError(`column "content" needs the "visible" and "read" columns: inline content is admitted and rechecked by the decision the plan read with it`, nil)
 	}
 	if sb.objOnly && !p.has["object_key"] {
-		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
+		return nil, sb.plan.configError(`column "object_key" is missing: a plan without body serves the row's object`, nil)
 	}
-	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" && !sb.noObjects {
+	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" && len(sb.src.objects) > 0 {
 		return nil, sb.plan.configError(`column "object_key" needs an object_source column or SQLBinding.ObjectSource`, nil)
 	}
 	return p, nil
@@ -655,7 +650,7 @@ const objectRepresentation = "object"
 // (the row's item then stands alone).
 func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, bool, error) {
 	key, ok := r.str("object_key")
-	if !ok || sb.noObjects {
+	if !ok {
 		return core.ResourceTarget{}, false, nil
 	}
 	srcName, ok := r.str("object_source")
