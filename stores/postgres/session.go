@@ -129,8 +129,6 @@ func newSession(db DB, opts *sessionOptions) (*session, error) {
 	}
 	if o.LoginRole {
 		s.role = ""
-	} else if !utf8.ValidString(s.role) || strings.IndexByte(s.role, 0) >= 0 || len(s.role) > 63 {
-		return nil, core.NewConfigError("Options.Role", "must be a role name of at most 63 bytes of UTF-8 without NUL", nil)
 	}
 	s.roleArg = s.role
 	switch {

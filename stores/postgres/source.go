@@ -131,8 +131,8 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if opts.Name == "" {
 		opts.Name = "postgres"
 	}
-	if opts.Role == "" && !opts.LoginRole {
-		return nil, sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
+	if err := CheckSource(opts); err != nil {
+		return nil, err
 	}
 	s, err := newSession(db, &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
 		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
