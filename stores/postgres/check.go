@@ -1,30 +1,10 @@
 package postgres
 
-import (
-	"strings"
-	"unicode/utf8"
-)
-
 // The checks a caller runs before it has a database: each is the check of
 // the Source method it names, run on a source that serves nothing, so that
 // a configuration file is refused by the store's own rules, with the
 // store's *core.ConfigError (its Path, and an *SQLError for the byte of a
 // refused statement), before it connects.
-
-// CheckSource checks the role of opts as [NewSource] does: Role is
-// required unless LoginRole is set, and is a role name, 1 to 63 bytes of
-// UTF-8 without control characters.
-func CheckSource(opts SourceOptions) error {
-	switch {
-	case opts.LoginRole:
-		return nil
-	case opts.Role == "":
-		return sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
-	case len(opts.Role) > 63 || !utf8.ValidString(opts.Role) || strings.ContainsFunc(opts.Role, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return sourceError(opts.Name, "Role", "", "a role name is 1 to 63 bytes of UTF-8 without control characters")
-	}
-	return nil
-}
 
 // CheckBinding checks b as [Source.Binding] does on a source named source
 // whose SourceOptions.Objects hold the object sources objects.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -152,6 +153,21 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		objs[name] = bucket
 	}
 	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs, recheck: opts.RecheckWithBodies}, nil
+}
+
+// CheckSource checks the role of opts as NewSource does, without a database: Role is
+// required unless LoginRole is set, and is a role name, 1 to 63 bytes of
+// UTF-8 without control characters.
+func CheckSource(opts SourceOptions) error {
+	switch {
+	case opts.LoginRole:
+		return nil
+	case opts.Role == "":
+		return sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
+	case len(opts.Role) > 63 || !utf8.ValidString(opts.Role) || strings.ContainsFunc(opts.Role, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return sourceError(opts.Name, "Role", "", "a role name is 1 to 63 bytes of UTF-8 without control characters")
+	}
+	return nil
 }
 
 // Name returns the source's name.
