@@ -302,11 +302,8 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	allowCapture := func(n string) bool { return n == "principal" || slices.Contains(vars, n) }
 	// The plan.
-	named, err := rewriteNamed(planSQL, nil)
+	named, err := parseNamed(planSQL, nil, allowCapture, "the template has no such variable (parameters: the template's variables and $principal)")
 	if err != nil {
-		return failAt(at(planField, ""), err.Error(), err)
-	}
-	if err := named.checkNames(allowCapture, "the template has no such variable (parameters: the template's variables and $principal)"); err != nil {
 		return failAt(at(planField, ""), err.Error(), err)
 	}
 	for _, v := range vars {
@@ -329,12 +326,9 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 			}
 			return "text"
 		}
-		named, err := rewriteNamed(b.Complete[v], cast)
+		named, err := parseNamed(b.Complete[v], cast, func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
+			"a completion takes $prefix, $limit, $principal and the template's variables")
 		if err != nil {
-			return failAt(path, err.Error(), err)
-		}
-		if err := named.checkNames(func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
-			"a completion takes $prefix, $limit, $principal and the template's variables"); err != nil {
 			return failAt(path, err.Error(), err)
 		}
 		if named.paramIndex("prefix") == 0 {
@@ -348,39 +342,31 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		}
 		sb.complete[v] = st
 	}
-	addCompletions := func() {
-		for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
-			src.add(sb.complete[v])
+	// The body, unless the plan serves its row's object alone.
+	if !sb.objOnly {
+		if named, err = parseNamed(b.Body, nil, func(n string) bool { return n == "key" || n == "version" || n == "principal" },
+			"a body statement takes $key, $version and $principal"); err != nil {
+			return failAt(at("Body", ""), err.Error(), err)
 		}
+		if named.paramIndex("key") == 0 {
+			return fail("Body", "must use $key: it selects the planned item")
+		}
+		sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
+		sb.body.prepare = sb.prepareBody
 	}
-	if sb.objOnly {
-		src.add(sb.plan)
-		addCompletions()
-		src.watch(name, b.Listen)
-		return sb.binding(b.Definition), nil
-	}
-	// The body.
-	if named, err = rewriteNamed(b.Body, nil); err != nil {
-		return failAt(at("Body", ""), err.Error(), err)
-	}
-	if err := named.checkNames(func(n string) bool { return n == "key" || n == "version" || n == "principal" },
-		"a body statement takes $key, $version and $principal"); err != nil {
-		return failAt(at("Body", ""), err.Error(), err)
-	}
-	if named.paramIndex("key") == 0 {
-		return fail("Body", "must use $key: it selects the planned item")
-	}
-	sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
-	sb.body.prepare = sb.prepareBody
 	src.add(sb.plan)
-	src.add(sb.body)
-	src.mu.Lock()
-	src.bodied = append(src.bodied, sb)
-	if len(src.policies) == 1 {
-		src.fold(sb, src.policies[0])
+	if sb.body != nil {
+		src.add(sb.body)
+		src.mu.Lock()
+		src.bodied = append(src.bodied, sb)
+		if len(src.policies) == 1 {
+			src.fold(sb, src.policies[0])
+		}
+		src.mu.Unlock()
 	}
-	src.mu.Unlock()
-	addCompletions()
+	for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
+		src.add(sb.complete[v])
+	}
 	src.watch(name, b.Listen)
 	return sb.binding(b.Definition), nil
 }

@@ -244,13 +244,18 @@ func (s namedSQL) args(values map[string]any) []any {
 	return out
 }
 
-// checkNames refuses a parameter that is not in allowed: an [*SQLError]
-// at its first use.
-func (s namedSQL) checkNames(allowed func(string) bool, what string) error {
+// parseNamed is the check every host statement gets: it rewrites sql
+// ([rewriteNamed]) and refuses a parameter that is not in allowed, an
+// [*SQLError] at its first use whose reason ends with what.
+func parseNamed(sql string, cast paramCast, allowed func(string) bool, what string) (namedSQL, error) {
+	s, err := rewriteNamed(sql, cast)
+	if err != nil {
+		return s, err
+	}
 	for _, u := range s.Uses {
 		if !allowed(u.Name) {
-			return sqlErr(u.Offset, fmt.Sprintf("parameter $%s: %s", u.Name, what))
+			return s, sqlErr(u.Offset, fmt.Sprintf("parameter $%s: %s", u.Name, what))
 		}
 	}
-	return nil
+	return s, nil
 }
