@@ -87,17 +87,9 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 			out.WriteString(sql[i:end])
 			i = end
 			continue
-		case c == '\'':
-			escapes := i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i < 2 || !identByte(sql[i-2]))
-			end, err := quoted(sql, i, '\'', escapes)
-			if err != nil {
-				return namedSQL{}, sqlErr(i, err.Error())
-			}
-			out.WriteString(sql[i:end])
-			last, i = end-1, end
-			continue
-		case c == '"':
-			end, err := quoted(sql, i, '"', false)
+		case c == '\'' || c == '"': // a string constant (E'...' takes escapes) or a quoted identifier
+			escapes := c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i < 2 || !identByte(sql[i-2]))
+			end, err := quoted(sql, i, c, escapes)
 			if err != nil {
 				return namedSQL{}, sqlErr(i, err.Error())
 			}
