@@ -291,9 +291,6 @@ func (s *session) bodies(ctx context.Context, st *bodiesStatement, items []bodyI
 			if err != nil {
 				return nil, err
 			}
-			if err := CheckPrincipal(p); err != nil {
-				return nil, core.Unavailable(err)
-			}
 			args = append(args, p)
 		case "binding":
 			args = append(args, nullText(pass.binding))

@@ -817,9 +817,6 @@ func (src *Source) values(ctx context.Context, named namedSQL, given map[string]
 			if err != nil {
 				return nil, err
 			}
-			if err := CheckPrincipal(p); err != nil {
-				return nil, core.Unavailable(err)
-			}
 			vals[n] = p
 			continue
 		}
