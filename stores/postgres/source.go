@@ -80,7 +80,6 @@ type SourceOptions struct {
 type Source struct {
 	s       *session
 	name    string
-	login   bool
 	objects map[string]string // object source name -> bucket ("" any)
 	recheck bool              // SourceOptions.RecheckWithBodies
 
@@ -152,7 +151,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs, recheck: opts.RecheckWithBodies}, nil
+	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies}, nil
 }
 
 // CheckSource checks the role of opts as NewSource does, without a database: Role is
@@ -274,15 +273,9 @@ func (src *Source) Check(ctx context.Context) error {
 // conn returns a connection of the source's DB to check statements on.
 func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 	switch db := src.s.db.(type) {
-	case *pgxpool.Pool:
-		c, err := db.Acquire(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("postgres: source %s: acquire a connection to check: %w", src.name, err)
-		}
-		return c.Conn(), c.Release, nil
 	case *pgx.Conn:
 		return db, func() {}, nil
-	case interface {
+	case interface { // a *pgxpool.Pool
 		Acquire(ctx context.Context) (*pgxpool.Conn, error)
 	}:
 		c, err := db.Acquire(ctx)
@@ -310,7 +303,7 @@ func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, sqlCheckRole, role).Scan(&login, &loginSuper, &loginBypass, &exists, &roleBypasses, &memberOfIt); err != nil {
 		return fmt.Errorf("postgres: source %s: check the role: %w", src.name, err)
 	}
-	if src.login {
+	if role == "" { // LoginRole
 		if loginSuper || loginBypass {
 			return sourceError(src.name, "LoginRole", "", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login))
 		}
