@@ -469,9 +469,6 @@ func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared,
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), nil)
 	}
-	if !has["version"] && sb.body.named.paramIndex("version") == 0 {
-		return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
-	}
 	st, err := buildBodies(sb.body.named, has["version"], nil)
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), err)
