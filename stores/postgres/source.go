@@ -192,7 +192,7 @@ type statement struct {
 // prepared is a checked statement as the store sends it.
 type prepared struct {
 	sql  string
-	cols []string // the host statement's columns the store selects, in order
+	cols []column // the host statement's columns the store selects, in order
 	has  map[string]bool
 	// bodies is a body statement's bodies statement, whose SQL sql is.
 	bodies *bodiesStatement

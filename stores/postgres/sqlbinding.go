@@ -403,11 +403,7 @@ func prepareSelect(st *statement, desc *pgconn.StatementDescription, want []colu
 	if err != nil {
 		return nil, st.configError(err.Error(), nil)
 	}
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
-	}
-	return &prepared{sql: build(selectList(cols), len(st.named.Names)), cols: names, has: has}, nil
+	return &prepared{sql: build(selectList(cols), len(st.named.Names)), cols: cols, has: has}, nil
 }
 
 func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared, error) {
@@ -473,11 +469,7 @@ func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared,
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), err)
 	}
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
-	}
-	return &prepared{sql: st.sql, cols: names, has: has, bodies: st, sentReason: bodiesSentReason}, nil
+	return &prepared{sql: st.sql, cols: cols, has: has, bodies: st, sentReason: bodiesSentReason}, nil
 }
 
 // prepareFolded returns the bodies statement of sb with the decide
@@ -827,29 +819,13 @@ func (src *Source) values(ctx context.Context, named namedSQL, given map[string]
 // query runs a checked select statement in one round trip and returns its
 // rows by column name.
 func (src *Source) query(ctx context.Context, p *prepared, args []any) ([]row, error) {
-	cols := make([]column, len(p.cols))
-	for i, name := range p.cols {
-		cols[i] = columnOf(name)
-	}
 	return src.queryRaw(ctx, p.sql, args, func(rows pgx.Rows) (row, error) {
-		dest := scanTargets(cols)
+		dest := scanTargets(p.cols)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		return newRow(cols, dest), nil
+		return newRow(p.cols, dest), nil
 	})
-}
-
-// columnOf returns the type a selected column was cast to.
-func columnOf(name string) column {
-	for _, set := range [][]column{planColumns, bodyColumns, completeColumns, decideColumns} {
-		for _, c := range set {
-			if c.name == name {
-				return c
-			}
-		}
-	}
-	return column{name: name, typ: colAny}
 }
 
 func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan func(pgx.Rows) (row, error)) ([]row, error) {
