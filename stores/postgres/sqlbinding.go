@@ -524,10 +524,12 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	case !sb.bundle && len(rows) > 1:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: the plan statement returned %d rows for one item", sb.name, len(rows))
 	}
-	if sb.objOnly {
+	for _, r := range rows {
 		if p.has["visible"] {
-			rows[0].nullIsFalse("visible", "read", "disclose")
+			r.nullIsFalse("visible", "read", "disclose")
 		}
+	}
+	if sb.objOnly {
 		ot, ok, err := sb.objectTarget(m.URI(), rows[0])
 		switch {
 		case err != nil:
@@ -540,9 +542,6 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	items := make([]core.ResourceTarget, 0, len(rows))
 	requested := core.ResourceTarget{}
 	for _, r := range rows {
-		if p.has["visible"] {
-			r.nullIsFalse("visible", "read", "disclose")
-		}
 		if _, ok := r.str("key"); !ok && sb.anchored {
 			continue // the anchor of a bundle without items
 		}
