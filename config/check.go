@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -88,8 +87,8 @@ func (c *checker) postgres(p *PostgresSource, path string) {
 	case !p.Spans.has("role"):
 		c.e.at(p.Spans.start(), "%s: role is required: the role every statement runs as (its login must be a member)", path)
 	default:
-		if msg := roleProblem(p.Role); msg != "" {
-			c.e.at(p.Spans.of("role"), "%s.role: %s", path, msg)
+		if err := postgres.CheckSource(postgres.SourceOptions{Role: p.Role}); err != nil {
+			c.e.at(p.Spans.of("role"), "%s.role: %s", path, err.(*core.ConfigError).Reason)
 		}
 	}
 	if p.MaxPlanItems < 0 {
@@ -104,13 +103,6 @@ func (c *checker) required(sp Spans, key, path string) {
 		return
 	}
 	c.e.at(sp.start(), "%s: %s is required", path, key)
-}
-
-func roleProblem(role string) string {
-	if role == "" || len(role) > 63 || !utf8.ValidString(role) || strings.ContainsFunc(role, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return "a role name is 1 to 63 bytes of UTF-8 without control characters"
-	}
-	return ""
 }
 
 // pgURL checks a PostgreSQL URL without echoing it: a password must come

@@ -32,9 +32,6 @@ type File struct {
 	Name  string `yaml:"-"`
 	Spans Spans  `yaml:"-"`
 
-	// withoutObjects names the resources whose object items [File.WithoutS3]
-	// left out.
-	withoutObjects map[string]bool
 	// lines are the file's lines, for positions inside a statement.
 	lines []string
 }

@@ -150,8 +150,7 @@ type OpenOptions struct {
 
 // Open connects to every source of the file and builds its bindings and
 // policy with the stores' own constructors (postgres.NewSource,
-// Source.Binding with SQLBinding.ObjectOnly for a plan without body,
-// Source.Policy or postgres.DatabaseDecides,
+// Source.Binding, Source.Policy or postgres.DatabaseDecides,
 // s3store.OpenBucket, Bucket.KeyBindings and Bucket.Binding), then checks
 // them against the servers with [Served.Check], unless
 // [OpenOptions].Deferred leaves that to the caller. A
@@ -384,15 +383,16 @@ func (r *Resource) definition() core.ResourceDefinition {
 }
 
 // sqlBinding is the postgres binding of r, a resource of a postgres
-// source, whose definition is def.
+// source, whose definition is def. An object whose source the file no
+// longer holds ([File.WithoutS3]) names none: the rows stand alone.
 func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLBinding {
 	def.URI, def.URITemplate = r.URI, r.Template
 	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
-	if f.withoutObjects[r.Name] {
-		sb.WithoutObjects, sb.ObjectURI = true, r.Object.URI
-	} else if o := r.Object; o != nil {
-		sb.ObjectSource, sb.ObjectURI = o.Source, o.URI
-		sb.ObjectOnly = r.Plan != "" && r.Body == ""
+	if o := r.Object; o != nil {
+		sb.ObjectURI = o.URI
+		if f.source(o.Source) != nil {
+			sb.ObjectSource = o.Source
+		}
 	}
 	return sb
 }

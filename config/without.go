@@ -18,17 +18,8 @@ func (f *File) WithoutS3() {
 	f.Sources = sources
 	resources := f.Resources[:0]
 	for _, r := range f.Resources {
-		switch {
-		case s3[r.Source]:
-			continue
-		case r.Object != nil && s3[r.Object.Source]:
-			if r.Body == "" {
-				continue // the object alone
-			}
-			if f.withoutObjects == nil {
-				f.withoutObjects = map[string]bool{}
-			}
-			f.withoutObjects[r.Name] = true
+		if s3[r.Source] || r.Object != nil && s3[r.Object.Source] && r.Body == "" {
+			continue // read from S3 alone, or a plan serving its object alone
 		}
 		resources = append(resources, r)
 	}

@@ -91,7 +91,10 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		want []string
 	}{
 		{"plan and bundle both set", func(b *postgres.SQLBinding) { b.Bundle = goodPlan }, []string{`"document"`, "not both"}},
-		{"no body statement", func(b *postgres.SQLBinding) { b.Body = "" }, []string{`"document"`, "body", "required"}},
+		{"a bundle without body statement", func(b *postgres.SQLBinding) {
+			b.Plan, b.Bundle, b.ItemURI, b.Body = "", goodPlan, "doc://x/{key}", ""
+		}, []string{`"document"`, "body", "required"}},
+		{"a plan without body with an object URI", func(b *postgres.SQLBinding) { b.Body, b.ObjectURI = "", "doc://x/{key}/object" }, []string{"ObjectURI", "request URI"}},
 		{"a parameter the template does not have", func(b *postgres.SQLBinding) {
 			b.Plan = `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $org`
 		}, []string{`"document"`, "plan", "$org"}},
@@ -110,7 +113,6 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		{"a completion without the prefix", func(b *postgres.SQLBinding) {
 			b.Complete = map[string]string{"tenant": `SELECT id AS value FROM tenants`}
 		}, []string{`complete "tenant"`, "$prefix"}},
-		{"an object-only binding with a body", func(b *postgres.SQLBinding) { b.ObjectOnly = true }, []string{"ObjectOnly", "leave Bundle, Body"}},
 		{"an item URI placeholder that is not a name", func(b *postgres.SQLBinding) {
 			b.Plan, b.Bundle, b.ItemURI = "", goodPlan, "doc://x/{a-b}"
 		}, []string{"ItemURI", "{a-b}"}},
@@ -169,7 +171,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		{"an item URI column the bundle does not return", func(b *postgres.SQLBinding) {
 			b.Plan, b.Bundle, b.ItemURI = "", `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime FROM documents d WHERE d.tenant_id = $tenant AND $id IS NOT NULL`, "doc://tenants/{tenant_id}/documents/{key}"
 		}, []string{"ItemURI", "{tenant_id} names no column of the bundle statement"}},
-		{"an object-only plan without an object", func(b *postgres.SQLBinding) { b.ObjectOnly, b.Body = true, "" }, []string{"plan", `"object_key" is missing`}},
+		{"an object-only plan without an object", func(b *postgres.SQLBinding) { b.Body = "" }, []string{"plan", `"object_key" is missing`}},
 		{"a body that is a number", func(b *postgres.SQLBinding) {
 			b.Body = `SELECT 42 AS body, d.xmin AS version FROM documents d WHERE d.id::text = $key`
 		}, []string{"body", `column "body" is int4, want bytea or text`}},

@@ -174,9 +174,9 @@ func newRefStore(db postgres.DB, opts *refOptions) (*refStore, error) {
 			case o.Objects == nil && objectOnly:
 				continue // the object alone, without a bucket: not served
 			case o.Objects == nil:
-				sb.WithoutObjects, sb.ObjectURI = true, ob.URI
+				sb.ObjectURI = ob.URI // a source without objects: the rows alone
 			default:
-				sb.ObjectSource, sb.ObjectURI, sb.ObjectOnly = ob.Source, ob.URI, objectOnly
+				sb.ObjectSource, sb.ObjectURI = ob.Source, ob.URI
 			}
 		}
 		b, err := src.Binding(sb)

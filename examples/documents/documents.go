@@ -69,7 +69,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 			Description: "A document's file alone"},
 		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key, d.s3_etag AS object_etag,
 			true AS visible, true AS read, true AS disclose FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
-		ObjectSource: ObjectSource, ObjectOnly: true,
+		ObjectSource: ObjectSource,
 	})
 	if err != nil {
 		return fail(err)

@@ -105,7 +105,7 @@ func buildBodies(body namedSQL, versionColumn bool, recheck *bodiesRecheck) (*bo
 		return nil, errors.New("the body statement does not use $key")
 	}
 	if !versionColumn && body.paramIndex("version") == 0 {
-		return nil, errors.New("the body statement is not pinned to the version: return a version column or compare with $version")
+		return nil, errors.New("is not pinned to the version: return a version column or compare with $version")
 	}
 	st := &bodiesStatement{recheck: recheck != nil}
 	bound := func(name string) string {
@@ -290,9 +290,6 @@ func (s *session) bodies(ctx context.Context, st *bodiesStatement, items []bodyI
 			p, err := s.principal(ctx)
 			if err != nil {
 				return nil, err
-			}
-			if err := CheckPrincipal(p); err != nil {
-				return nil, core.Unavailable(err)
 			}
 			args = append(args, p)
 		case "binding":

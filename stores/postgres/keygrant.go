@@ -57,10 +57,6 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 		ce.Path = path
 		return ce
 	}
-	named, err := rewriteNamed(sql, textCast)
-	if err != nil {
-		return nil, fail(err)
-	}
 	allowed := func(n string) bool {
 		return n == "key" && !prefixOnly || n == "binding" || n == "principal" || slices.Contains(captures, n)
 	}
@@ -68,7 +64,8 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 	if prefixOnly {
 		rule = "a listing's grant is asked once for the whole listed prefix: it takes $binding, $principal and the listing's captures, not $key or a key segment"
 	}
-	if err := named.checkNames(allowed, rule); err != nil {
+	named, err := parseNamed(sql, nil, allowed, rule)
+	if err != nil {
 		return nil, fail(err)
 	}
 	st := &statement{owner: owner, kind: "grant", path: path, named: named}

@@ -109,9 +109,10 @@ func TestSourceListenerGivesEachTargetItsBindingsChannelKeys(t *testing.T) {
 	}
 }
 
-// TestBindingRefusesMisusedPlanOptions: Anchored is for bundles,
-// WithoutObjects cannot serve an object alone, and Listen takes a plain
-// channel name; each is one ConfigError naming the field.
+// TestBindingRefusesMisusedPlanOptions: Anchored is for bundles, a plan
+// without body (its row's object alone) needs an object source and no
+// ObjectURI, and Listen takes a plain channel name; each is one
+// ConfigError naming the field.
 func TestBindingRefusesMisusedPlanOptions(t *testing.T) {
 	src, err := NewSource(&countingDB{}, SourceOptions{Name: "docs", Role: "r"})
 	if err != nil {
@@ -124,7 +125,7 @@ func TestBindingRefusesMisusedPlanOptions(t *testing.T) {
 		edit  func(*SQLBinding)
 	}{
 		{"Anchored", func(b *SQLBinding) { b.Anchored = true }},
-		{"WithoutObjects", func(b *SQLBinding) { b.WithoutObjects, b.Body, b.ObjectOnly = true, "", true }},
+		{"body", func(b *SQLBinding) { b.Body = "" }},
 		{"Listen", func(b *SQLBinding) { b.Listen = "Docs-Keys" }},
 		{"Listen", func(b *SQLBinding) { b.Listen = strings.Repeat("k", 64) }},
 	} {
@@ -135,5 +136,19 @@ func TestBindingRefusesMisusedPlanOptions(t *testing.T) {
 		if !errors.As(err, &ce) || !strings.Contains(ce.Field, c.field) {
 			t.Errorf("%s: got %v, want a ConfigError naming %s", c.field, err, c.field)
 		}
+	}
+	withObjects, err := NewSource(&countingDB{}, SourceOptions{Name: "docs", Role: "r", Objects: map[string]string{"s3": ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objectOnly := base
+	objectOnly.Body, objectOnly.ObjectSource = "", "s3"
+	if _, err := withObjects.Binding(objectOnly); err != nil {
+		t.Errorf("a plan without body on a source with objects: %v", err)
+	}
+	objectOnly.ObjectURI = "doc://d/{key}/object"
+	var ce *core.ConfigError
+	if _, err := withObjects.Binding(objectOnly); !errors.As(err, &ce) || !strings.Contains(ce.Field, "ObjectURI") {
+		t.Errorf("a plan without body with an ObjectURI: got %v, want a ConfigError naming ObjectURI", err)
 	}
 }

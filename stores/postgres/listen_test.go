@@ -48,7 +48,7 @@ func TestReferenceShapedListenerReachesTheTargetsEachTriggerPayloadConcerns(t *t
 			ObjectSource: "s3", ObjectURI: "asset://project/{project_id}/asset/{id}/object"},
 		{Definition: def("asset-body", "", "asset://project/{project}/asset/{asset}/body"), Listen: keyChannel, Plan: plan, Body: read},
 		{Definition: def("asset-object", "", "asset://project/{project}/asset/{asset}/object"), Listen: keyChannel, Plan: plan,
-			ObjectSource: "s3", ObjectOnly: true},
+			ObjectSource: "s3"},
 	} {
 		if _, err := src.Binding(b); err != nil {
 			t.Fatalf("%s: %v", b.Definition.Name, err)

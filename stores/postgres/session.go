@@ -101,12 +101,12 @@ var (
 
 // session holds what every transaction of a store needs.
 type session struct {
-	db        DB
-	principal core.PrincipalFunc
-	role      string // "" keeps the login role
-	roleArg   any    // role, boxed once as the set-up's argument
-	timeout   time.Duration
-	maxItems  int
+	db       DB
+	from     core.PrincipalFunc // the request's principal, before CheckPrincipal
+	role     string             // "" keeps the login role
+	roleArg  any                // role, boxed once as the set-up's argument
+	timeout  time.Duration
+	maxItems int
 }
 
 func newSession(db DB, opts *sessionOptions) (*session, error) {
@@ -120,17 +120,15 @@ func newSession(db DB, opts *sessionOptions) (*session, error) {
 	if opts != nil {
 		o = *opts
 	}
-	s := &session{db: db, principal: o.Principal, role: o.Role, timeout: o.StatementTimeout, maxItems: o.MaxPlanItems}
-	if s.principal == nil {
-		s.principal = core.ContextPrincipal
+	s := &session{db: db, from: o.Principal, role: o.Role, timeout: o.StatementTimeout, maxItems: o.MaxPlanItems}
+	if s.from == nil {
+		s.from = core.ContextPrincipal
 	}
 	if s.role == "" {
 		s.role = ReaderRole
 	}
 	if o.LoginRole {
 		s.role = ""
-	} else if !utf8.ValidString(s.role) || strings.IndexByte(s.role, 0) >= 0 || len(s.role) > 63 {
-		return nil, core.NewConfigError("Options.Role", "must be a role name of at most 63 bytes of UTF-8 without NUL", nil)
 	}
 	s.roleArg = s.role
 	switch {
@@ -164,6 +162,19 @@ func checkQueryMode(db DB) error {
 		return core.NewConfigError("db", "uses the simple protocol; stores bind arguments with the extended protocol only", nil)
 	}
 	return nil
+}
+
+// principal returns the request's principal; one that CheckPrincipal
+// refuses is Unavailable.
+func (s *session) principal(ctx context.Context) (string, error) {
+	p, err := s.from(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := CheckPrincipal(p); err != nil {
+		return "", core.Unavailable(err)
+	}
+	return p, nil
 }
 
 // CheckPrincipal reports whether p can be a principal: 1 to
@@ -284,9 +295,6 @@ func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 	p, err := s.principal(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if err := CheckPrincipal(p); err != nil {
-		return nil, core.Unavailable(err)
 	}
 	timeout := s.timeout
 	if dl, ok := ctx.Deadline(); ok {

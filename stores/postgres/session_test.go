@@ -220,6 +220,8 @@ func TestConstructorsRefuseBadConfiguration(t *testing.T) {
 		},
 		"negative max items":      func() error { _, err := NewSource(db, SourceOptions{Role: ReaderRole, MaxPlanItems: -1}); return err },
 		"NUL in role":             func() error { _, err := NewSource(db, SourceOptions{Role: "a\x00b"}); return err },
+		"tab in role":             func() error { _, err := NewSource(db, SourceOptions{Role: "a\tb"}); return err },
+		"role too long":           func() error { _, err := NewSource(db, SourceOptions{Role: strings.Repeat("r", 64)}); return err },
 		"empty plan SQL":          func() error { return note(" ", "", "", body) },
 		"two statements":          func() error { return note("SELECT 1 AS key; SELECT 2", "", "", body) },
 		"bundle without ItemURI":  func() error { return note("", "SELECT key, 1 AS version, 'text/plain' AS mime FROM notes", "", body) },

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -49,6 +50,7 @@ type SourceOptions struct {
 	// object item. An object item is a target with a [core.ObjectRef]
 	// naming the source; the host registers the source's reader (package
 	// s3store's *Bucket) with core.WithObjectSource under the same name.
+	// Without any, every row stands alone (see [SQLBinding]).
 	Objects map[string]string
 	// RecheckWithBodies says the host serves every binding of the source
 	// under the source's [Source.Policy] (as a resources file does): the
@@ -78,7 +80,6 @@ type SourceOptions struct {
 type Source struct {
 	s       *session
 	name    string
-	login   bool
 	objects map[string]string // object source name -> bucket ("" any)
 	recheck bool              // SourceOptions.RecheckWithBodies
 
@@ -130,8 +131,8 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if opts.Name == "" {
 		opts.Name = "postgres"
 	}
-	if opts.Role == "" && !opts.LoginRole {
-		return nil, sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
+	if err := CheckSource(opts); err != nil {
+		return nil, err
 	}
 	s, err := newSession(db, &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
 		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
@@ -150,7 +151,22 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, login: opts.LoginRole, objects: objs, recheck: opts.RecheckWithBodies}, nil
+	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies}, nil
+}
+
+// CheckSource checks the role of opts as NewSource does, without a database: Role is
+// required unless LoginRole is set, and is a role name, 1 to 63 bytes of
+// UTF-8 without control characters.
+func CheckSource(opts SourceOptions) error {
+	switch {
+	case opts.LoginRole:
+		return nil
+	case opts.Role == "":
+		return sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
+	case len(opts.Role) > 63 || !utf8.ValidString(opts.Role) || strings.ContainsFunc(opts.Role, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return sourceError(opts.Name, "Role", "", "a role name is 1 to 63 bytes of UTF-8 without control characters")
+	}
+	return nil
 }
 
 // Name returns the source's name.
@@ -176,7 +192,7 @@ type statement struct {
 // prepared is a checked statement as the store sends it.
 type prepared struct {
 	sql  string
-	cols []string // the host statement's columns the store selects, in order
+	cols []column // the host statement's columns the store selects, in order
 	has  map[string]bool
 	// bodies is a body statement's bodies statement, whose SQL sql is.
 	bodies *bodiesStatement
@@ -257,15 +273,9 @@ func (src *Source) Check(ctx context.Context) error {
 // conn returns a connection of the source's DB to check statements on.
 func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 	switch db := src.s.db.(type) {
-	case *pgxpool.Pool:
-		c, err := db.Acquire(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("postgres: source %s: acquire a connection to check: %w", src.name, err)
-		}
-		return c.Conn(), c.Release, nil
 	case *pgx.Conn:
 		return db, func() {}, nil
-	case interface {
+	case interface { // a *pgxpool.Pool
 		Acquire(ctx context.Context) (*pgxpool.Conn, error)
 	}:
 		c, err := db.Acquire(ctx)
@@ -293,7 +303,7 @@ func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, sqlCheckRole, role).Scan(&login, &loginSuper, &loginBypass, &exists, &roleBypasses, &memberOfIt); err != nil {
 		return fmt.Errorf("postgres: source %s: check the role: %w", src.name, err)
 	}
-	if src.login {
+	if role == "" { // LoginRole
 		if loginSuper || loginBypass {
 			return sourceError(src.name, "LoginRole", "", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login))
 		}

@@ -66,6 +66,18 @@ import (
 // the same predicate as the decide statement (a LATERAL join on the grants
 // table, say), so that both stages answer alike; the row's object item
 // takes the row's answer.
+//
+// A Plan without Body serves the row's object alone, as the request URI:
+// register it beside the row's binding under the object item's URI
+// (doc://tenants/{tenant}/documents/{id}/object) so that the object items
+// of the row's reads can be read on their own. Its Plan must return
+// object_key, and ObjectURI stays empty. A row without an object, or with
+// one its store does not serve, is unavailable.
+//
+// A source without object sources (SourceOptions.Objects empty) serves
+// every row alone: the plan's object columns are accepted and ignored, for
+// a host that serves a definition written with objects but has no object
+// store (the reference server without --bucket).
 type SQLBinding struct {
 	// Definition is the resource's definition: a URITemplate whose
 	// variables the statements use by name, or a concrete URI.
@@ -95,7 +107,8 @@ type SQLBinding struct {
 	// empty means the row item's URI followed by "/object".
 	ObjectURI string
 	// Body is the statement that selects one item's content, pinned to
-	// the planned key and version: parameters $key, $version and
+	// the planned key and version (none in a plan that serves its row's
+	// object alone): parameters $key, $version and
 	// $principal; columns body (bytea or text, required) and version
 	// (any type). With a version column the store tells a changed item
 	// (read_failed, retryable) from one that is gone or refused
@@ -121,24 +134,11 @@ type SQLBinding struct {
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled "object".
 	Representation string
-	// WithoutObjects serves every row alone: the plan's object columns are
-	// accepted and ignored, for a host that serves a definition written
-	// with objects but has no object store (the reference server without
-	// --bucket).
-	WithoutObjects bool
 	// Listen is the channel on which the host's triggers NOTIFY the keys of
 	// changed items (see [Source.Listener]), for subscriptions; empty
 	// means the binding's reads are not watched. Lowercase letters, digits
 	// and _.
 	Listen string
-	// ObjectOnly makes the binding serve the row's object alone, as the
-	// request URI: register it beside the row's binding under the object
-	// item's URI (doc://tenants/{tenant}/documents/{id}/object) so that
-	// the object items of the row's reads can be read on their own. Its Plan
-	// must return object_key; Body, Bundle and ObjectURI stay empty. A row
-	// without an object, or with one its store does not serve, is
-	// unavailable.
-	ObjectOnly bool
 }
 
 // The representations of the targets a Source plans.
@@ -217,7 +217,6 @@ type sqlBinding struct {
 	objSource string
 	objOnly   bool
 	anchored  bool
-	noObjects bool
 	// folded is the bodies statement with the recheck of the source's
 	// policy folded in, when the source has exactly one ([Source.fold]).
 	folded atomic.Pointer[statement]
@@ -279,17 +278,13 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		return fail("Anchored", "is for bundles: a plan's missing row is already unavailable")
 	}
 	sb.anchored = b.Anchored
+	sb.objOnly = b.Plan != "" && b.Body == ""
 	switch {
-	case b.ObjectOnly && (b.Bundle != "" || b.Body != "" || b.ObjectURI != ""):
-		return fail("ObjectOnly", "serves a plan's object alone: leave Bundle, Body and ObjectURI empty")
-	case !b.ObjectOnly && b.Body == "":
+	case b.Body == "" && (b.Bundle != "" || len(src.objects) == 0):
 		return fail("Body", "is required")
+	case sb.objOnly && b.ObjectURI != "":
+		return fail("ObjectURI", "is for a row's object item: a plan without body serves its row's object as the request URI")
 	}
-	sb.objOnly = b.ObjectOnly
-	if b.WithoutObjects && (b.ObjectOnly || b.ObjectSource != "") {
-		return fail("WithoutObjects", "serves rows alone: leave ObjectOnly and ObjectSource unset")
-	}
-	sb.noObjects = b.WithoutObjects
 	if b.Listen != "" && !ValidChannel(b.Listen) {
 		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
 	}
@@ -307,11 +302,8 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	allowCapture := func(n string) bool { return n == "principal" || slices.Contains(vars, n) }
 	// The plan.
-	named, err := rewriteNamed(planSQL, nil)
+	named, err := parseNamed(planSQL, nil, allowCapture, "the template has no such variable (parameters: the template's variables and $principal)")
 	if err != nil {
-		return failAt(at(planField, ""), err.Error(), err)
-	}
-	if err := named.checkNames(allowCapture, "the template has no such variable (parameters: the template's variables and $principal)"); err != nil {
 		return failAt(at(planField, ""), err.Error(), err)
 	}
 	for _, v := range vars {
@@ -334,12 +326,9 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 			}
 			return "text"
 		}
-		named, err := rewriteNamed(b.Complete[v], cast)
+		named, err := parseNamed(b.Complete[v], cast, func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
+			"a completion takes $prefix, $limit, $principal and the template's variables")
 		if err != nil {
-			return failAt(path, err.Error(), err)
-		}
-		if err := named.checkNames(func(n string) bool { return n == "prefix" || n == "limit" || allowCapture(n) },
-			"a completion takes $prefix, $limit, $principal and the template's variables"); err != nil {
 			return failAt(path, err.Error(), err)
 		}
 		if named.paramIndex("prefix") == 0 {
@@ -353,39 +342,31 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		}
 		sb.complete[v] = st
 	}
-	addCompletions := func() {
-		for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
-			src.add(sb.complete[v])
+	// The body, unless the plan serves its row's object alone.
+	if !sb.objOnly {
+		if named, err = parseNamed(b.Body, nil, func(n string) bool { return n == "key" || n == "version" || n == "principal" },
+			"a body statement takes $key, $version and $principal"); err != nil {
+			return failAt(at("Body", ""), err.Error(), err)
 		}
+		if named.paramIndex("key") == 0 {
+			return fail("Body", "must use $key: it selects the planned item")
+		}
+		sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
+		sb.body.prepare = sb.prepareBody
 	}
-	if sb.objOnly {
-		src.add(sb.plan)
-		addCompletions()
-		src.watch(name, b.Listen)
-		return sb.binding(b.Definition), nil
-	}
-	// The body.
-	if named, err = rewriteNamed(b.Body, nil); err != nil {
-		return failAt(at("Body", ""), err.Error(), err)
-	}
-	if err := named.checkNames(func(n string) bool { return n == "key" || n == "version" || n == "principal" },
-		"a body statement takes $key, $version and $principal"); err != nil {
-		return failAt(at("Body", ""), err.Error(), err)
-	}
-	if named.paramIndex("key") == 0 {
-		return fail("Body", "must use $key: it selects the planned item")
-	}
-	sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
-	sb.body.prepare = sb.prepareBody
 	src.add(sb.plan)
-	src.add(sb.body)
-	src.mu.Lock()
-	src.bodied = append(src.bodied, sb)
-	if len(src.policies) == 1 {
-		src.fold(sb, src.policies[0])
+	if sb.body != nil {
+		src.add(sb.body)
+		src.mu.Lock()
+		src.bodied = append(src.bodied, sb)
+		if len(src.policies) == 1 {
+			src.fold(sb, src.policies[0])
+		}
+		src.mu.Unlock()
 	}
-	src.mu.Unlock()
-	addCompletions()
+	for _, v := range slices.Sorted(maps.Keys(sb.complete)) {
+		src.add(sb.complete[v])
+	}
 	src.watch(name, b.Listen)
 	return sb.binding(b.Definition), nil
 }
@@ -422,11 +403,7 @@ func prepareSelect(st *statement, desc *pgconn.StatementDescription, want []colu
 	if err != nil {
 		return nil, st.configError(err.Error(), nil)
 	}
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
-	}
-	return &prepared{sql: build(selectList(cols), len(st.named.Names)), cols: names, has: has}, nil
+	return &prepared{sql: build(selectList(cols), len(st.named.Names)), cols: cols, has: has}, nil
 }
 
 func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared, error) {
@@ -466,14 +443,14 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 	}
 	if p.has[inlineColumn] && (!p.has["visible"] || sb.objOnly) {
 		if sb.objOnly {
-			return nil, sb.plan.configError(`column "content" is for row items; an ObjectOnly binding serves the row's object, which its object source reads`, nil)
+			return nil, sb.plan.configError(`column "content" is for row items; a plan without body serves the row's object, which its object source reads`, nil)
 		}
 		return nil, sb.plan.configError(`column "content" needs the "visible" and "read" columns: inline content is admitted and rechecked by the decision the plan read with it`, nil)
 	}
 	if sb.objOnly && !p.has["object_key"] {
-		return nil, sb.plan.configError(`column "object_key" is missing: an ObjectOnly binding serves the row's object`, nil)
+		return nil, sb.plan.configError(`column "object_key" is missing: a plan without body serves the row's object`, nil)
 	}
-	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" && !sb.noObjects {
+	if p.has["object_key"] && !p.has["object_source"] && sb.objSource == "" && len(sb.src.objects) > 0 {
 		return nil, sb.plan.configError(`column "object_key" needs an object_source column or SQLBinding.ObjectSource`, nil)
 	}
 	return p, nil
@@ -488,18 +465,11 @@ func (sb *sqlBinding) prepareBody(desc *pgconn.StatementDescription) (*prepared,
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), nil)
 	}
-	if !has["version"] && sb.body.named.paramIndex("version") == 0 {
-		return nil, sb.body.configError("is not pinned to the version: return a version column or compare with $version", nil)
-	}
 	st, err := buildBodies(sb.body.named, has["version"], nil)
 	if err != nil {
 		return nil, sb.body.configError(err.Error(), err)
 	}
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
-	}
-	return &prepared{sql: st.sql, cols: names, has: has, bodies: st, sentReason: bodiesSentReason}, nil
+	return &prepared{sql: st.sql, cols: cols, has: has, bodies: st, sentReason: bodiesSentReason}, nil
 }
 
 // prepareFolded returns the bodies statement of sb with the decide
@@ -554,10 +524,12 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	case !sb.bundle && len(rows) > 1:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: the plan statement returned %d rows for one item", sb.name, len(rows))
 	}
-	if sb.objOnly {
+	for _, r := range rows {
 		if p.has["visible"] {
-			rows[0].nullIsFalse("visible", "read", "disclose")
+			r.nullIsFalse("visible", "read", "disclose")
 		}
+	}
+	if sb.objOnly {
 		ot, ok, err := sb.objectTarget(m.URI(), rows[0])
 		switch {
 		case err != nil:
@@ -570,9 +542,6 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	items := make([]core.ResourceTarget, 0, len(rows))
 	requested := core.ResourceTarget{}
 	for _, r := range rows {
-		if p.has["visible"] {
-			r.nullIsFalse("visible", "read", "disclose")
-		}
 		if _, ok := r.str("key"); !ok && sb.anchored {
 			continue // the anchor of a bundle without items
 		}
@@ -655,7 +624,7 @@ const objectRepresentation = "object"
 // (the row's item then stands alone).
 func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, bool, error) {
 	key, ok := r.str("object_key")
-	if !ok || sb.noObjects {
+	if !ok {
 		return core.ResourceTarget{}, false, nil
 	}
 	srcName, ok := r.str("object_source")
@@ -836,9 +805,6 @@ func (src *Source) values(ctx context.Context, named namedSQL, given map[string]
 			if err != nil {
 				return nil, err
 			}
-			if err := CheckPrincipal(p); err != nil {
-				return nil, core.Unavailable(err)
-			}
 			vals[n] = p
 			continue
 		}
@@ -852,29 +818,13 @@ func (src *Source) values(ctx context.Context, named namedSQL, given map[string]
 // query runs a checked select statement in one round trip and returns its
 // rows by column name.
 func (src *Source) query(ctx context.Context, p *prepared, args []any) ([]row, error) {
-	cols := make([]column, len(p.cols))
-	for i, name := range p.cols {
-		cols[i] = columnOf(name)
-	}
 	return src.queryRaw(ctx, p.sql, args, func(rows pgx.Rows) (row, error) {
-		dest := scanTargets(cols)
+		dest := scanTargets(p.cols)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		return newRow(cols, dest), nil
+		return newRow(p.cols, dest), nil
 	})
-}
-
-// columnOf returns the type a selected column was cast to.
-func columnOf(name string) column {
-	for _, set := range [][]column{planColumns, bodyColumns, completeColumns, decideColumns} {
-		for _, c := range set {
-			if c.name == name {
-				return c
-			}
-		}
-	}
-	return column{name: name, typ: colAny}
 }
 
 func (src *Source) queryRaw(ctx context.Context, sql string, args []any, scan func(pgx.Rows) (row, error)) ([]row, error) {

@@ -13,18 +13,19 @@ import (
 type namedSQL struct {
 	SQL   string
 	Names []string
-	Uses  []NamedParam // every use of a name, in order, at its offset in the host statement
+	Uses  []namedParam // every use of a name, in order, at its offset in the host statement
 }
 
-// NamedParam is one use of a $name parameter in a host statement: Name
+// namedParam is one use of a $name parameter in a host statement: Name
 // without the '$', at byte offset Offset of the statement.
-type NamedParam struct {
+type namedParam struct {
 	Name   string
 	Offset int
 }
 
-// SQLError is a host statement that [NamedParams] refuses: Reason says
-// why, at byte offset Offset of the statement.
+// SQLError is a host statement that a [Source] refuses before preparing
+// it (or [CheckBinding] before there is a database): Reason says why, at
+// byte offset Offset of the statement.
 type SQLError struct {
 	Offset int
 	Reason string
@@ -32,17 +33,6 @@ type SQLError struct {
 
 // Error returns the reason.
 func (e *SQLError) Error() string { return e.Reason }
-
-// NamedParams checks a host statement by the rules every statement of a
-// [Source] is bound by (one statement, $name parameters only, no
-// unterminated constant or comment) and returns every use of a parameter
-// in order. A statement it refuses is an [*SQLError] with the offset to
-// report. It is what a [Source] runs on each statement before preparing
-// it, for a caller that wants the refusal before it has a database.
-func NamedParams(sql string) ([]NamedParam, error) {
-	n, err := rewriteNamed(sql, nil)
-	return n.Uses, err
-}
 
 func sqlErr(off int, reason string) error { return &SQLError{Offset: off, Reason: reason} }
 
@@ -71,7 +61,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 	var (
 		out   strings.Builder
 		names []string
-		uses  []NamedParam
+		uses  []namedParam
 		pos   = map[string]int{}
 		last  = -1 // index of the last byte that is not space or comment
 		semi  = -1 // index of the first semicolon outside constants and comments
@@ -97,17 +87,9 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 			out.WriteString(sql[i:end])
 			i = end
 			continue
-		case c == '\'':
-			escapes := i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i < 2 || !identByte(sql[i-2]))
-			end, err := quoted(sql, i, '\'', escapes)
-			if err != nil {
-				return namedSQL{}, sqlErr(i, err.Error())
-			}
-			out.WriteString(sql[i:end])
-			last, i = end-1, end
-			continue
-		case c == '"':
-			end, err := quoted(sql, i, '"', false)
+		case c == '\'' || c == '"': // a string constant (E'...' takes escapes) or a quoted identifier
+			escapes := c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i < 2 || !identByte(sql[i-2]))
+			end, err := quoted(sql, i, c, escapes)
 			if err != nil {
 				return namedSQL{}, sqlErr(i, err.Error())
 			}
@@ -137,7 +119,7 @@ func rewriteNamed(sql string, cast paramCast) (namedSQL, error) {
 			if name == "" || !validParamName(name) {
 				return namedSQL{}, sqlErr(i, "has a '$' that starts no parameter name")
 			}
-			uses = append(uses, NamedParam{Name: name, Offset: i})
+			uses = append(uses, namedParam{Name: name, Offset: i})
 			p, ok := pos[name]
 			if !ok {
 				names = append(names, name)
@@ -254,13 +236,18 @@ func (s namedSQL) args(values map[string]any) []any {
 	return out
 }
 
-// checkNames refuses a parameter that is not in allowed: an [*SQLError]
-// at its first use.
-func (s namedSQL) checkNames(allowed func(string) bool, what string) error {
+// parseNamed is the check every host statement gets: it rewrites sql
+// ([rewriteNamed]) and refuses a parameter that is not in allowed, an
+// [*SQLError] at its first use whose reason ends with what.
+func parseNamed(sql string, cast paramCast, allowed func(string) bool, what string) (namedSQL, error) {
+	s, err := rewriteNamed(sql, cast)
+	if err != nil {
+		return s, err
+	}
 	for _, u := range s.Uses {
 		if !allowed(u.Name) {
-			return sqlErr(u.Offset, fmt.Sprintf("parameter $%s: %s", u.Name, what))
+			return s, sqlErr(u.Offset, fmt.Sprintf("parameter $%s: %s", u.Name, what))
 		}
 	}
-	return nil
+	return s, nil
 }

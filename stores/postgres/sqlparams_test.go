@@ -152,15 +152,16 @@ func itoa(i int) string {
 }
 
 // TestNamedParamsReportsEveryUseAndWhereARefusalIs proves the offsets the
-// exported checker gives: each use of a name at its '$', and a refused
+// rewriter gives: each use of a name at its '$', and a refused
 // statement at the byte that makes it wrong.
 func TestNamedParamsReportsEveryUseAndWhereARefusalIs(t *testing.T) {
 	sql := "SELECT '$no', $a, $b -- $no\n, $a"
-	got, err := NamedParams(sql)
+	n, err := rewriteNamed(sql, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []NamedParam{{"a", strings.Index(sql, "$a")}, {"b", strings.Index(sql, "$b")}, {"a", strings.LastIndex(sql, "$a")}}
+	got := n.Uses
+	want := []namedParam{{"a", strings.Index(sql, "$a")}, {"b", strings.Index(sql, "$b")}, {"a", strings.LastIndex(sql, "$a")}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -170,7 +171,7 @@ func TestNamedParamsReportsEveryUseAndWhereARefusalIs(t *testing.T) {
 		}
 	}
 	for sql, off := range map[string]int{"SELECT 'open": 7, "SELECT 1; SELECT 2": 8, "SELECT 1 ;": 9, "SELECT $1": 7, "SELECT /* x": 7} {
-		_, err := NamedParams(sql)
+		_, err := rewriteNamed(sql, nil)
 		se, ok := err.(*SQLError)
 		if !ok || se.Offset != off {
 			t.Errorf("%q: %v, want an *SQLError at %d", sql, err, off)

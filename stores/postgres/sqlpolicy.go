@@ -66,17 +66,14 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 		ce.Path = path
 		return ce
 	}
-	named, err := rewriteNamed(decide, func(n string) string {
+	named, err := parseNamed(decide, func(n string) string {
 		if n == "keys" {
 			return "text[]"
 		}
 		return "text"
-	})
+	}, func(n string) bool { return n == "keys" || n == "principal" || n == "binding" || n == "captures" },
+		"a policy statement takes $keys, $binding, $captures and $principal")
 	if err != nil {
-		return core.ResourcePolicy{}, fail(err.Error(), err)
-	}
-	if err := named.checkNames(func(n string) bool { return n == "keys" || n == "principal" || n == "binding" || n == "captures" },
-		"a policy statement takes $keys, $binding, $captures and $principal"); err != nil {
 		return core.ResourcePolicy{}, fail(err.Error(), err)
 	}
 	if named.paramIndex("keys") == 0 {
@@ -116,14 +113,8 @@ type sqlPolicy struct {
 type flags struct{ discover, visible, read, disclose bool }
 
 func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDefinition) error {
-	principal, err := p.src.s.principal(ctx)
-	if err != nil {
-		return err
-	}
-	if err := CheckPrincipal(principal); err != nil {
-		return core.Unavailable(err)
-	}
-	return nil
+	_, err := p.src.s.principal(ctx)
+	return err
 }
 
 // ask runs the statement once for keys of the definition named binding
