@@ -3,12 +3,15 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
@@ -202,5 +205,45 @@ func grantsRead(b *testing.B, pool *pgxpool.Pool, uri string, items int) {
 				}
 			}
 		})
+	}
+}
+
+// TestPGStoreComputesEachBodyOnce proves the bodies statement computes a
+// computed body once per item: a body whose expression PostgreSQL could
+// pull up into the statement around it would be computed for each use of
+// it there (its size, its fit, the body), so a bundle of JSON documents
+// built per row would cost several times the work. The body here calls a
+// function that raises a notice per call, counted on the connection.
+func TestPGStoreComputesEachBodyOnce(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	d := newPGDB(t)
+	d.exec(t, `CREATE TABLE notes (key text PRIMARY KEY, version int NOT NULL DEFAULT 1, body text NOT NULL)`)
+	d.exec(t, `INSERT INTO notes (key, body) SELECT 'k' || i, 'note ' || i FROM generate_series(1, $1) i`, n)
+	d.exec(t, `CREATE FUNCTION counted(s text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+		BEGIN RAISE NOTICE 'mcpres-counted'; RETURN s; END $$`)
+	d.exec(t, `GRANT SELECT ON notes TO mcpres_reader`)
+	var calls atomic.Int64
+	pool := newPool(t, d.url, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 1
+		cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			if n.Message == "mcpres-counted" {
+				calls.Add(1)
+			}
+		}
+	})
+	b := hostBinding(t, pool, postgres.SourceOptions{Name: "notes"}, postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URI: "note://all", Name: "notes"},
+		Bundle:     `SELECT key, version, 'text/plain' AS mime, true AS text FROM notes ORDER BY key`,
+		ItemURI:    "note://item/{key}",
+		Body:       `SELECT n.version, counted(n.body) AS body FROM notes n WHERE n.key = $key`,
+	})
+	r := pgGateway(t, []core.ResourceBinding{b}, pgAllowAll(nil))
+	res, err := r.Read(as(t.Context(), "alice"), "note://all")
+	if err != nil || res.Partial() || len(res.Items()) != n {
+		t.Fatalf("read: %v", err)
+	}
+	if got := calls.Load(); got != n {
+		t.Fatalf("the body function ran %d times for %d items, want once each", got, n)
 	}
 }

@@ -146,7 +146,10 @@ func buildBodies(body namedSQL, versionColumn bool, recheck *bodiesRecheck) (*bo
 		bodiesItem + "(mcpres_key, mcpres_version, mcpres_limit, mcpres_ord)\n")
 	b.WriteString("LEFT JOIN LATERAL (SELECT true AS found, " + version + " AS version, octet_length(q.body)::int8 AS size,\n")
 	b.WriteString("\tcoalesce(" + fits + ", false) AS fits, q.body\n")
-	b.WriteString("\tFROM (" + inner + "\n) AS q) AS b ON true\n")
+	// OFFSET 0 keeps the body statement a subquery of its own: pulled up,
+	// each use of q.body above (its size twice, then the body) would
+	// compute a computed body (json_build_object over a row) again.
+	b.WriteString("\tFROM (SELECT * FROM (" + inner + "\n) AS q OFFSET 0) AS q) AS b ON true\n")
 	if recheck != nil {
 		decide, err := substituteParams(recheck.decide, decideCast, func(name string) (string, error) {
 			switch name {
