@@ -32,10 +32,11 @@ cd "$ROOT"
 go build -o "$out/mcp-load" ./cmd/mcp-load
 
 # ticks PID: user+system clock ticks of a process; with "tree", of the
-# process, its live children and its waited-for children.
+# process, its live children and its waited-for children; fails when the
+# process is gone.
 ticks() {
 	local pid=$1 total=0 c
-	[ -r "/proc/$pid/stat" ] || { echo 0; return; }
+	[ -r "/proc/$pid/stat" ] || return 1
 	if [ "${2:-}" = tree ]; then
 		total=$(awk '{sub(/.*\) /, ""); print $12+$13+$14+$15}' "/proc/$pid/stat")
 		for c in $(pgrep -P "$pid"); do
@@ -57,8 +58,9 @@ one() { # one LABEL BINARY
 	# Sample the server's CPU until it exits (the driver stops it).
 	while kill -0 "$drv" 2>/dev/null; do
 		[ -n "$pid" ] || pid=$(sed -n 's/^mcp-load: server .*(pid \([0-9]*\),.*/\1/p' "$f")
-		if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then last=$(ticks "$pid"); fi
-		if [ -r "/proc/$drv/stat" ]; then drvcpu=$(ticks "$drv"); fi
+		# A process may exit between the test and the read: keep the last count.
+		if [ -n "$pid" ] && t=$(ticks "$pid" 2>/dev/null); then last=$t; fi
+		if t=$(ticks "$drv" 2>/dev/null); then drvcpu=$t; fi
 		sleep 0.2
 	done
 	wait "$drv" && rc=0 || rc=$?
