@@ -2,13 +2,9 @@ package core
 
 import "errors"
 
-// MaxInlineBytes bounds the content a plan item may carry
-// ([ResourceTarget.WithContent]). It is a bound on what a plan holds in
-// memory, not a recommendation: a store inlines only small bodies (a few
-// KiB: fields, JSON documents) and reads the others with its body reader,
-// since inline content is fetched for every planned item before the policy
-// has decided any of them.
-const MaxInlineBytes = 64 << 10
+// maxInlineBytes bounds the content a plan item may carry
+// ([ResourceTarget.WithContent]).
+const maxInlineBytes = 64 << 10
 
 // inline is the content a plan item carries and the decision storage took
 // with it. Neither is part of the target's identity.
@@ -31,17 +27,21 @@ type inline struct {
 // Content and decision are not part of the target's identity and never
 // reach the policy or a reader: a [PolicyPass] lists the target without
 // them, with the same URI, representation, authorization data and object
-// reference. p must not be zero and hold at most [MaxInlineBytes]; a target
-// with an [ObjectRef] cannot carry content (it is read by its object
-// source), nor can a target with content be given one.
+// reference. p must not be zero and hold at most 64 KiB: a bound on what a
+// plan holds in memory, not a recommendation, since inline content is
+// fetched for every planned item before the policy has decided any of
+// them; a store inlines only small bodies (a few KiB: fields, JSON
+// documents) and reads the others with its body reader. A target with an
+// [ObjectRef] cannot carry content (it is read by its object source), nor
+// can a target with content be given one.
 func (t ResourceTarget) WithContent(p ResourcePayload, d TargetDecision) (ResourceTarget, error) {
 	switch {
 	case t.IsZero():
 		return ResourceTarget{}, errors.New("core: content on a zero target")
 	case p.IsZero():
 		return ResourceTarget{}, errors.New("core: content must be a payload built by TextPayload or BlobPayload")
-	case p.Len() > MaxInlineBytes:
-		return ResourceTarget{}, errors.New("core: content exceeds MaxInlineBytes")
+	case p.Len() > maxInlineBytes:
+		return ResourceTarget{}, errors.New("core: content exceeds 64 KiB")
 	case t.obj != nil:
 		return ResourceTarget{}, errors.New("core: a target with an object reference cannot carry content")
 	}

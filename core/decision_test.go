@@ -621,15 +621,15 @@ func TestWithContent(t *testing.T) {
 		"a zero payload":   func() (ResourceTarget, error) { return tg.WithContent(ResourcePayload{}, allow) },
 		"an object target": func() (ResourceTarget, error) { return obj.WithContent(p, allow) },
 		"too large content": func() (ResourceTarget, error) {
-			return tg.WithContent(TextPayload("text/plain", strings.Repeat("x", MaxInlineBytes+1)), allow)
+			return tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes+1)), allow)
 		},
 	} {
 		if _, err := f(); err == nil {
 			t.Errorf("WithContent accepted %s", name)
 		}
 	}
-	if _, err := tg.WithContent(TextPayload("text/plain", strings.Repeat("x", MaxInlineBytes)), allow); err != nil {
-		t.Errorf("WithContent refused MaxInlineBytes: %v", err)
+	if _, err := tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes)), allow); err != nil {
+		t.Errorf("WithContent refused maxInlineBytes: %v", err)
 	}
 }
 

@@ -607,7 +607,7 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 		}
 		g := ref.Grants
 		if wc, err := t.WithContent(p, core.TargetDecision{Visibility: core.Visibility{Visible: g.Visible, DiscloseIssueURI: g.Disclose}, Read: g.Read}); err == nil {
-			t = wc // else (content over core.MaxInlineBytes) the body statement reads it
+			t = wc // else (content over the 64 KiB core.ResourceTarget.WithContent takes) the body statement reads it
 		}
 	}
 	return t, nil
