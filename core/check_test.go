@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // CheckDefinitions reports what a gateway of the same definitions and
@@ -23,7 +24,7 @@ func TestCheckDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := core.NewResources(bindingsOf(defs), allowAll())
+	res, err := core.NewResources(bindingsOf(defs), storetest.AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestCheckDefinitions(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Definition != tc.index || ce.Field != tc.field {
 				t.Fatalf("err = %#v, want a *ConfigError about definition %d, field %s", err, tc.index, tc.field)
 			}
-			_, gwErr := core.NewResources(bindingsOf(tc.defs), allowAll(), core.WithResourceLimits(tc.limits))
+			_, gwErr := core.NewResources(bindingsOf(tc.defs), storetest.AllowAll(), core.WithResourceLimits(tc.limits))
 			if gwErr == nil || gwErr.Error() != err.Error() {
 				t.Fatalf("CheckDefinitions: %v; NewResources: %v (want the same)", err, gwErr)
 			}
@@ -74,14 +75,4 @@ func bindingsOf(defs []core.ResourceDefinition) []core.ResourceBinding {
 		out[i] = core.ResourceBinding{Definition: d, Resolver: stub, Reader: reader}
 	}
 	return out
-}
-
-func allowAll() core.ResourcePolicy {
-	return core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
 }

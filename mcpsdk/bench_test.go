@@ -11,6 +11,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // The benchmarks compare a read through the adapter with the same content
@@ -22,16 +23,6 @@ import (
 // ns/op on a shared machine.
 
 var benchText = strings.Repeat("benchmark text ", 64) // ~1 KiB
-
-func allowAll() core.ResourcePolicy {
-	return core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
-}
 
 // selfBinding plans the request URI as its one item and reads benchText.
 func selfBinding(def core.ResourceDefinition) core.ResourceBinding {
@@ -114,7 +105,7 @@ func BenchmarkReadExact(b *testing.B) {
 		s.AddResource(&mcp.Resource{URI: uri, Name: "doc", MIMEType: "text/plain"}, sdkHandler)
 		benchRead(b, benchClient(b, s), uri)
 	})
-	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, allowAll())
+	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, storetest.AllowAll())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +135,7 @@ func BenchmarkReadLastOf10kTemplates(b *testing.B) {
 		for i := range n {
 			bs[i] = selfBinding(core.ResourceDefinition{URITemplate: tmpl(i), Name: fmt.Sprint(i), MIMEType: "text/plain"})
 		}
-		r, err := core.NewResources(bs, allowAll())
+		r, err := core.NewResources(bs, storetest.AllowAll())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -189,7 +180,7 @@ func BenchmarkReadBlob(b *testing.B) {
 		bind.Reader = core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
 			return core.BlobPayload("application/octet-stream", benchBlob), nil
 		})
-		r, err := core.NewResources([]core.ResourceBinding{bind}, allowAll())
+		r, err := core.NewResources([]core.ResourceBinding{bind}, storetest.AllowAll())
 		if err != nil {
 			b.Fatal(err)
 		}

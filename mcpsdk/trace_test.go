@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // tracedClient serves r with tracing to a fresh in-memory exporter.
@@ -60,7 +61,7 @@ func spanAttr(s tracetest.SpanStub, k string) string {
 // span's children, and the span names the method, the protocol version and
 // the outcome without the URI or the principal.
 func TestTraceparentInMetaParentsTheRequestSpan(t *testing.T) {
-	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: "bench://doc", Name: "doc"})}, allowAll())
+	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: "bench://doc", Name: "doc"})}, storetest.AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestTraceparentInMetaParentsTheRequestSpan(t *testing.T) {
 // read's span carries the outcome, the failure kind and the JSON-RPC code,
 // and the request URI only with Tracing.RequestURI.
 func TestFailedReadSpanHasItsKindAndTheURIOnlyByOption(t *testing.T) {
-	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: "bench://doc", Name: "doc"})}, allowAll())
+	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: "bench://doc", Name: "doc"})}, storetest.AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestFailedReadSpanHasItsKindAndTheURIOnlyByOption(t *testing.T) {
 // on, every request sampled, and a batching exporter that discards.
 func BenchmarkReadTraced(b *testing.B) {
 	const uri = "bench://doc"
-	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, allowAll())
+	r, err := core.NewResources([]core.ResourceBinding{selfBinding(core.ResourceDefinition{URI: uri, Name: "doc", MIMEType: "text/plain"})}, storetest.AllowAll())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,21 +11,12 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // The benchmarks of issue 16 over the in-memory store: what the gateway
 // itself costs per read (gateway against the store's own calls, in one
 // run), and the heap a read of items far over the item limit needs.
-
-func allowAll() core.ResourcePolicy {
-	return core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
-}
 
 // BenchmarkMemoryStoreRead reads one 1 KiB text item of the store:
 //
@@ -87,7 +78,7 @@ func BenchmarkMemoryStoreRead(b *testing.B) {
 	for _, g := range []struct {
 		name   string
 		policy core.ResourcePolicy
-	}{{"gateway", allowAll()}, {"gateway-store-policy", st.Policy()}, {"gateway-store-policy-per-target", perTarget(st.Policy())}} {
+	}{{"gateway", storetest.AllowAll()}, {"gateway-store-policy", st.Policy()}, {"gateway-store-policy-per-target", perTarget(st.Policy())}} {
 		r := open(g.policy)
 		b.Run(g.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 // countingBucket is a bucket of an unreachable server whose HTTP requests
@@ -60,7 +61,7 @@ func TestKeyGrantDecidesBeforeAnyRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := core.NewResources(append(bs, plain), allowAll())
+	r, err := core.NewResources(append(bs, plain), storetest.AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}

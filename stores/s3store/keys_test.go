@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
 func testBucket(t *testing.T) *Bucket {
@@ -25,16 +26,6 @@ func testBucket(t *testing.T) *Bucket {
 
 var reports = KeyFamily{Definition: core.ResourceDefinition{Name: "report"},
 	URI: "report://tenants/{tenant}/reports/...", Prefix: "tenants/{tenant}/reports/", MaxDepth: 6}
-
-func allowAll() core.ResourcePolicy {
-	return core.PerTarget(core.TargetPolicy{
-		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
-		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {
-			return core.Visibility{Visible: true}, nil
-		},
-		Read: func(context.Context, core.ResourceTarget) error { return nil },
-	})
-}
 
 // stub is a binding of tmpl that is never read.
 func stub(tmpl string) core.ResourceBinding {
@@ -90,7 +81,7 @@ func TestKeyFamilyIsNeverAmbiguousWithItselfOrDisjointNeighbours(t *testing.T) {
 	}
 	neighbours := []core.ResourceBinding{stub("doc://tenants/{tenant}/documents/{id}"), stub("doc://tenants/{tenant}/documents"),
 		stub("report://tenants/{tenant}")}
-	r, err := core.NewResources(append(slices.Clone(bs), neighbours...), allowAll())
+	r, err := core.NewResources(append(slices.Clone(bs), neighbours...), storetest.AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +89,7 @@ func TestKeyFamilyIsNeverAmbiguousWithItselfOrDisjointNeighbours(t *testing.T) {
 		t.Fatalf("overlaps %+v (complete %v), want none", o, complete)
 	}
 	clash := stub("report://tenants/{tenant}/reports/{year}/index")
-	r, err = core.NewResources(append(slices.Clone(bs), clash), allowAll())
+	r, err = core.NewResources(append(slices.Clone(bs), clash), storetest.AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +153,7 @@ func FuzzKeyFamily(f *testing.F) {
 		if len(bs) != depth {
 			t.Fatalf("%d bindings for depth %d", len(bs), depth)
 		}
-		r, err := core.NewResources(bs, allowAll())
+		r, err := core.NewResources(bs, storetest.AllowAll())
 		if err != nil {
 			return // a URI core refuses (scheme, escapes): registration fails, as it should
 		}

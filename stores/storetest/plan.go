@@ -55,7 +55,7 @@ func newRig(ctx context.Context, t *testing.T, newHarness MakeHarness) *rig {
 		Definition: b.Definition,
 		Resolver:   capture,
 		Reader:     core.ItemReader(unreachableReader),
-	}}, allowAll())
+	}}, AllowAll())
 	if err != nil {
 		t.Fatalf("storetest: registering Harness.Binding: %v", err)
 	}
@@ -66,9 +66,11 @@ func unreachableReader(context.Context, core.ReadItem) (core.ResourcePayload, er
 	return core.ResourcePayload{}, errors.New("storetest: the planning gateway never reads")
 }
 
-// allowAll is a policy that lets everything through, so that whatever a case
-// sees was decided by the store.
-func allowAll() core.ResourcePolicy {
+// AllowAll is a policy that lets every caller discover and read
+// everything, so that whatever a gateway over it serves was decided by its
+// stores alone: the policy of the suite's planning gateways, and of a
+// store's tests and benchmarks that measure the store.
+func AllowAll() core.ResourcePolicy {
 	return core.PerTarget(core.TargetPolicy{
 		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(context.Context, core.ResourceTarget) (core.Visibility, error) {

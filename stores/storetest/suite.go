@@ -444,7 +444,7 @@ func gatewayBundle(ctx context.Context, t *testing.T, r *rig) {
 			return core.NewResourceReadPlan(requested, targets...)
 		}),
 		Reader: r.reader,
-	}}, allowAll())
+	}}, AllowAll())
 	if err != nil {
 		t.Fatal(err)
 	}
