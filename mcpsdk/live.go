@@ -228,7 +228,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	case errors.Is(err, live.ErrSessionLimit), errors.Is(err, live.ErrPrincipalLimit), errors.Is(err, live.ErrHubLimit):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: SubscriptionLimitMessage}
 	case err != nil:
-		return rpcFailure(err, legacy)
+		return WireError(err, legacy)
 	}
 	t := ticket{req.Session, req.Params.URI}
 	s.tmu.Lock()

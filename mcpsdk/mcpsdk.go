@@ -629,14 +629,17 @@ func (a *adapter) scopeKey(ctx context.Context, req mcp.Request) []byte {
 }
 
 // failure turns a gateway error into the JSON-RPC error a client sees.
-func (a *adapter) failure(err error) error { return rpcFailure(err, a.legacyNotFound) }
+func (a *adapter) failure(err error) error { return WireError(err, a.legacyNotFound) }
 
-// rpcFailure is the one mapping of a gateway error to the JSON-RPC error a
-// client sees: the code of [ErrorCode], the fixed public message of its
-// kind and, for the kinds that have one, the failure's safe report
-// ([core.Failure.Report]) as data; never its private cause. An error that
-// is not a *core.Failure is an internal error without data.
-func rpcFailure(err error, legacy bool) *jsonrpc.Error {
+// WireError is the one mapping of a gateway error to the JSON-RPC error a
+// client sees: the code of [ErrorCode] (legacy as there), the fixed public
+// message of its kind and, for the kinds that have one, the failure's safe
+// report ([core.Failure.Report]) as data; never its private cause. An
+// error that is not a *core.Failure is an internal error without data. A
+// host's own middleware that refuses a request for a gateway reason (a
+// storage outage before the store is checked, say) answers with it, so the
+// client sees exactly what the adapter would send.
+func WireError(err error, legacy bool) *jsonrpc.Error {
 	var f *core.Failure
 	if !errors.As(err, &f) || f.Kind == 0 {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}

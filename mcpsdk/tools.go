@@ -350,7 +350,7 @@ func (a *adapter) toolFailure(err error, version string) *toolResult {
 }
 
 // failureFacts are the safe facts of err that a failed tool call carries:
-// those of [rpcFailure], in the tool surface's shape.
+// those of [WireError], in the tool surface's shape.
 func failureFacts(err error, legacy bool) toolErrorFacts {
 	var fail *core.Failure
 	if !errors.As(err, &fail) || fail.Kind == 0 {

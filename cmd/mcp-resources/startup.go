@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -116,20 +115,12 @@ func (s *startup) gate(listFree bool) mcp.Middleware {
 					if ctx.Err() != nil {
 						return nil, err
 					}
-					return nil, outageError()
+					return nil, mcpsdk.WireError(core.NewFailure(core.FailureOutage, errStartupFailed), false)
 				}
 			}
 			return next(ctx, method, req)
 		}
 	}
-}
-
-// outageError is the wire error of a storage outage, as the adapter
-// answers core.FailureOutage (mcpsdk.ErrorCode, the failure's fixed
-// message and its report).
-func outageError() *jsonrpc.Error {
-	f := core.NewFailure(core.FailureOutage, errStartupFailed)
-	return &jsonrpc.Error{Code: mcpsdk.ErrorCode(f.Kind, false), Message: core.NewFailure(f.Kind, nil).Error(), Data: f.Report()}
 }
 
 // endableInput returns r through a pipe, and end, which ends what it
