@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -65,13 +66,13 @@ func (c *checker) source(s *Source) {
 	case (s.Postgres == nil) == (s.S3 == nil):
 		c.e.at(s.Spans.start(), "%s: give exactly one of postgres and s3", path)
 	case s.Postgres != nil:
-		c.postgres(s.Postgres, path+".postgres")
+		c.postgres(s.Name, s.Postgres, path+".postgres")
 	default:
 		c.s3(s.S3, path+".s3")
 	}
 }
 
-func (c *checker) postgres(p *PostgresSource, path string) {
+func (c *checker) postgres(name string, p *PostgresSource, path string) {
 	if !p.Spans.has("url") {
 		c.required(p.Spans, "url", path)
 	} else {
@@ -83,16 +84,15 @@ func (c *checker) postgres(p *PostgresSource, path string) {
 	switch {
 	case p.LoginRole && p.Spans.has("role"):
 		c.e.at(p.Spans.of("role"), "%s.role: give role or login_role: true, not both", path)
-	case p.LoginRole:
-	case !p.Spans.has("role"):
+	case !p.LoginRole && !p.Spans.has("role"):
 		c.e.at(p.Spans.start(), "%s: role is required: the role every statement runs as (its login must be a member)", path)
-	default:
-		if err := postgres.CheckSource(postgres.SourceOptions{Role: p.Role}); err != nil {
-			c.e.at(p.Spans.of("role"), "%s.role: %s", path, err.(*core.ConfigError).Reason)
-		}
 	}
-	if p.MaxPlanItems < 0 {
-		c.e.at(p.Spans.of("max_plan_items"), "%s.max_plan_items: must not be negative", path)
+	// The rest are the store's rules, checked by the store (a role whose
+	// presence is reported above is not checked again).
+	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole || !p.Spans.has("role"),
+		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems}
+	if err := postgres.CheckSource(opts); err != nil {
+		c.e.add(c.f.storeError(err, name, p.Spans.start()))
 	}
 }
 

@@ -647,7 +647,7 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 var fileKeys = map[string]string{
 	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
 	"Prefix": "prefix", "MaxDepth": "max_depth", "ObjectURI": "object.uri", "ObjectSource": "object.source", "Grant": "grant.keys",
-	"Role": "postgres.role", "LoginRole": "postgres.login_role", "db": "postgres.url", "Decide": "postgres.policy.decide",
+	"Role": "postgres.role", "LoginRole": "postgres.login_role", "MaxPlanItems": "postgres.max_plan_items", "StatementTimeout": "postgres.statement_timeout", "db": "postgres.url", "Decide": "postgres.policy.decide",
 	"SecretAccessKey": "s3.secret_key", "AccessKeyID": "s3.access_key",
 }
 

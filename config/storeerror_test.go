@@ -40,7 +40,8 @@ func TestStoreErrorsLandAtThePathTheyName(t *testing.T) {
 		{at(core.ConfigPath{Source: "db", Field: "Decide"}, nil), "db", "good.yaml:15:11: policy.decide: broken"},
 		{at(core.ConfigPath{Field: "SecretAccessKey"}, nil), "files", "good.yaml:12:19: sources.files.s3.secret_key: broken"},
 		{at(core.ConfigPath{Field: "Bucket"}, nil), "files", "good.yaml:9:15: sources.files.s3.bucket: broken"},
-		{at(core.ConfigPath{Field: "StatementTimeout"}, nil), "db", "good.yaml:3:3: mute: broken"},
+		{at(core.ConfigPath{Source: "db", Field: "StatementTimeout"}, nil), "db", "good.yaml:4:5: sources.db.postgres.statement_timeout: broken"},
+		{at(core.ConfigPath{Field: "Principal"}, nil), "db", "good.yaml:3:3: mute: broken"}, // no key of the file writes it
 		{fmt.Errorf("no store said where"), "db", "good.yaml:3:3: no store said where"},
 	}
 	for i, tc := range cases {

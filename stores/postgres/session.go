@@ -131,16 +131,11 @@ func newSession(db DB, opts *sessionOptions) (*session, error) {
 		s.role = ""
 	}
 	s.roleArg = s.role
-	switch {
-	case s.timeout < 0:
-		return nil, core.NewConfigError("Options.StatementTimeout", "is negative", nil)
-	case s.timeout == 0:
+	// NewSource refused negative ones (CheckSource).
+	if s.timeout <= 0 {
 		s.timeout = DefaultStatementTimeout
 	}
-	switch {
-	case s.maxItems < 0:
-		return nil, core.NewConfigError("Options.MaxPlanItems", "is negative", nil)
-	case s.maxItems == 0:
+	if s.maxItems <= 0 {
 		s.maxItems = DefaultMaxPlanItems
 	}
 	return s, nil

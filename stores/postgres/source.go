@@ -154,11 +154,16 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies}, nil
 }
 
-// CheckSource checks the role of opts as NewSource does, without a database: Role is
+// CheckSource checks opts as NewSource does, without a database: Role is
 // required unless LoginRole is set, and is a role name, 1 to 63 bytes of
-// UTF-8 without control characters.
+// UTF-8 without control characters; StatementTimeout and MaxPlanItems are
+// not negative (zero picks the default).
 func CheckSource(opts SourceOptions) error {
 	switch {
+	case opts.StatementTimeout < 0:
+		return sourceError(opts.Name, "StatementTimeout", "", "must not be negative")
+	case opts.MaxPlanItems < 0:
+		return sourceError(opts.Name, "MaxPlanItems", "", "must not be negative")
 	case opts.LoginRole:
 		return nil
 	case opts.Role == "":
