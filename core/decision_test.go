@@ -21,9 +21,11 @@ type drItem struct {
 	uri string
 	// decision is what the reader returns with the item's body; nil: none.
 	decision *TargetDecision
-	// inline, when set, is planned WithContent with inlineDecision.
+	// inline, when set, is planned WithContent with inlineDecision, or
+	// with no decision when undecided is set.
 	inline         *ResourcePayload
 	inlineDecision TargetDecision
+	undecided      bool
 	// body is what the reader returns; nil: "body of URI".
 	body *ResourcePayload
 }
@@ -70,6 +72,15 @@ func newDecisionRig(t *testing.T, uris ...string) *decisionRig {
 	return g
 }
 
+// inlineText plans each of uris with the text/plain content prefix+URI
+// and a decision that allows it.
+func (g *decisionRig) inlineText(prefix string, uris ...string) {
+	for _, u := range uris {
+		p := TextPayload("text/plain", prefix+u)
+		g.item(u).inline, g.item(u).inlineDecision = &p, allow
+	}
+}
+
 func (g *decisionRig) item(uri string) *drItem {
 	for i := range g.items {
 		if g.items[i].uri == uri {
@@ -107,7 +118,11 @@ func (g *decisionRig) plan() (ResourceReadPlan, error) {
 			return ResourceReadPlan{}, err
 		}
 		if it.inline != nil {
-			if ts[i], err = ts[i].WithContent(*it.inline, it.inlineDecision); err != nil {
+			d := &it.inlineDecision
+			if it.undecided {
+				d = nil
+			}
+			if ts[i], err = ts[i].WithContent(*it.inline, d); err != nil {
 				return ResourceReadPlan{}, err
 			}
 		}
@@ -549,10 +564,7 @@ func TestInlineItemsObeyAdmissionAsReadBodies(t *testing.T) {
 
 func TestInlineItemTheFirstPassHidesOrDeniesIsNotAdmitted(t *testing.T) {
 	g := newDecisionRig(t, "test://a", "test://b", "test://c")
-	for _, u := range []string{"test://a", "test://b"} {
-		p := TextPayload("text/plain", "SECRET "+u)
-		g.item(u).inline, g.item(u).inlineDecision = &p, allow
-	}
+	g.inlineText("SECRET ", "test://a", "test://b")
 	g.answers[PassBeforeReads]["test://a"] = hidden
 	g.answers[PassBeforeReads]["test://b"] = revoked
 	// At the recheck the policy still hides a: its inline decision (which
@@ -577,10 +589,7 @@ func TestInlineItemTheFirstPassHidesOrDeniesIsNotAdmitted(t *testing.T) {
 
 func TestInlineDecisionIsTheItemsRecheck(t *testing.T) {
 	g := newDecisionRig(t, "test://a", "test://b")
-	for _, u := range []string{"test://a", "test://b"} {
-		p := TextPayload("text/plain", "SECRET "+u)
-		g.item(u).inline, g.item(u).inlineDecision = &p, allow
-	}
+	g.inlineText("SECRET ", "test://a", "test://b")
 	g.item("test://a").inlineDecision = hidden
 	g.item("test://b").inlineDecision = revoked
 	res, err := g.read()
@@ -590,20 +599,79 @@ func TestInlineDecisionIsTheItemsRecheck(t *testing.T) {
 	}
 }
 
+func TestContentWithoutADecisionIsRecheckedByThePolicy(t *testing.T) {
+	g := newDecisionRig(t, "test://a", "test://b")
+	g.inlineText("SECRET ", "test://a", "test://b")
+	g.item("test://a").undecided, g.item("test://b").undecided = true, true
+	g.answers[PassRecheck]["test://b"] = revoked // revoked after planning
+	res, err := g.read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := seenBy(res, nil)
+	if !strings.HasPrefix(got, `test://a="SECRET test://a" `) || strings.Contains(got, "SECRET test://b") ||
+		!strings.Contains(got, `"code":"unavailable","message":"The resource is unavailable.","retryable":false,"uri":"test://b"`) {
+		t.Fatalf("outcome %s, want a, and b removed by the recheck", got)
+	}
+	if len(g.requests) != 0 {
+		t.Fatalf("reader requests %v for inline items", g.requests)
+	}
+	if got := g.passURIs(PassRecheck); !slices.Equal(got, []string{bundleURI, "test://a", "test://b"}) {
+		t.Fatalf("recheck pass = %v, want both items asked", got)
+	}
+}
+
+func TestContentPlannedBeforeTheReadIsReadAgain(t *testing.T) {
+	// A resolver that keeps the plan it made for one read and returns it
+	// for the next: the content it carries was read before the second read
+	// began, so that read asks the reader, whose body has changed since.
+	g := newDecisionRig(t, "test://a", "test://b")
+	g.inlineText("planned ", "test://a", "test://b")
+	kept, err := g.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := TextPayload("text/plain", "changed test://b")
+	g.item("test://b").body = &changed
+	res, err := NewResources([]ResourceBinding{{
+		Definition: ResourceDefinition{URI: bundleURI, Name: "kept"},
+		Resolver:   ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return kept, nil }),
+		Reader:     g,
+	}}, g.policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := res.Read(context.Background(), bundleURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seenBy(out, nil); !strings.HasPrefix(got, `test://a="body of test://a" test://b="changed test://b" `) {
+		t.Fatalf("outcome %s, want both items as the reader reads them now", got)
+	}
+	if fmt.Sprint(g.requests) != "[[test://a test://b]]" {
+		t.Fatalf("reader requests = %v, want both kept items read", g.requests)
+	}
+	// A plan made during the read keeps its content: no reader call.
+	g.requests = nil
+	if out, err = g.read(); err != nil || !strings.HasPrefix(seenBy(out, nil), `test://a="planned test://a" `) || len(g.requests) != 0 {
+		t.Fatalf("fresh plan: %s, %v, reader requests %v", seenBy(out, nil), err, g.requests)
+	}
+}
+
 func TestWithContent(t *testing.T) {
 	tg, err := NewResourceTarget("test://a", "item", authzOf("test://a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := BlobPayload("application/octet-stream", []byte{1, 2})
-	with, err := tg.WithContent(p, allow)
+	with, err := tg.WithContent(p, &allow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !sameTarget(with, tg) || with.URI() != tg.URI() || string(with.AuthorizationData()) != string(tg.AuthorizationData()) {
 		t.Fatal("content changed the target's identity")
 	}
-	if in := with.inline; in == nil || !slices.Equal(in.payload.Blob(), []byte{1, 2}) || in.decision != allow {
+	if in := with.inline; in == nil || !slices.Equal(in.payload.Blob(), []byte{1, 2}) || *in.decision != allow {
 		t.Fatalf("content = %+v", in)
 	}
 	if tg.inline != nil {
@@ -617,18 +685,18 @@ func TestWithContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, f := range map[string]func() (ResourceTarget, error){
-		"a zero target":    func() (ResourceTarget, error) { return ResourceTarget{}.WithContent(p, allow) },
-		"a zero payload":   func() (ResourceTarget, error) { return tg.WithContent(ResourcePayload{}, allow) },
-		"an object target": func() (ResourceTarget, error) { return obj.WithContent(p, allow) },
+		"a zero target":    func() (ResourceTarget, error) { return ResourceTarget{}.WithContent(p, &allow) },
+		"a zero payload":   func() (ResourceTarget, error) { return tg.WithContent(ResourcePayload{}, &allow) },
+		"an object target": func() (ResourceTarget, error) { return obj.WithContent(p, &allow) },
 		"too large content": func() (ResourceTarget, error) {
-			return tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes+1)), allow)
+			return tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes+1)), &allow)
 		},
 	} {
 		if _, err := f(); err == nil {
 			t.Errorf("WithContent accepted %s", name)
 		}
 	}
-	if _, err := tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes)), allow); err != nil {
+	if _, err := tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes)), &allow); err != nil {
 		t.Errorf("WithContent refused maxInlineBytes: %v", err)
 	}
 }

@@ -136,6 +136,7 @@ func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m Reso
 	}); err != nil {
 		return m, plan, nil, err
 	}
+	since := planClock.Add(1)
 	if err = observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
 		plan, err = r.resolve(ctx, m.def, m)
 		return err
@@ -144,7 +145,7 @@ func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m Reso
 	}
 	st = make([]itemState, len(plan.items))
 	for i, t := range plan.items {
-		st[i].target = t
+		st[i].target = t.planned(since)
 	}
 	err = observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
@@ -476,8 +477,8 @@ func (r *Resources) admitContent(s *itemState, b *budget, sizeOf itemSizeFunc) {
 // through takes it: for one it hid or denied, the inline decision is older
 // than the policy's answer, and the recheck asks the policy.
 func (s *itemState) contentDecision() {
-	if in := s.target.inline; in != nil {
-		s.final, s.rechecked = passDecision(in.decision), true
+	if in := s.target.inline; in != nil && in.decision != nil {
+		s.final, s.rechecked = passDecision(*in.decision), true
 	}
 }
 

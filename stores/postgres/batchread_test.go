@@ -277,12 +277,13 @@ func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 }
 
 // TestSQLBindingPlansSmallContentInline proves that a plan's content
-// column plans the item with its content and the decision the plan read
-// beside it, so a read costs the plan alone and is rechecked by that
-// decision (a gateway policy that allows everything still does not serve
-// content the plan's read column denies); content over the inline bound is
-// not transferred and the body statement reads the item; and a content
-// column without visible and read is a mistake Check reports at the plan.
+// column plans the item with its content, so a read costs the plan alone;
+// that under a gateway policy other than the source's (one that allows
+// everything) an item the plan's read column denies is not served: its
+// content is not planned and the reader refuses it without a statement;
+// that content over the inline bound is not transferred and the body
+// statement reads the item; and that a content column without visible and
+// read is a mistake Check reports at the plan.
 func TestSQLBindingPlansSmallContentInline(t *testing.T) {
 	t.Parallel()
 	d := newBodiesDB(t)

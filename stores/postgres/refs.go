@@ -16,6 +16,14 @@ type grantFlags struct {
 	Disclose bool `json:"d,omitempty"`
 }
 
+// readable reports whether the flags let the principal read the item.
+func (g grantFlags) readable() bool { return g.Visible && g.Read }
+
+// decision is the flags as the policy's answer for the item.
+func (g grantFlags) decision() core.TargetDecision {
+	return core.TargetDecision{Visibility: core.Visibility{Visible: g.Visible, DiscloseIssueURI: g.Disclose}, Read: g.Read}
+}
+
 // decide turns what a pinned body statement returned into a payload or an
 // error: visible is whether it returned the row, samePlan whether the row
 // has the planned version, size the content's size (nil: no content) and

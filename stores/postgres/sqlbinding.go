@@ -51,11 +51,15 @@ import (
 //
 // A content column plans the row item with its content and the decision
 // the plan read with it (core.ResourceTarget.WithContent): the gateway
-// reads no body for it and rechecks it by that decision, so a read of
-// such items costs the plan alone. The store inlines content of at most 8
-// KiB (a longer one is not transferred, and the item is read by the body
-// statement, as is one whose content is NULL): fields, small JSON
-// documents. Return it only where the row's read column is true (CASE
+// reads no body for it and, where the source's policy serves the binding
+// (SourceOptions.RecheckWithBodies, its recheck folded into the reads),
+// rechecks it by that decision, so a read of such items costs the plan
+// alone; under another policy that policy is asked at the recheck. The
+// content serves the read that planned it only: a target kept from an
+// earlier plan is read by the body statement. The store inlines content
+// of at most 8 KiB (a longer one is not transferred, and the item is read
+// by the body statement, as is one whose content is NULL): fields, small
+// JSON documents. Return it only where the row's read column is true (CASE
 // WHEN ... THEN ... END), since it is fetched before the gateway decides,
 // and exactly what the body statement returns for the row.
 //
@@ -65,7 +69,9 @@ import (
 // decide statement only for the recheck after the reads. Compute them with
 // the same predicate as the decide statement (a LATERAL join on the grants
 // table, say), so that both stages answer alike; the row's object item
-// takes the row's answer.
+// takes the row's answer. Whatever policy the gateway asks, the store
+// reads no body of a row its plan answered hidden or unreadable: the
+// reader refuses it, as storage refuses an item the caller may not read.
 //
 // A Plan without Body serves the row's object alone, as the request URI:
 // register it beside the row's binding under the object item's URI
@@ -600,13 +606,21 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	if err != nil {
 		return t, err
 	}
-	if c, ok := r[inlineColumn].([]byte); ok && ref.Grants != nil {
+	// Content the flags deny is not planned (the reader refuses such an
+	// item, see Read). The flags stand as the content's recheck only where
+	// the source's policy serves the binding (its recheck folded into the
+	// reads); any other policy is asked at the recheck.
+	if c, ok := r[inlineColumn].([]byte); ok && ref.Grants != nil && ref.Grants.readable() {
 		p := core.BlobPayload(ref.MIME, c)
 		if ref.Text {
 			p = core.TextPayload(ref.MIME, string(c))
 		}
-		g := ref.Grants
-		if wc, err := t.WithContent(p, core.TargetDecision{Visibility: core.Visibility{Visible: g.Visible, DiscloseIssueURI: g.Disclose}, Read: g.Read}); err == nil {
+		var d *core.TargetDecision
+		if sb.folded.Load() != nil {
+			dc := ref.Grants.decision()
+			d = &dc
+		}
+		if wc, err := t.WithContent(p, d); err == nil {
 			t = wc // else (content over the 64 KiB core.ResourceTarget.WithContent takes) the body statement reads it
 		}
 	}
@@ -686,8 +700,14 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 	refs := make([]sqlRef, 0, len(req.Items)) // and its reference
 	for i, it := range req.Items {
 		ref, ok := sb.rowRef(it.Target)
-		if !ok {
+		switch {
+		case !ok:
 			out[i].Err = ErrBadTarget
+			continue
+		case ref.Grants != nil && !ref.Grants.readable():
+			// The plan's own answer denied it: storage refuses what it
+			// planned as unreadable, whatever policy the gateway asked.
+			out[i].Err = core.Unavailable(ErrNotVisible)
 			continue
 		}
 		items, at, refs = append(items, bodyItem{key: ref.Key, version: ref.Version, limit: it.Limit}), append(at, i), append(refs, ref)
