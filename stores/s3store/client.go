@@ -3,9 +3,11 @@ package s3store
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -16,6 +18,13 @@ import (
 // defaultRegion is the signing region [NewClient] uses for a custom endpoint
 // when [ClientConfig.Region] is empty.
 const defaultRegion = "us-east-1"
+
+// idleConnections is how many idle connections to the S3 server the
+// default HTTP client of [NewClient] keeps for reuse. A store talks to one
+// host, so it is also the bound over all hosts. The SDK's own default
+// keeps 10 per host: under more concurrent reads than that, each read past
+// the tenth opened a connection and closed it after one request.
+const idleConnections = 100
 
 // ClientConfig says how [NewClient] reaches an S3 server.
 type ClientConfig struct {
@@ -39,7 +48,8 @@ type ClientConfig struct {
 	// SessionToken is the optional session token of temporary static
 	// credentials.
 	SessionToken string
-	// HTTPClient sends the requests; nil means the SDK's default client.
+	// HTTPClient sends the requests; nil means the SDK's default client,
+	// keeping up to 100 idle connections to the server (the SDK keeps 10).
 	HTTPClient s3.HTTPClient
 	// RetryMaxAttempts bounds the attempts of one operation (throttling,
 	// 5xx and connection errors are retried with backoff, always inside the
@@ -88,8 +98,16 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
-		if cfg.HTTPClient != nil {
+		keepIdle := func(tr *http.Transport) { tr.MaxIdleConns, tr.MaxIdleConnsPerHost = idleConnections, idleConnections }
+		switch bc, buildable := o.HTTPClient.(*awshttp.BuildableClient); {
+		case cfg.HTTPClient != nil:
 			o.HTTPClient = cfg.HTTPClient
+		case o.HTTPClient == nil:
+			o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(keepIdle)
+		case buildable:
+			// The default chain's client (with AWS_CA_BUNDLE's roots, say):
+			// kept, with the idle bound.
+			o.HTTPClient = bc.WithTransportOptions(keepIdle)
 		}
 		if cfg.RetryMaxAttempts > 0 {
 			o.RetryMaxAttempts = cfg.RetryMaxAttempts
