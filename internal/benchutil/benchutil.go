@@ -7,6 +7,7 @@ package benchutil
 import (
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -73,4 +74,34 @@ func heapLive() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64()
+}
+
+// Ratio times op and base in turns, one of each per iteration of the
+// benchmark's loop (call it in place of the loop), and reports the median
+// time of each (name-us and base-us) and the ratio of the medians as
+// name/base. On a machine shared with other work the speed of both moves
+// alike within one iteration, so the ratio holds where two sub-benchmarks
+// run one after the other can differ by their neighbours' load.
+func Ratio(b *testing.B, name string, base, op func()) {
+	var bs, ops []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		base()
+		t1 := time.Now()
+		op()
+		bs, ops = append(bs, t1.Sub(t0)), append(ops, time.Since(t1))
+	}
+	if len(bs) == 0 {
+		return
+	}
+	mb, mo := median(bs), median(ops)
+	b.ReportMetric(float64(mb)/1e3, "base-us")
+	b.ReportMetric(float64(mo)/1e3, name+"-us")
+	b.ReportMetric(float64(mo)/float64(mb), name+"/base")
+}
+
+// median returns the median of ds, which it sorts.
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
