@@ -17,12 +17,13 @@ import (
 // policy, objects joined from S3 as the reference server does: the plan
 // carries the grant flags for the decision before the reads, and the
 // recheck is folded into the bodies statement (the same snapshot as the
-// bodies) or taken with the content a plan returned. One body read costs
-// 2 round trips (it was 10 before Decide, 3 with a recheck statement of
-// its own), a bundle of any N 2 (it was N + 2 while each item had its own
-// statement), the index 1 (its plan returns it), an asset's fields and
-// object 2 (the plan returns the fields; the object's recheck follows its
-// read from S3). S3 requests are not counted here (the object store's own
+// bodies) or taken with the content a plan returned. One small body read
+// costs 1 round trip (its plan returns it; it was 10 before Decide, 3 with
+// a recheck statement of its own), a project bundle of any N 1 (its
+// bundle statement returns each asset's fields; it was N + 2 while each
+// item had its own statement), the index 1 (its plan returns it), an
+// asset's fields and object 2 (the plan returns the fields; the object's
+// recheck follows its read from S3). S3 requests are not counted here (the object store's own
 // tests count them).
 func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	t.Parallel()
@@ -53,14 +54,14 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	kinds := []struct {
 		name, uri string
 		items     int   // application items of the read, or -1 for a list page
-		want      int64 // plan (+ bodies with their recheck) (+ the recheck of an object)
+		want      int64 // plan (+ bodies over 8 KiB with their recheck) (+ the recheck of an object)
 		max       int64 // the issue's bound: 2 for a body, 3 for a bundle of one source, 1 for the index
 	}{
 		{"index", "asset://projects", 1, 1, 1},
 		// The requested bundle target is decided without a statement.
-		{"project bundle", "asset://project/p", n + 1, 1 + 1, 3},
+		{"project bundle", "asset://project/p", n + 1, 1, 3},
 		{"joined asset", "asset://project/p/asset/obj", 2, 1 + 1, 2}, // the fields inline, the object read from S3
-		{"asset body", "asset://project/p/asset/a003/body", 1, 1 + 1, 2},
+		{"asset body", "asset://project/p/asset/a003/body", 1, 1, 2}, // a small body inline
 		{"asset object", "asset://project/p/asset/obj/object", 1, 1 + 1, 2},
 		{"list page", "", -1, 0, 0},
 	}
@@ -234,8 +235,9 @@ func TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies(t *testing.T) {
 	}
 	d.exec(t, `INSERT INTO mcpres.grants (principal, project_id, asset_id, can_discover, can_read, disclose_issue_uri) VALUES
 		('alice', 'p', 'a', true, true, true), ('alice', 'p', 'b', true, true, true), ('alice', 'p', 'c', true, true, true)`)
-	st := newStore(t, newPool(t, d.url, nil), &refOptions{RecheckWithBodies: true})
-	orig := st.Policy()
+	// A bundle whose plan carries no content: the bodies statement reads
+	// its items, with the recheck folded in.
+	bodies, orig := bodiesBundle(t, newPool(t, d.url, nil), true)
 	policy := orig
 	var rechecks atomic.Int64
 	policy.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
@@ -249,16 +251,16 @@ func TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies(t *testing.T) {
 		}
 		return ds, err
 	}
-	r := pgGateway(t, st.Bindings(), policy)
-	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	r := pgGateway(t, []core.ResourceBinding{bodies}, policy)
+	res, err := r.Read(as(t.Context(), "alice"), "body://project/p")
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
 	items := itemTexts(res)
-	if len(items) != 2 || items["asset://project/p/asset/a"] == "" || !res.Partial() {
+	if len(items) != 2 || items["asset://project/p/asset/a/body"] != "body of a" || !res.Partial() {
 		t.Fatalf("items %v partial %v: want the warning and a", items, res.Partial())
 	}
-	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b" {
+	if is := res.Issues(); len(is) != 1 || is[0].Code() != core.IssueUnavailable || is[0].ResourceURI() != "asset://project/p/asset/b/body" {
 		t.Fatalf("issues %+v: want b revoked, c gone without a trace", is)
 	}
 	if n := rechecks.Load(); n != 0 {

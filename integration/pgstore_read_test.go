@@ -99,7 +99,8 @@ func TestPGStoreServesAnAssetAsFieldsAndBodyUnderDistinctURIs(t *testing.T) {
 // TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable proves Postgres
 // enforces access: under a gateway policy that allows everything, a grant
 // deleted after planning leaves that item unavailable without its body,
-// while its sibling is served.
+// while its sibling is served. The bundle's plan carries no content
+// (bodiesBundle), so its bodies are read after the plan.
 func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
@@ -108,26 +109,28 @@ func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
 	d.textAsset(t, "p", "revoked", "REVOKED-CANARY")
 	d.grant(t, "alice", "p", "kept")
 	d.grant(t, "alice", "p", "revoked")
-	st := newStore(t, newPool(t, d.url, nil), nil)
+	pool := newPool(t, d.url, nil)
+	st := newStore(t, pool, nil)
+	bodies, _ := bodiesBundle(t, pool, false)
 
 	var once atomic.Bool
-	r := pgGateway(t, []core.ResourceBinding{st.ProjectBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
+	r := pgGateway(t, []core.ResourceBinding{bodies}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
 		if once.CompareAndSwap(false, true) { // planned, not yet read
 			d.revoke(t, "alice", "p", "revoked")
 		}
 	}))
-	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	res, err := r.Read(as(t.Context(), "alice"), "body://project/p")
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
 	items, issues := itemTexts(res), issueCodes(res)
-	if _, ok := items["asset://project/p/asset/kept"]; !ok {
+	if _, ok := items["asset://project/p/asset/kept/body"]; !ok {
 		t.Fatalf("sibling not served: %v", items)
 	}
-	if _, ok := items["asset://project/p/asset/revoked"]; ok {
+	if _, ok := items["asset://project/p/asset/revoked/body"]; ok {
 		t.Fatal("the revoked item was served")
 	}
-	if issues["asset://project/p/asset/revoked"] != core.IssueUnavailable {
+	if issues["asset://project/p/asset/revoked/body"] != core.IssueUnavailable {
 		t.Fatalf("issues %v, want the revoked item unavailable", issues)
 	}
 	for _, text := range items {
@@ -150,7 +153,8 @@ func TestPGStoreRevokedGrantBetweenPlanAndReadIsUnavailable(t *testing.T) {
 // TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan proves
 // Postgres enforces identity: an update between plan and read makes that
 // item read_failed (retryable) and its new content never appears, and a
-// fresh read serves the new version.
+// fresh read serves the new version. The bundle's plan carries no content
+// (bodiesBundle), so its bodies are read after the plan.
 func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testing.T) {
 	t.Parallel()
 	d := newPGDB(t)
@@ -158,19 +162,21 @@ func TestPGStoreUpdatedAssetIsNeverServedInItsNewVersionUnderTheOldPlan(t *testi
 	d.textAsset(t, "p", "a", "version one")
 	d.textAsset(t, "p", "b", "sibling")
 	d.grant(t, "alice", "p", "")
-	st := newStore(t, newPool(t, d.url, nil), nil)
+	pool := newPool(t, d.url, nil)
+	st := newStore(t, pool, nil)
+	bodies, _ := bodiesBundle(t, pool, false)
 
 	var once atomic.Bool
-	r := pgGateway(t, []core.ResourceBinding{st.ProjectBinding(), st.BodyBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
+	r := pgGateway(t, []core.ResourceBinding{bodies, st.BodyBinding()}, pgAllowAll(func(ctx context.Context, _ core.ResourceTarget) {
 		if once.CompareAndSwap(false, true) {
-			d.exec(t, `UPDATE mcpres.assets SET title = 'NEW-VERSION-CANARY', body = 'version two' WHERE project_id = 'p' AND id = 'a'`)
+			d.exec(t, `UPDATE mcpres.assets SET body = 'NEW-VERSION-CANARY' WHERE project_id = 'p' AND id = 'a'`)
 		}
 	}))
-	res, err := r.Read(as(t.Context(), "alice"), "asset://project/p")
+	res, err := r.Read(as(t.Context(), "alice"), "body://project/p")
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if code := issueCodes(res)["asset://project/p/asset/a"]; code != core.IssueReadFailed {
+	if code := issueCodes(res)["asset://project/p/asset/a/body"]; code != core.IssueReadFailed {
 		t.Fatalf("changed item: issue %q, want read_failed", code)
 	}
 	for uri, text := range itemTexts(res) {

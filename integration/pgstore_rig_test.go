@@ -266,6 +266,57 @@ func hostBinding(t testing.TB, db postgres.DB, opts postgres.SourceOptions, b po
 	return binding
 }
 
+// bodiesBundle serves, over the reference schema on db, the bundle
+// body://project/{project} of the project's asset bodies, which its bundle
+// statement plans without their content, so the store's bodies statement
+// reads them (the reference file's own bundles plan their small items
+// with their content), under the reference file's grants policy. With
+// recheck the policy's recheck is folded into the bodies statement
+// (RecheckWithBodies), as a resources file serves it.
+func bodiesBundle(t testing.TB, db postgres.DB, recheck bool) (core.ResourceBinding, core.ResourcePolicy) {
+	t.Helper()
+	f, err := referenceFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := postgres.NewSource(db, postgres.SourceOptions{Name: "bodies", Role: postgres.ReaderRole, RecheckWithBodies: recheck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	for _, r := range f.Resources {
+		if r.Name == "asset-body" {
+			body = r.Body
+		}
+	}
+	b, err := src.Binding(postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "body://project/{project}", Name: "bodies"},
+		Bundle: `SELECT a.project_id || '/' || a.id AS key, a.version, a.mime_type AS mime, a.body_is_text AS text,
+			a.project_id, a.id, gf.visible, gf.read, gf.disclose
+			FROM mcpres.assets a
+			CROSS JOIN LATERAL (
+			  SELECT coalesce(bool_or(g.can_discover OR g.can_read), false) AS visible,
+			         coalesce(bool_or(g.can_read), false) AS read,
+			         coalesce(bool_or(g.disclose_issue_uri), false) AS disclose
+			  FROM mcpres.grants g
+			  WHERE g.project_id = a.project_id AND (g.asset_id IS NULL OR g.asset_id = a.id)) gf
+			WHERE a.project_id = $project AND a.body IS NOT NULL ORDER BY a.id`,
+		ItemURI: "asset://project/{project_id}/asset/{id}/body",
+		Body:    body,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := src.Policy(f.Policy.Decide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Check(t.Context()); err != nil {
+		t.Fatalf("Source.Check: %v", err)
+	}
+	return b, policy
+}
+
 // planned returns the first item a read of uri would read, as the gateway
 // r plans and authorizes it for ctx (Resources.Authorize: no body read).
 func planned(t testing.TB, ctx context.Context, r *core.Resources, uri string) core.ResourceTarget {

@@ -29,16 +29,20 @@ func bundleDB(t testing.TB, n int) *pgDB {
 
 // TestPGStoreReadsTheBodiesInOneRoundTrip proves, with a pgx tracer and at
 // the connection, that planning costs one batch and the bodies of the
-// items, however many, one batch in one round trip (none for an asset's
-// fields, which its plan returns), and that nothing else is sent: no plain
-// query, no separate prepare, no extra round trip.
+// items, however many, one batch in one round trip, and that nothing else
+// is sent: no plain query, no separate prepare, no extra round trip. The
+// reference file's reads plan their small items with their content, so
+// they cost the plan alone (a 64-item project, a body, an asset's
+// fields); a bundle whose plan carries no content (bodiesBundle) costs the
+// plan and the one bodies statement.
 func TestPGStoreReadsTheBodiesInOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	const n = 64
 	d := bundleDB(t, n)
 	c := countedPool(t, d.url, 1)
 	st := newStore(t, c.pool, nil)
-	r := pgGateway(t, st.Bindings(), pgAllowAll(nil))
+	bodies, _ := bodiesBundle(t, c.pool, false)
+	r := pgGateway(t, append(st.Bindings(), bodies), pgAllowAll(nil))
 	ctx := as(t.Context(), "alice")
 	read := func(uri string, items int) {
 		t.Helper()
@@ -52,12 +56,13 @@ func TestPGStoreReadsTheBodiesInOneRoundTrip(t *testing.T) {
 	read("asset://project/p", n)
 	read("asset://project/p/asset/a000/body", 1)
 	read("asset://project/p/asset/a000", 1)
+	read("body://project/p", n)
 
 	for _, tc := range []struct {
 		uri   string
 		items int
 		want  int64 // one to plan, one for the bodies
-	}{{"asset://project/p", n, 1 + 1}, {"asset://project/p/asset/a007/body", 1, 1 + 1}, {"asset://project/p/asset/a007", 1, 1}} {
+	}{{"asset://project/p", n, 1}, {"asset://project/p/asset/a007/body", 1, 1}, {"asset://project/p/asset/a007", 1, 1}, {"body://project/p", n, 1 + 1}} {
 		b0, q0, p0, rt0 := c.tracer.batches.Load(), c.tracer.queries.Load(), c.tracer.prepares.Load(), c.wire.roundTrips.Load()
 		read(tc.uri, tc.items)
 		batches, queries, prepares, trips := c.tracer.batches.Load()-b0, c.tracer.queries.Load()-q0, c.tracer.prepares.Load()-p0, c.wire.roundTrips.Load()-rt0
@@ -148,6 +153,20 @@ func BenchmarkPGStoreOneRow(b *testing.B) {
 			}
 		}
 	})
+	// grants-vs-raw: the ratio, the gateway-grants read and the raw
+	// QueryRow timed in turns (benchutil.Ratio), reported as grants/base.
+	gr := grantsGateway(b, pool)
+	b.Run("grants-vs-raw", func(b *testing.B) {
+		benchutil.Ratio(b, "grants", func() {
+			if _, err := queryRaw(ctx, pool, "a000"); err != nil {
+				b.Fatal(err)
+			}
+		}, func() {
+			if res, err := gr.Read(ctx, "asset://project/p/asset/a000/body"); err != nil || len(res.Items()) != 1 {
+				b.Fatal(err)
+			}
+		})
+	})
 }
 
 // BenchmarkPGStoreBundle64 compares a gateway read of a 64-item bundle
@@ -171,16 +190,28 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 		}
 	})
 	grantsRead(b, pool, "asset://project/p", n)
+	raw := func() {
+		for _, id := range ids {
+			if _, err := queryRaw(ctx, pool, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
 		defer benchutil.CPU(b)()
 		for b.Loop() {
-			for _, id := range ids {
-				if _, err := queryRaw(ctx, pool, id); err != nil {
-					b.Fatal(err)
-				}
-			}
+			raw()
 		}
+	})
+	// grants-vs-raw: the ratio timed in turns (benchutil.Ratio).
+	gr := grantsGateway(b, pool)
+	b.Run("grants-vs-raw", func(b *testing.B) {
+		benchutil.Ratio(b, "grants", raw, func() {
+			if res, err := gr.Read(ctx, "asset://project/p"); err != nil || len(res.Items()) != n {
+				b.Fatal(err)
+			}
+		})
 	})
 }
 
@@ -189,23 +220,24 @@ func BenchmarkPGStoreBundle64(b *testing.B) {
 // read of uri with items items, on a store of its own over pool.
 func grantsRead(b *testing.B, pool *pgxpool.Pool, uri string, items int) {
 	ctx := as(context.Background(), "alice")
-	st := newStore(b, pool, &refOptions{RecheckWithBodies: true})
-	for _, g := range []struct {
-		name   string
-		policy core.ResourcePolicy
-	}{{"gateway-grants", st.Policy()}} {
-		r := pgGateway(b, st.Bindings(), g.policy)
-		b.Run(g.name, func(b *testing.B) {
-			b.ReportAllocs()
-			defer benchutil.CPU(b)()
-			for b.Loop() {
-				res, err := r.Read(ctx, uri)
-				if err != nil || len(res.Items()) != items {
-					b.Fatal(err)
-				}
+	r := grantsGateway(b, pool)
+	b.Run("gateway-grants", func(b *testing.B) {
+		b.ReportAllocs()
+		defer benchutil.CPU(b)()
+		for b.Loop() {
+			res, err := r.Read(ctx, uri)
+			if err != nil || len(res.Items()) != items {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
+}
+
+// grantsGateway serves the reference store over pool under the store's
+// grants policy, as a resources file does.
+func grantsGateway(b *testing.B, pool *pgxpool.Pool) *core.Resources {
+	st := newStore(b, pool, &refOptions{RecheckWithBodies: true})
+	return pgGateway(b, st.Bindings(), st.Policy())
 }
 
 // TestPGStoreComputesEachBodyOnce proves the bodies statement computes a

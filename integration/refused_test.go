@@ -167,8 +167,11 @@ func TestRefusedPlannedDeletedAndMissingIdentitiesLookAlikeOnEveryStore(t *testi
 	t.Run("postgres", func(t *testing.T) {
 		d := newPGDB(t)
 		d.project(t, "p")
+		// Bodies over the 8 KiB a plan inlines, so that each is read by the
+		// body statement after planning, where the refusal must show.
+		pad := strings.Repeat(".", 9<<10)
 		for _, id := range refusalIDs[:3] {
-			d.textAsset(t, "p", id, "body of "+id)
+			d.textAsset(t, "p", id, "body of "+id+pad)
 		}
 		d.textAsset(t, "p", "visible", "keeps the project visible to alice")
 		for _, id := range []string{"refusedread", "deleted", "visible"} {

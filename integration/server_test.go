@@ -194,9 +194,11 @@ func TestServerAfterMigrateAndSeedServesEachTokenItsOwnGrants(t *testing.T) {
 		t.Errorf("/healthz: %d", code)
 	}
 	code, metrics := srv.get(t, "/metrics")
+	// The seed's PostgreSQL reads are all planned with their content (its
+	// bodies are small): PostgreSQL's round trips are resolves.
 	if code != 200 || !strings.Contains(metrics, `mcpres_store_calls_total{op="read",outcome="ok",store="s3"}`) ||
-		!strings.Contains(metrics, `mcpres_store_calls_total{op="read",outcome="ok",store="postgres"}`) {
-		t.Errorf("/metrics (%d) does not count reads of both stores", code)
+		!strings.Contains(metrics, `mcpres_store_calls_total{op="resolve",outcome="ok",store="postgres"}`) {
+		t.Errorf("/metrics (%d) does not count the calls of both stores", code)
 	}
 	for _, private := range []string{"alice", "bob", "asset://", "salaries"} {
 		if strings.Contains(metrics, private) {
