@@ -13,11 +13,17 @@
 # Needs the services (eval "$(scripts/services.sh up)") and
 # MCPRES_VERSITYGW. Each run's output goes to $AB_OUT (default: a
 # temporary directory, printed). The CPU counts warm-up and load requests.
+#
+# The driver's versitygw keeps connections alive (mcp-load --s3-keep-alive),
+# as AWS S3 and MinIO do: as it comes, versitygw closes every connection
+# after one response, which makes each S3 GET a TCP connection of its own
+# on both sides. AB_S3_KEEPALIVE=0 runs it as it comes.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 old=${1:?usage: load-ab.sh OLD NEW [PAIRS [CLIENTS [DURATION]]]}
 new=${2:?usage: load-ab.sh OLD NEW [PAIRS [CLIENTS [DURATION]]]}
+keepalive=${AB_S3_KEEPALIVE:-1}
 pairs=${3:-3}
 clients=${4:-64}
 duration=${5:-15s}
@@ -53,7 +59,7 @@ one() { # one LABEL BINARY
 	f="$out/$label-$(date +%H%M%S).txt"
 	pg0=$(ticks "$postmaster" tree)
 	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$f"
-	"$out/mcp-load" --clients "$clients" --duration "$duration" --warmup 3s --server "$bin" >>"$f" 2>&1 &
+	"$out/mcp-load" --clients "$clients" --duration "$duration" --warmup 3s --server "$bin" --s3-keep-alive="$([ "$keepalive" = 1 ] && echo true || echo false)" >>"$f" 2>&1 &
 	drv=$!
 	# Sample the server's CPU until it exits (the driver stops it).
 	while kill -0 "$drv" 2>/dev/null; do
@@ -78,7 +84,7 @@ one() { # one LABEL BINARY
 		}' "$f"
 }
 
-echo "load-ab: $pairs pairs, $clients clients, $duration; output in $out" >&2
+echo "load-ab: $pairs pairs, $clients clients, $duration, S3 keep-alive $([ "$keepalive" = 1 ] && echo on || echo off); output in $out" >&2
 for i in $(seq 1 "$pairs"); do
 	if [ $((i % 2)) = 1 ]; then
 		one old "$old"

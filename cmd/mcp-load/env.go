@@ -134,12 +134,13 @@ type s3server struct {
 	bin, addr, dir string
 	access, secret string
 	log            *os.File
+	keepAlive      bool // versitygw --keep-alive
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
 
-func startS3(bin, dir string) (*s3server, error) {
+func startS3(bin, dir string, keepAlive bool) (*s3server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func startS3(bin, dir string) (*s3server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &s3server{bin: bin, addr: addr, dir: dir, access: "mcploadroot", secret: randomHex(16), log: log}
+	s := &s3server{bin: bin, addr: addr, dir: dir, access: "mcploadroot", secret: randomHex(16), log: log, keepAlive: keepAlive}
 	if err := s.start(); err != nil {
 		log.Close()
 		return nil, err
@@ -169,9 +170,11 @@ func (s *s3server) endpoint() string { return "http://" + s.addr }
 func (s *s3server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command(s.bin, "--port", s.addr, "--access", s.access, "--secret", s.secret,
-		"--region", "us-east-1", "--health", "/health", "--quiet",
-		"posix", "--versioning-dir", filepath.Join(s.dir, "versions"), filepath.Join(s.dir, "data"))
+	args := []string{"--port", s.addr, "--access", s.access, "--secret", s.secret, "--region", "us-east-1", "--health", "/health", "--quiet"}
+	if s.keepAlive {
+		args = append(args, "--keep-alive")
+	}
+	cmd := exec.Command(s.bin, append(args, "posix", "--versioning-dir", filepath.Join(s.dir, "versions"), filepath.Join(s.dir, "data"))...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start versitygw: %w", err)
