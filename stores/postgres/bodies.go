@@ -244,7 +244,8 @@ func (r bodyResult) decision() *core.TargetDecision {
 	if !r.decided {
 		f = flags{}
 	}
-	return &core.TargetDecision{Visibility: core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, Read: f.read}
+	d := f.decision()
+	return &d
 }
 
 // payload turns r into the item's payload or error, as the sequential

@@ -19,9 +19,10 @@ type grantFlags struct {
 // readable reports whether the flags let the principal read the item.
 func (g grantFlags) readable() bool { return g.Visible && g.Read }
 
-// decision is the flags as the policy's answer for the item.
-func (g grantFlags) decision() core.TargetDecision {
-	return core.TargetDecision{Visibility: core.Visibility{Visible: g.Visible, DiscloseIssueURI: g.Disclose}, Read: g.Read}
+// flags is g as the policy's answer a plan read for its row, which the
+// plan returned and so could discover.
+func (g grantFlags) flags() flags {
+	return flags{discover: true, visible: g.Visible, read: g.Read, disclose: g.Disclose}
 }
 
 // decide turns what a pinned body statement returned into a payload or an

@@ -617,7 +617,7 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 		}
 		var d *core.TargetDecision
 		if sb.folded.Load() != nil {
-			dc := ref.Grants.decision()
+			dc := ref.Grants.flags().decision()
 			d = &dc
 		}
 		if wc, err := t.WithContent(p, d); err == nil {

@@ -112,6 +112,12 @@ type sqlPolicy struct {
 // flags is one key's answer.
 type flags struct{ discover, visible, read, disclose bool }
 
+// decision is f as the policy's answer for an item: visible only where it
+// is discoverable too.
+func (f flags) decision() core.TargetDecision {
+	return core.TargetDecision{Visibility: core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, Read: f.read}
+}
+
 func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDefinition) error {
 	_, err := p.src.s.principal(ctx)
 	return err
@@ -226,12 +232,12 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 		}
 		f := answers[t.key]
 		if useplanned && t.planned != nil {
-			f = flags{discover: true, visible: t.planned.Visible, read: t.planned.Read, disclose: t.planned.Disclose}
+			f = t.planned.flags()
 		}
 		if i == 0 && !f.discover {
 			return nil, core.Unavailable(fmt.Errorf("%w: not discoverable", errPolicyHidden))
 		}
-		out[i] = core.TargetDecision{Visibility: core.Visibility{Visible: f.visible && f.discover, DiscloseIssueURI: f.disclose}, Read: f.read}
+		out[i] = f.decision()
 	}
 	return out, nil
 }
