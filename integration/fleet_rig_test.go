@@ -252,6 +252,11 @@ defaults
     timeout client 60s
     timeout server 60s
     timeout http-keep-alive 10s
+    # Without it a check must answer within inter (200ms): on a loaded
+    # machine every replica's /readyz missed that twice at once, all were
+    # DOWN and HAProxy answered 503. A replica that dies refuses the
+    # connection and is still DOWN within two checks.
+    timeout check 2s
     retries 2
     option redispatch
 
