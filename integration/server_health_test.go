@@ -386,3 +386,40 @@ func TestServerStopsServingASourceWhoseRowLevelSecurityIsDisabled(t *testing.T) 
 		t.Errorf("/readyz once the proof passes again: %d %+v", code, rd)
 	}
 }
+
+// TestHAProxyPullsOnlyAReplicaThatCannotServeAnything runs the documented
+// health check (GET /readyz, expect 200) over two replicas, each serving a
+// shared database (first) and one of its own (second). With replica r0's
+// own database refusing connections, r0 still serves the first's
+// resources and stays UP; once the shared one refuses too, r0 can serve
+// nothing and HAProxy marks it DOWN, while r1, whose own database still
+// serves, stays UP.
+func TestHAProxyPullsOnlyAReplicaThatCannotServeAnything(t *testing.T) {
+	first := healthDB(t, "first")
+	t.Setenv("FIRST_URL", first)
+	file := healthFile(t, "first", "second")
+	own := make([]string, 2)
+	var addrs []string
+	for i := range own {
+		own[i] = healthDB(t, "second")
+		t.Setenv("SECOND_URL", own[i])
+		addrs = append(addrs, startServer(t, "--config", file, "--tokens", tokensFile(t, "alice")).addr)
+	}
+	t.Cleanup(func() {
+		refuseConnections(t, first, false)
+		refuseConnections(t, own[0], false)
+	})
+	lb := startHAProxy(t, addrs...)
+
+	refuseConnections(t, own[0], true)
+	// Ten checks' worth: r0 must stay UP throughout.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if st := lb.status(t); st["r0"] != "UP" || st["r1"] != "UP" {
+			t.Fatalf("with only r0's own database refusing: %v, want both UP", st)
+		}
+	}
+	refuseConnections(t, first, true)
+	lb.waitStatus(t, "r0 DOWN, r1 UP", func(st map[string]string) bool {
+		return strings.HasPrefix(st["r0"], "DOWN") && st["r1"] == "UP"
+	})
+}
