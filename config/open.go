@@ -83,6 +83,17 @@ type Ready struct {
 	Source string
 	// Check reports whether the source answers now.
 	Check func(ctx context.Context) error
+	// Prove runs a PostgreSQL source's storage-enforcement proof again
+	// (postgres Source.Prove): while the last one failed, the source
+	// refuses its reads. Nil for an S3 source.
+	Prove func(ctx context.Context) error
+	// Reconnected receives, for a PostgreSQL source, after its pool made a
+	// new connection while it held no other established one (it lost
+	// every connection and connected again, or had closed its idle ones),
+	// coalesced so that the pool never waits: a server proves the source
+	// again then. The connections of the start-up check count too. Nil
+	// for an S3 source.
+	Reconnected <-chan struct{}
 }
 
 // ObjectSources returns the core.WithObjectSource option of each of
@@ -179,12 +190,15 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			buckets[src.Name], objects[src.Name], check = bucket, string(b.Bucket), bucket.Check
 			s.Objects[src.Name] = core.ItemReader(bucket.Read)
 		} else {
-			pool, err := f.openPool(ctx, src, opts)
+			watch := newReconnects()
+			pool, err := f.openPool(ctx, src, opts, watch)
 			if err != nil {
 				return nil, err
 			}
 			s.closers = append(s.closers, pool.Close)
 			pools[src.Name], check = pool, pool.Ping
+			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check, Reconnected: watch.c})
+			continue
 		}
 		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
 	}
@@ -201,6 +215,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}
 			sources[src.Name] = ps
+			for i := range s.Ready {
+				if s.Ready[i].Source == src.Name {
+					s.Ready[i].Prove = ps.Prove
+				}
+			}
 		}
 	}
 
@@ -275,8 +294,8 @@ func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*
 }
 
 // openPool opens the connection pool of the PostgreSQL source src,
-// sending no request.
-func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions) (*pgxpool.Pool, error) {
+// sending no request; watch learns of its reconnects.
+func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions, watch *reconnects) (*pgxpool.Pool, error) {
 	p := src.Postgres
 	cfg, err := pgxpool.ParseConfig(p.URL.expanded())
 	if err != nil {
@@ -285,10 +304,12 @@ func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions) (*pg
 	if opts.TracerProvider != nil {
 		cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
 	}
+	cfg.AfterConnect = watch.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
 	}
+	watch.pool.Store(pool)
 	return pool, nil
 }
 

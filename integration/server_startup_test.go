@@ -52,7 +52,8 @@ func TestServeAnswersInitializeWhileItsStorageCheckIsHeldAndReadyzWaits(t *testi
 	srv := startListening(t, "--postgres="+u.String(), "--principal=alice")
 	<-first // the check has begun, and waits on the held connection
 
-	if code, body := srv.get(t, "/readyz"); code != 503 || strings.TrimSpace(body) != "the start-up checks of the storage are running" {
+	if code, body := srv.get(t, "/readyz"); code != 503 ||
+		strings.TrimSpace(body) != `{"ready":false,"reason":"the start-up checks of the storage are running","sources":{"postgres":"starting"}}` {
 		t.Fatalf("/readyz while the check is held: %d %q, want 503", code, body)
 	}
 	cs := srv.connect(t, "") // initialize, answered while held

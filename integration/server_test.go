@@ -207,10 +207,12 @@ func TestServerAfterMigrateAndSeedServesEachTokenItsOwnGrants(t *testing.T) {
 	}
 }
 
-// TestServerReadyzAnswers503OnceItsBucketIsGone proves that /readyz asks
-// S3 now: a server whose bucket is deleted under it turns from 200 to 503,
-// naming the dependency only.
-func TestServerReadyzAnswers503OnceItsBucketIsGone(t *testing.T) {
+// TestServerReadyzShowsItsBucketGoneAndStaysReady proves that /readyz
+// asks S3 now: a server whose bucket is deleted under it shows the s3
+// source unavailable, naming nothing else, and stays ready, because its
+// PostgreSQL source still serves the rows (the bucket's objects are items
+// of theirs).
+func TestServerReadyzShowsItsBucketGoneAndStaysReady(t *testing.T) {
 	t.Parallel()
 	dbURL, env := harness.Postgres(t), harness.S3(t)
 	mustRun(t, "", "migrate", "--postgres="+dbURL)
@@ -230,14 +232,15 @@ func TestServerReadyzAnswers503OnceItsBucketIsGone(t *testing.T) {
 	if _, err := client.DeleteBucket(t.Context(), &s3.DeleteBucketInput{Bucket: aws.String(own.Bucket)}); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := srv.get(t, "/readyz"); code != 503 || strings.TrimSpace(body) != "s3 is not answering" {
-		t.Fatalf("/readyz after the delete: %d %q, want 503 naming s3", code, body)
+	if code, body := srv.get(t, "/readyz"); code != 200 || strings.TrimSpace(body) != `{"ready":true,"sources":{"postgres":"serving","s3":"unavailable"}}` {
+		t.Fatalf("/readyz after the delete: %d %q, want 200 showing s3 unavailable", code, body)
 	}
 }
 
 // TestServerReadyzAnswers503OnceItsDatabaseIsGone proves that /readyz asks
-// PostgreSQL now: a server whose database is dropped under it turns from
-// 200 to 503, and says which dependency failed without details.
+// PostgreSQL now: a server whose database is dropped under it can serve
+// nothing (its bucket's objects are items of the database's rows), turns
+// from 200 to 503, and says which source failed without details.
 func TestServerReadyzAnswers503OnceItsDatabaseIsGone(t *testing.T) {
 	t.Parallel()
 	dbURL, _, flags := migratedAndSeeded(t)
@@ -266,8 +269,8 @@ func TestServerReadyzAnswers503OnceItsDatabaseIsGone(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code != 503 || strings.TrimSpace(body) != "postgres is not answering" {
-		t.Fatalf("/readyz after the drop: %d %q, want 503 naming postgres", code, body)
+	if code != 503 || strings.TrimSpace(body) != `{"ready":false,"reason":"no source can serve","sources":{"postgres":"unavailable","s3":"serving"}}` {
+		t.Fatalf("/readyz after the drop: %d %q, want 503 showing postgres unavailable", code, body)
 	}
 	if code, _ := srv.get(t, "/healthz"); code != 200 {
 		t.Fatalf("/healthz after the drop: %d, want 200 (the process is alive)", code)

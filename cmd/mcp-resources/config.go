@@ -95,7 +95,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 		storeOf: func(i int) string { return served.Bindings[i].Source }}
 	var names []string // the sources, in file order
 	for _, r := range served.Ready {
-		be.ready = append(be.ready, readyCheck{name: r.Source, check: r.Check})
+		be.stores = append(be.stores, sourceReady{name: r.Source, check: r.Check, prove: r.Prove, reconnected: r.Reconnected})
 		names = append(names, r.Source)
 	}
 	if l := f.ResourceLimits(); l != (core.ResourceLimits{}) {

@@ -37,6 +37,7 @@ type serveCmd struct {
 	Tools         bool          `name:"tools" env:"MCPRES_TOOLS" help:"Also serve the resources as tools (list_resources, read_resource, complete_resource_uri), for clients that let a model call tools only."`
 	Config        string        `name:"config" type:"path" placeholder:"FILE" env:"MCPRES_CONFIG" help:"Serve the sources and resources of this file (see config/schema.json and examples/) instead of the reference schema."`
 	ListenURL     string        `name:"listen-postgres" placeholder:"URL" env:"MCPRES_LISTEN_DATABASE_URL" help:"A direct PostgreSQL URL for the one connection that LISTENs for changes (subscriptions), when --postgres goes through a transaction-pooling PgBouncer. Default: --postgres."`
+	ProofInterval time.Duration `name:"proof-interval" default:"5m" env:"MCPRES_PROOF_INTERVAL" help:"How often each PostgreSQL source's storage-enforcement proof runs again while serving (also after each reconnect of its pool); a source whose proof fails serves nothing until it passes (health.go)."`
 
 	Guard guardFlags `embed:"" group:"Hostile clients"`
 	OAuth oauthFlags `embed:"" group:"Identity provider (OAuth 2.1 resource server)"`
@@ -53,7 +54,9 @@ type backend struct {
 	name     string
 	bindings []core.ResourceBinding
 	policy   core.ResourcePolicy
-	ready    []readyCheck
+	stores   []sourceReady          // each source's readiness and proof (health.go)
+	ready    []readyCheck           // what every source needs besides (the authorization server)
+	health   *health                // set by Run
 	sources  []core.ChangeSource    // what tells subscriptions that storage changed
 	objects  map[string]core.Reader // the readers of object items, by object source
 	close    func()
@@ -101,6 +104,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		return err
 	}
 	if err := checkLimitCombination(s.Limits.limits()); err != nil {
+		return err
+	}
+	if err := checkProofInterval(s.ProofInterval); err != nil {
 		return err
 	}
 	gcPercent, memLimit, restoreGC := applyGCDefaults() // gc.go: unless GOGC or GOMEMLIMIT is set
@@ -152,6 +158,11 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	}
 	m := newMetrics()
 	opts = append(opts, m.objectSources(be.objects)...)
+	// Once the start-up checks pass, each PostgreSQL source is proved again
+	// on a schedule and after its pool reconnects (health.go).
+	be.health = newHealth(be, s.ProofInterval, e.log.With("component", "health"), m)
+	be.health.start(ctx)
+	defer be.health.stop()
 	res, err := core.NewResources(m.instrument(be.bindings, be.storeOf), be.policy, opts...)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -272,7 +283,7 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 		return nil, err
 	}
 	return &backend{name: "memory", bindings: bindings, policy: demoPolicy(st), sources: []core.ChangeSource{st}, close: func() {},
-		storeOf: func(int) string { return "memory" }}, nil
+		storeOf: func(int) string { return "memory" }, stores: []sourceReady{{name: "memory"}}}, nil
 }
 
 // cursorKey returns the shared cursor key, or nil for a random one.
@@ -383,28 +394,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	handler = drain.track(traceHTTP(handler))
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		// While the start-up checks run, the probe waits for them within
-		// its own time.
-		if err := be.startup.wait(ctx); err != nil {
-			msg := "the storage failed its start-up check"
-			if ctx.Err() != nil {
-				msg = "the start-up checks of the storage are running"
-			}
-			http.Error(w, msg, http.StatusServiceUnavailable)
-			return
-		}
-		for _, c := range be.ready {
-			if err := c.check(ctx); err != nil {
-				e.log.Warn("not ready", "dependency", c.name, "err", err)
-				http.Error(w, c.name+" is not answering", http.StatusServiceUnavailable)
-				return
-			}
-		}
-		io.WriteString(w, "ok\n")
-	})
+	ops.HandleFunc("GET /readyz", be.health.readyz) // health.go
 	ops.Handle("GET /metrics", m.handler())
 	opsHandler := httpguard.LoopbackHostOnly(ops)
 	mux := http.NewServeMux()

@@ -21,12 +21,21 @@ import (
 //     ErrStatementTimeout and context.DeadlineExceeded: the item's timeout;
 //   - insufficient_privilege (42501) is core.Unavailable: the principal's
 //     role may not see the item;
-//   - admin_shutdown (57P01, pg_terminate_backend), crash_shutdown (57P02),
-//     cannot_connect_now (57P03), connection exceptions (class 08) and a
-//     lost or refused connection (EOF, a closed connection, a network
-//     error, a failed connect) are core.Outage and match ErrConnection:
+//   - a connection that could not be made ([pgconn.ConnectError]: refused,
+//     unreachable, or turned away by the server for any reason, such as a
+//     database not accepting connections (55000), too many connections
+//     (53300), a database that no longer exists (3D000) or a login the
+//     server refuses), operator intervention (class 57 but query_canceled:
+//     admin_shutdown 57P01 from pg_terminate_backend, crash_shutdown
+//     57P02, cannot_connect_now 57P03, database_dropped 57P04), a server
+//     out of resources (class 53), connection exceptions (class 08) and a
+//     lost connection (EOF, a closed connection, a network error) are
+//     core.Outage and match ErrConnection: the statement did not run, and
 //     the gateway reports them as FailureOutage (retryable) while planning
-//     or deciding, and as the item's read_failed while reading a body;
+//     or deciding, and as the item's read_failed while reading a body. A
+//     server error met while connecting is the database's refusal of the
+//     connection, never the principal's or the statement's: it is an
+//     outage before it is anything else;
 //   - anything else stays a plain error: read_failed, or FailureInvalidPlan
 //     while planning.
 //
@@ -38,6 +47,9 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("postgres: %w", err)
 	}
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
@@ -45,7 +57,7 @@ func classify(err error) error {
 			return fmt.Errorf("%w (%w): %w", ErrStatementTimeout, context.DeadlineExceeded, err)
 		case pgErr.Code == "42501":
 			return core.Unavailable(fmt.Errorf("postgres: insufficient privilege: %w", err))
-		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", strings.HasPrefix(pgErr.Code, "08"):
+		case strings.HasPrefix(pgErr.Code, "57"), strings.HasPrefix(pgErr.Code, "53"), strings.HasPrefix(pgErr.Code, "08"):
 			return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
 		}
 		return fmt.Errorf("postgres: %w", err)
@@ -54,9 +66,8 @@ func classify(err error) error {
 		return fmt.Errorf("postgres: %w: %w", context.DeadlineExceeded, err)
 	}
 	var netErr net.Error
-	var connectErr *pgconn.ConnectError
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) {
+		errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) {
 		return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
 	}
 	return fmt.Errorf("postgres: %w", err)

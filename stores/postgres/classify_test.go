@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
@@ -50,6 +51,8 @@ func TestClassifyMapsServerAndDriverErrorsToGatewayOutcomes(t *testing.T) {
 		{"crash shutdown (57P02) is read_failed", pg("57P02"), core.IssueReadFailed, ErrConnection},
 		{"cannot connect now (57P03) is read_failed", pg("57P03"), core.IssueReadFailed, ErrConnection},
 		{"connection failure (08006) is read_failed", pg("08006"), core.IssueReadFailed, ErrConnection},
+		{"database dropped (57P04) is read_failed", pg("57P04"), core.IssueReadFailed, ErrConnection},
+		{"too many connections (53300) is read_failed", pg("53300"), core.IssueReadFailed, ErrConnection},
 		{"insufficient_privilege (42501) is unavailable", pg("42501"), core.IssueUnavailable, nil},
 		{"another server error is read_failed", pg("22P02"), core.IssueReadFailed, nil},
 		{"unexpected EOF is a lost connection", io.ErrUnexpectedEOF, core.IssueReadFailed, ErrConnection},
@@ -88,6 +91,65 @@ func TestClassifyMapsServerAndDriverErrorsToGatewayOutcomes(t *testing.T) {
 	if classify(nil) != nil {
 		t.Error("classify(nil) != nil")
 	}
+}
+
+// TestClassifyAConnectionTheServerTurnsAwayIsAnOutage connects with pgx to
+// a loopback server that answers each startup with the FATAL error a
+// PostgreSQL server sends when it refuses a connection (a database not
+// accepting connections, too many connections, a database that is gone, a
+// login refused, and the privilege to connect revoked): each is an outage
+// matching ErrConnection, not the plain error that made a read of a second
+// database that refused connections "resource could not be planned", nor,
+// for 42501, the principal's unavailability.
+func TestClassifyAConnectionTheServerTurnsAwayIsAnOutage(t *testing.T) {
+	for _, code := range []string{"55000", "53300", "3D000", "28000", "42501"} {
+		t.Run(code, func(t *testing.T) {
+			addr := refusingServer(t, code)
+			_, err := pgconn.Connect(t.Context(), "postgres://reader@"+addr+"/db?sslmode=disable&connect_timeout=5")
+			if err == nil {
+				t.Fatal("the connection was not refused")
+			}
+			if _, ok := errors.AsType[*pgconn.ConnectError](err); !ok {
+				t.Fatalf("pgx returned %T, want a *pgconn.ConnectError: %v", err, err)
+			}
+			got := classify(err)
+			if core.KindOf(got) != core.FailureOutage || !errors.Is(got, ErrConnection) {
+				t.Fatalf("classify(%v) = %v (kind %v), want an outage matching ErrConnection", err, got, core.KindOf(got))
+			}
+			if pe, ok := errors.AsType[*pgconn.PgError](got); !ok || pe.Code != code {
+				t.Errorf("classify dropped the server's error %s from the chain: %v", code, got)
+			}
+		})
+	}
+}
+
+// refusingServer listens on loopback until the test ends and answers every
+// connection's startup message with a FATAL error of SQLSTATE code.
+func refusingServer(t *testing.T, code string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				if _, err := be.ReceiveStartupMessage(); err != nil {
+					return
+				}
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: "refused for the test"})
+				_ = be.Flush()
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestDecideTurnsThePinnedRowIntoAnOutcome proves the order of the checks on

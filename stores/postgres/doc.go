@@ -49,7 +49,8 @@
 //     content is never transferred;
 //   - a statement past its timeout: [ErrStatementTimeout], which matches
 //     [context.DeadlineExceeded] (the item's timeout);
-//   - a terminated backend or lost connection: [ErrConnection], a
+//   - a terminated backend, a lost connection or one that could not be made
+//     (refused, or turned away by the server): [ErrConnection], a
 //     [core.Outage] (read_failed for a body; while planning or in a policy
 //     check, the whole read's retryable [core.FailureOutage]); pgxpool
 //     discards that connection.
