@@ -79,17 +79,21 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // URI; a newer one for a queued URI replaces it) and its own writer, and a
 // session whose write misses [live.Options].WriteTimeout, or whose queue
 // overflows, is ended (its subscriptions go with it). No lock is held
-// while a notification is written.
+// while a notification is written. A notification the transport refuses
+// at once (a stateful HTTP session with no standalone GET stream open) is
+// dropped and counted ([Subscriptions.UndeliveredNotifications]), and the
+// session goes on.
 type Subscriptions struct {
 	res *core.Resources
 	hub *live.Hub[*mcp.ServerSession]
 
-	mu         sync.Mutex
-	server     *mcp.Server
-	legacy     bool
-	listenOnly bool // set by New, never changed
-	watched    map[*mcp.ServerSession]*outbox
-	dropped    int64 // sessions ended because they did not take their notifications
+	mu          sync.Mutex
+	server      *mcp.Server
+	legacy      bool
+	listenOnly  bool // set by New, never changed
+	watched     map[*mcp.ServerSession]*outbox
+	dropped     int64 // sessions ended because they did not take their notifications
+	undelivered int64 // notifications the transport refused (no stream to carry them)
 
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
@@ -302,6 +306,17 @@ func (s *Subscriptions) DroppedSessions() int64 {
 	return s.dropped
 }
 
+// UndeliveredNotifications counts the notifications that the transport
+// refused without ending the session: on stateful streamable HTTP, those
+// for a session that has no standalone GET stream open (opening one is
+// optional for the client). Such a notification is dropped, as the go-sdk
+// server drops its own when it keeps no event store; the session goes on.
+func (s *Subscriptions) UndeliveredNotifications() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.undelivered
+}
+
 // drop ends a session that does not take its notifications, once, and
 // logs why (no URI, no principal).
 func (s *Subscriptions) drop(ss *mcp.ServerSession, ob *outbox, reason string) {
@@ -407,13 +422,22 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob, "write deadline missed") })
 			_, err := q.next(ctx, NotificationResourceUpdated, q.req)
 			late := !stuck.Stop()
+			missed := err != nil && ctx.Err() != nil // before cancel, which sets ctx.Err
 			cancel()
-			if late {
+			switch {
+			case late:
 				return
-			}
-			if err != nil && ctx.Err() != nil {
+			case missed:
 				s.drop(ss, ob, "write deadline missed")
 				return
+			case err != nil:
+				// The transport refused it and the session goes on, as
+				// the SDK's own notifications do: a stateful streamable
+				// HTTP session without a standalone GET stream (optional
+				// for the client) has nowhere to put it.
+				s.mu.Lock()
+				s.undelivered++
+				s.mu.Unlock()
 			}
 		}
 	}
