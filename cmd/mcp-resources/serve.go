@@ -243,7 +243,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 			be.logNotes(e)
 			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		})
-		return serveStdio(ctx, server, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
+		return serveStdio(ctx, server, adapter, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
 	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
@@ -305,11 +305,13 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 // closes them or ctx ends. Lines are framed by the command (package
 // linetransport): a malformed line or a batch is answered with an error
 // and the session goes on.
-func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
+func serveStdio(ctx context.Context, server *mcp.Server, adapter *mcpsdk.Adapter, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
 	// When stdin ends, the requests read before it are answered within
-	// the same grace as a signal's.
+	// the same grace as a signal's; an open subscriptions/listen, which
+	// would hold the whole grace, is answered at once, as on a signal.
 	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
-		CheckParams: mcpsdk.CheckParams} // a fixed message for wrongly typed params, not the SDK's, which quotes them
+		CheckParams: mcpsdk.CheckParams, // a fixed message for wrongly typed params, not the SDK's, which quotes them
+		InputEnded:  adapter.EndListens}
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
