@@ -94,6 +94,10 @@ type Subscriptions struct {
 	watched     map[*mcp.ServerSession]*outbox
 	dropped     int64 // sessions ended because they did not take their notifications
 	undelivered int64 // notifications the transport refused (no stream to carry them)
+	expired     int64 // subscriptions ended because their token expired
+
+	emu      sync.Mutex
+	expiring map[*mcp.ServerSession]*expiring // sessions whose subscriptions expire
 
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
@@ -136,7 +140,7 @@ type ticket struct {
 // listenOnly is set (see [Options].ListenOnly). opts configures the
 // bounds, coalescing and rate limits (nil: live's defaults).
 func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options, listenOnly bool) *Subscriptions {
-	s := &Subscriptions{res: res, listenOnly: listenOnly, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
+	s := &Subscriptions{res: res, listenOnly: listenOnly, watched: map[*mcp.ServerSession]*outbox{}, expiring: map[*mcp.ServerSession]*expiring{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
 	s.hub = live.New(res, s.notify, sources, opts)
 	s.hub.OnRevoked(s.revoked)
 	return s
@@ -240,6 +244,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		s.unconfirmed[t] = false
 	}
 	s.tmu.Unlock()
+	s.expireAt(ctx, req.Session, req.Params.URI)
 	s.watch(req.Session)
 	return nil
 }
@@ -260,6 +265,7 @@ func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeReq
 		return errHeldElsewhere
 	}
 	s.hub.Unsubscribe(req.Session, req.Params.URI)
+	s.forget(req.Session, req.Params.URI)
 	s.tmu.Lock()
 	delete(s.unconfirmed, ticket{req.Session, req.Params.URI})
 	s.tmu.Unlock()
@@ -284,6 +290,7 @@ func (s *Subscriptions) watch(ss *mcp.ServerSession) {
 	go func() {
 		_ = ss.Wait()
 		close(ob.done)
+		s.forgetSession(ss)
 		s.hub.EndSession(ss)
 		s.mu.Lock()
 		delete(s.watched, ss)

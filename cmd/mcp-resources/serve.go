@@ -585,9 +585,10 @@ func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
 		"revoked":      func(s mcpsdk.ListenStats) int64 { return s.Revoked },
 		"disconnected": func(s mcpsdk.ListenStats) int64 { return s.Carrier },
 		"shutdown":     func(s mcpsdk.ListenStats) int64 { return s.Shutdown },
+		"expired":      func(s mcpsdk.ListenStats) int64 { return s.Expired },
 	}
 	for reason, n := range ended {
-		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began), expired (the access token it was made with expired; answered with an error).",
 			prometheus.Labels{"reason": reason}, func() float64 { return float64(n(a.Listens())) })
 	}
 	m.funcMetric(false, "mcpres_subscriptions_active", "Resource subscriptions held now.", nil,
