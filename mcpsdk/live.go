@@ -41,7 +41,11 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // Subscriptions are bounded per session, per principal and per server,
 // released by unsubscribe and when the session ends, re-authorized as their
 // subscriber's principal before every notifications/resources/updated,
-// coalesced per URI and rate-limited per session: see package live.
+// coalesced per URI and rate-limited per session: see package live. A
+// subscription lasts no longer than the access token that made it
+// (auth.TokenInfo.Expiration): at its expiry it ends
+// ([Subscriptions.ExpiredSubscriptions]), and a subscriptions/listen is
+// answered with [TokenExpiredCode].
 //
 // A host gets them from [New] with [Options.Live] and the stores as
 // [Options.Sources]:

@@ -603,4 +603,6 @@ func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
 		func() float64 { return float64(hub.Stats().Notified) })
 	m.funcMetric(true, "mcpres_live_notifications_undelivered_total", "notifications/resources/updated dropped because the session had no stream to carry them (a stateful HTTP session without a standalone GET stream); the session goes on.", nil,
 		func() float64 { return float64(a.Subscriptions().UndeliveredNotifications()) })
+	m.funcMetric(true, "mcpres_subscriptions_expired_total", "resources/subscribe subscriptions ended because the access token that made them expired.", nil,
+		func() float64 { return float64(a.Subscriptions().ExpiredSubscriptions()) })
 }
