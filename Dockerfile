@@ -39,6 +39,9 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/mcp-resources ./cm
 # Run: distroless static (CA certificates and tzdata, no shell), as the
 # image's non-root user (uid 65532).
 FROM ${RUNTIME_IMAGE}
+# The MCP registry checks that an OCI package's image names the server.json
+# entry it belongs to (server.json's "name"; TestServerJSON keeps them equal).
+LABEL io.modelcontextprotocol.server.name="uk.phpboyscout/mcp-resources"
 COPY --from=build /out/mcp-resources /usr/local/bin/mcp-resources
 USER nonroot:nonroot
 EXPOSE 8080

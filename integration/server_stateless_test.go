@@ -123,7 +123,7 @@ func (rr *roundRobin) lastFor(method string) int {
 	return -1
 }
 
-var metricLine = regexp.MustCompile(`(?m)^(mcpres_subscriptions_active|mcpres_subscribers_active|mcpres_sessions_active|mcpres_live_changes_total|mcpres_live_checks_pending|mcpres_live_notifications_total|go_goroutines) (\S+)$`)
+var metricLine = regexp.MustCompile(`(?m)^(mcpres_subscriptions_active|mcpres_subscribers_active|mcpres_sessions_active|mcpres_live_changes_total|mcpres_live_checks_pending|mcpres_live_notifications_total|mcpres_live_notifications_undelivered_total|go_goroutines) (\S+)$`)
 
 // gauges reads the server's subscription, session, live-change and
 // goroutine metrics.

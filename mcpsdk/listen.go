@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,11 +33,12 @@ const (
 	listenEndedCarrier         // the HTTP request that carried it ended
 	listenEndedRevoked         // every subscription it held was revoked
 	listenEndedShutdown        // the server is shutting down
+	listenEndedExpired         // the token it was made with expired
 	listenEndReasons
 )
 
 // listenEndNames name the reasons in logs.
-var listenEndNames = [listenEndReasons]string{"ended by the client or its session", "connection closed", "subscriptions revoked", "shutdown"}
+var listenEndNames = [listenEndReasons]string{"ended by the client or its session", "connection closed", "subscriptions revoked", "shutdown", "access token expired"}
 
 // ListenStats counts the subscriptions/listen streams of an [Adapter], for
 // metrics.
@@ -48,15 +50,18 @@ type ListenStats struct {
 	// Revoked counts the streams answered because every resource
 	// subscription they held was revoked; Carrier those ended because the
 	// HTTP request that carried them ended (the client went away);
-	// Shutdown those answered when the server began to shut down.
-	Revoked, Carrier, Shutdown int64
+	// Shutdown those answered when the server began to shut down;
+	// Expired those answered with [TokenExpiredCode] because the access
+	// token they were made with expired.
+	Revoked, Carrier, Shutdown, Expired int64
 }
 
 // listens bounds and tracks the open subscriptions/listen requests of one
 // server. A listen request parks in the SDK until its context ends; the
 // adapter gives it a context of its own, canceled (so that the request is
 // answered) when every subscription it holds was revoked, when the HTTP
-// request carrying it ends, or at shutdown.
+// request carrying it ends, when the token it was made with expires (one
+// timer per request, answered with [TokenExpiredCode]), or at shutdown.
 type listenSet struct {
 	maxSession, maxPrincipal int
 
@@ -77,8 +82,9 @@ type listen struct {
 	uris      []string
 	cancel    context.CancelFunc
 	carrier   *carrier
-	reason    int  // why the server ended it; -1 while it has not
-	acked     bool // the SDK acknowledged it: it is parked
+	reason    int         // why the server ended it; -1 while it has not
+	acked     bool        // the SDK acknowledged it: it is parked
+	expiry    *time.Timer // ends it when its token expires; nil for a token that does not
 }
 
 // carrier is one HTTP request that may carry listen requests.
@@ -148,18 +154,35 @@ func (ls *listenSet) serve(ctx context.Context, next mcp.MethodHandler, method s
 			l.carrier = c
 		}
 	}
+	if exp := tokenExpiry(ctx); !exp.IsZero() {
+		l.expiry = time.AfterFunc(time.Until(exp), func() {
+			ls.mu.Lock()
+			defer ls.mu.Unlock()
+			ls.endLocked(l, listenEndedExpired)
+		})
+	}
 	ls.open[l] = struct{}{}
 	ls.perSession[ss]++
 	ls.perPrincipal[principal]++
 	ls.mu.Unlock()
 
 	defer ls.finish(l)
-	return next(ctx, method, req)
+	res, err := next(ctx, method, req)
+	ls.mu.Lock()
+	expired := l.reason == listenEndedExpired
+	ls.mu.Unlock()
+	if expired {
+		return nil, &jsonrpc.Error{Code: TokenExpiredCode, Message: TokenExpiredMessage}
+	}
+	return res, err
 }
 
 // finish forgets l once its request was answered.
 func (ls *listenSet) finish(l *listen) {
 	ls.mu.Lock()
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
 	delete(ls.open, l)
 	if ls.perSession[l.session]--; ls.perSession[l.session] <= 0 {
 		delete(ls.perSession, l.session)
@@ -268,7 +291,7 @@ func (ls *listenSet) stats() ListenStats {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ListenStats{Open: len(ls.open), Refused: ls.refused, Revoked: ls.ended[listenEndedRevoked],
-		Carrier: ls.ended[listenEndedCarrier], Shutdown: ls.ended[listenEndedShutdown]}
+		Carrier: ls.ended[listenEndedCarrier], Shutdown: ls.ended[listenEndedShutdown], Expired: ls.ended[listenEndedExpired]}
 }
 
 // carry serves one HTTP request through h as the carrier of the listen
@@ -308,7 +331,8 @@ func (ls *listenSet) carry(h http.Handler) http.Handler {
 // however often a client opens a stream and goes away. (A stateless
 // server ends it already.) Every stream is answered, with the listen
 // result, when it ends for another reason: all of its subscriptions were
-// revoked, or [Adapter.EndListens] was called.
+// revoked, or [Adapter.EndListens] was called; or with [TokenExpiredCode]
+// when the access token it was made with expires.
 func (a *Adapter) HTTPHandler(h http.Handler) http.Handler { return a.listens.carry(h) }
 
 // EndListens answers every open subscriptions/listen request with its

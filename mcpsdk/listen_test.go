@@ -44,6 +44,12 @@ type sseStream struct {
 // may be empty) and reads the answer's messages in the background.
 func rawPost(t *testing.T, ctx context.Context, url, session, version, body string) *sseStream {
 	t.Helper()
+	return bearerPost(t, ctx, url, "", session, version, body)
+}
+
+// bearerPost is rawPost with a bearer token (none when token is empty).
+func bearerPost(t *testing.T, ctx context.Context, url, token, session, version, body string) *sseStream {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +61,9 @@ func rawPost(t *testing.T, ctx context.Context, url, session, version, body stri
 	}
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if version >= ListenProtocolVersion {
 		var m struct{ Method string }

@@ -41,7 +41,11 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // Subscriptions are bounded per session, per principal and per server,
 // released by unsubscribe and when the session ends, re-authorized as their
 // subscriber's principal before every notifications/resources/updated,
-// coalesced per URI and rate-limited per session: see package live.
+// coalesced per URI and rate-limited per session: see package live. A
+// subscription lasts no longer than the access token that made it
+// (auth.TokenInfo.Expiration): at its expiry it ends
+// ([Subscriptions.ExpiredSubscriptions]), and a subscriptions/listen is
+// answered with [TokenExpiredCode].
 //
 // A host gets them from [New] with [Options.Live] and the stores as
 // [Options.Sources]:
@@ -79,17 +83,25 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // URI; a newer one for a queued URI replaces it) and its own writer, and a
 // session whose write misses [live.Options].WriteTimeout, or whose queue
 // overflows, is ended (its subscriptions go with it). No lock is held
-// while a notification is written.
+// while a notification is written. A notification the transport refuses
+// at once (a stateful HTTP session with no standalone GET stream open) is
+// dropped and counted ([Subscriptions.UndeliveredNotifications]), and the
+// session goes on.
 type Subscriptions struct {
 	res *core.Resources
 	hub *live.Hub[*mcp.ServerSession]
 
-	mu         sync.Mutex
-	server     *mcp.Server
-	legacy     bool
-	listenOnly bool // set by New, never changed
-	watched    map[*mcp.ServerSession]*outbox
-	dropped    int64 // sessions ended because they did not take their notifications
+	mu          sync.Mutex
+	server      *mcp.Server
+	legacy      bool
+	listenOnly  bool // set by New, never changed
+	watched     map[*mcp.ServerSession]*outbox
+	dropped     int64 // sessions ended because they did not take their notifications
+	undelivered int64 // notifications the transport refused (no stream to carry them)
+	expired     int64 // subscriptions ended because their token expired
+
+	emu      sync.Mutex
+	expiring map[*mcp.ServerSession]*expiring // sessions whose subscriptions expire
 
 	tmu     sync.Mutex
 	tickets map[ticket]struct{}
@@ -132,7 +144,7 @@ type ticket struct {
 // listenOnly is set (see [Options].ListenOnly). opts configures the
 // bounds, coalescing and rate limits (nil: live's defaults).
 func newSubscriptions(res *core.Resources, sources []core.ChangeSource, opts *live.Options, listenOnly bool) *Subscriptions {
-	s := &Subscriptions{res: res, listenOnly: listenOnly, watched: map[*mcp.ServerSession]*outbox{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
+	s := &Subscriptions{res: res, listenOnly: listenOnly, watched: map[*mcp.ServerSession]*outbox{}, expiring: map[*mcp.ServerSession]*expiring{}, tickets: map[ticket]struct{}{}, unconfirmed: map[ticket]bool{}}
 	s.hub = live.New(res, s.notify, sources, opts)
 	s.hub.OnRevoked(s.revoked)
 	return s
@@ -236,6 +248,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		s.unconfirmed[t] = false
 	}
 	s.tmu.Unlock()
+	s.expireAt(ctx, req.Session, req.Params.URI)
 	s.watch(req.Session)
 	return nil
 }
@@ -256,6 +269,7 @@ func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeReq
 		return errHeldElsewhere
 	}
 	s.hub.Unsubscribe(req.Session, req.Params.URI)
+	s.forget(req.Session, req.Params.URI)
 	s.tmu.Lock()
 	delete(s.unconfirmed, ticket{req.Session, req.Params.URI})
 	s.tmu.Unlock()
@@ -280,6 +294,7 @@ func (s *Subscriptions) watch(ss *mcp.ServerSession) {
 	go func() {
 		_ = ss.Wait()
 		close(ob.done)
+		s.forgetSession(ss)
 		s.hub.EndSession(ss)
 		s.mu.Lock()
 		delete(s.watched, ss)
@@ -300,6 +315,17 @@ func (s *Subscriptions) DroppedSessions() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dropped
+}
+
+// UndeliveredNotifications counts the notifications that the transport
+// refused without ending the session: on stateful streamable HTTP, those
+// for a session that has no standalone GET stream open (opening one is
+// optional for the client). Such a notification is dropped, as the go-sdk
+// server drops its own when it keeps no event store; the session goes on.
+func (s *Subscriptions) UndeliveredNotifications() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.undelivered
 }
 
 // drop ends a session that does not take its notifications, once, and
@@ -407,13 +433,22 @@ func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob, "write deadline missed") })
 			_, err := q.next(ctx, NotificationResourceUpdated, q.req)
 			late := !stuck.Stop()
+			missed := err != nil && ctx.Err() != nil // before cancel, which sets ctx.Err
 			cancel()
-			if late {
+			switch {
+			case late:
 				return
-			}
-			if err != nil && ctx.Err() != nil {
+			case missed:
 				s.drop(ss, ob, "write deadline missed")
 				return
+			case err != nil:
+				// The transport refused it and the session goes on, as
+				// the SDK's own notifications do: a stateful streamable
+				// HTTP session without a standalone GET stream (optional
+				// for the client) has nowhere to put it.
+				s.mu.Lock()
+				s.undelivered++
+				s.mu.Unlock()
 			}
 		}
 	}

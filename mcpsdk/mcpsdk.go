@@ -421,6 +421,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					ctx = core.WithPrincipal(ctx, p)
 				}
 				ctx = withTokenClaims(ctx, req)
+				ctx = withTokenExpiry(ctx, req)
 			}
 			if method == MethodSubscriptionsListen && a.listens != nil {
 				return a.listens.serve(ctx, next, method, req, p)

@@ -254,7 +254,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 			be.logNotes(e)
 			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
 		})
-		return serveStdio(ctx, server, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
+		return serveStdio(ctx, server, adapter, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
 	}
 	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
 }
@@ -316,11 +316,13 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 // closes them or ctx ends. Lines are framed by the command (package
 // linetransport): a malformed line or a batch is answered with an error
 // and the session goes on.
-func serveStdio(ctx context.Context, server *mcp.Server, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
+func serveStdio(ctx context.Context, server *mcp.Server, adapter *mcpsdk.Adapter, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
 	// When stdin ends, the requests read before it are answered within
-	// the same grace as a signal's.
+	// the same grace as a signal's; an open subscriptions/listen, which
+	// would hold the whole grace, is answered at once, as on a signal.
 	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
-		CheckParams: mcpsdk.CheckParams} // a fixed message for wrongly typed params, not the SDK's, which quotes them
+		CheckParams: mcpsdk.CheckParams, // a fixed message for wrongly typed params, not the SDK's, which quotes them
+		InputEnded:  adapter.EndListens}
 	err := server.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
@@ -573,9 +575,10 @@ func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
 		"revoked":      func(s mcpsdk.ListenStats) int64 { return s.Revoked },
 		"disconnected": func(s mcpsdk.ListenStats) int64 { return s.Carrier },
 		"shutdown":     func(s mcpsdk.ListenStats) int64 { return s.Shutdown },
+		"expired":      func(s mcpsdk.ListenStats) int64 { return s.Expired },
 	}
 	for reason, n := range ended {
-		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began).",
+		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began), expired (the access token it was made with expired; answered with an error).",
 			prometheus.Labels{"reason": reason}, func() float64 { return float64(n(a.Listens())) })
 	}
 	m.funcMetric(false, "mcpres_subscriptions_active", "Resource subscriptions held now.", nil,
@@ -588,4 +591,8 @@ func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
 		func() float64 { return float64(hub.Stats().Pending) })
 	m.funcMetric(true, "mcpres_live_notifications_total", "notifications/resources/updated sent to subscribers.", nil,
 		func() float64 { return float64(hub.Stats().Notified) })
+	m.funcMetric(true, "mcpres_live_notifications_undelivered_total", "notifications/resources/updated dropped because the session had no stream to carry them (a stateful HTTP session without a standalone GET stream); the session goes on.", nil,
+		func() float64 { return float64(a.Subscriptions().UndeliveredNotifications()) })
+	m.funcMetric(true, "mcpres_subscriptions_expired_total", "resources/subscribe subscriptions ended because the access token that made them expired.", nil,
+		func() float64 { return float64(a.Subscriptions().ExpiredSubscriptions()) })
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,12 +88,117 @@ func TestServerJSONSchemaRefusesMistakes(t *testing.T) {
 		"a package without transport": func(v map[string]any) {
 			delete(v["packages"].([]any)[0].(map[string]any), "transport")
 		},
-		"an unknown package key": func(v map[string]any) { v["packages"].([]any)[0].(map[string]any)["image"] = "x" },
+		"a transport of an unknown type": func(v map[string]any) {
+			v["packages"].([]any)[0].(map[string]any)["transport"] = map[string]any{"type": "websocket"}
+		},
+		"a positional argument without a value": func(v map[string]any) {
+			v["packages"].([]any)[0].(map[string]any)["packageArguments"] = []any{map[string]any{"type": "positional"}}
+		},
 	} {
 		v := readServerJSON(t)
 		change(v)
 		if err := rs.Validate(v); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// Issue 46, defect 10: server.json could not be published as it was. The
+// container image's tag is in its identifier (an OCI package has no
+// version of its own), the image carries the label by which the registry
+// ties it to the entry, the Go package's version is a Go module version
+// (v-prefixed, what `go install PATH@VERSION` takes), and both packages
+// offer every bucket setting a host-name S3 endpoint needs to start.
+func TestServerJSONIsPublishable(t *testing.T) {
+	v := readServerJSON(t)
+	name, version := v["name"].(string), v["version"].(string)
+	byType := map[string]map[string]any{}
+	for _, p := range v["packages"].([]any) {
+		p := p.(map[string]any)
+		byType[p["registryType"].(string)] = p
+	}
+	oci, gomod := byType["oci"], byType["go"]
+	if oci == nil || gomod == nil {
+		t.Fatalf("want an oci and a go package, got %v", v["packages"])
+	}
+	if id := oci["identifier"].(string); id != "ghcr.io/phpboyscout/mcp-resources:"+version {
+		t.Errorf("the image's identifier is %q, want its tag %q in it", id, version)
+	}
+	if _, ok := oci["version"]; ok {
+		t.Errorf("the oci package has a version (%v): its tag belongs in identifier", oci["version"])
+	}
+	if gv := gomod["version"]; gv != "v"+version {
+		t.Errorf("the go package's version is %v, want the module version v%s", gv, version)
+	}
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^LABEL\s+io\.modelcontextprotocol\.server\.name="([^"]*)"`).FindSubmatch(df)
+	if m == nil || string(m[1]) != name {
+		t.Errorf("the Dockerfile's io.modelcontextprotocol.server.name label is %q, want server.json's name %q", m, name)
+	}
+	for typ, p := range byType {
+		var names []string
+		for _, e := range p["environmentVariables"].([]any) {
+			names = append(names, e.(map[string]any)["name"].(string))
+		}
+		for _, want := range []string{"MCPRES_BUCKET", "MCPRES_BUCKET_ENDPOINT", "MCPRES_BUCKET_PATH_STYLE", "MCPRES_BUCKET_ACCESS_KEY", "MCPRES_BUCKET_SECRET_KEY"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("the %s package does not offer %s", typ, want)
+			}
+		}
+	}
+}
+
+// Issue 46, defect 10: the README's stdio snippet for desktop clients set
+// only DOCS_DATABASE_URL, and the server it starts exits with
+// "DOCS_BUCKET is not set". Its env sets every variable the resources file
+// it names refers to.
+func TestReadmeStdioSnippetSetsEveryVariableItsFileNeeds(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Connect a desktop MCP client")
+	if !ok {
+		t.Fatal("no desktop client section in README.md")
+	}
+	_, block, ok := strings.Cut(section, "```json\n")
+	block, _, _ = strings.Cut(block, "```")
+	var cfg struct {
+		MCPServers map[string]struct {
+			Args []string
+			Env  map[string]string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(block), &cfg); !ok || err != nil {
+		t.Fatalf("the stdio snippet is not JSON (%v):\n%s", err, block)
+	}
+	server, ok := cfg.MCPServers["mcp-resources"]
+	i := slices.Index(server.Args, "--config")
+	if !ok || i < 0 || i+1 >= len(server.Args) {
+		t.Fatalf("the snippet starts no server with --config: %+v", cfg)
+	}
+	file := server.Args[i+1]
+	_, rel, ok := strings.Cut(file, "/examples/")
+	if !ok {
+		t.Fatalf("the snippet's --config %q is not one of examples/", file)
+	}
+	data, err := os.ReadFile("../../examples/" + rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`).FindAllStringSubmatch(string(data), -1) {
+		needed[m[1]] = true
+	}
+	if len(needed) == 0 {
+		t.Fatalf("%s names no variables", rel)
+	}
+	for name := range needed {
+		if _, ok := server.Env[name]; !ok {
+			t.Errorf("the README's stdio snippet does not set %s, which %s needs", name, rel)
 		}
 	}
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStdioAnswersEveryPipedRequestBeforeExiting pipes a whole session into
@@ -52,5 +56,81 @@ func TestStdioAnswersEveryPipedRequestBeforeExiting(t *testing.T) {
 		if n != 1 {
 			t.Errorf("request %d answered %d times", id, n)
 		}
+	}
+}
+
+// Issue 46, defect 6: over stdio, closing stdin with a subscriptions/listen
+// open waited out the whole --grace, and the listen was never answered
+// (SIGTERM exited at once). The end of input answers the listen with its
+// result, and run returns well within the grace.
+func TestStdinEOFAnswersAnOpenListenAndExitsWithoutWaitingOutTheGrace(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		c := run(context.Background(), []string{"serve", "--grace=30s"}, inR, outW, &stderr)
+		outW.Close()
+		code <- c
+	}()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	await := func(what string) string {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("stdout ended before %s (exit %d): %s", what, <-code, stderr.String())
+				}
+				if strings.Contains(l, what) {
+					return l
+				}
+			case <-timeout:
+				t.Fatalf("no %s after 20 s", what)
+			}
+		}
+	}
+	send := func(l string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(initializeBody("1"))
+	await(`"id":1`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(listenRequest("7"))
+	await("notifications/subscriptions/acknowledged")
+	start := time.Now()
+	inW.Close()
+	answer := await(`"id":7`)
+	var m struct {
+		Result json.RawMessage
+		Error  json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(answer), &m); err != nil || m.Result == nil {
+		t.Fatalf("the listen was answered with %s, want its result", answer)
+	}
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit %d: %s", c, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run had not returned 20 s after stdin closed (grace 30 s)")
+	}
+	took := time.Since(start)
+	t.Logf("stdin closed with an open listen: answered, run returned after %v", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("run returned %v after stdin closed, want well under the 30 s grace", took)
 	}
 }

@@ -20,7 +20,8 @@
 // When In ends (a client that pipes its requests in and closes stdin), the
 // connection reports the end only once every request it has read has been
 // answered, or after [Transport].DrainTimeout: no request a client sent is
-// dropped because its input ended first.
+// dropped because its input ended first. [Transport].InputEnded lets the
+// host answer at that moment the requests that never end by themselves.
 package linetransport
 
 import (
@@ -69,6 +70,12 @@ type Transport struct {
 	// sees it; a request it refuses (bad is true) is answered with its
 	// code and message and the request's id.
 	CheckParams func(method string, params json.RawMessage) (code int64, message string, bad bool)
+	// InputEnded, if set, is called once when In ends, before the
+	// connection waits for the answers to the requests it has read: the
+	// host answers there the requests that would otherwise wait for ever,
+	// such as an open subscriptions/listen (its stream has no reader
+	// left to wait for).
+	InputEnded func()
 }
 
 // DefaultDrainTimeout is the wait for pending answers after In ends when
@@ -88,7 +95,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		drain = DefaultDrainTimeout
 	}
 	c := &conn{out: t.Out, lines: make(chan []byte), done: make(chan struct{}), drain: drain,
-		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams}
+		pending: map[any]struct{}{}, answered: make(chan struct{}, 1), check: t.CheckParams, ended: t.InputEnded}
 	go c.readLines(t.In, max)
 	return c, nil
 }
@@ -107,6 +114,9 @@ type conn struct {
 	answered chan struct{}    // a pending request was answered
 
 	check func(method string, params json.RawMessage) (int64, string, bool)
+
+	ended     func() // Transport.InputEnded
+	endedOnce sync.Once
 }
 
 // drainPending waits, once In has ended, until every request read has been
@@ -188,6 +198,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case line, ok = <-c.lines:
 		}
 		if !ok {
+			if c.ended != nil {
+				c.endedOnce.Do(c.ended)
+			}
 			c.drainPending(ctx)
 			if c.rerr == nil || errors.Is(c.rerr, io.EOF) {
 				return nil, io.EOF

@@ -249,3 +249,46 @@ func TestInputEndReportedOnlyAfterEveryRequestIsAnswered(t *testing.T) {
 		t.Fatalf("Read with a request never answered: %v, want io.EOF after DrainTimeout", err)
 	}
 }
+
+// TestInputEndedLetsTheHostAnswerWhatWouldWaitForEver: InputEnded is
+// called once when In ends, before the wait for the pending answers, so
+// that the host can answer a request that would otherwise hold the drain
+// for its whole timeout (an open subscriptions/listen).
+func TestInputEndedLetsTheHostAnswerWhatWouldWaitForEver(t *testing.T) {
+	var c mcp.Connection
+	var id jsonrpc.ID
+	calls := 0
+	tr := &Transport{In: strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen"}` + "\n"), Out: io.Discard, DrainTimeout: time.Minute,
+		InputEnded: func() {
+			calls++
+			// The host answers the listen here.
+			if err := c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
+				t.Error(err)
+			}
+		}}
+	c, err := tr.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = msg.(*jsonrpc.Request).ID
+	ended := make(chan error, 1)
+	go func() { _, err := c.Read(t.Context()); ended <- err }()
+	select {
+	case err := <-ended:
+		if err != io.EOF {
+			t.Fatalf("Read at the end of input: %v, want io.EOF", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the end of input was not reported 10 s after InputEnded answered the last request (drain 1 min)")
+	}
+	if _, err := c.Read(t.Context()); err != io.EOF {
+		t.Fatalf("a second Read: %v, want io.EOF", err)
+	}
+	if calls != 1 {
+		t.Fatalf("InputEnded called %d times, want 1", calls)
+	}
+}
