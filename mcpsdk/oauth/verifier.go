@@ -48,8 +48,11 @@ const (
 	// MaxClockSkew bounds Options.ClockSkew.
 	MaxClockSkew = 5 * time.Minute
 	// DefaultMinRefresh is the least time between two fetches of the
-	// issuer's keys when Options.MinRefresh is zero.
-	DefaultMinRefresh = 30 * time.Second
+	// issuer's keys when Options.MinRefresh is zero. It is also the longest
+	// a token signed with a newly published key is refused: whatever tokens
+	// naming unknown key ids arrive, the first token naming a key that was
+	// published at least this long ago finds the keys refreshable.
+	DefaultMinRefresh = 5 * time.Second
 	// DefaultMaxKeyAge is how long fetched keys are used before they must
 	// be fetched again, when Options.MaxKeyAge is zero.
 	DefaultMaxKeyAge = time.Hour
@@ -385,10 +388,11 @@ func scopes(all map[string]json.RawMessage) []string {
 	return nil
 }
 
-// Ready reports whether the verifier holds usable keys and the last fetch
-// of them succeeded. When it does not, it fetches them first (rate-limited
-// like any refresh), so a readiness probe recovers as soon as the issuer
-// answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
+// Ready reports whether the verifier holds keys it may use (loaded, and
+// younger than [Options].MaxKeyAge), whether or not a refresh has failed
+// since: cached keys that verify good tokens keep the server ready. When
+// it holds none, it fetches them first (rate-limited like any refresh), so
+// a readiness probe recovers as soon as the issuer answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
 func (v *Verifier) Ready(ctx context.Context) error {
 	if v.keys.ready() {
 		return nil
