@@ -373,7 +373,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	}
 	handler = httpguard.Handler(sessions.deletes(handler), gopts)
 	if tokens != nil {
-		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
+		handler = tokens.protect(handler) // tokens.go
 	}
 	if s.oauth != nil {
 		handler = s.oauth.rs.Protect(handler)

@@ -7,8 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 )
 
 // A tokens file maps bearer tokens to principals without storing a token:
@@ -84,6 +87,13 @@ func (t *tokenTable) principal(token string) (string, bool) {
 		return "", false
 	}
 	return t.entries[found].principal, true
+}
+
+// protect returns h behind the tokens: a request without a token of the
+// file is answered 401 with WWW-Authenticate: Bearer realm="mcp-resources"
+// (and error="invalid_token" when it gave a bearer token).
+func (t *tokenTable) protect(h http.Handler) http.Handler {
+	return oauth.RequireStaticToken(t.verify, "mcp-resources")(h)
 }
 
 // hashToken returns the tokens-file form of a token's hash.
