@@ -9,8 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"unicode/utf8"
+	"unicode"
 
+	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 )
 
@@ -20,7 +21,7 @@ import (
 //	alice         sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824
 //
 // Blank lines and lines starting with # are ignored. A principal is any
-// UTF-8 text without spaces or control characters.
+// text without spaces that core.CheckPrincipal accepts.
 const tokenHashPrefix = "sha256:"
 
 // tokenEntry is one line of a tokens file.
@@ -47,8 +48,8 @@ func parseTokens(r io.Reader) (*tokenTable, error) {
 			return nil, fmt.Errorf("line %d: want \"PRINCIPAL sha256:HEX\"", n)
 		}
 		principal, digest := fields[0], fields[1]
-		if !validPrincipal(principal) {
-			return nil, fmt.Errorf("line %d: the principal must be UTF-8 without control characters", n)
+		if err := checkFilePrincipal(principal); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err) // the error never quotes the principal
 		}
 		raw, ok := strings.CutPrefix(digest, tokenHashPrefix)
 		var e tokenEntry
@@ -102,14 +103,15 @@ func hashToken(token string) string {
 	return tokenHashPrefix + hex.EncodeToString(h[:])
 }
 
-func validPrincipal(p string) bool {
-	if p == "" || !utf8.ValidString(p) {
-		return false
+// checkFilePrincipal reports whether p can be a principal of a tokens file:
+// one that core.CheckPrincipal accepts, without white space (which
+// separates the fields of a line). The error never quotes p.
+func checkFilePrincipal(p string) error {
+	if err := core.CheckPrincipal(p); err != nil {
+		return err
 	}
-	for _, r := range p {
-		if r < ' ' || r == 0x7f {
-			return false
-		}
+	if strings.IndexFunc(p, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("%w: holds white space", core.ErrInvalidPrincipal)
 	}
-	return true
+	return nil
 }

@@ -89,3 +89,33 @@ func TestTokensModeChallenges(t *testing.T) {
 		t.Fatalf("alice's token: HTTP %d %q", resp.StatusCode, body)
 	}
 }
+
+// A tokens file's principal is checked by core.CheckPrincipal, as written:
+// invalid UTF-8, U+FFFD, C1 and bidi controls, separators are refused with
+// an error that names the line only.
+func TestTokensFileRefusesInvalidPrincipals(t *testing.T) {
+	for name, p := range map[string]string{
+		"\\xff":  "ali\xffce",
+		"\\xfe":  "ali\xfece",
+		"U+FFFD": "ali\uFFFDce",
+		"U+0085": "ali\u0085ce",
+		"U+2028": "ali\u2028ce",
+		"U+202E": "ali\u202Ece",
+		"U+200B": "ali\u200Bce",
+	} {
+		_, err := parseTokens(strings.NewReader("bob " + hashToken("b") + "\n" + p + " " + hashToken("a") + "\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), "line 2: ") || strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want line 2 refused without quoting it", name, err)
+		}
+	}
+}
+
+// --principal is refused, not rewritten, when it is not a valid principal.
+func TestServeRefusesAnInvalidPrincipalFlag(t *testing.T) {
+	for _, p := range []string{"ali\xffce", "ali\u202Ece", " alice", "alice\u2028"} {
+		code, _, stderr := runArgs(t, t.Context(), "serve", "--principal", p)
+		if code != 1 || !strings.Contains(stderr, "--principal: core: invalid principal") {
+			t.Errorf("--principal %q: exit %d, %s", p, code, stderr)
+		}
+	}
+}

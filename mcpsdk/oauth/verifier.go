@@ -38,6 +38,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // Defaults and bounds of [Options].
@@ -63,8 +65,9 @@ const (
 	MaxTokenBytes = 16 << 10
 	// MaxClaimsBytes bounds the JSON of the claims passed to storage.
 	MaxClaimsBytes = 8 << 10
-	// MaxPrincipalBytes bounds the principal claim's value.
-	MaxPrincipalBytes = 1024
+	// MaxPrincipalBytes bounds the principal claim's value: it is
+	// core.MaxPrincipalBytes.
+	MaxPrincipalBytes = core.MaxPrincipalBytes
 	// DefaultCacheTTL is how long a verified token's result is reused when
 	// Options.CacheTTL is zero.
 	DefaultCacheTTL = time.Minute
@@ -338,17 +341,19 @@ func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 }
 
 func (v *Verifier) principalOf(all map[string]json.RawMessage) (string, error) {
+	raw := all[v.principal]
+	// The claim is checked as sent: encoding/json would replace invalid
+	// UTF-8 (and a lone surrogate escape) with U+FFFD, which
+	// core.CheckPrincipal refuses too.
+	if !utf8.Valid(raw) {
+		return "", fmt.Errorf("oauth: the principal claim %q is not valid UTF-8", v.principal)
+	}
 	var p string
-	if err := json.Unmarshal(all[v.principal], &p); err != nil {
+	if err := json.Unmarshal(raw, &p); err != nil {
 		return "", fmt.Errorf("oauth: the principal claim %q is not a string", v.principal)
 	}
-	if p == "" || len(p) > MaxPrincipalBytes || !utf8.ValidString(p) {
-		return "", fmt.Errorf("oauth: the principal claim %q is empty, too long or not UTF-8", v.principal)
-	}
-	for _, r := range p {
-		if r < ' ' || r == 0x7f {
-			return "", fmt.Errorf("oauth: the principal claim %q holds a control character", v.principal)
-		}
+	if err := core.CheckPrincipal(p); err != nil {
+		return "", fmt.Errorf("oauth: the principal claim %q: %w", v.principal, err)
 	}
 	return p, nil
 }

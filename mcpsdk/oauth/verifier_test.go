@@ -369,3 +369,68 @@ func TestOversizedClaimsAreRefused(t *testing.T) {
 		t.Fatalf("%v, want %s", err, ReasonClaims)
 	}
 }
+
+// signRaw signs payload as it is, bytes and all, with the issuer's key.
+func (is *issuer) signRaw(t *testing.T, payload []byte) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", is.kid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := s.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// A principal claim that is not a valid principal is refused, not
+// rewritten: invalid UTF-8 in the payload and a lone surrogate escape are
+// not turned into U+FFFD (which would make ali\xffce, ali\xfece and
+// ali\uFFFDce one principal), and controls, bidi and separator characters
+// and surrounding spaces are refused.
+func TestVerifyRefusesInvalidPrincipals(t *testing.T) {
+	is := newIssuer(t)
+	v := newTestVerifier(t, is, nil)
+	payload := func(sub string) []byte {
+		c := is.claims("PLACEHOLDER")
+		b, _ := json.Marshal(c)
+		return []byte(strings.Replace(string(b), `"sub":"PLACEHOLDER"`, `"sub":"`+sub+`"`, 1))
+	}
+	if ti, err := v.Verify(context.Background(), is.signRaw(t, payload("alice")), nil); err != nil || ti.UserID != "alice" {
+		t.Fatalf("the raw payload of a good token: %+v, %v", ti, err)
+	}
+	for name, sub := range map[string]string{
+		"raw \\xff":          "ali\xffce",
+		"raw \\xfe":          "ali\xfece",
+		"U+FFFD":             "ali\uFFFDce",
+		"escaped U+FFFD":     `ali\ufffdce`,
+		"lone surrogate":     `ali\ud800ce`,
+		"escaped NUL":        `ali\u0000ce`,
+		"U+0085":             "ali\u0085ce",
+		"escaped U+0085":     `ali\u0085ce`,
+		"U+2028":             "ali\u2028ce",
+		"U+202E":             "ali\u202Ece",
+		"leading space":      " alice",
+		"trailing space":     "alice ",
+		"escaped ESC":        `ali\u001bce`,
+		"escaped DEL (C0)":   `ali\u007fce`,
+		"U+200F (RLM mark)":  "ali\u200Fce",
+		"U+061C (ALM mark)":  "ali\u061Cce",
+		"U+2069 (PDI)":       "ali\u2069ce",
+		"escaped U+2029":     `ali\u2029ce`,
+		"U+FEFF at the end":  "alice\uFEFF",
+		"only white space":   "   ",
+		"U+3000 (ideograph)": "\u3000alice",
+	} {
+		ti, err := v.Verify(context.Background(), is.signRaw(t, payload(sub)), nil)
+		if reason(err) != ReasonPrincipal {
+			t.Errorf("%s: %+v, %v; want refused for %s", name, ti, err, ReasonPrincipal)
+		}
+	}
+}
