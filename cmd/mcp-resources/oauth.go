@@ -21,11 +21,12 @@ import (
 // accepts one kind of bearer token, never either.
 type oauthFlags struct {
 	Issuer         string        `name:"oauth-issuer" placeholder:"URL" env:"MCPRES_AUTH_ISSUER" help:"Accept JWT access tokens of this OAuth 2.1 authorization server (its issuer identifier; keys by OpenID discovery). Needs --http and --oauth-resource; excludes --tokens."`
-	Resource       string        `name:"oauth-resource" placeholder:"URI" env:"MCPRES_AUTH_RESOURCE" help:"This server's canonical resource URI (such as https://mcp.example.com/mcp): tokens must name it as audience."`
+	Resource       string        `name:"oauth-resource" placeholder:"URI" env:"MCPRES_AUTH_RESOURCE" help:"This server's canonical resource URI (such as https://mcp.example.com/mcp): tokens must name it as audience, unless --oauth-audience is given."`
+	Audiences      []string      `name:"oauth-audience" placeholder:"AUD" env:"MCPRES_AUTH_AUDIENCES" help:"Accept tokens whose aud holds this value instead of the resource URI (repeatable, or comma-separated), for issuers that put another identifier there (Entra ID: the application ID)."`
 	Scopes         []string      `name:"oauth-scope" placeholder:"SCOPE" env:"MCPRES_AUTH_SCOPES" help:"Scopes every token must carry (repeatable, or comma-separated); a token without one is answered 403 insufficient_scope."`
 	JWKSURL        string        `name:"oauth-jwks-url" placeholder:"URL" env:"MCPRES_AUTH_JWKS_URL" help:"Fetch the issuer's keys here instead of by discovery."`
 	PrincipalClaim string        `name:"oauth-principal-claim" default:"sub" env:"MCPRES_AUTH_PRINCIPAL_CLAIM" help:"The token claim that names the principal (mcp.principal)."`
-	Claims         []string      `name:"oauth-claims" placeholder:"CLAIM" env:"MCPRES_AUTH_CLAIMS" help:"Token claims passed to storage as the JSON object mcp.claims (repeatable, or comma-separated), for row-level security: current_setting('mcp.claims', true)::jsonb."`
+	Claims         []string      `name:"oauth-claims" placeholder:"CLAIM" env:"MCPRES_AUTH_CLAIMS" help:"Token claims passed to storage as the JSON object mcp.claims (repeatable, or comma-separated), for row-level security: current_setting('mcp.claims', true)::jsonb. A name with dots not found as a claim is a path (realm_access.roles); each is passed under the name given."`
 	ClockSkew      time.Duration `name:"oauth-clock-skew" default:"30s" env:"MCPRES_AUTH_CLOCK_SKEW" help:"Tolerance on a token's exp, nbf and iat (at most 5m)."`
 }
 
@@ -38,7 +39,7 @@ type oauthServer struct {
 
 // set reports whether any --oauth-* flag differs from its default.
 func (f *oauthFlags) set() bool {
-	return f.Issuer != "" || f.Resource != "" || len(f.Scopes) > 0 || len(f.Claims) > 0 || f.JWKSURL != "" ||
+	return f.Issuer != "" || f.Resource != "" || len(f.Scopes) > 0 || len(f.Claims) > 0 || f.JWKSURL != "" || len(f.Audiences) > 0 ||
 		f.PrincipalClaim != oauth.DefaultPrincipalClaim || f.ClockSkew != oauth.DefaultClockSkew
 }
 
@@ -63,7 +64,7 @@ func (f *oauthFlags) options(file *config.File) (*oauth.Options, *oauth.Resource
 	if f.Resource == "" {
 		return nil, nil, errors.New("--oauth-issuer needs --oauth-resource, the URI that tokens name as audience")
 	}
-	return &oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource,
+	return &oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource, Audiences: f.Audiences,
 			ClockSkew: f.ClockSkew, PrincipalClaim: f.PrincipalClaim, Claims: f.Claims},
 		&oauth.ResourceOptions{Resource: f.Resource, AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ClockSkew: f.ClockSkew}, nil
 }
@@ -94,13 +95,20 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File,
 		ti, err := v.Verify(ctx, token, r)
 		if err != nil {
 			var te *oauth.TokenError
-			reason := "keys_unavailable"
+			reason, cause := "keys_unavailable", errors.Unwrap(err)
 			if errors.As(err, &te) {
-				reason = te.Reason
+				reason, cause = te.Reason, te.Cause()
 			}
 			o.refused.WithLabelValues(reason).Inc()
-			// The cause can quote claims: debug only.
-			logger.Debug("refused a bearer token", "reason", reason, "err", err)
+			if reason == oauth.ReasonClaims {
+				// The issuer sent a claim that storage cannot hold: worth
+				// a warning. The cause names the claim, never its value
+				// (nor the token).
+				logger.Warn("refused a bearer token whose claims cannot reach storage", "reason", reason, "err", cause)
+			} else {
+				// The cause can quote claims: debug only.
+				logger.Debug("refused a bearer token", "reason", reason, "err", cause)
+			}
 		}
 		return ti, err
 	}

@@ -1,13 +1,16 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -74,4 +77,51 @@ func FuzzParseKeySet(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzStorable: storable never panics, and a JSON value it accepts holds
+// valid UTF-8 and, decoded, no NUL.
+func FuzzStorable(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\u0000"`, `"\ud800"`, `"\ud83d\ude00"`, `1e200000`, `[true,{"e":1E+5}]`, `"\\u0000"`, "\"\xff\"", `"\ud800\u`, `"\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if storable(raw) != nil || !json.Valid(raw) {
+			return
+		}
+		if !utf8.Valid(raw) {
+			t.Fatalf("accepted invalid UTF-8 %q", raw)
+		}
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber() // a number beyond float64 is still JSON
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		if hasNUL(v) {
+			t.Fatalf("accepted %q, which decodes to a NUL", raw)
+		}
+	})
+}
+
+// hasNUL reports whether a decoded JSON value holds a NUL in a string or
+// an object key.
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		for _, e := range v {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) || hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

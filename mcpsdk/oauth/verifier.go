@@ -73,6 +73,17 @@ const (
 	DefaultCacheTTL = time.Minute
 	// maxCached bounds the verified tokens the cache holds.
 	maxCached = 4096
+	// MaxAudiences bounds Options.Audiences.
+	MaxAudiences = 16
+	// MaxClaims bounds Options.Claims.
+	MaxClaims = 64
+	// maxClaimDepth bounds the segments of a claim path.
+	maxClaimDepth = 8
+	// maxExponent bounds the exponent of a number in a passed claim:
+	// PostgreSQL's jsonb refuses numbers beyond its numeric range
+	// (1e200000), and within MaxClaimsBytes this bound keeps every number
+	// inside it.
+	maxExponent = 1000
 )
 
 // ClaimsKey is the key of TokenInfo.Extra under which [Verifier.Verify]
@@ -100,8 +111,15 @@ type Options struct {
 	// discovery.
 	JWKSURL string
 	// Resource is this server's canonical resource URI (RFC 8707): a
-	// token's aud must contain it, byte for byte. Required.
+	// token's aud must contain it, byte for byte, unless Audiences is
+	// set. Required.
 	Resource string
+	// Audiences, if set, replace Resource as the values of which a token's
+	// aud must contain one, byte for byte: for issuers that put another
+	// identifier of the server in aud (Entra ID its application ID,
+	// Keycloak a client id, Okta an authorization server's audience). At
+	// most [MaxAudiences].
+	Audiences []string
 	// Algorithms are the accepted signature algorithms, a subset of
 	// [DefaultAlgorithms] (the default). "none" and the HMAC algorithms
 	// are refused: a resource server holds no shared secret.
@@ -113,7 +131,12 @@ type Options struct {
 	// the principal, TokenInfo.UserID. Empty means "sub".
 	PrincipalClaim string
 	// Claims names the claims passed to storage (see [ClaimsKey]), for
-	// example groups or tenant. Absent claims are left out.
+	// example groups or tenant, at most [MaxClaims]. A name is looked up
+	// as a top-level claim first; failing that, a name with dots is a
+	// path into nested objects (realm_access.roles is the roles member of
+	// the realm_access claim). Each is passed under the name given, so
+	// that a claim named with dots (Auth0's https://example.com/roles)
+	// and a path read alike. Absent claims are left out.
 	Claims []string
 	// MinRefresh is the least time between two fetches of the keys, so
 	// that tokens naming unknown key ids cannot make one fetch each: zero
@@ -138,14 +161,15 @@ type Options struct {
 // Verifier verifies JWT access tokens of one issuer for one resource. Its
 // Verify method is an auth.TokenVerifier. It is safe for concurrent use.
 type Verifier struct {
-	issuer, resource string
-	algs             []jose.SignatureAlgorithm
-	skew             time.Duration
-	principal        string
-	claims           []string
-	keys             *keySet
-	now              func() time.Time
-	cache            *tokenCache // nil: no caching
+	issuer    string
+	audiences []string
+	algs      []jose.SignatureAlgorithm
+	skew      time.Duration
+	principal string
+	claims    []string
+	keys      *keySet
+	now       func() time.Time
+	cache     *tokenCache // nil: no caching
 }
 
 // NewVerifier returns a verifier for opts. It makes no request: the keys
@@ -162,8 +186,23 @@ func NewVerifier(opts *Options) (*Verifier, error) {
 			return nil, fmt.Errorf("oauth: %q is not an http(s) URL", u)
 		}
 	}
-	v := &Verifier{issuer: opts.Issuer, resource: opts.Resource, skew: opts.ClockSkew,
+	v := &Verifier{issuer: opts.Issuer, audiences: []string{opts.Resource}, skew: opts.ClockSkew,
 		principal: opts.PrincipalClaim, claims: slices.Clone(opts.Claims), now: opts.Now}
+	if len(opts.Audiences) > 0 {
+		if len(opts.Audiences) > MaxAudiences || slices.Contains(opts.Audiences, "") {
+			return nil, fmt.Errorf("oauth: give 1 to %d audiences, none empty", MaxAudiences)
+		}
+		v.audiences = slices.Clone(opts.Audiences)
+	}
+	if len(v.claims) > MaxClaims {
+		return nil, fmt.Errorf("oauth: at most %d claims are passed to storage", MaxClaims)
+	}
+	for _, c := range v.claims {
+		if c == "" || strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".") || strings.Contains(c, "..") ||
+			strings.Count(c, ".") >= maxClaimDepth || !utf8.ValidString(c) {
+			return nil, fmt.Errorf("oauth: the claim name %q is empty, has an empty path segment, more than %d segments or is not UTF-8", c, maxClaimDepth)
+		}
+	}
 	if v.skew == 0 {
 		v.skew = DefaultClockSkew
 	}
@@ -214,11 +253,11 @@ const (
 	ReasonKey       = "unknown_key"   // signed with a key the issuer does not publish
 	ReasonSignature = "signature"     // the signature does not verify
 	ReasonIssuer    = "issuer"        // iss is not the issuer
-	ReasonAudience  = "audience"      // aud does not contain the resource
+	ReasonAudience  = "audience"      // aud contains neither the resource nor an Options.Audiences value
 	ReasonExpired   = "expired"       // exp passed (beyond the skew), or no exp
 	ReasonNotYet    = "not_yet_valid" // nbf or iat in the future (beyond the skew)
 	ReasonPrincipal = "principal"     // the principal claim is missing or not a valid principal
-	ReasonClaims    = "claims"        // the passed claims are over MaxClaimsBytes
+	ReasonClaims    = "claims"        // the passed claims are over MaxClaimsBytes, or one cannot reach storage as JSON
 )
 
 // TokenError is the error of a refused token. It matches
@@ -233,6 +272,11 @@ type TokenError struct {
 
 // Error returns the fixed text "invalid token", whatever the reason.
 func (e *TokenError) Error() string { return auth.ErrInvalidToken.Error() }
+
+// Cause returns why the token was refused. Its text can quote the
+// token's claims (never for a [ReasonClaims] refusal, which names the
+// claim only): log it, never send it to a client.
+func (e *TokenError) Cause() error { return e.cause }
 
 // Unwrap returns auth.ErrInvalidToken and the cause.
 func (e *TokenError) Unwrap() []error { return []error{auth.ErrInvalidToken, e.cause} }
@@ -316,7 +360,7 @@ func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	if std.Issuer != v.issuer {
 		return nil, refuse(ReasonIssuer, jwt.ErrInvalidIssuer)
 	}
-	if !slices.Contains(std.Audience, v.resource) {
+	if !slices.ContainsFunc(std.Audience, func(a string) bool { return slices.Contains(v.audiences, a) }) {
 		return nil, refuse(ReasonAudience, jwt.ErrInvalidAudience)
 	}
 	if std.Expiry == nil {
@@ -358,13 +402,19 @@ func (v *Verifier) principalOf(all map[string]json.RawMessage) (string, error) {
 	return p, nil
 }
 
-// passed returns the named claims as one JSON object.
+// passed returns the named claims as one JSON object, each under the name
+// given, refusing a claim that storage could not hold as JSON.
 func (v *Verifier) passed(all map[string]json.RawMessage) (json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(v.claims))
 	for _, name := range v.claims {
-		if c, ok := all[name]; ok {
-			out[name] = c
+		c, ok := lookup(all, name)
+		if !ok {
+			continue
 		}
+		if err := storable(c); err != nil {
+			return nil, fmt.Errorf("oauth: the claim %q %w", name, err)
+		}
+		out[name] = c
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -374,6 +424,99 @@ func (v *Verifier) passed(all map[string]json.RawMessage) (json.RawMessage, erro
 		return nil, fmt.Errorf("oauth: the passed claims are over %d bytes", MaxClaimsBytes)
 	}
 	return b, nil
+}
+
+// lookup returns the claim name: the top-level claim of that name, else,
+// for a name with dots, the member its path names in nested objects.
+func lookup(all map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	if c, ok := all[name]; ok {
+		return c, true
+	}
+	path := strings.Split(name, ".")
+	if len(path) < 2 {
+		return nil, false
+	}
+	cur, ok := all[path[0]]
+	for _, seg := range path[1:] {
+		var obj map[string]json.RawMessage
+		if !ok || json.Unmarshal(cur, &obj) != nil {
+			return nil, false
+		}
+		cur, ok = obj[seg]
+	}
+	return cur, ok
+}
+
+// storable returns why raw, one valid JSON value, cannot reach storage as
+// JSON (PostgreSQL's jsonb, which mcp.claims is read as): invalid UTF-8,
+// the escape \u0000, a lone surrogate escape, or a number beyond
+// maxExponent. encoding/json accepts each of them (and would replace the
+// first two with U+FFFD if decoded); jsonb refuses each, which would make
+// every read of the token fail. The error never quotes raw.
+func storable(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errors.New("holds invalid UTF-8")
+	}
+	hex4 := func(b []byte) rune {
+		var r rune
+		for _, c := range b {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			}
+		}
+		return r
+	}
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] != '\\' || i+1 >= len(raw) {
+					continue
+				}
+				i++
+				if raw[i] != 'u' || i+4 >= len(raw) {
+					continue
+				}
+				r := hex4(raw[i+1 : i+5])
+				i += 4
+				switch {
+				case r == 0:
+					return errors.New("holds \\u0000, which storage cannot hold")
+				case r >= 0xDC00 && r <= 0xDFFF:
+					return errors.New("holds a lone surrogate escape")
+				case r >= 0xD800 && r <= 0xDBFF:
+					if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+						return errors.New("holds a lone surrogate escape")
+					}
+					if lo := hex4(raw[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
+						return errors.New("holds a lone surrogate escape")
+					}
+					i += 6
+				}
+			}
+		case c == 'e' || c == 'E': // outside strings: a number's exponent
+			j := i + 1
+			if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
+				j++
+			}
+			for j < len(raw) && raw[j] == '0' {
+				j++
+			}
+			exp := 0
+			for ; j < len(raw) && raw[j] >= '0' && raw[j] <= '9'; j++ {
+				if exp = exp*10 + int(raw[j]-'0'); exp > maxExponent {
+					return fmt.Errorf("holds a number with an exponent beyond %d", maxExponent)
+				}
+			}
+			i = j - 1
+		}
+	}
+	return nil
 }
 
 // scopes reads scope (RFC 8693, RFC 9068: one space-separated string) or,

@@ -434,3 +434,96 @@ func TestVerifyRefusesInvalidPrincipals(t *testing.T) {
 		}
 	}
 }
+
+// A passed claim that storage cannot hold as JSON (jsonb refuses \u0000, a
+// lone surrogate, invalid UTF-8 and numbers beyond its range) gets the
+// token refused for ReasonClaims, with a cause that names the claim and
+// not its value; what jsonb holds passes unchanged.
+func TestVerifyRefusesClaimsStorageCannotHold(t *testing.T) {
+	is := newIssuer(t)
+	v := newTestVerifier(t, is, nil)
+	token := func(tenant string) string {
+		b, _ := json.Marshal(is.claims("alice"))
+		return is.signRaw(t, []byte(strings.Replace(string(b), `"sub":"alice"`, `"sub":"alice","tenant":`+tenant, 1)))
+	}
+	for name, tenant := range map[string]string{
+		"\\u0000":                 `"ac\u0000me"`,
+		"\\u0000 as a key":        `{"\u0000":1}`,
+		"a lone high surrogate":   `"ac\ud800me"`,
+		"a lone low surrogate":    `["\udc00"]`,
+		"high then not low":       `"\ud800\u0041"`,
+		"a high surrogate at end": `"\ud800"`,
+		"invalid UTF-8":           "\"ac\xffme\"",
+		"a number beyond numeric": `1e200000`,
+		"a tiny number":           `-1E-200000`,
+		"nested \\u0000":          `{"a":[{"b":"\u0000"}]}`,
+	} {
+		_, err := v.Verify(context.Background(), token(tenant), nil)
+		if reason(err) != ReasonClaims {
+			t.Errorf("%s: %v, want %s", name, err, ReasonClaims)
+			continue
+		}
+		if cause := err.(*TokenError).cause.Error(); !strings.Contains(cause, `"tenant"`) {
+			t.Errorf("%s: the cause %q does not name the claim", name, cause)
+		}
+		if strings.Contains(err.(*TokenError).cause.Error(), "ac") {
+			t.Errorf("%s: the cause %v quotes the value", name, err.(*TokenError).cause)
+		}
+	}
+	for name, tenant := range map[string]string{
+		"a surrogate pair":      `"\ud83d\ude00"`,
+		"an escaped backslash":  `"\\u0000"`,
+		"U+FFFD itself":         `"\ufffd"`,
+		"a large number":        `1e300`,
+		"true, false and null":  `[true,false,null,"e"]`,
+		"an exponent of zeroes": `1e0000000000000000000000000000000001`,
+	} {
+		ti, err := v.Verify(context.Background(), token(tenant), nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		var got map[string]json.RawMessage
+		json.Unmarshal(ti.Extra[ClaimsKey].(json.RawMessage), &got)
+		if string(got["tenant"]) != tenant {
+			t.Errorf("%s: passed %s, want %s", name, got["tenant"], tenant)
+		}
+	}
+}
+
+// Claims are found by name, then by path: realm_access.roles reads the
+// roles member of realm_access, and a claim named with dots is read as
+// named; each is passed under the name given. Audiences replace the
+// resource as what aud must contain.
+func TestClaimPathsAndAudiences(t *testing.T) {
+	is := newIssuer(t)
+	v := newTestVerifier(t, is, func(o *Options) {
+		o.Claims = []string{"realm_access.roles", "https://example.test/groups", "resource_access.mcp.roles", "missing.path", "groups.x"}
+		o.Audiences = []string{"api://mcp", "00000000-1111-2222-3333-444444444444"}
+	})
+	c := is.claims("alice")
+	c["aud"] = "00000000-1111-2222-3333-444444444444"
+	c["realm_access"] = map[string]any{"roles": []string{"reader"}, "other": 1}
+	c["resource_access"] = map[string]any{"mcp": map[string]any{"roles": "writer"}}
+	c["https://example.test/groups"] = []string{"eng"}
+	ti, err := v.Verify(context.Background(), is.token(t, c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"https://example.test/groups":["eng"],"realm_access.roles":["reader"],"resource_access.mcp.roles":"writer"}`
+	if got := string(ti.Extra[ClaimsKey].(json.RawMessage)); got != want {
+		t.Fatalf("passed %s, want %s", got, want)
+	}
+	c["aud"] = testResource // the resource is no longer an audience
+	if _, err := v.Verify(context.Background(), is.token(t, c), nil); reason(err) != ReasonAudience {
+		t.Fatalf("aud the resource with Audiences set: %v, want %s", err, ReasonAudience)
+	}
+	for _, bad := range [][]string{{"a..b"}, {".a"}, {"a."}, {""}, {"a.b.c.d.e.f.g.h.i"}} {
+		if _, err := NewVerifier(&Options{Issuer: is.url(), Resource: testResource, Claims: bad}); err == nil {
+			t.Errorf("claims %q accepted", bad)
+		}
+	}
+	if _, err := NewVerifier(&Options{Issuer: is.url(), Resource: testResource, Audiences: []string{""}}); err == nil {
+		t.Error("an empty audience accepted")
+	}
+}
