@@ -257,3 +257,91 @@ func TestOAuthClaimsStorageCannotHoldAreRefused(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// opaqueClient registers a Hydra client whose access tokens are opaque
+// (Hydra's access_token_strategy), for the grants, scope and audience.
+func (d *idp) opaqueClient(t testing.TB, grants []string, scope, audience string) oauthClient {
+	t.Helper()
+	c := oauthClient{id: "mcpres-opaque-" + randomHex(t, 6), secret: randomHex(t, 16), redirect: "http://127.0.0.1:9/callback"}
+	d.call(t, http.MethodPost, d.admin+"/admin/clients", map[string]any{"client_id": c.id, "client_secret": c.secret,
+		"grant_types": grants, "response_types": []string{"code"}, "scope": scope, "audience": []string{audience},
+		"redirect_uris": []string{c.redirect}, "token_endpoint_auth_method": "client_secret_basic", "access_token_strategy": "opaque"}, nil)
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, d.admin+"/admin/clients/"+c.id, nil)
+		if resp, err := d.hc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+	return c
+}
+
+// TestOAuthOpaqueTokensFromHydraThroughIntrospection runs the binary with
+// --oauth-introspection-url against Hydra's opaque access tokens: users
+// read exactly what the groups of their consent allow (Hydra returns them
+// under ext, read with the claim path ext.groups) under the policy of
+// docs/identity.md, a client-credentials token reads as its client, and a
+// token Hydra does not know is refused before storage. Answers are cached:
+// repeated reads with one token make one introspection.
+func TestOAuthOpaqueTokensFromHydraThroughIntrospection(t *testing.T) {
+	d := hydra(t)
+	config := providerRig(t, "ext.groups")
+	resource := "https://mcp-" + randomHex(t, 4) + ".example.test/mcp"
+	app := d.opaqueClient(t, []string{"authorization_code", "client_credentials"}, oauthScope, resource)
+	alice := d.userToken(t, app, "alice", oauthScope, resource, map[string]any{"groups": []string{"eng"}})
+	bob := d.userToken(t, app, "bob", oauthScope, resource, map[string]any{"groups": "ops"})
+	svc := d.clientCredentials(t, app, oauthScope, resource)
+	for _, tok := range []string{alice, bob, svc} {
+		if strings.Count(tok, ".") == 2 {
+			t.Fatalf("Hydra minted a JWT, not an opaque token: %.20s...", tok)
+		}
+	}
+	s := startServer(t, "--config", config, "--oauth-issuer", d.issuer, "--oauth-resource", resource, "--oauth-scope", oauthScope,
+		"--oauth-claims", "ext.groups", "--oauth-introspection-url", d.admin+"/admin/oauth2/introspect",
+		"--oauth-client-id", app.id, "--oauth-client-secret", app.secret)
+	if code, body := s.get(t, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	for _, c := range []struct {
+		who, token, principal string
+		reads                 []string
+	}{
+		{"alice (eng)", alice, "alice", []string{"eng-plan"}},
+		{"bob (ops, a string)", bob, "bob", []string{"ops-runbook"}},
+		{"the client itself", svc, app.id, nil},
+	} {
+		cs := s.connect(t, c.token)
+		for _, id := range []string{"eng-plan", "ops-runbook"} {
+			text, err := readText(t, cs, "note://notes/"+id)
+			if want := strings.Contains(strings.Join(c.reads, " "), id); want != (err == nil && strings.HasPrefix(text, "the ")) {
+				t.Errorf("%s reads %s: %q, %v; want read %v", c.who, id, text, err, want)
+			}
+		}
+		who, err := readText(t, cs, "note://whoami/x")
+		if err != nil || !strings.Contains(who, `"principal" : "`+c.principal+`"`) {
+			t.Errorf("%s: the database saw %s, %v", c.who, who, err)
+		}
+		cs.Close()
+	}
+	calls := s.metric(t, "mcpres_oauth_introspections_total")
+	cs := s.connect(t, alice)
+	for range 5 {
+		if _, err := readText(t, cs, "note://notes/eng-plan"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs.Close()
+	if after := s.metric(t, "mcpres_oauth_introspections_total"); after != calls {
+		t.Errorf("introspections %v -> %v for a cached token, want none", calls, after)
+	}
+	storeCalls := s.metric(t, "mcpres_store_calls_total")
+	resp, _ := postMCP(t, s.addr, "ory_at_"+randomHex(t, 20)+"."+randomHex(t, 20))
+	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Errorf("a token Hydra does not know: HTTP %d %q, want 401 invalid_token", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if n := s.metric(t, "mcpres_oauth_refused_total", `reason="inactive"`); n != 1 {
+		t.Errorf("inactive refusals %v, want 1", n)
+	}
+	if sc := s.metric(t, "mcpres_store_calls_total"); sc != storeCalls {
+		t.Errorf("a refused token reached storage")
+	}
+}

@@ -151,8 +151,14 @@ type Options struct {
 	// with): zero means [DefaultCacheTTL], a negative value verifies every
 	// request afresh.
 	CacheTTL time.Duration
-	// HTTPClient fetches discovery and keys; nil means a client with a
-	// 10 s timeout.
+	// Introspection, if set, verifies every token (opaque or a JWT) by
+	// asking the authorization server (RFC 7662) instead of with its keys;
+	// JWKSURL, Algorithms, MinRefresh and MaxKeyAge then do not apply.
+	// The answer is cached like a verified JWT, at most until the token's
+	// exp: a token revoked at the server is refused within CacheTTL.
+	Introspection *Introspection
+	// HTTPClient fetches discovery and keys, and introspects; nil means a
+	// client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Now returns the current time; nil means time.Now. For tests.
 	Now func() time.Time
@@ -161,15 +167,17 @@ type Options struct {
 // Verifier verifies JWT access tokens of one issuer for one resource. Its
 // Verify method is an auth.TokenVerifier. It is safe for concurrent use.
 type Verifier struct {
-	issuer    string
-	audiences []string
-	algs      []jose.SignatureAlgorithm
-	skew      time.Duration
-	principal string
-	claims    []string
-	keys      *keySet
-	now       func() time.Time
-	cache     *tokenCache // nil: no caching
+	issuer     string
+	audiences  []string
+	algs       []jose.SignatureAlgorithm
+	skew       time.Duration
+	principal  string
+	claims     []string
+	keys       *keySet
+	intro      *introspector // nil: JWTs verified with the keys
+	minRefresh time.Duration
+	now        func() time.Time
+	cache      *tokenCache // nil: no caching
 }
 
 // NewVerifier returns a verifier for opts. It makes no request: the keys
@@ -236,6 +244,14 @@ func NewVerifier(opts *Options) (*Verifier, error) {
 	}
 	if v.keys.maxAge <= 0 {
 		v.keys.maxAge = DefaultMaxKeyAge
+	}
+	v.minRefresh = v.keys.minRefresh
+	if opts.Introspection != nil {
+		in, err := newIntrospector(opts.Introspection, client)
+		if err != nil {
+			return nil, err
+		}
+		v.intro = in
 	}
 	switch ttl := opts.CacheTTL; {
 	case ttl == 0:
@@ -309,7 +325,7 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	}
 	// The same token, verified under the same keys, is the same answer
 	// until it expires: skip the signature check (most of the cost).
-	gen, fresh := v.keys.generation()
+	gen, fresh := v.generation()
 	sum := sha256.Sum256([]byte(token))
 	now := v.now()
 	if fresh {
@@ -321,9 +337,13 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	if err != nil {
 		return nil, err
 	}
-	if gen2, fresh := v.keys.generation(); fresh && gen2 == gen {
+	if gen2, fresh := v.generation(); fresh && gen2 == gen {
 		until := now.Add(v.cache.ttl)
-		if exp := ti.Expiration.Add(v.skew); exp.Before(until) {
+		exp := ti.Expiration
+		if v.intro == nil {
+			exp = exp.Add(v.skew)
+		}
+		if exp.Before(until) {
 			until = exp
 		}
 		v.cache.put(sum, gen, until, now, ti)
@@ -331,8 +351,20 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	return ti, nil
 }
 
+// generation returns the generation of the keys and whether they may be
+// used without a refresh; introspection has one generation, always fresh.
+func (v *Verifier) generation() (uint64, bool) {
+	if v.intro != nil {
+		return 0, true
+	}
+	return v.keys.generation()
+}
+
 // verify verifies token without the cache.
 func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	if v.intro != nil {
+		return v.introspect(ctx, token)
+	}
 	tok, err := jwt.ParseSigned(token, v.algs)
 	if err != nil {
 		return nil, refuse(ReasonMalformed, err)
@@ -356,6 +388,12 @@ func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	if err := tok.Claims(key.Key, &std, &all); err != nil {
 		return nil, refuse(ReasonSignature, err)
 	}
+	return v.tokenInfo(&std, all)
+}
+
+// tokenInfo checks the claims of a verified token (a JWT's, or an
+// introspection answer's) and returns its TokenInfo.
+func (v *Verifier) tokenInfo(std *jwt.Claims, all map[string]json.RawMessage) (*auth.TokenInfo, error) {
 	// iss first, then aud, then time: the reason names the first rule broken.
 	if std.Issuer != v.issuer {
 		return nil, refuse(ReasonIssuer, jwt.ErrInvalidIssuer)
@@ -542,6 +580,9 @@ func scopes(all map[string]json.RawMessage) []string {
 // it holds none, it fetches them first (rate-limited like any refresh), so
 // a readiness probe recovers as soon as the issuer answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
 func (v *Verifier) Ready(ctx context.Context) error {
+	if v.intro != nil {
+		return v.intro.ready(ctx, v.minRefresh, v.now())
+	}
 	if v.keys.ready() {
 		return nil
 	}
@@ -552,22 +593,51 @@ func (v *Verifier) Ready(ctx context.Context) error {
 	return errors.New("the authorization server's keys are unavailable")
 }
 
-// KeyStats describes the verifier's keys now.
-func (v *Verifier) KeyStats() KeyStats { return v.keys.stats() }
+// KeyStats describes the verifier's keys now; with [Options].Introspection
+// it counts the introspection requests instead (Keys is 0).
+func (v *Verifier) KeyStats() KeyStats {
+	if v.intro != nil {
+		return v.intro.stats()
+	}
+	return v.keys.stats()
+}
+
+// Introspects reports whether the verifier asks the authorization server
+// about tokens ([Options].Introspection) instead of verifying JWTs with its
+// keys.
+func (v *Verifier) Introspects() bool { return v.intro != nil }
 
 // tokenCache holds the results of verified tokens by the SHA-256 of the
 // token, each until its deadline and for one key generation. Refused
 // tokens are never cached.
 type tokenCache struct {
-	ttl time.Duration
-	mu  sync.Mutex
-	m   map[[32]byte]cached
+	ttl   time.Duration
+	mu    sync.Mutex
+	m     map[[32]byte]cached
+	bytes int // the sizes of the entries in m
 }
 
 type cached struct {
 	ti    *auth.TokenInfo
 	gen   uint64
 	until time.Time
+	size  int
+}
+
+// maxCacheBytes bounds the sizes of the cached results together (each at
+// most about MaxClaimsBytes + MaxPrincipalBytes).
+const maxCacheBytes = 8 << 20
+
+// size estimates the memory a cached result holds.
+func size(ti *auth.TokenInfo) int {
+	n := 256 + len(ti.UserID)
+	for _, s := range ti.Scopes {
+		n += 16 + len(s)
+	}
+	if c, ok := ti.Extra[ClaimsKey].(json.RawMessage); ok {
+		n += len(c)
+	}
+	return n
 }
 
 // get returns a copy of the cached result, so that no caller can change
@@ -577,6 +647,7 @@ func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenIn
 	e, ok := c.m[sum]
 	if ok && (e.gen != gen || !now.Before(e.until)) {
 		delete(c.m, sum)
+		c.bytes -= e.size
 		ok = false
 	}
 	c.mu.Unlock()
@@ -592,12 +663,18 @@ func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenIn
 func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *auth.TokenInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= maxCached {
-		// Full: drop the expired entries, else an arbitrary tenth.
+	sz := size(ti)
+	if old, ok := c.m[sum]; ok {
+		delete(c.m, sum)
+		c.bytes -= old.size
+	}
+	if len(c.m) >= maxCached || c.bytes+sz > maxCacheBytes {
+		// Full: drop the expired entries, and an arbitrary tenth.
 		n := 0
 		for k, e := range c.m {
-			if e.gen != gen || !now.Before(e.until) || n < maxCached/10 {
+			if e.gen != gen || !now.Before(e.until) || n < maxCached/10 || c.bytes+sz > maxCacheBytes*9/10 {
 				delete(c.m, k)
+				c.bytes -= e.size
 				n++
 			}
 		}
@@ -605,5 +682,6 @@ func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *aut
 	stored := *ti
 	stored.Scopes = slices.Clone(ti.Scopes)
 	stored.Extra = map[string]any{ClaimsKey: ti.Extra[ClaimsKey]}
-	c.m[sum] = cached{ti: &stored, gen: gen, until: until}
+	c.m[sum] = cached{ti: &stored, gen: gen, until: until, size: sz}
+	c.bytes += sz
 }
