@@ -154,12 +154,15 @@ func TestIntrospectionRefusesAndFailsClosed(t *testing.T) {
 	}
 	ie.answer("good", "alice", exp, nil)
 	for name, raw := range map[string]func(w http.ResponseWriter) bool{
-		"HTTP 500":          func(w http.ResponseWriter) bool { http.Error(w, "down", 500); return true },
-		"not JSON":          func(w http.ResponseWriter) bool { io.WriteString(w, "<html>"); return true },
-		"no active member":  func(w http.ResponseWriter) bool { io.WriteString(w, `{"sub":"alice"}`); return true },
-		"active a string":   func(w http.ResponseWriter) bool { io.WriteString(w, `{"active":"true","sub":"alice"}`); return true },
-		"a JSON array":      func(w http.ResponseWriter) bool { io.WriteString(w, `[{"active":true}]`); return true },
-		"over 64 KiB":       func(w http.ResponseWriter) bool { io.WriteString(w, `{"active":true,"x":"`+strings.Repeat("a", 1<<20)+`"}`); return true },
+		"HTTP 500":         func(w http.ResponseWriter) bool { http.Error(w, "down", 500); return true },
+		"not JSON":         func(w http.ResponseWriter) bool { io.WriteString(w, "<html>"); return true },
+		"no active member": func(w http.ResponseWriter) bool { io.WriteString(w, `{"sub":"alice"}`); return true },
+		"active a string":  func(w http.ResponseWriter) bool { io.WriteString(w, `{"active":"true","sub":"alice"}`); return true },
+		"a JSON array":     func(w http.ResponseWriter) bool { io.WriteString(w, `[{"active":true}]`); return true },
+		"over 64 KiB": func(w http.ResponseWriter) bool {
+			io.WriteString(w, `{"active":true,"x":"`+strings.Repeat("a", 1<<20)+`"}`)
+			return true
+		},
 		"a declared 1 GiB":  func(w http.ResponseWriter) bool { w.Header().Set("Content-Length", fmt.Sprint(1<<30)); return true },
 		"wrong credentials": nil, // below
 	} {
