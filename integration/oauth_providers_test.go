@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,9 +24,10 @@ import (
 // discovery and a JWKS over httptest), which mints tokens shaped as other
 // identity providers issue them: Hydra mints only its own shape.
 type testIssuer struct {
-	srv *httptest.Server
-	key *rsa.PrivateKey
-	kid string
+	srv  *httptest.Server
+	key  *rsa.PrivateKey
+	kid  string
+	down atomic.Bool // discovery and the JWKS answer 503
 }
 
 func newTestIssuer(t testing.TB) *testIssuer {
@@ -37,9 +39,17 @@ func newTestIssuer(t testing.TB) *testIssuer {
 	ti := &testIssuer{key: key, kid: "test-" + randomHex(t, 4)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		if ti.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]any{"issuer": ti.url(), "jwks_uri": ti.srv.URL + "/jwks"})
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		if ti.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: ti.kid, Algorithm: "RS256", Use: "sig"}}})
 	})
 	ti.srv = httptest.NewServer(mux)
@@ -343,5 +353,46 @@ func TestOAuthOpaqueTokensFromHydraThroughIntrospection(t *testing.T) {
 	}
 	if sc := s.metric(t, "mcpres_store_calls_total"); sc != storeCalls {
 		t.Errorf("a refused token reached storage")
+	}
+}
+
+// TestOAuthJunkKidWithTheIssuerDownKeepsReadiness: with the issuer down, a
+// junk token naming an unknown kid starts a key fetch that fails; /readyz
+// stays 200, because the cached keys still verify good tokens, which still
+// read.
+func TestOAuthJunkKidWithTheIssuerDownKeepsReadiness(t *testing.T) {
+	harness.Postgres(t)
+	resource := "https://mcp-" + randomHex(t, 4) + ".example.test/mcp"
+	is := newTestIssuer(t)
+	config := providerRig(t, "groups")
+	s := startServer(t, "--config", config, "--oauth-issuer", is.url(), "--oauth-resource", resource, "--oauth-claims", "groups")
+	if code, body := s.get(t, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	is.down.Store(true)
+	junkKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Junk tokens until one is let through the refresh rate limit (one
+	// fetch per 5 s) and its fetch fails.
+	deadline := time.Now().Add(30 * time.Second)
+	for s.metric(t, "mcpres_oauth_key_fetch_failures_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no junk token started a key fetch in 30 s")
+		}
+		junk := signJWT(t, jose.RS256, junkKey, "junk-"+randomHex(t, 4), map[string]any{"iss": is.url(), "sub": "mallory", "aud": resource,
+			"exp": time.Now().Add(time.Hour).Unix()})
+		if resp, _ := postMCP(t, s.addr, junk); resp.StatusCode != 401 {
+			t.Fatalf("a junk token: HTTP %d, want 401", resp.StatusCode)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if code, body := s.get(t, "/readyz"); code != 200 {
+		t.Fatalf("/readyz after a failed refresh with the keys cached: %d %s, want 200", code, body)
+	}
+	cs := s.connect(t, is.mint(t, map[string]any{"sub": "alice", "aud": resource, "groups": []string{"eng"}}))
+	if text, err := readText(t, cs, "note://notes/eng-plan"); err != nil || text != "the engineering plan" {
+		t.Fatalf("a good token with the issuer down: %q, %v", text, err)
 	}
 }
