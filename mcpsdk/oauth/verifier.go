@@ -1,7 +1,8 @@
 // Package oauth makes an MCP server an OAuth 2.1 resource server, as the MCP
 // authorization specification asks of an HTTP server: it verifies access
-// tokens that are JWTs signed by the organisation's authorization server
-// ([Verifier]), and protects a streamable HTTP handler with the go-sdk's
+// tokens that are JWTs signed by the organisation's authorization server,
+// or any token by asking that server (RFC 7662 introspection,
+// [Options].Introspection) ([Verifier]), and protects a streamable HTTP handler with the go-sdk's
 // auth.RequireBearerToken while serving RFC 9728 protected resource
 // metadata ([ResourceServer]).
 //
@@ -164,8 +165,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Verifier verifies JWT access tokens of one issuer for one resource. Its
-// Verify method is an auth.TokenVerifier. It is safe for concurrent use.
+// Verifier verifies the access tokens of one issuer for one resource: JWTs
+// with the issuer's keys, or any token by introspection. Its Verify method
+// is an auth.TokenVerifier. It is safe for concurrent use.
 type Verifier struct {
 	issuer     string
 	audiences  []string
