@@ -82,9 +82,14 @@ func (in *introspector) ask(ctx context.Context, token string) (map[string]json.
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	reqCtx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	all, err := in.post(ctx, token)
+	all, err := in.post(reqCtx, token)
+	if err != nil && ctx.Err() != nil {
+		// The caller went away: nothing is known of the endpoint, and a
+		// client that hangs up must not make the server unready.
+		return nil, err
+	}
 	in.mu.Lock()
 	in.calls++
 	in.lastErr = err

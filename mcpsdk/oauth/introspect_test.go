@@ -264,3 +264,34 @@ func TestIntrospectionReadiness(t *testing.T) {
 		t.Fatal("ready with the endpoint down")
 	}
 }
+
+// A caller that goes away during an introspection does not count as a
+// failure of the endpoint, and does not make the verifier unready.
+func TestIntrospectionCancelledByTheCallerKeepsReadiness(t *testing.T) {
+	ie := newIntrospectionEndpoint(t)
+	v := newIntrospectingVerifier(t, ie, nil)
+	if err := v.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	ie.mu.Lock()
+	ie.raw = func(w http.ResponseWriter) bool { <-release; return false }
+	ie.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { _, err := v.Verify(ctx, "junk", nil); done <- err }()
+	for ie.calls.Load() < 2 { // the probe, then this call
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled verification succeeded")
+	}
+	close(release)
+	if st := v.KeyStats(); st.Failures != 0 || st.Err != nil {
+		t.Fatalf("KeyStats %+v: the caller's cancellation counted as the endpoint's failure", st)
+	}
+	if err := v.Ready(context.Background()); err != nil {
+		t.Fatalf("unready after a caller hung up: %v", err)
+	}
+}
