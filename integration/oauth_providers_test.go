@@ -396,3 +396,20 @@ func TestOAuthJunkKidWithTheIssuerDownKeepsReadiness(t *testing.T) {
 		t.Fatalf("a good token with the issuer down: %q, %v", text, err)
 	}
 }
+
+// TestTokensModeChallengesThroughTheBinary: with --tokens, a 401 carries
+// WWW-Authenticate: Bearer realm="mcp-resources", with error="invalid_token"
+// only for a bearer token not in the file; the root protected resource
+// metadata does not exist.
+func TestTokensModeChallengesThroughTheBinary(t *testing.T) {
+	harness.Postgres(t)
+	s := startServer(t, "--config", providerRig(t, "groups"), "--tokens", tokensFile(t, "alice"))
+	for token, want := range map[string]string{"": `Bearer realm="mcp-resources"`, "not-in-the-file": `Bearer error="invalid_token", realm="mcp-resources"`} {
+		if resp, _ := postMCP(t, s.addr, token); resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != want {
+			t.Errorf("token %q: HTTP %d, WWW-Authenticate %q; want 401, %q", token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+		}
+	}
+	if resp, body := postMCP(t, s.addr, "alice-token"); resp.StatusCode != 200 || !strings.Contains(body, `"result"`) {
+		t.Errorf("alice's token: HTTP %d %s", resp.StatusCode, body)
+	}
+}
