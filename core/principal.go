@@ -3,6 +3,9 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
 )
 
 // PrincipalFunc returns the principal that the host authenticated for the
@@ -36,4 +39,51 @@ func ContextPrincipal(ctx context.Context) (string, error) {
 		return p, nil
 	}
 	return "", Unavailable(ErrNoPrincipal)
+}
+
+// MaxPrincipalBytes bounds a principal, in bytes of UTF-8.
+const MaxPrincipalBytes = 1024
+
+// ErrInvalidPrincipal is the cause of [CheckPrincipal]'s errors.
+var ErrInvalidPrincipal = errors.New("core: invalid principal")
+
+// CheckPrincipal reports whether p can be a principal: 1 to
+// [MaxPrincipalBytes] bytes of valid UTF-8 that hold no U+FFFD (the mark
+// of a byte replaced by a decoder: ali\xffce, ali\xfece and ali\uFFFDce
+// must never become one principal), no control character (C0, DEL, C1
+// such as U+0085), no format character (bidirectional controls such as
+// U+202E, zero-width characters, U+FEFF), no line or paragraph separator
+// (U+2028, U+2029), no noncharacter, and neither starts nor ends with
+// white space. Hosts check a principal where it enters (a tokens file, a
+// token's claim, a flag) and refuse it, never rewrite it. The error wraps
+// [ErrInvalidPrincipal] and never quotes p.
+func CheckPrincipal(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty", ErrInvalidPrincipal)
+	case len(p) > MaxPrincipalBytes:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidPrincipal, MaxPrincipalBytes)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidPrincipal)
+	}
+	for _, r := range p {
+		switch {
+		case r == utf8.RuneError:
+			return fmt.Errorf("%w: holds U+FFFD, the replacement character", ErrInvalidPrincipal)
+		case unicode.Is(unicode.Cc, r):
+			return fmt.Errorf("%w: holds the control character U+%04X", ErrInvalidPrincipal, r)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Errorf("%w: holds the format character U+%04X", ErrInvalidPrincipal, r)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Errorf("%w: holds the separator U+%04X", ErrInvalidPrincipal, r)
+		case (r >= 0xFDD0 && r <= 0xFDEF) || r&0xFFFE == 0xFFFE:
+			return fmt.Errorf("%w: holds the noncharacter U+%04X", ErrInvalidPrincipal, r)
+		}
+	}
+	first, _ := utf8.DecodeRuneInString(p)
+	last, _ := utf8.DecodeLastRuneInString(p)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return fmt.Errorf("%w: starts or ends with white space", ErrInvalidPrincipal)
+	}
+	return nil
 }

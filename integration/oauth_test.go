@@ -282,7 +282,12 @@ func TestOAuthRefusesBadTokensBeforeStorage(t *testing.T) {
 func TestOAuthMetadataAndModes(t *testing.T) {
 	r := newOAuthRig(t)
 	s := r.serve(t)
-	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+	// RFC 9728 section 3.3: the root document would have to name the
+	// server's root as its resource, so only the path-suffixed one exists.
+	if code, body := s.get(t, "/.well-known/oauth-protected-resource"); code != 404 {
+		t.Fatalf("the root metadata document: %d %s, want 404", code, body)
+	}
+	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp"} {
 		code, body := s.get(t, p)
 		var m map[string]any
 		if code != 200 || json.Unmarshal([]byte(body), &m) != nil {

@@ -29,7 +29,7 @@ func FuzzParseTokens(f *testing.F) {
 			return
 		}
 		for _, e := range tt.entries {
-			if !validPrincipal(e.principal) {
+			if checkFilePrincipal(e.principal) != nil {
 				t.Fatalf("accepted principal %q", e.principal)
 			}
 		}

@@ -137,8 +137,8 @@ func (h *hashTokenCmd) Run(e *env) error {
 		fmt.Fprintln(e.stdout, hashToken(token))
 		return nil
 	}
-	if !validPrincipal(h.Principal) || strings.ContainsAny(h.Principal, " \t") {
-		return errors.New("the principal must be UTF-8 without spaces or control characters")
+	if err := checkFilePrincipal(h.Principal); err != nil { // tokens.go
+		return err
 	}
 	fmt.Fprintf(e.stdout, "%s %s\n", h.Principal, hashToken(token))
 	return nil

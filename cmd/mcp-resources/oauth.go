@@ -21,11 +21,15 @@ import (
 // accepts one kind of bearer token, never either.
 type oauthFlags struct {
 	Issuer         string        `name:"oauth-issuer" placeholder:"URL" env:"MCPRES_AUTH_ISSUER" help:"Accept JWT access tokens of this OAuth 2.1 authorization server (its issuer identifier; keys by OpenID discovery). Needs --http and --oauth-resource; excludes --tokens."`
-	Resource       string        `name:"oauth-resource" placeholder:"URI" env:"MCPRES_AUTH_RESOURCE" help:"This server's canonical resource URI (such as https://mcp.example.com/mcp): tokens must name it as audience."`
+	Resource       string        `name:"oauth-resource" placeholder:"URI" env:"MCPRES_AUTH_RESOURCE" help:"This server's canonical resource URI (such as https://mcp.example.com/mcp): tokens must name it as audience, unless --oauth-audience is given."`
+	Audiences      []string      `name:"oauth-audience" placeholder:"AUD" env:"MCPRES_AUTH_AUDIENCES" help:"Accept tokens whose aud holds this value instead of the resource URI (repeatable, or comma-separated), for issuers that put another identifier there (Entra ID: the application ID)."`
 	Scopes         []string      `name:"oauth-scope" placeholder:"SCOPE" env:"MCPRES_AUTH_SCOPES" help:"Scopes every token must carry (repeatable, or comma-separated); a token without one is answered 403 insufficient_scope."`
 	JWKSURL        string        `name:"oauth-jwks-url" placeholder:"URL" env:"MCPRES_AUTH_JWKS_URL" help:"Fetch the issuer's keys here instead of by discovery."`
 	PrincipalClaim string        `name:"oauth-principal-claim" default:"sub" env:"MCPRES_AUTH_PRINCIPAL_CLAIM" help:"The token claim that names the principal (mcp.principal)."`
-	Claims         []string      `name:"oauth-claims" placeholder:"CLAIM" env:"MCPRES_AUTH_CLAIMS" help:"Token claims passed to storage as the JSON object mcp.claims (repeatable, or comma-separated), for row-level security: current_setting('mcp.claims', true)::jsonb."`
+	Claims         []string      `name:"oauth-claims" placeholder:"CLAIM" env:"MCPRES_AUTH_CLAIMS" help:"Token claims passed to storage as the JSON object mcp.claims (repeatable, or comma-separated), for row-level security: current_setting('mcp.claims', true)::jsonb. A name with dots not found as a claim is a path (realm_access.roles); each is passed under the name given."`
+	Introspection  string        `name:"oauth-introspection-url" placeholder:"URL" env:"MCPRES_AUTH_INTROSPECTION_URL" help:"Verify every token (opaque ones too) by RFC 7662 introspection at this endpoint instead of with the issuer's keys; needs --oauth-client-id and --oauth-client-secret."`
+	ClientID       string        `name:"oauth-client-id" placeholder:"ID" env:"MCPRES_AUTH_CLIENT_ID" help:"The client id this server authenticates to the introspection endpoint with."`
+	ClientSecret   string        `name:"oauth-client-secret" placeholder:"SECRET" env:"MCPRES_AUTH_CLIENT_SECRET" help:"Its client secret (prefer the environment variable to the flag, which other users can see)."`
 	ClockSkew      time.Duration `name:"oauth-clock-skew" default:"30s" env:"MCPRES_AUTH_CLOCK_SKEW" help:"Tolerance on a token's exp, nbf and iat (at most 5m)."`
 }
 
@@ -38,7 +42,7 @@ type oauthServer struct {
 
 // set reports whether any --oauth-* flag differs from its default.
 func (f *oauthFlags) set() bool {
-	return f.Issuer != "" || f.Resource != "" || len(f.Scopes) > 0 || len(f.Claims) > 0 || f.JWKSURL != "" ||
+	return f.Issuer != "" || f.Resource != "" || len(f.Scopes) > 0 || len(f.Claims) > 0 || f.JWKSURL != "" || len(f.Audiences) > 0 || f.Introspection != "" || f.ClientID != "" || f.ClientSecret != "" ||
 		f.PrincipalClaim != oauth.DefaultPrincipalClaim || f.ClockSkew != oauth.DefaultClockSkew
 }
 
@@ -63,8 +67,15 @@ func (f *oauthFlags) options(file *config.File) (*oauth.Options, *oauth.Resource
 	if f.Resource == "" {
 		return nil, nil, errors.New("--oauth-issuer needs --oauth-resource, the URI that tokens name as audience")
 	}
-	return &oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource,
-			ClockSkew: f.ClockSkew, PrincipalClaim: f.PrincipalClaim, Claims: f.Claims},
+	var in *oauth.Introspection
+	switch {
+	case f.Introspection != "":
+		in = &oauth.Introspection{URL: f.Introspection, ClientID: f.ClientID, ClientSecret: f.ClientSecret}
+	case f.ClientID != "" || f.ClientSecret != "":
+		return nil, nil, errors.New("--oauth-client-id and --oauth-client-secret are for --oauth-introspection-url")
+	}
+	return &oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource, Audiences: f.Audiences,
+			ClockSkew: f.ClockSkew, PrincipalClaim: f.PrincipalClaim, Claims: f.Claims, Introspection: in},
 		&oauth.ResourceOptions{Resource: f.Resource, AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ClockSkew: f.ClockSkew}, nil
 }
 
@@ -87,20 +98,27 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File,
 	}
 	o := &oauthServer{verifier: v, refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpres_oauth_refused_total",
-		Help: "Bearer tokens refused, by reason (malformed, unknown_key, signature, issuer, audience, expired, not_yet_valid, principal, claims; keys_unavailable when the issuer's keys could not be loaded).",
+		Help: "Bearer tokens refused, by reason (malformed, unknown_key, signature, issuer, audience, expired, not_yet_valid, principal, claims, inactive; keys_unavailable when the issuer's keys or introspection endpoint could not be used).",
 	}, []string{"reason"})}
 	logger := e.log.With("component", "oauth")
 	verify := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 		ti, err := v.Verify(ctx, token, r)
 		if err != nil {
 			var te *oauth.TokenError
-			reason := "keys_unavailable"
+			reason, cause := "keys_unavailable", errors.Unwrap(err)
 			if errors.As(err, &te) {
-				reason = te.Reason
+				reason, cause = te.Reason, te.Cause()
 			}
 			o.refused.WithLabelValues(reason).Inc()
-			// The cause can quote claims: debug only.
-			logger.Debug("refused a bearer token", "reason", reason, "err", err)
+			if reason == oauth.ReasonClaims {
+				// The issuer sent a claim that storage cannot hold: worth
+				// a warning. The cause names the claim, never its value
+				// (nor the token).
+				logger.Warn("refused a bearer token whose claims cannot reach storage", "reason", reason, "err", cause)
+			} else {
+				// The cause can quote claims: debug only.
+				logger.Debug("refused a bearer token", "reason", reason, "err", cause)
+			}
 		}
 		return ti, err
 	}
@@ -110,6 +128,13 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File,
 		return nil, err
 	}
 	m.reg.MustRegister(o.refused)
+	if v.Introspects() {
+		m.funcMetric(true, "mcpres_oauth_introspections_total", "Token introspection requests to the authorization server (answers are cached per token).", nil,
+			func() float64 { return float64(v.KeyStats().Fetches) })
+		m.funcMetric(true, "mcpres_oauth_introspection_failures_total", "Token introspection requests that failed (every such token is refused with HTTP 500).", nil,
+			func() float64 { return float64(v.KeyStats().Failures) })
+		return o, nil
+	}
 	m.funcMetric(false, "mcpres_oauth_keys", "Signing keys of the authorization server held now (0: none loaded, every token is refused).", nil,
 		func() float64 { return float64(v.KeyStats().Keys) })
 	m.funcMetric(true, "mcpres_oauth_key_fetches_total", "Fetches of the authorization server's discovery document and keys.", nil,
@@ -122,8 +147,12 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File,
 // describe is the start-up log's authentication line.
 func (o *oauthServer) describe() string {
 	m := o.rs.Metadata()
-	return fmt.Sprintf("OAuth 2.1 access tokens of %s for resource %s (scopes: %s; metadata at %s)",
-		m.AuthorizationServers[0], m.Resource, strings.Join(m.ScopesSupported, " "), o.rs.MetadataURL())
+	how := ""
+	if o.verifier.Introspects() {
+		how = ", verified by introspection"
+	}
+	return fmt.Sprintf("OAuth 2.1 access tokens of %s for resource %s%s (scopes: %s; metadata at %s)",
+		m.AuthorizationServers[0], m.Resource, how, strings.Join(m.ScopesSupported, " "), o.rs.MetadataURL())
 }
 
 // ready is the /readyz check: the issuer's keys are loaded.

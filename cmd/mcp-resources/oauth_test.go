@@ -24,6 +24,11 @@ func TestOAuthFlagCombinations(t *testing.T) {
 		{"a skew over the bound", []string{"serve", "--http=127.0.0.1:0", iss, res, "--oauth-clock-skew=1h"}, "clock skew"},
 		{"a relative resource", []string{"serve", "--http=127.0.0.1:0", iss, "--oauth-resource=/mcp"}, "http(s)"},
 		{"a scope with a quote", []string{"serve", "--http=127.0.0.1:0", iss, res, `--oauth-scope=a"b`}, "scope"},
+		{"a client id without introspection", []string{"serve", "--http=127.0.0.1:0", iss, res, "--oauth-client-id=mcp"}, "are for --oauth-introspection-url"},
+		{"introspection without a secret", []string{"serve", "--http=127.0.0.1:0", iss, res, "--oauth-introspection-url=https://id.example.test/introspect", "--oauth-client-id=mcp"}, "needs a client id and secret"},
+		{"introspection at a relative URL", []string{"serve", "--http=127.0.0.1:0", iss, res, "--oauth-introspection-url=/introspect", "--oauth-client-id=mcp", "--oauth-client-secret=s"}, "absolute http(s) URL"},
+		{"an audience without an issuer", []string{"serve", "--http=127.0.0.1:0", "--oauth-audience=api://default"}, "need --oauth-issuer"},
+		{"a claim path with an empty segment", []string{"serve", "--http=127.0.0.1:0", iss, res, "--oauth-claims=realm_access..roles"}, "empty path segment"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -94,8 +94,8 @@ type readyCheck struct {
 
 // Run serves until ctx ends (SIGINT or SIGTERM), then drains within Grace.
 func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
-	if !validPrincipal(s.Principal) {
-		return errors.New("--principal must be UTF-8 without control characters")
+	if err := core.CheckPrincipal(s.Principal); err != nil {
+		return fmt.Errorf("--principal: %w", err)
 	}
 	if s.Grace < 0 {
 		return fmt.Errorf("--grace must not be negative, got %s", s.Grace)
@@ -386,7 +386,7 @@ func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, ad
 	}
 	handler = httpguard.Handler(sessions.deletes(handler), gopts)
 	if tokens != nil {
-		handler = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
+		handler = tokens.protect(handler) // tokens.go
 	}
 	if s.oauth != nil {
 		handler = s.oauth.rs.Protect(handler)

@@ -7,8 +7,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
-	"unicode/utf8"
+	"unicode"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 )
 
 // A tokens file maps bearer tokens to principals without storing a token:
@@ -17,7 +21,7 @@ import (
 //	alice         sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824
 //
 // Blank lines and lines starting with # are ignored. A principal is any
-// UTF-8 text without spaces or control characters.
+// text without spaces that core.CheckPrincipal accepts.
 const tokenHashPrefix = "sha256:"
 
 // tokenEntry is one line of a tokens file.
@@ -44,8 +48,8 @@ func parseTokens(r io.Reader) (*tokenTable, error) {
 			return nil, fmt.Errorf("line %d: want \"PRINCIPAL sha256:HEX\"", n)
 		}
 		principal, digest := fields[0], fields[1]
-		if !validPrincipal(principal) {
-			return nil, fmt.Errorf("line %d: the principal must be UTF-8 without control characters", n)
+		if err := checkFilePrincipal(principal); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err) // the error never quotes the principal
 		}
 		raw, ok := strings.CutPrefix(digest, tokenHashPrefix)
 		var e tokenEntry
@@ -86,20 +90,28 @@ func (t *tokenTable) principal(token string) (string, bool) {
 	return t.entries[found].principal, true
 }
 
+// protect returns h behind the tokens: a request without a token of the
+// file is answered 401 with WWW-Authenticate: Bearer realm="mcp-resources"
+// (and error="invalid_token" when it gave a bearer token).
+func (t *tokenTable) protect(h http.Handler) http.Handler {
+	return oauth.RequireStaticToken(t.verify, "mcp-resources")(h)
+}
+
 // hashToken returns the tokens-file form of a token's hash.
 func hashToken(token string) string {
 	h := sha256.Sum256([]byte(token))
 	return tokenHashPrefix + hex.EncodeToString(h[:])
 }
 
-func validPrincipal(p string) bool {
-	if p == "" || !utf8.ValidString(p) {
-		return false
+// checkFilePrincipal reports whether p can be a principal of a tokens file:
+// one that core.CheckPrincipal accepts, without white space (which
+// separates the fields of a line). The error never quotes p.
+func checkFilePrincipal(p string) error {
+	if err := core.CheckPrincipal(p); err != nil {
+		return err
 	}
-	for _, r := range p {
-		if r < ' ' || r == 0x7f {
-			return false
-		}
+	if strings.IndexFunc(p, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("%w: holds white space", core.ErrInvalidPrincipal)
 	}
-	return true
+	return nil
 }

@@ -1,15 +1,24 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // FuzzVerify feeds arbitrary bearer tokens, seeded with a valid one and
@@ -72,6 +81,102 @@ func FuzzParseKeySet(f *testing.F) {
 			if k.KeyID != kid || (k.Use != "" && k.Use != "sig") {
 				t.Fatalf("key %q kept with id %q, use %q", kid, k.KeyID, k.Use)
 			}
+		}
+	})
+}
+
+// FuzzStorable: storable never panics, and a JSON value it accepts holds
+// valid UTF-8 and, decoded, no NUL.
+func FuzzStorable(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\u0000"`, `"\ud800"`, `"\ud83d\ude00"`, `1e200000`, `[true,{"e":1E+5}]`, `"\\u0000"`, "\"\xff\"", `"\ud800\u`, `"\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if storable(raw) != nil || !json.Valid(raw) {
+			return
+		}
+		if !utf8.Valid(raw) {
+			t.Fatalf("accepted invalid UTF-8 %q", raw)
+		}
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber() // a number beyond float64 is still JSON
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		if hasNUL(v) {
+			t.Fatalf("accepted %q, which decodes to a NUL", raw)
+		}
+	})
+}
+
+// hasNUL reports whether a decoded JSON value holds a NUL in a string or
+// an object key.
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		for _, e := range v {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) || hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bodyTransport answers every request with HTTP 200 and body.
+type bodyTransport struct{ body []byte }
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(b.body)), Request: r}, nil
+}
+
+// FuzzIntrospectionAnswer feeds arbitrary introspection answers to a
+// verifier: it never panics; a failure is a refusal (a *TokenError
+// matching auth.ErrInvalidToken) or fails closed (not an invalid token);
+// an accepted token has a valid principal, an exp in the future, and the
+// answer said active true.
+func FuzzIntrospectionAnswer(f *testing.F) {
+	exp := time.Now().Add(time.Hour).Unix()
+	for _, s := range []string{
+		fmt.Sprintf(`{"active":true,"sub":"alice","aud":%q,"exp":%d,"scope":"a b","ext":{"groups":["eng"]}}`, testResource, exp),
+		fmt.Sprintf(`{"active":true,"sub":"alice","aud":[%q],"exp":%d,"token_use":"refresh_token"}`, testResource, exp),
+		`{"active":false}`, `{"active":"true"}`, `[]`, `null`, `{"active":true,"sub":"\ud800"}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		v, err := NewVerifier(&Options{Issuer: testIssuerURL, Resource: testResource, Claims: []string{"ext.groups"}, CacheTTL: -1,
+			Introspection: &Introspection{URL: "https://id.example.test/introspect", ClientID: "c", ClientSecret: "s"},
+			HTTPClient:    &http.Client{Transport: bodyTransport{body: body}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti, err := v.Verify(context.Background(), "opaque", nil)
+		if err != nil {
+			var te *TokenError
+			if errors.As(err, &te) != errors.Is(err, auth.ErrInvalidToken) {
+				t.Fatalf("error %v: a refusal must be a TokenError, and only a refusal", err)
+			}
+			return
+		}
+		var a struct {
+			Active bool `json:"active"`
+		}
+		if json.Unmarshal(body, &a) != nil || !a.Active {
+			t.Fatalf("accepted an answer without active true: %s", body)
+		}
+		if core.CheckPrincipal(ti.UserID) != nil || !ti.Expiration.After(time.Now().Add(-DefaultClockSkew)) {
+			t.Fatalf("accepted %+v", ti)
 		}
 	})
 }

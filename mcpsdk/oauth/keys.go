@@ -11,18 +11,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 )
 
 // Bounds of what the key set reads from the authorization server.
 const (
-	maxJWKSBytes = 1 << 20 // a JWKS document
-	maxKeys      = 100     // signing keys kept from it
-	fetchTimeout = 10 * time.Second
+	maxJWKSBytes      = 1 << 20 // a JWKS document
+	maxDiscoveryBytes = 1 << 20 // an OpenID Connect discovery document
+	maxKeys           = 100     // signing keys kept from it
+	fetchTimeout      = 10 * time.Second
 )
 
 // ErrKeysUnavailable is the cause of a verification that failed because the
@@ -81,12 +82,14 @@ func (k *keySet) generation() (uint64, bool) {
 	return k.gen, len(k.keys) > 0 && k.now().Sub(k.loadedAt) < k.maxAge
 }
 
-// ready reports whether the keys held may be used and the last fetch
-// succeeded.
+// ready reports whether the keys held may be used: some are held and they
+// are younger than maxAge. A failed refresh since (which a token naming an
+// unknown kid can start) does not matter while they are: they still verify
+// every token they verified before.
 func (k *keySet) ready() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.keys) > 0 && k.lastErr == nil && k.now().Sub(k.loadedAt) < k.maxAge
+	return len(k.keys) > 0 && k.now().Sub(k.loadedAt) < k.maxAge
 }
 
 func (k *keySet) stats() KeyStats {
@@ -161,42 +164,75 @@ func (k *keySet) fetch(ctx context.Context) (map[string]jose.JSONWebKey, error) 
 	url := k.jwksURL
 	k.mu.Unlock()
 	if url == "" {
-		p, err := oidc.NewProvider(oidc.ClientContext(ctx, k.client), k.issuer)
-		if err != nil {
-			return nil, fmt.Errorf("%w: discovery: %w", ErrKeysUnavailable, err)
+		var err error
+		if url, err = discoverJWKS(ctx, k.client, k.issuer); err != nil {
+			return nil, err
 		}
-		var meta struct {
-			JWKS string `json:"jwks_uri"`
-		}
-		if err := p.Claims(&meta); err != nil || meta.JWKS == "" {
-			return nil, fmt.Errorf("%w: the discovery document names no jwks_uri", ErrKeysUnavailable)
-		}
-		url = meta.JWKS
 		k.mu.Lock()
 		k.jwksURL = url
 		k.mu.Unlock()
 	}
+	body, err := getBounded(ctx, k.client, url, maxJWKSBytes, "the JWKS")
+	if err != nil {
+		return nil, err
+	}
+	return parseKeySet(body)
+}
+
+// discoverJWKS reads the issuer's OpenID Connect discovery document (at
+// most maxDiscoveryBytes of it) and returns its jwks_uri. The document must
+// name the issuer, byte for byte, as OpenID Connect Discovery 1.0 section
+// 4.3 asks.
+func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (string, error) {
+	wellKnown := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+	body, err := getBounded(ctx, client, wellKnown, maxDiscoveryBytes, "discovery")
+	if err != nil {
+		return "", err
+	}
+	var meta struct {
+		Issuer string `json:"issuer"`
+		JWKS   string `json:"jwks_uri"`
+	}
+	if err := json.Unmarshal(body, &meta); err != nil {
+		return "", fmt.Errorf("%w: discovery: the document is not JSON: %w", ErrKeysUnavailable, err)
+	}
+	if meta.Issuer != issuer {
+		return "", fmt.Errorf("%w: discovery: the document names issuer %q, not %q", ErrKeysUnavailable, meta.Issuer, issuer)
+	}
+	if !strings.HasPrefix(meta.JWKS, "https://") && !strings.HasPrefix(meta.JWKS, "http://") {
+		return "", fmt.Errorf("%w: the discovery document names no http(s) jwks_uri", ErrKeysUnavailable)
+	}
+	return meta.JWKS, nil
+}
+
+// getBounded GETs url as JSON and returns its body, refusing one over max
+// bytes without reading more than max+1 of it. what names the document in
+// errors.
+func getBounded(ctx context.Context, client *http.Client, url string, max int64, what string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrKeysUnavailable, what, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := k.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrKeysUnavailable, what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: the JWKS answered HTTP %d", ErrKeysUnavailable, resp.StatusCode)
+		return nil, fmt.Errorf("%w: %s answered HTTP %d", ErrKeysUnavailable, what, resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if resp.ContentLength > max {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrKeysUnavailable, what, max)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrKeysUnavailable, what, err)
 	}
-	if len(body) > maxJWKSBytes {
-		return nil, fmt.Errorf("%w: the JWKS is over %d bytes", ErrKeysUnavailable, maxJWKSBytes)
+	if int64(len(body)) > max {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrKeysUnavailable, what, max)
 	}
-	return parseKeySet(body)
+	return body, nil
 }
 
 // parseKeySet keeps the public signature keys of a JWKS document: RSA,

@@ -105,51 +105,101 @@ func (rs *ResourceServer) Metadata() oauthex.ProtectedResourceMetadata {
 	return m
 }
 
-// Register serves the metadata on mux, without authentication, at
-// [WellKnownPath] and at its path-suffixed form for the resource's path.
+// Register serves the metadata on mux, without authentication, at the
+// URL that [ResourceServer.MetadataURL] gives: [WellKnownPath] followed by
+// the resource's path (RFC 9728 section 3.1). For a resource with a path,
+// [WellKnownPath] itself answers 404: the document there would describe the
+// resource at the server's root, and one naming the resource with its path
+// is one that RFC 9728 section 3.3 tells clients to reject.
 func (rs *ResourceServer) Register(mux *http.ServeMux) {
 	m := rs.Metadata()
-	h := auth.ProtectedResourceMetadataHandler(&m)
-	for _, p := range rs.paths {
-		mux.Handle(p, h)
+	mux.Handle(rs.paths[len(rs.paths)-1], auth.ProtectedResourceMetadataHandler(&m))
+	if len(rs.paths) > 1 {
+		mux.Handle(rs.paths[0], http.NotFoundHandler())
 	}
 }
 
 // Protect returns h behind auth.RequireBearerToken: a request without a
 // valid token is answered 401 with
-// WWW-Authenticate: Bearer resource_metadata="...", scope="..." (and
-// error="invalid_token" when a token was given), one whose token lacks a
-// required scope 403 with error="insufficient_scope". h sees the verified
-// token as auth.TokenInfoFromContext, which the streamable HTTP handler
-// passes on to MCP requests.
+// WWW-Authenticate: Bearer resource_metadata="...", scope="..." (preceded
+// by error="invalid_token" when a bearer token was given, and only then, as
+// RFC 6750 section 3.1 asks), one whose token lacks a required scope 403
+// with error="insufficient_scope". h sees the verified token as
+// auth.TokenInfoFromContext, which the streamable HTTP handler passes on to
+// MCP requests.
 func (rs *ResourceServer) Protect(h http.Handler) http.Handler {
+	return challenge(auth.RequireBearerToken(rs.verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: rs.metadataURL, Scopes: rs.scopes, ClockSkew: rs.skew}), "", h)
+}
+
+// RequireStaticToken returns middleware for bearer tokens that carry no
+// expiration (a host's own table of tokens): auth.RequireBearerToken with
+// AllowMissingExpiration, whose 401 answers carry
+// WWW-Authenticate: Bearer realm="REALM" (with error="invalid_token" when a
+// bearer token was given), which the SDK's middleware alone leaves out.
+func RequireStaticToken(verify auth.TokenVerifier, realm string) func(http.Handler) http.Handler {
+	mw := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	params := fmt.Sprintf("realm=%q", realm)
+	return func(h http.Handler) http.Handler { return challenge(mw, params, h) }
+}
+
+// challenge returns h behind the SDK's middleware mw, with the SDK's
+// challenges completed by a challengeWriter; params is the challenge's
+// content when the SDK writes none.
+func challenge(mw func(http.Handler) http.Handler, params string, h http.Handler) http.Handler {
 	// The SDK writes its refusals to a challengeWriter; a request it lets
 	// through reaches h with the original ResponseWriter, unwrapped.
-	inner := auth.RequireBearerToken(rs.verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: rs.metadataURL, Scopes: rs.scopes, ClockSkew: rs.skew})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w.(*challengeWriter).ResponseWriter, r)
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inner.ServeHTTP(&challengeWriter{ResponseWriter: w, hadToken: r.Header.Get("Authorization") != ""}, r)
+		inner.ServeHTTP(&challengeWriter{ResponseWriter: w, params: params, hadToken: HasBearerToken(r)}, r)
 	})
+}
+
+// HasBearerToken reports whether r carries a bearer token as the SDK's
+// middleware reads one: an Authorization header of two fields, the first
+// "Bearer" in any case. A request with none, an empty one, or another
+// scheme (Basic, DPoP) has none, and its 401 carries no error code (RFC
+// 6750 section 3.1).
+func HasBearerToken(r *http.Request) bool {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	return len(f) == 2 && strings.EqualFold(f[0], "bearer")
 }
 
 // challengeWriter adds the RFC 6750 error code to the challenge the SDK
 // writes: the SDK gives resource_metadata and scope only.
 type challengeWriter struct {
 	http.ResponseWriter
+	params   string // the challenge when the SDK writes none
 	hadToken bool
 }
 
 func (c *challengeWriter) WriteHeader(code int) {
-	h := c.Header()
-	if ch := h.Get("WWW-Authenticate"); strings.HasPrefix(ch, "Bearer ") {
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		h := c.Header()
+		params, sdk := strings.CutPrefix(h.Get("WWW-Authenticate"), "Bearer ")
+		if !sdk {
+			params = c.params
+		}
 		switch {
 		case code == http.StatusForbidden:
-			h.Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(ch, "Bearer "))
-		case code == http.StatusUnauthorized && c.hadToken:
-			h.Set("WWW-Authenticate", `Bearer error="invalid_token", `+strings.TrimPrefix(ch, "Bearer "))
+			params = join(`error="insufficient_scope"`, params)
+		case c.hadToken:
+			params = join(`error="invalid_token"`, params)
+		}
+		if params != "" {
+			h.Set("WWW-Authenticate", "Bearer "+params)
+		} else if code == http.StatusUnauthorized {
+			h.Set("WWW-Authenticate", "Bearer")
 		}
 	}
 	c.ResponseWriter.WriteHeader(code)
+}
+
+func join(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + ", " + b
 }

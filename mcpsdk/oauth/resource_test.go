@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -47,22 +48,87 @@ func get(t *testing.T, url, token string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-func TestMetadataAtBothWellKnownPaths(t *testing.T) {
+// The metadata is served at the path-suffixed well-known URL (RFC 9728
+// section 3.1), naming the resource; the root well-known URL, whose
+// document would have to name the server's root as its resource (section
+// 3.3), answers 404 for a resource with a path, and serves the document
+// for a resource without one.
+// getAuth GETs url with the Authorization header authz, if not empty.
+func getAuth(t *testing.T, url, authz string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// RequireStaticToken's 401 carries a challenge, with error="invalid_token"
+// only when a bearer token was given; a known token reaches the handler.
+func TestRequireStaticTokenChallenges(t *testing.T) {
+	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		if tok == "good" {
+			return &auth.TokenInfo{UserID: "alice"}, nil
+		}
+		return nil, auth.ErrInvalidToken
+	}
+	srv := httptest.NewServer(RequireStaticToken(verify, "mcp-resources")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, auth.TokenInfoFromContext(r.Context()).UserID)
+	})))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ authz, challenge string }{
+		{"", `Bearer realm="mcp-resources"`},
+		{"Basic YWxpY2U6cGFzcw==", `Bearer realm="mcp-resources"`},
+		{"Bearer ", `Bearer realm="mcp-resources"`},
+		{"Bearer bad", `Bearer error="invalid_token", realm="mcp-resources"`},
+	} {
+		resp, _ := getAuth(t, srv.URL, tc.authz)
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != tc.challenge {
+			t.Errorf("%q: HTTP %d, WWW-Authenticate %q; want 401, %q", tc.authz, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.challenge)
+		}
+	}
+	if resp, body := getAuth(t, srv.URL, "Bearer good"); resp.StatusCode != 200 || body != "alice" {
+		t.Fatalf("a good token: HTTP %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestMetadataAtTheResourcesWellKnownPath(t *testing.T) {
 	is := newIssuer(t)
 	srv, _ := newTestResourceServer(t, is)
-	for _, p := range []string{WellKnownPath, WellKnownPath + "/mcp"} {
-		resp, body := get(t, srv.URL+p, "")
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: HTTP %d", p, resp.StatusCode)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(body), &m); err != nil {
-			t.Fatal(err)
-		}
-		if m["resource"] != testResource || m["authorization_servers"].([]any)[0] != is.url() ||
-			m["scopes_supported"].([]any)[0] != "resources:read" || m["bearer_methods_supported"].([]any)[0] != "header" {
-			t.Fatalf("%s: metadata %s", p, body)
-		}
+	resp, body := get(t, srv.URL+WellKnownPath+"/mcp", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s/mcp: HTTP %d", WellKnownPath, resp.StatusCode)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["resource"] != testResource || m["authorization_servers"].([]any)[0] != is.url() ||
+		m["scopes_supported"].([]any)[0] != "resources:read" || m["bearer_methods_supported"].([]any)[0] != "header" {
+		t.Fatalf("metadata %s", body)
+	}
+	if resp, body := get(t, srv.URL+WellKnownPath, ""); resp.StatusCode != 404 {
+		t.Fatalf("%s: HTTP %d %s; want 404, not a document naming %s", WellKnownPath, resp.StatusCode, body, testResource)
+	}
+
+	rs, err := NewResourceServer(newTestVerifier(t, is, nil).Verify, &ResourceOptions{Resource: "https://mcp.example.test",
+		AuthorizationServers: []string{is.url()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	rs.Register(mux)
+	root := httptest.NewServer(mux)
+	t.Cleanup(root.Close)
+	resp, body = get(t, root.URL+WellKnownPath, "")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"resource":"https://mcp.example.test"`) || rs.MetadataURL() != "https://mcp.example.test"+WellKnownPath {
+		t.Fatalf("a resource without a path: HTTP %d %s, metadata URL %s", resp.StatusCode, body, rs.MetadataURL())
 	}
 }
 
@@ -84,11 +150,15 @@ func TestChallenges(t *testing.T) {
 		challenge   string
 	}{
 		{"no token", "", 401, "Bearer " + meta},
-		{"invalid token", "garbage", 401, `Bearer error="invalid_token", ` + meta},
-		{"expired token", is.token(t, expired), 401, `Bearer error="invalid_token", ` + meta},
-		{"missing scope", is.token(t, noScope), 403, `Bearer error="insufficient_scope", ` + meta},
+		{"Basic credentials", "Basic YWxpY2U6cGFzcw==", 401, "Bearer " + meta},
+		{"a DPoP token", "DPoP abc.def.ghi", 401, "Bearer " + meta},
+		{"an empty Bearer", "Bearer ", 401, "Bearer " + meta},
+		{"Bearer with two tokens", "Bearer a b", 401, "Bearer " + meta},
+		{"invalid token", "Bearer garbage", 401, `Bearer error="invalid_token", ` + meta},
+		{"expired token", "Bearer " + is.token(t, expired), 401, `Bearer error="invalid_token", ` + meta},
+		{"missing scope", "bearer " + is.token(t, noScope), 403, `Bearer error="insufficient_scope", ` + meta},
 	} {
-		resp, body := get(t, srv.URL+"/mcp", tc.token)
+		resp, body := getAuth(t, srv.URL+"/mcp", tc.token)
 		if resp.StatusCode != tc.code || resp.Header.Get("WWW-Authenticate") != tc.challenge {
 			t.Errorf("%s: HTTP %d, WWW-Authenticate %q; want %d, %q", tc.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.code, tc.challenge)
 		}

@@ -1,7 +1,8 @@
 // Package oauth makes an MCP server an OAuth 2.1 resource server, as the MCP
 // authorization specification asks of an HTTP server: it verifies access
-// tokens that are JWTs signed by the organisation's authorization server
-// ([Verifier]), and protects a streamable HTTP handler with the go-sdk's
+// tokens that are JWTs signed by the organisation's authorization server,
+// or any token by asking that server (RFC 7662 introspection,
+// [Options].Introspection) ([Verifier]), and protects a streamable HTTP handler with the go-sdk's
 // auth.RequireBearerToken while serving RFC 9728 protected resource
 // metadata ([ResourceServer]).
 //
@@ -38,6 +39,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // Defaults and bounds of [Options].
@@ -48,8 +51,11 @@ const (
 	// MaxClockSkew bounds Options.ClockSkew.
 	MaxClockSkew = 5 * time.Minute
 	// DefaultMinRefresh is the least time between two fetches of the
-	// issuer's keys when Options.MinRefresh is zero.
-	DefaultMinRefresh = 30 * time.Second
+	// issuer's keys when Options.MinRefresh is zero. It is also the longest
+	// a token signed with a newly published key is refused: whatever tokens
+	// naming unknown key ids arrive, the first token naming a key that was
+	// published at least this long ago finds the keys refreshable.
+	DefaultMinRefresh = 5 * time.Second
 	// DefaultMaxKeyAge is how long fetched keys are used before they must
 	// be fetched again, when Options.MaxKeyAge is zero.
 	DefaultMaxKeyAge = time.Hour
@@ -60,13 +66,25 @@ const (
 	MaxTokenBytes = 16 << 10
 	// MaxClaimsBytes bounds the JSON of the claims passed to storage.
 	MaxClaimsBytes = 8 << 10
-	// MaxPrincipalBytes bounds the principal claim's value.
-	MaxPrincipalBytes = 1024
+	// MaxPrincipalBytes bounds the principal claim's value: it is
+	// core.MaxPrincipalBytes.
+	MaxPrincipalBytes = core.MaxPrincipalBytes
 	// DefaultCacheTTL is how long a verified token's result is reused when
 	// Options.CacheTTL is zero.
 	DefaultCacheTTL = time.Minute
 	// maxCached bounds the verified tokens the cache holds.
 	maxCached = 4096
+	// MaxAudiences bounds Options.Audiences.
+	MaxAudiences = 16
+	// MaxClaims bounds Options.Claims.
+	MaxClaims = 64
+	// maxClaimDepth bounds the segments of a claim path.
+	maxClaimDepth = 8
+	// maxExponent bounds the exponent of a number in a passed claim:
+	// PostgreSQL's jsonb refuses numbers beyond its numeric range
+	// (1e200000), and within MaxClaimsBytes this bound keeps every number
+	// inside it.
+	maxExponent = 1000
 )
 
 // ClaimsKey is the key of TokenInfo.Extra under which [Verifier.Verify]
@@ -94,8 +112,15 @@ type Options struct {
 	// discovery.
 	JWKSURL string
 	// Resource is this server's canonical resource URI (RFC 8707): a
-	// token's aud must contain it, byte for byte. Required.
+	// token's aud must contain it, byte for byte, unless Audiences is
+	// set. Required.
 	Resource string
+	// Audiences, if set, replace Resource as the values of which a token's
+	// aud must contain one, byte for byte: for issuers that put another
+	// identifier of the server in aud (Entra ID its application ID,
+	// Keycloak a client id, Okta an authorization server's audience). At
+	// most [MaxAudiences].
+	Audiences []string
 	// Algorithms are the accepted signature algorithms, a subset of
 	// [DefaultAlgorithms] (the default). "none" and the HMAC algorithms
 	// are refused: a resource server holds no shared secret.
@@ -107,7 +132,12 @@ type Options struct {
 	// the principal, TokenInfo.UserID. Empty means "sub".
 	PrincipalClaim string
 	// Claims names the claims passed to storage (see [ClaimsKey]), for
-	// example groups or tenant. Absent claims are left out.
+	// example groups or tenant, at most [MaxClaims]. A name is looked up
+	// as a top-level claim first; failing that, a name with dots is a
+	// path into nested objects (realm_access.roles is the roles member of
+	// the realm_access claim). Each is passed under the name given, so
+	// that a claim named with dots (Auth0's https://example.com/roles)
+	// and a path read alike. Absent claims are left out.
 	Claims []string
 	// MinRefresh is the least time between two fetches of the keys, so
 	// that tokens naming unknown key ids cannot make one fetch each: zero
@@ -122,24 +152,34 @@ type Options struct {
 	// with): zero means [DefaultCacheTTL], a negative value verifies every
 	// request afresh.
 	CacheTTL time.Duration
-	// HTTPClient fetches discovery and keys; nil means a client with a
-	// 10 s timeout.
+	// Introspection, if set, verifies every token (opaque or a JWT) by
+	// asking the authorization server (RFC 7662) instead of with its keys;
+	// JWKSURL, Algorithms, MinRefresh and MaxKeyAge then do not apply.
+	// The answer is cached like a verified JWT, at most until the token's
+	// exp: a token revoked at the server is refused within CacheTTL.
+	Introspection *Introspection
+	// HTTPClient fetches discovery and keys, and introspects; nil means a
+	// client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Now returns the current time; nil means time.Now. For tests.
 	Now func() time.Time
 }
 
-// Verifier verifies JWT access tokens of one issuer for one resource. Its
-// Verify method is an auth.TokenVerifier. It is safe for concurrent use.
+// Verifier verifies the access tokens of one issuer for one resource: JWTs
+// with the issuer's keys, or any token by introspection. Its Verify method
+// is an auth.TokenVerifier. It is safe for concurrent use.
 type Verifier struct {
-	issuer, resource string
-	algs             []jose.SignatureAlgorithm
-	skew             time.Duration
-	principal        string
-	claims           []string
-	keys             *keySet
-	now              func() time.Time
-	cache            *tokenCache // nil: no caching
+	issuer     string
+	audiences  []string
+	algs       []jose.SignatureAlgorithm
+	skew       time.Duration
+	principal  string
+	claims     []string
+	keys       *keySet
+	intro      *introspector // nil: JWTs verified with the keys
+	minRefresh time.Duration
+	now        func() time.Time
+	cache      *tokenCache // nil: no caching
 }
 
 // NewVerifier returns a verifier for opts. It makes no request: the keys
@@ -156,8 +196,23 @@ func NewVerifier(opts *Options) (*Verifier, error) {
 			return nil, fmt.Errorf("oauth: %q is not an http(s) URL", u)
 		}
 	}
-	v := &Verifier{issuer: opts.Issuer, resource: opts.Resource, skew: opts.ClockSkew,
+	v := &Verifier{issuer: opts.Issuer, audiences: []string{opts.Resource}, skew: opts.ClockSkew,
 		principal: opts.PrincipalClaim, claims: slices.Clone(opts.Claims), now: opts.Now}
+	if len(opts.Audiences) > 0 {
+		if len(opts.Audiences) > MaxAudiences || slices.Contains(opts.Audiences, "") {
+			return nil, fmt.Errorf("oauth: give 1 to %d audiences, none empty", MaxAudiences)
+		}
+		v.audiences = slices.Clone(opts.Audiences)
+	}
+	if len(v.claims) > MaxClaims {
+		return nil, fmt.Errorf("oauth: at most %d claims are passed to storage", MaxClaims)
+	}
+	for _, c := range v.claims {
+		if c == "" || strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".") || strings.Contains(c, "..") ||
+			strings.Count(c, ".") >= maxClaimDepth || !utf8.ValidString(c) {
+			return nil, fmt.Errorf("oauth: the claim name %q is empty, has an empty path segment, more than %d segments or is not UTF-8", c, maxClaimDepth)
+		}
+	}
 	if v.skew == 0 {
 		v.skew = DefaultClockSkew
 	}
@@ -192,6 +247,14 @@ func NewVerifier(opts *Options) (*Verifier, error) {
 	if v.keys.maxAge <= 0 {
 		v.keys.maxAge = DefaultMaxKeyAge
 	}
+	v.minRefresh = v.keys.minRefresh
+	if opts.Introspection != nil {
+		in, err := newIntrospector(opts.Introspection, client)
+		if err != nil {
+			return nil, err
+		}
+		v.intro = in
+	}
 	switch ttl := opts.CacheTTL; {
 	case ttl == 0:
 		v.cache = &tokenCache{ttl: DefaultCacheTTL, m: map[[32]byte]cached{}}
@@ -208,11 +271,11 @@ const (
 	ReasonKey       = "unknown_key"   // signed with a key the issuer does not publish
 	ReasonSignature = "signature"     // the signature does not verify
 	ReasonIssuer    = "issuer"        // iss is not the issuer
-	ReasonAudience  = "audience"      // aud does not contain the resource
+	ReasonAudience  = "audience"      // aud contains neither the resource nor an Options.Audiences value
 	ReasonExpired   = "expired"       // exp passed (beyond the skew), or no exp
 	ReasonNotYet    = "not_yet_valid" // nbf or iat in the future (beyond the skew)
 	ReasonPrincipal = "principal"     // the principal claim is missing or not a valid principal
-	ReasonClaims    = "claims"        // the passed claims are over MaxClaimsBytes
+	ReasonClaims    = "claims"        // the passed claims are over MaxClaimsBytes, or one cannot reach storage as JSON
 )
 
 // TokenError is the error of a refused token. It matches
@@ -227,6 +290,11 @@ type TokenError struct {
 
 // Error returns the fixed text "invalid token", whatever the reason.
 func (e *TokenError) Error() string { return auth.ErrInvalidToken.Error() }
+
+// Cause returns why the token was refused. Its text can quote the
+// token's claims (never for a [ReasonClaims] refusal, which names the
+// claim only): log it, never send it to a client.
+func (e *TokenError) Cause() error { return e.cause }
 
 // Unwrap returns auth.ErrInvalidToken and the cause.
 func (e *TokenError) Unwrap() []error { return []error{auth.ErrInvalidToken, e.cause} }
@@ -259,7 +327,7 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	}
 	// The same token, verified under the same keys, is the same answer
 	// until it expires: skip the signature check (most of the cost).
-	gen, fresh := v.keys.generation()
+	gen, fresh := v.generation()
 	sum := sha256.Sum256([]byte(token))
 	now := v.now()
 	if fresh {
@@ -271,9 +339,13 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	if err != nil {
 		return nil, err
 	}
-	if gen2, fresh := v.keys.generation(); fresh && gen2 == gen {
+	if gen2, fresh := v.generation(); fresh && gen2 == gen {
 		until := now.Add(v.cache.ttl)
-		if exp := ti.Expiration.Add(v.skew); exp.Before(until) {
+		exp := ti.Expiration
+		if v.intro == nil {
+			exp = exp.Add(v.skew)
+		}
+		if exp.Before(until) {
 			until = exp
 		}
 		v.cache.put(sum, gen, until, now, ti)
@@ -281,8 +353,20 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	return ti, nil
 }
 
+// generation returns the generation of the keys and whether they may be
+// used without a refresh; introspection has one generation, always fresh.
+func (v *Verifier) generation() (uint64, bool) {
+	if v.intro != nil {
+		return 0, true
+	}
+	return v.keys.generation()
+}
+
 // verify verifies token without the cache.
 func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	if v.intro != nil {
+		return v.introspect(ctx, token)
+	}
 	tok, err := jwt.ParseSigned(token, v.algs)
 	if err != nil {
 		return nil, refuse(ReasonMalformed, err)
@@ -306,11 +390,17 @@ func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	if err := tok.Claims(key.Key, &std, &all); err != nil {
 		return nil, refuse(ReasonSignature, err)
 	}
+	return v.tokenInfo(&std, all)
+}
+
+// tokenInfo checks the claims of a verified token (a JWT's, or an
+// introspection answer's) and returns its TokenInfo.
+func (v *Verifier) tokenInfo(std *jwt.Claims, all map[string]json.RawMessage) (*auth.TokenInfo, error) {
 	// iss first, then aud, then time: the reason names the first rule broken.
 	if std.Issuer != v.issuer {
 		return nil, refuse(ReasonIssuer, jwt.ErrInvalidIssuer)
 	}
-	if !slices.Contains(std.Audience, v.resource) {
+	if !slices.ContainsFunc(std.Audience, func(a string) bool { return slices.Contains(v.audiences, a) }) {
 		return nil, refuse(ReasonAudience, jwt.ErrInvalidAudience)
 	}
 	if std.Expiry == nil {
@@ -335,28 +425,36 @@ func (v *Verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 }
 
 func (v *Verifier) principalOf(all map[string]json.RawMessage) (string, error) {
+	raw := all[v.principal]
+	// The claim is checked as sent: encoding/json would replace invalid
+	// UTF-8 (and a lone surrogate escape) with U+FFFD, which
+	// core.CheckPrincipal refuses too.
+	if !utf8.Valid(raw) {
+		return "", fmt.Errorf("oauth: the principal claim %q is not valid UTF-8", v.principal)
+	}
 	var p string
-	if err := json.Unmarshal(all[v.principal], &p); err != nil {
+	if err := json.Unmarshal(raw, &p); err != nil {
 		return "", fmt.Errorf("oauth: the principal claim %q is not a string", v.principal)
 	}
-	if p == "" || len(p) > MaxPrincipalBytes || !utf8.ValidString(p) {
-		return "", fmt.Errorf("oauth: the principal claim %q is empty, too long or not UTF-8", v.principal)
-	}
-	for _, r := range p {
-		if r < ' ' || r == 0x7f {
-			return "", fmt.Errorf("oauth: the principal claim %q holds a control character", v.principal)
-		}
+	if err := core.CheckPrincipal(p); err != nil {
+		return "", fmt.Errorf("oauth: the principal claim %q: %w", v.principal, err)
 	}
 	return p, nil
 }
 
-// passed returns the named claims as one JSON object.
+// passed returns the named claims as one JSON object, each under the name
+// given, refusing a claim that storage could not hold as JSON.
 func (v *Verifier) passed(all map[string]json.RawMessage) (json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(v.claims))
 	for _, name := range v.claims {
-		if c, ok := all[name]; ok {
-			out[name] = c
+		c, ok := lookup(all, name)
+		if !ok {
+			continue
 		}
+		if err := storable(c); err != nil {
+			return nil, fmt.Errorf("oauth: the claim %q %w", name, err)
+		}
+		out[name] = c
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -366,6 +464,99 @@ func (v *Verifier) passed(all map[string]json.RawMessage) (json.RawMessage, erro
 		return nil, fmt.Errorf("oauth: the passed claims are over %d bytes", MaxClaimsBytes)
 	}
 	return b, nil
+}
+
+// lookup returns the claim name: the top-level claim of that name, else,
+// for a name with dots, the member its path names in nested objects.
+func lookup(all map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	if c, ok := all[name]; ok {
+		return c, true
+	}
+	path := strings.Split(name, ".")
+	if len(path) < 2 {
+		return nil, false
+	}
+	cur, ok := all[path[0]]
+	for _, seg := range path[1:] {
+		var obj map[string]json.RawMessage
+		if !ok || json.Unmarshal(cur, &obj) != nil {
+			return nil, false
+		}
+		cur, ok = obj[seg]
+	}
+	return cur, ok
+}
+
+// storable returns why raw, one valid JSON value, cannot reach storage as
+// JSON (PostgreSQL's jsonb, which mcp.claims is read as): invalid UTF-8,
+// the escape \u0000, a lone surrogate escape, or a number beyond
+// maxExponent. encoding/json accepts each of them (and would replace the
+// first two with U+FFFD if decoded); jsonb refuses each, which would make
+// every read of the token fail. The error never quotes raw.
+func storable(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errors.New("holds invalid UTF-8")
+	}
+	hex4 := func(b []byte) rune {
+		var r rune
+		for _, c := range b {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			}
+		}
+		return r
+	}
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] != '\\' || i+1 >= len(raw) {
+					continue
+				}
+				i++
+				if raw[i] != 'u' || i+4 >= len(raw) {
+					continue
+				}
+				r := hex4(raw[i+1 : i+5])
+				i += 4
+				switch {
+				case r == 0:
+					return errors.New("holds \\u0000, which storage cannot hold")
+				case r >= 0xDC00 && r <= 0xDFFF:
+					return errors.New("holds a lone surrogate escape")
+				case r >= 0xD800 && r <= 0xDBFF:
+					if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+						return errors.New("holds a lone surrogate escape")
+					}
+					if lo := hex4(raw[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
+						return errors.New("holds a lone surrogate escape")
+					}
+					i += 6
+				}
+			}
+		case c == 'e' || c == 'E': // outside strings: a number's exponent
+			j := i + 1
+			if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
+				j++
+			}
+			for j < len(raw) && raw[j] == '0' {
+				j++
+			}
+			exp := 0
+			for ; j < len(raw) && raw[j] >= '0' && raw[j] <= '9'; j++ {
+				if exp = exp*10 + int(raw[j]-'0'); exp > maxExponent {
+					return fmt.Errorf("holds a number with an exponent beyond %d", maxExponent)
+				}
+			}
+			i = j - 1
+		}
+	}
+	return nil
 }
 
 // scopes reads scope (RFC 8693, RFC 9068: one space-separated string) or,
@@ -385,11 +576,15 @@ func scopes(all map[string]json.RawMessage) []string {
 	return nil
 }
 
-// Ready reports whether the verifier holds usable keys and the last fetch
-// of them succeeded. When it does not, it fetches them first (rate-limited
-// like any refresh), so a readiness probe recovers as soon as the issuer
-// answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
+// Ready reports whether the verifier holds keys it may use (loaded, and
+// younger than [Options].MaxKeyAge), whether or not a refresh has failed
+// since: cached keys that verify good tokens keep the server ready. When
+// it holds none, it fetches them first (rate-limited like any refresh), so
+// a readiness probe recovers as soon as the issuer answers. Its error is fixed text; [Verifier.KeyStats] has the cause.
 func (v *Verifier) Ready(ctx context.Context) error {
+	if v.intro != nil {
+		return v.intro.ready(ctx, v.minRefresh, v.now())
+	}
 	if v.keys.ready() {
 		return nil
 	}
@@ -400,22 +595,51 @@ func (v *Verifier) Ready(ctx context.Context) error {
 	return errors.New("the authorization server's keys are unavailable")
 }
 
-// KeyStats describes the verifier's keys now.
-func (v *Verifier) KeyStats() KeyStats { return v.keys.stats() }
+// KeyStats describes the verifier's keys now; with [Options].Introspection
+// it counts the introspection requests instead (Keys is 0).
+func (v *Verifier) KeyStats() KeyStats {
+	if v.intro != nil {
+		return v.intro.stats()
+	}
+	return v.keys.stats()
+}
+
+// Introspects reports whether the verifier asks the authorization server
+// about tokens ([Options].Introspection) instead of verifying JWTs with its
+// keys.
+func (v *Verifier) Introspects() bool { return v.intro != nil }
 
 // tokenCache holds the results of verified tokens by the SHA-256 of the
 // token, each until its deadline and for one key generation. Refused
 // tokens are never cached.
 type tokenCache struct {
-	ttl time.Duration
-	mu  sync.Mutex
-	m   map[[32]byte]cached
+	ttl   time.Duration
+	mu    sync.Mutex
+	m     map[[32]byte]cached
+	bytes int // the sizes of the entries in m
 }
 
 type cached struct {
 	ti    *auth.TokenInfo
 	gen   uint64
 	until time.Time
+	size  int
+}
+
+// maxCacheBytes bounds the sizes of the cached results together (each at
+// most about MaxClaimsBytes + MaxPrincipalBytes).
+const maxCacheBytes = 8 << 20
+
+// size estimates the memory a cached result holds.
+func size(ti *auth.TokenInfo) int {
+	n := 256 + len(ti.UserID)
+	for _, s := range ti.Scopes {
+		n += 16 + len(s)
+	}
+	if c, ok := ti.Extra[ClaimsKey].(json.RawMessage); ok {
+		n += len(c)
+	}
+	return n
 }
 
 // get returns a copy of the cached result, so that no caller can change
@@ -425,6 +649,7 @@ func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenIn
 	e, ok := c.m[sum]
 	if ok && (e.gen != gen || !now.Before(e.until)) {
 		delete(c.m, sum)
+		c.bytes -= e.size
 		ok = false
 	}
 	c.mu.Unlock()
@@ -440,12 +665,18 @@ func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenIn
 func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *auth.TokenInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= maxCached {
-		// Full: drop the expired entries, else an arbitrary tenth.
+	sz := size(ti)
+	if old, ok := c.m[sum]; ok {
+		delete(c.m, sum)
+		c.bytes -= old.size
+	}
+	if len(c.m) >= maxCached || c.bytes+sz > maxCacheBytes {
+		// Full: drop the expired entries, and an arbitrary tenth.
 		n := 0
 		for k, e := range c.m {
-			if e.gen != gen || !now.Before(e.until) || n < maxCached/10 {
+			if e.gen != gen || !now.Before(e.until) || n < maxCached/10 || c.bytes+sz > maxCacheBytes*9/10 {
 				delete(c.m, k)
+				c.bytes -= e.size
 				n++
 			}
 		}
@@ -453,5 +684,6 @@ func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *aut
 	stored := *ti
 	stored.Scopes = slices.Clone(ti.Scopes)
 	stored.Extra = map[string]any{ClaimsKey: ti.Extra[ClaimsKey]}
-	c.m[sum] = cached{ti: &stored, gen: gen, until: until}
+	c.m[sum] = cached{ti: &stored, gen: gen, until: until, size: sz}
+	c.bytes += sz
 }

@@ -369,3 +369,161 @@ func TestOversizedClaimsAreRefused(t *testing.T) {
 		t.Fatalf("%v, want %s", err, ReasonClaims)
 	}
 }
+
+// signRaw signs payload as it is, bytes and all, with the issuer's key.
+func (is *issuer) signRaw(t *testing.T, payload []byte) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", is.kid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := s.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// A principal claim that is not a valid principal is refused, not
+// rewritten: invalid UTF-8 in the payload and a lone surrogate escape are
+// not turned into U+FFFD (which would make ali\xffce, ali\xfece and
+// ali\uFFFDce one principal), and controls, bidi and separator characters
+// and surrounding spaces are refused.
+func TestVerifyRefusesInvalidPrincipals(t *testing.T) {
+	is := newIssuer(t)
+	v := newTestVerifier(t, is, nil)
+	payload := func(sub string) []byte {
+		c := is.claims("PLACEHOLDER")
+		b, _ := json.Marshal(c)
+		return []byte(strings.Replace(string(b), `"sub":"PLACEHOLDER"`, `"sub":"`+sub+`"`, 1))
+	}
+	if ti, err := v.Verify(context.Background(), is.signRaw(t, payload("alice")), nil); err != nil || ti.UserID != "alice" {
+		t.Fatalf("the raw payload of a good token: %+v, %v", ti, err)
+	}
+	for name, sub := range map[string]string{
+		"raw \\xff":          "ali\xffce",
+		"raw \\xfe":          "ali\xfece",
+		"U+FFFD":             "ali\uFFFDce",
+		"escaped U+FFFD":     `ali\ufffdce`,
+		"lone surrogate":     `ali\ud800ce`,
+		"escaped NUL":        `ali\u0000ce`,
+		"U+0085":             "ali\u0085ce",
+		"escaped U+0085":     `ali\u0085ce`,
+		"U+2028":             "ali\u2028ce",
+		"U+202E":             "ali\u202Ece",
+		"leading space":      " alice",
+		"trailing space":     "alice ",
+		"escaped ESC":        `ali\u001bce`,
+		"escaped DEL (C0)":   `ali\u007fce`,
+		"U+200F (RLM mark)":  "ali\u200Fce",
+		"U+061C (ALM mark)":  "ali\u061Cce",
+		"U+2069 (PDI)":       "ali\u2069ce",
+		"escaped U+2029":     `ali\u2029ce`,
+		"U+FEFF at the end":  "alice\uFEFF",
+		"only white space":   "   ",
+		"U+3000 (ideograph)": "\u3000alice",
+	} {
+		ti, err := v.Verify(context.Background(), is.signRaw(t, payload(sub)), nil)
+		if reason(err) != ReasonPrincipal {
+			t.Errorf("%s: %+v, %v; want refused for %s", name, ti, err, ReasonPrincipal)
+		}
+	}
+}
+
+// A passed claim that storage cannot hold as JSON (jsonb refuses \u0000, a
+// lone surrogate, invalid UTF-8 and numbers beyond its range) gets the
+// token refused for ReasonClaims, with a cause that names the claim and
+// not its value; what jsonb holds passes unchanged.
+func TestVerifyRefusesClaimsStorageCannotHold(t *testing.T) {
+	is := newIssuer(t)
+	v := newTestVerifier(t, is, nil)
+	token := func(tenant string) string {
+		b, _ := json.Marshal(is.claims("alice"))
+		return is.signRaw(t, []byte(strings.Replace(string(b), `"sub":"alice"`, `"sub":"alice","tenant":`+tenant, 1)))
+	}
+	for name, tenant := range map[string]string{
+		"\\u0000":                 `"ac\u0000me"`,
+		"\\u0000 as a key":        `{"\u0000":1}`,
+		"a lone high surrogate":   `"ac\ud800me"`,
+		"a lone low surrogate":    `["\udc00"]`,
+		"high then not low":       `"\ud800\u0041"`,
+		"a high surrogate at end": `"\ud800"`,
+		"invalid UTF-8":           "\"ac\xffme\"",
+		"a number beyond numeric": `1e200000`,
+		"a tiny number":           `-1E-200000`,
+		"nested \\u0000":          `{"a":[{"b":"\u0000"}]}`,
+	} {
+		_, err := v.Verify(context.Background(), token(tenant), nil)
+		if reason(err) != ReasonClaims {
+			t.Errorf("%s: %v, want %s", name, err, ReasonClaims)
+			continue
+		}
+		if cause := err.(*TokenError).cause.Error(); !strings.Contains(cause, `"tenant"`) {
+			t.Errorf("%s: the cause %q does not name the claim", name, cause)
+		}
+		if strings.Contains(err.(*TokenError).cause.Error(), "ac") {
+			t.Errorf("%s: the cause %v quotes the value", name, err.(*TokenError).cause)
+		}
+	}
+	for name, tenant := range map[string]string{
+		"a surrogate pair":      `"\ud83d\ude00"`,
+		"an escaped backslash":  `"\\u0000"`,
+		"U+FFFD itself":         `"\ufffd"`,
+		"a large number":        `1e300`,
+		"true, false and null":  `[true,false,null,"e"]`,
+		"an exponent of zeroes": `1e0000000000000000000000000000000001`,
+	} {
+		ti, err := v.Verify(context.Background(), token(tenant), nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		var got map[string]json.RawMessage
+		json.Unmarshal(ti.Extra[ClaimsKey].(json.RawMessage), &got)
+		if string(got["tenant"]) != tenant {
+			t.Errorf("%s: passed %s, want %s", name, got["tenant"], tenant)
+		}
+	}
+}
+
+// Claims are found by name, then by path: realm_access.roles reads the
+// roles member of realm_access, and a claim named with dots is read as
+// named; each is passed under the name given. Audiences replace the
+// resource as what aud must contain.
+func TestClaimPathsAndAudiences(t *testing.T) {
+	is := newIssuer(t)
+	v := newTestVerifier(t, is, func(o *Options) {
+		o.Claims = []string{"realm_access.roles", "https://example.test/groups", "resource_access.mcp.roles", "missing.path", "groups.x"}
+		o.Audiences = []string{"api://mcp", "00000000-1111-2222-3333-444444444444"}
+	})
+	c := is.claims("alice")
+	c["aud"] = "00000000-1111-2222-3333-444444444444"
+	c["realm_access"] = map[string]any{"roles": []string{"reader"}, "other": 1}
+	c["resource_access"] = map[string]any{"mcp": map[string]any{"roles": "writer"}}
+	c["https://example.test/groups"] = []string{"eng"}
+	ti, err := v.Verify(context.Background(), is.token(t, c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"https://example.test/groups":["eng"],"realm_access.roles":["reader"],"resource_access.mcp.roles":"writer"}`
+	if got := string(ti.Extra[ClaimsKey].(json.RawMessage)); got != want {
+		t.Fatalf("passed %s, want %s", got, want)
+	}
+	c["aud"] = testResource // the resource is no longer an audience
+	if _, err := v.Verify(context.Background(), is.token(t, c), nil); reason(err) != ReasonAudience {
+		t.Fatalf("aud the resource with Audiences set: %v, want %s", err, ReasonAudience)
+	}
+	for _, bad := range [][]string{{"a..b"}, {".a"}, {"a."}, {""}, {"a.b.c.d.e.f.g.h.i"}} {
+		if _, err := NewVerifier(&Options{Issuer: is.url(), Resource: testResource, Claims: bad}); err == nil {
+			t.Errorf("claims %q accepted", bad)
+		}
+	}
+	if _, err := NewVerifier(&Options{Issuer: is.url(), Resource: testResource, Audiences: []string{""}}); err == nil {
+		t.Error("an empty audience accepted")
+	}
+}
