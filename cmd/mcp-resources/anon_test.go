@@ -68,7 +68,9 @@ func serveUntilListening(t *testing.T, args ...string) (int, string) {
 	defer cancel()
 	var stderr lockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &bytes.Buffer{}, &stderr) }()
+	go func() {
+		done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(stderr.String(), `msg="serving MCP over streamable HTTP"`) {
 		select {
