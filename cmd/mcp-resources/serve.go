@@ -75,6 +75,9 @@ type backend struct {
 	// resources/list need not wait for check.
 	listFree bool
 	startup  *startup // the run of check, set by Run
+	// grants reports a resources file's unusable grant rows (grantwarn.go);
+	// nil for the embedded demo.
+	grants *unusableGrants
 }
 
 // logNotes logs the backend's notes; call it once serving has started.
@@ -152,6 +155,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		opts = append(opts, core.WithCursorKey(key))
 	}
 	m := newMetrics()
+	if be.grants != nil {
+		m.reg.MustRegister(be.grants.counter)
+	}
 	opts = append(opts, m.objectSources(be.objects)...)
 	res, err := core.NewResources(m.instrument(be.bindings, be.storeOf), be.policy, opts...)
 	if err != nil {
