@@ -80,4 +80,11 @@ func TestUnusableGrantRowsWarnAndCount(t *testing.T) {
 	if res, err := readAll(t, bob, "report://tenants/globex/reports/q3.md"); err != nil || res.Contents[0].Text != "# globex" {
 		t.Fatalf("bob's valid prefix after the warnings: %v", err)
 	}
+	// explain says why alice is refused, after the grant's plan step.
+	code, out, _ := runServerCmd(t, "", "explain", "--config", file, "--principal", "alice", "report://tenants/acme/reports/q3.md")
+	plan := strings.Index(out, "\nplan      refused: unavailable")
+	note := strings.Index(out, "\ngrant     the grant of report returned 3 rows that can never grant a key")
+	if code != 1 || plan < 0 || note < plan {
+		t.Errorf("explain of alice's refused report: exit %d\n%s", code, out)
+	}
 }

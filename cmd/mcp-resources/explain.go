@@ -61,13 +61,14 @@ func (c *explainCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	served, err := f.Open(ctx, nil)
+	var x *explainer // set before any read, which is when the grants report
+	served, err := f.Open(ctx, &config.OpenOptions{UnusableGrantRows: func(resource string, rows int64) { x.unusableGrant(resource, rows) }})
 	if err != nil {
 		return err
 	}
 	defer served.Close()
 
-	x := newExplainer(f, served)
+	x = newExplainer(f, served)
 	opts := []core.Option{core.WithResourceLimits(f.ResourceLimits())}
 	for name, rd := range served.Objects {
 		opts = append(opts, core.WithObjectSource(name, x.objectReader(name, rd)))
@@ -144,16 +145,14 @@ type explainer struct {
 
 	mu      sync.Mutex
 	steps   []explainStep
-	binding int                            // the binding selected, -1 before discovery
-	plan    *core.ResourceReadPlan         // the plan, once resolved
-	read    map[string]bool                // the item URIs a reader was asked for
-	stage   core.PassStage                 // the stage of the current policy pass
-	bodyDec map[string]core.TargetDecision // decisions storage took with a body
+	binding int                    // the binding selected, -1 before discovery
+	plan    *core.ResourceReadPlan // the plan, once resolved
+	read    map[string]bool        // the item URIs a reader was asked for
+	pending []explainStep          // notes of a step still running, added after it
 }
 
 func newExplainer(f *config.File, served *config.Served) *explainer {
-	x := &explainer{f: f, served: served, binding: -1, read: map[string]bool{}, buckets: map[string]string{},
-		bodyDec: map[string]core.TargetDecision{}}
+	x := &explainer{f: f, served: served, binding: -1, read: map[string]bool{}, buckets: map[string]string{}}
 	for _, l := range served.Lines {
 		x.lines = append(x.lines, strings.Split(l, "\t"))
 	}
@@ -169,6 +168,19 @@ func (x *explainer) add(s explainStep) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.steps = append(x.steps, s)
+	switch s.Step {
+	case "plan", "decide", "recheck", "read", "outcome": // the steps a grant runs in
+		x.steps, x.pending = append(x.steps, x.pending...), nil
+	}
+}
+
+// unusableGrant notes that resource's grant returned rows rows that can
+// never grant a key: the reason a legitimate key is refused.
+func (x *explainer) unusableGrant(resource string, rows int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.pending = append(x.pending, explainStep{Step: "grant", Summary: fmt.Sprintf("the grant of %s returned %s that can never grant a key: NULL or empty, or a prefix without its trailing '/'",
+		resource, plural(int(rows), "row"))})
 }
 
 // field is column k of check's line for binding i, or "".
