@@ -10,7 +10,7 @@ import (
 
 // TestUnusableGrantRowsWarnAndCount serves the documents example with a
 // report grant that, for acme, returns only rows that can never grant a
-// key (a prefix without its trailing '/', NULL and ''), against real
+// key (a prefix without its trailing '/', NULL and an empty one), against real
 // PostgreSQL and S3: alice's read is refused (fail closed, as before), and
 // now the server logs a WARN naming the resource, never the principal or
 // key, at most once a minute, and counts the rows in
