@@ -297,7 +297,7 @@ func (x *explainer) discovered(d core.ResourceDefinition, err error) {
 	s := explainStep{Step: "discover", Summary: "the caller may know of the definition"}
 	if !first {
 		s.Step = "recheck"
-		s.Summary = "discovery again (storage decided every item with its body)"
+		s.Summary = "discovery again: every item's decision came with its body or its plan row's content"
 	}
 	if err != nil {
 		s.Summary = "refused: " + refusal(err)
