@@ -40,7 +40,7 @@ func TestExplainRefusesBadFlagsInOneLine(t *testing.T) {
 
 func TestOneLineSQLDropsCommentsOutsideQuotes(t *testing.T) {
 	for in, want := range map[string]string{
-		"SELECT 1 -- a comment\nFROM t":          "SELECT 1 FROM t",
+		"SELECT 1 -- a comment\nFROM t":           "SELECT 1 FROM t",
 		"SELECT '--not a comment' AS x\n  FROM t": "SELECT '--not a comment' AS x FROM t",
 		`SELECT "a--b" FROM t -- end`:             `SELECT "a--b" FROM t`,
 		"SELECT 1 - -1":                           "SELECT 1 - -1",
