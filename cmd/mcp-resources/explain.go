@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,7 +81,11 @@ func (c *explainCmd) Run(ctx context.Context, e *env) error {
 	result, rerr := res.Read(core.WithObserver(ctx, x), c.URI)
 	x.outcome(result, rerr)
 
-	rep := explainReport{URI: c.URI, Principal: c.Principal, Steps: x.steps, Served: rerr == nil}
+	// A callback the read abandoned (a timeout) may still add a step.
+	x.mu.Lock()
+	steps := slices.Clone(x.steps)
+	x.mu.Unlock()
+	rep := explainReport{URI: c.URI, Principal: c.Principal, Steps: steps, Served: rerr == nil}
 	if c.JSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -143,16 +148,16 @@ type explainer struct {
 	// buckets maps an S3 source to its bucket's name.
 	buckets map[string]string
 
-	mu      sync.Mutex
-	steps   []explainStep
-	binding int                    // the binding selected, -1 before discovery
-	plan    *core.ResourceReadPlan // the plan, once resolved
-	read    map[string]bool        // the item URIs a reader was asked for
-	pending []explainStep          // notes of a step still running, added after it
+	mu       sync.Mutex
+	steps    []explainStep
+	selected bool                   // the first discovery, the selection's, was recorded
+	plan     *core.ResourceReadPlan // the plan, once resolved
+	read     map[string]bool        // the item URIs a reader was asked for
+	pending  []explainStep          // notes of a step still running, added after it
 }
 
 func newExplainer(f *config.File, served *config.Served) *explainer {
-	x := &explainer{f: f, served: served, binding: -1, read: map[string]bool{}, buckets: map[string]string{}}
+	x := &explainer{f: f, served: served, read: map[string]bool{}, buckets: map[string]string{}}
 	for _, l := range served.Lines {
 		x.lines = append(x.lines, strings.Split(l, "\t"))
 	}
@@ -284,8 +289,8 @@ func (x *explainer) policy(p core.ResourcePolicy) core.ResourcePolicy {
 func (x *explainer) discovered(d core.ResourceDefinition, err error) {
 	i := x.bindingOf(d)
 	x.mu.Lock()
-	first := x.binding < 0
-	x.binding = i
+	first := !x.selected
+	x.selected = true
 	x.mu.Unlock()
 	if first {
 		what := "template " + d.URITemplate
