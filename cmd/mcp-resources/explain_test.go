@@ -66,3 +66,20 @@ func TestS3GetIsTheConditionalRangedGet(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOneLineSQL: any statement becomes one line no longer than itself,
+// with its text outside comments kept.
+func FuzzOneLineSQL(f *testing.F) {
+	for _, s := range []string{"SELECT 1 -- c\nFROM t", "SELECT '--' AS x", `SELECT "a--b"`, "'unterminated\n--", "--\n--\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := oneLineSQL(s)
+		if strings.ContainsAny(out, "\n\r\t") || len(out) > len(s) {
+			t.Fatalf("oneLineSQL(%q) = %q", s, out)
+		}
+		if !strings.Contains(s, "--") && out != strings.Join(strings.Fields(s), " ") {
+			t.Fatalf("oneLineSQL(%q) = %q changed text without a comment", s, out)
+		}
+	})
+}
