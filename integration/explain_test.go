@@ -94,6 +94,13 @@ func TestExplainShowsWhyACallerCanOrCannotRead(t *testing.T) {
 		t.Errorf("alice's report: exit %d\n%s", code, out)
 	}
 
+	// A listing: the family's grant, once for the listed prefix, then the LIST.
+	code, out, _ = explain("alice", "report://tenants/acme/reports")
+	if code != 0 || !strings.Contains(out, "[by grant statement of report on docs, once for the prefix tenants/acme/reports/: SELECT 'tenants/' || m.tenant_id") ||
+		!strings.Contains(out, "; then S3 LIST s3://"+r.env.Bucket+"/tenants/acme/reports/]") || !strings.Contains(out, "report://tenants/acme/reports/q3.md") {
+		t.Errorf("alice's listing: exit %d\n%s", code, out)
+	}
+
 	code, out, _ = explain("alice", "nothing://here")
 	if code != 1 || !strings.Contains(out, "select    no definition of the file matches the URI (unavailable)") {
 		t.Errorf("a URI nothing matches: exit %d\n%s", code, out)

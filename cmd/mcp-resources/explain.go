@@ -402,7 +402,7 @@ func (x *explainer) planned(i int, m core.ResourceMatch, plan core.ResourceReadP
 	}
 	x.add(c)
 
-	s := explainStep{Step: "plan", By: x.planStatement(i)}
+	s := explainStep{Step: "plan", By: x.planStatement(i, vars)}
 	if err != nil {
 		s.Summary = "refused: " + refusal(err)
 		if core.KindOf(err) == core.FailureUnavailable {
@@ -423,7 +423,8 @@ func (x *explainer) planned(i int, m core.ResourceMatch, plan core.ResourceReadP
 }
 
 // planStatement names the statement that plans binding i's reads.
-func (x *explainer) planStatement(i int) string {
+// vars are the request's decoded captures.
+func (x *explainer) planStatement(i int, vars map[string]string) string {
 	r := x.resource(i)
 	if r == nil {
 		return ""
@@ -434,7 +435,20 @@ func (x *explainer) planStatement(i int) string {
 	case r.Plan != "":
 		return "plan statement on " + r.Source + ": " + oneLineSQL(r.Plan)
 	case r.List != "":
-		return "S3 LIST of " + r.Source + ", gated as " + r.List + " is"
+		k := slices.IndexFunc(x.f.Resources, func(f config.Resource) bool { return f.Name == r.List })
+		if k < 0 { // the file's check refuses a listing of no family
+			return "S3 LIST, gated as " + r.List + " is"
+		}
+		fam := x.f.Resources[k]
+		prefix := fam.Prefix
+		for k, v := range vars {
+			prefix = strings.ReplaceAll(prefix, "{"+k+"}", v)
+		}
+		list := "S3 LIST s3://" + x.buckets[r.Source] + "/" + prefix
+		if fam.Grant != nil {
+			return "grant statement of " + fam.Name + " on " + fam.Grant.Source + ", once for the prefix " + prefix + ": " + oneLineSQL(fam.Grant.Keys) + "; then " + list
+		}
+		return "public (" + fam.Name + "): " + list
 	case r.Grant != nil:
 		return "grant statement on " + r.Grant.Source + ": " + oneLineSQL(r.Grant.Keys)
 	case r.Public:
