@@ -1,11 +1,14 @@
 # The reference server, cmd/mcp-resources, as a small non-root image:
 #
 #   docker build -t mcp-resources .
-#   docker run --rm -p 127.0.0.1:8080:8080 mcp-resources       # embedded demo over HTTP
+#   docker run --rm -p 127.0.0.1:8080:8080 -e MCPRES_ANONYMOUS=true mcp-resources  # embedded demo over HTTP
 #   docker run --rm -i mcp-resources serve                     # embedded demo over stdio
 #
 # The default command serves streamable HTTP on 0.0.0.0:8080 (MCP at /mcp,
-# /healthz, /readyz and /metrics beside it). Configure it with flags or the
+# /healthz, /readyz and /metrics beside it), and refuses to start without
+# authentication (MCPRES_TOKENS_FILE or an OAuth issuer) unless
+# MCPRES_ANONYMOUS=true asks to serve every client as one principal (a
+# WARN line says so). Configure it with flags or the
 # MCPRES_* variables that `mcp-resources --help` lists; docker-compose.yml
 # wires it to PostgreSQL and MinIO with one-shot migrate and seed services.
 

@@ -157,6 +157,11 @@ type OpenOptions struct {
 	// Deferred makes Open send no request: it builds the bindings and the
 	// policy and leaves the checks of the sources to [Served.Check].
 	Deferred bool
+	// UnusableGrantRows, when set, is told each time a resource's grant
+	// refused a key while its statement returned rows that can never grant
+	// one (postgres SourceOptions.UnusableGrantRows): the resource's name
+	// and how many such rows. It must not block.
+	UnusableGrantRows func(resource string, rows int64)
 }
 
 // Open connects to every source of the file and builds its bindings and
@@ -210,7 +215,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			pol := f.policyOf(src.Name)
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects,
-				RecheckWithBodies: pol != nil && !pol.Database})
+				RecheckWithBodies: pol != nil && !pol.Database, UnusableGrantRows: opts.UnusableGrantRows})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}

@@ -83,8 +83,9 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 // embedded; see storageBackend). It sends no request: the file's start-up
 // checks are the backend's check, which serve runs (see startChecks).
 func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error) {
+	grants := newUnusableGrants(e.log.With("component", "grants")) // grantwarn.go
 	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener"), TracerProvider: tracerProvider(),
-		Deferred: true})
+		Deferred: true, UnusableGrantRows: grants.seen})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 		// A binding's reader reads only its own source's targets: the
 		// gateway routes object items to the object source's reader, which
 		// metrics.objectSources times under that source's name.
-		storeOf: func(i int) string { return served.Bindings[i].Source }}
+		storeOf: func(i int) string { return served.Bindings[i].Source }, grants: grants}
 	var names []string // the sources, in file order
 	for _, r := range served.Ready {
 		be.stores = append(be.stores, sourceReady{name: r.Source, check: r.Check, prove: r.Prove, reconnected: r.Reconnected})

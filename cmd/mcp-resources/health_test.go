@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,25 +47,6 @@ func testHealth(t *testing.T, interval time.Duration, log *lockedBuffer, sources
 
 // healthMetrics are the metrics of each testHealth.
 var healthMetrics sync.Map
-
-// lockedBuffer is a log written by the proofs' goroutines and read by the
-// test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // reconnect tells re of reconnects until cond holds: the first ones may
 // come before the source's watch has started, which takes them for the

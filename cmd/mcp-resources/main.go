@@ -103,6 +103,7 @@ type cli struct {
 	Migrate   migrateCmd   `cmd:"" help:"Apply the reference schema's migrations to --postgres and print what was applied."`
 	Seed      seedCmd      `cmd:"" help:"Load the demo dataset (projects, assets, objects, grants for alice and bob) into --postgres and --bucket; running it again changes nothing."`
 	Check     checkCmd     `cmd:"" help:"Check a resources file (--config) against its databases and buckets and print what serve --config would serve."`
+	Explain   explainCmd   `cmd:"" help:"Read one URI as --principal against the sources of --config and print every step: the definition matched, captures, plan rows, decisions and who made them, storage requests, outcome. Exit 0 when the read would serve, 1 when not."`
 	HashToken hashTokenCmd `cmd:"" name:"hash-token" help:"Read a bearer token on stdin and print its tokens-file hash."`
 }
 

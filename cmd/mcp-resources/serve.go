@@ -33,6 +33,7 @@ type serveCmd struct {
 	CursorKey     string        `name:"cursor-key" env:"MCPRES_CURSOR_KEY" help:"The cursor key itself (at least 32 bytes); prefer --cursor-key-file."`
 	Tokens        string        `name:"tokens" type:"path" env:"MCPRES_TOKENS_FILE" help:"HTTP bearer tokens file: lines of PRINCIPAL sha256:HEX (see hash-token)."`
 	Principal     string        `default:"demo" env:"MCPRES_PRINCIPAL" help:"The principal served over stdio, and over HTTP when no tokens file is given (with --postgres, a principal of the grants table, such as the seed's alice)."`
+	Anonymous     bool          `name:"anonymous" env:"MCPRES_ANONYMOUS" help:"Serve HTTP with no authentication (every client as --principal) on an address that is not loopback; without it, such an address needs --tokens or an OAuth issuer."`
 	Grace         time.Duration `default:"10s" env:"MCPRES_SHUTDOWN_GRACE" help:"On SIGINT or SIGTERM, how long in-flight requests may take to finish."`
 	Tools         bool          `name:"tools" env:"MCPRES_TOOLS" help:"Also serve the resources as tools (list_resources, read_resource, complete_resource_uri), for clients that let a model call tools only."`
 	Config        string        `name:"config" type:"path" placeholder:"FILE" env:"MCPRES_CONFIG" help:"Serve the sources and resources of this file (see config/schema.json and examples/) instead of the reference schema."`
@@ -77,6 +78,9 @@ type backend struct {
 	// resources/list need not wait for check.
 	listFree bool
 	startup  *startup // the run of check, set by Run
+	// grants reports a resources file's unusable grant rows (grantwarn.go);
+	// nil for the embedded demo.
+	grants *unusableGrants
 }
 
 // logNotes logs the backend's notes; call it once serving has started.
@@ -157,6 +161,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		opts = append(opts, core.WithCursorKey(key))
 	}
 	m := newMetrics()
+	if be.grants != nil {
+		m.reg.MustRegister(be.grants.counter)
+	}
 	opts = append(opts, m.objectSources(be.objects)...)
 	// Once the start-up checks pass, each PostgreSQL source is proved again
 	// on a schedule and after its pool reconnects (health.go).
@@ -190,6 +197,13 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		}
 	}
 
+	anonWarn, err := s.checkAnonymous(tokens != nil || s.oauth != nil) // anon.go
+	if err != nil {
+		return err
+	}
+	if anonWarn != "" {
+		e.log.Warn(anonWarn)
+	}
 	principal := func(ctx context.Context, req mcp.Request) string { return s.Principal }
 	if tokens != nil || s.oauth != nil {
 		principal = mcpsdk.TokenPrincipal

@@ -85,12 +85,15 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 			keyParam = "$" + strconv.Itoa(i) + "::text"
 		}
 		match := "q.\"key\"::text = " + keyParam
+		unusable := "q.\"key\" IS NULL OR q.\"key\"::text = ''"
 		if has["prefix"] {
 			match = "right(q.\"prefix\"::text, 1) = '/' AND starts_with(" + keyParam + ", q.\"prefix\"::text)"
+			unusable = "q.\"prefix\" IS NULL OR right(q.\"prefix\"::text, 1) <> '/'"
 		}
-		return &prepared{sql: "SELECT true FROM (" + named.SQL + "\n) AS q WHERE " + match + " LIMIT 1", has: has}, nil
+		return &prepared{sql: grantQuery(named.SQL, match, unusable), has: has}, nil
 	}
 	src.add(st)
+	grantName := binding // the grant's own binding, which UnusableGrantRows names
 	return func(ctx context.Context, binding, key string, vars map[string]string) (bool, error) {
 		prep, err := st.load()
 		if err != nil {
@@ -111,10 +114,27 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 		if named.paramIndex("key") == 0 {
 			args = append(args, key)
 		}
-		rows, err := src.queryRaw(ctx, prep.sql, args, func(r pgx.Rows) (row, error) { return row{}, nil })
-		if err != nil {
+		var granted bool
+		var unusable int64
+		if _, err := src.queryRaw(ctx, prep.sql, args, func(r pgx.Rows) (row, error) {
+			return row{}, r.Scan(&granted, &unusable)
+		}); err != nil {
 			return false, err
 		}
-		return len(rows) > 0, nil
+		if !granted && unusable > 0 && src.unusable != nil {
+			src.unusable(grantName, unusable)
+		}
+		return granted, nil
 	}, nil
+}
+
+// grantQuery is the one statement a grant runs: one row, (true, 0) as soon
+// as a row of the grant's statement sql matches the key (match), else
+// (false, the number of its rows that can never grant anything: unusable,
+// a NULL or empty key, a prefix that is NULL or does not end in '/'). The
+// outer LIMIT stops at the first branch's row, so a granted key costs what
+// a bare LIMIT 1 costs; only a refusal counts the unusable rows.
+func grantQuery(sql, match, unusable string) string {
+	return "SELECT * FROM ((SELECT true, 0::bigint FROM (" + sql + "\n) AS q WHERE " + match + " LIMIT 1)\n" +
+		"UNION ALL (SELECT false, count(*) FROM (" + sql + "\n) AS q WHERE " + unusable + ")) AS g LIMIT 1"
 }

@@ -64,6 +64,14 @@ type SourceOptions struct {
 	// policy may decide the bindings' reads: the gateway would recheck
 	// them by the source's policy instead of that one.
 	RecheckWithBodies bool
+	// UnusableGrantRows, when set, is told when a key grant
+	// ([Source.KeyGrant], [Source.PrefixGrant]) refused a key while its
+	// statement returned rows that can never grant one (a NULL or empty
+	// key, a prefix that is NULL, empty or not ending in '/'), with the
+	// grant's binding and how many such rows there were, so that a host
+	// can say why a legitimate key is refused. It is called on the read's
+	// goroutine and must not block.
+	UnusableGrantRows func(binding string, rows int64)
 }
 
 // Source is one PostgreSQL database that a host's own SQL statements serve:
@@ -82,6 +90,8 @@ type Source struct {
 	name    string
 	objects map[string]string // object source name -> bucket ("" any)
 	recheck bool              // SourceOptions.RecheckWithBodies
+	// unusable is SourceOptions.UnusableGrantRows.
+	unusable func(binding string, rows int64)
 
 	mu     sync.Mutex
 	stmts  []*statement
@@ -151,7 +161,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies}, nil
+	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies, unusable: opts.UnusableGrantRows}, nil
 }
 
 // CheckSource checks opts as NewSource does, without a database: Role is

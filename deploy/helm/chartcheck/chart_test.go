@@ -219,3 +219,14 @@ func kinds(m map[string][]any) map[string]int {
 	}
 	return out
 }
+
+// The pods listen on 0.0.0.0, where serve refuses anonymous HTTP: the
+// chart passes --anonymous only when anonymous: true asks for it.
+func TestAnonymousIsPassedOnlyWhenAskedFor(t *testing.T) {
+	for values, want := range map[string]bool{minimal: false, everything: false, minimal + "anonymous: true\n": true} {
+		args := deployment(t, render(t, values)).Spec.Template.Spec.Containers[0].Args
+		if got := slices.Contains(args, "--anonymous"); got != want {
+			t.Errorf("values %q: --anonymous in args %v is %v, want %v", values, args, got, want)
+		}
+	}
+}
