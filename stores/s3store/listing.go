@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -148,35 +147,17 @@ func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.Resou
 			return core.ResourceReadPlan{}, core.Unavailable(errListingNotGranted)
 		}
 	}
-	var base strings.Builder
-	base.WriteString(l.scheme)
-	base.WriteString("://")
-	base.WriteString(l.uriSegs[0])
-	for _, seg := range l.uriSegs[1:] {
-		base.WriteByte('/')
-		if name, ok := captureName(seg); ok {
-			v, _ := m.Var(name)
-			base.WriteString(url.PathEscape(v))
-			continue
-		}
-		base.WriteString(seg)
-	}
 	objs, err := l.list(ctx, prefix)
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
 	items := make([]core.ResourceTarget, 0, len(objs))
 	for _, o := range objs {
-		var uri strings.Builder
-		uri.WriteString(base.String())
-		for _, seg := range strings.Split(strings.TrimPrefix(o.Key, prefix), "/") {
-			uri.WriteByte('/')
-			uri.WriteString(url.PathEscape(seg))
-		}
-		if uri.Len() > l.maxURI {
+		uri := canonicalURI(l.scheme, l.uriSegs, m, strings.Split(strings.TrimPrefix(o.Key, prefix), "/"))
+		if len(uri) > l.maxURI {
 			continue // no read could name it
 		}
-		t, err := NewObjectTarget(uri.String(), o)
+		t, err := NewObjectTarget(uri, o)
 		if err != nil {
 			continue // an identity S3 should not have listed: leave it out
 		}
