@@ -324,6 +324,14 @@ type ObjectRef struct {
 	// {column} placeholders of the plan row. Empty means the row item's
 	// URI followed by "/object".
 	URI string `yaml:"uri"`
+	// Unpinned serves the object of a row that records neither
+	// object_etag nor object_version_id as it is when read, unpinned.
+	// Without it every object read is pinned: such a row's object is
+	// pinned by one HEAD after the decision and read If-Match that ETag
+	// (an object replaced in between is read_failed, retryable), so a
+	// read costs two S3 requests. check prints an unpinned resource's
+	// kind with ", unpinned".
+	Unpinned bool `yaml:"unpinned"`
 
 	Spans Spans `yaml:"-"`
 }

@@ -389,7 +389,7 @@ func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLB
 	def.URI, def.URITemplate = r.URI, r.Template
 	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
 	if o := r.Object; o != nil {
-		sb.ObjectURI = o.URI
+		sb.ObjectURI, sb.Unpinned = o.URI, o.Unpinned
 		if f.source(o.Source) != nil {
 			sb.ObjectSource = o.Source
 		}
@@ -527,6 +527,9 @@ func (f *File) describe(r Resource, uri string) string {
 		kind = "listing"
 	case r.Grant != nil || r.Public:
 		kind = "s3"
+	}
+	if r.Object != nil && r.Object.Unpinned {
+		kind += ", unpinned" // its objects are read as they are, with no pin
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind, f.decider(r))
 }

@@ -39,7 +39,7 @@ import (
 //	object_source      (text)                which of SourceOptions.Objects holds it (default ObjectSource)
 //	object_bucket      (text)                the bucket the row names: a row naming another bucket than its object source's (SourceOptions.Objects) has no object item
 //	object_etag        (text)                the ETag that pins it
-//	object_version_id  (text)                the version id that pins it
+//	object_version_id  (text)                the version id that pins it (with neither, the object source pins the current object when it reads it, unless Unpinned)
 //	object_size        (integer)             its size, checked when it is read
 //	object_mime        (text)                its MIME type; default: the object store's
 //	visible, read      (boolean, together)   the policy's answer for the row, read in the plan
@@ -137,6 +137,13 @@ type SQLBinding struct {
 	// ObjectSource names the entry of SourceOptions.Objects that holds
 	// rows' objects when the plan has no object_source column.
 	ObjectSource string
+	// Unpinned lets the object of a row that records neither an
+	// object_etag nor an object_version_id be read as the current object,
+	// unpinned (core.ObjectRef.Unpinned). Without it, the default, the
+	// object source pins such an object when it reads it, after the
+	// decision (package s3store: one HEAD, then a GET of that ETag or
+	// nothing), so that the bytes served are those of one version.
+	Unpinned bool
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled "object".
 	Representation string
@@ -223,6 +230,7 @@ type sqlBinding struct {
 	objSource string
 	objOnly   bool
 	anchored  bool
+	unpinned  bool // SQLBinding.Unpinned
 	// folded is the bodies statement with the recheck of the source's
 	// policy folded in, when the source has exactly one ([Source.fold]).
 	folded atomic.Pointer[statement]
@@ -259,7 +267,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		}
 		vars = v
 	}
-	sb := &sqlBinding{src: src, name: name, repr: b.Representation, objSource: b.ObjectSource, complete: map[string]*statement{}}
+	sb := &sqlBinding{src: src, name: name, repr: b.Representation, objSource: b.ObjectSource, unpinned: b.Unpinned, complete: map[string]*statement{}}
 	if sb.repr == "" {
 		sb.repr = ReprRow
 	}
@@ -661,7 +669,7 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 			return core.ResourceTarget{}, false, fmt.Errorf("postgres: binding %q: ObjectURI: %w", sb.name, err)
 		}
 	}
-	obj := core.ObjectRef{Source: srcName, Key: key, Size: -1}
+	obj := core.ObjectRef{Source: srcName, Key: key, Size: -1, Unpinned: sb.unpinned}
 	obj.ETag, _ = r.str("object_etag")
 	obj.VersionID, _ = r.str("object_version_id")
 	if size, ok := r.int("object_size"); ok {
