@@ -102,7 +102,9 @@ type PostgresSource struct {
 	// deadline; zero keeps the store's default.
 	StatementTimeout Duration `yaml:"statement_timeout"`
 	// MaxPlanItems bounds the items one plan or bundle statement may
-	// return; zero keeps the store's default.
+	// plan (a row with an object is two), at most limits.max_plan_items;
+	// zero keeps that limit. A bundle with more is cut there and read as a
+	// partial bundle with a budget_exceeded issue.
 	MaxPlanItems int `yaml:"max_plan_items" schema:"min=0"`
 	// Policy decides the reads of this source's resources, and of no other
 	// source's: "database" or a decide statement run here (its source key
@@ -282,8 +284,9 @@ type S3Resource struct {
 	// return prefixes and not use $key or $k1, $k2, ... (an object under a
 	// granted prefix is listed; one whose URI would be over
 	// limits.max_uri_bytes is left out). At most limits.max_plan_items keys are
-	// listed, in key order, and the gateway admits limits.max_items of
-	// them with a budget issue for the rest.
+	// listed, in key order (a prefix holding more is a partial bundle with
+	// a budget issue for the keys left out), and the gateway admits
+	// limits.max_items of them with a budget issue for the rest.
 	List string `yaml:"list" schema:"ref=name"`
 }
 

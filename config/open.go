@@ -195,7 +195,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			// (routePolicy), so its reads may take their recheck with the bodies.
 			pol := f.policyOf(src.Name)
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects,
+				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects,
 				RecheckWithBodies: pol != nil && !pol.Database})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
@@ -480,6 +480,21 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 		return core.ResourceBinding{}, f.storeError(err, r.Source, r.Spans.of("template"))
 	}
 	return b, nil
+}
+
+// planItems is the MaxPlanItems of a PostgreSQL source whose file says n
+// (0: the store's default): at most the gateway's limits.max_plan_items,
+// so that a bundle past it is cut by the store, truncated and reported
+// partial, rather than refused by the gateway as an invalid plan.
+func (f *File) planItems(n int) int {
+	limit := f.ResourceLimits().MaxPlanItems
+	if limit == 0 {
+		limit = core.DefaultResourceLimits().MaxPlanItems
+	}
+	if n == 0 {
+		return limit
+	}
+	return min(n, limit)
 }
 
 // routePolicy is the policy of a file: a pass, and a discovery, of a

@@ -530,7 +530,12 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
+	// A bundle past maxItems is cut there and its plan truncated: the read
+	// is partial, with a budget issue, never silently short.
+	truncated := false
 	switch {
+	case len(rows) > maxItems && sb.bundle:
+		rows, truncated = rows[:maxItems], true
 	case len(rows) > maxItems:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: the request plans more than %d items (SourceOptions.MaxPlanItems)", maxItems)
 	case (!sb.bundle || sb.anchored) && len(rows) == 0:
@@ -569,13 +574,17 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
-		items = append(items, t)
-		if t.URI() == m.URI() {
-			requested = t
-		}
 		ot, ok, err := sb.objectTarget(uri, r)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
+		}
+		if n := len(items) + 1 + btoi(ok); n > maxItems {
+			truncated = true // a row and its object stay together
+			break
+		}
+		items = append(items, t)
+		if t.URI() == m.URI() {
+			requested = t
 		}
 		if ok {
 			items = append(items, ot)
@@ -587,7 +596,19 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 			return core.ResourceReadPlan{}, err
 		}
 	}
-	return core.NewResourceReadPlan(requested, items...)
+	plan, err := core.NewResourceReadPlan(requested, items...)
+	if truncated {
+		plan = plan.Truncated()
+	}
+	return plan, err
+}
+
+// btoi is 1 for true, else 0.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) {
