@@ -217,8 +217,13 @@ type PostgresResource struct {
 	// title, size, text, object_key, object_etag, object_version_id,
 	// object_size and object_mime; visible, read and disclose (the policy's
 	// answer); and content, the item's content inline (up to 8 KiB, with
-	// visible and read: no body statement runs for it). Its $names are
-	// the template's captures (every one used) and $principal.
+	// visible and read: a read that plans it runs no body statement for
+	// it, but body is still required: it reads the item when the content
+	// is NULL or over 8 KiB). An object's MIME type is object_mime when
+	// the row gives one, else the type its key's extension names, else
+	// application/octet-stream; the Content-Type it was stored with is
+	// never consulted. Its $names are the template's captures (every one
+	// used) and $principal.
 	Plan string `yaml:"plan" schema:"ref=sql"`
 	// Bundle (PostgreSQL) selects the items of a bundle, one per row, in
 	// the columns of Plan plus those ItemURI names.
@@ -234,7 +239,9 @@ type PostgresResource struct {
 	// empty bundle.
 	Anchored bool `yaml:"anchored"`
 	// Body (PostgreSQL) reads one planned item by $key (and optionally
-	// $version, $principal): columns body and optionally version.
+	// $version, $principal): columns body and optionally version. Every
+	// plan or bundle needs one, even one that returns content, except a
+	// plan with an object and no body, which serves the row's object alone.
 	Body string `yaml:"body" schema:"ref=sql"`
 	// Completion (PostgreSQL) maps a capture to the statement that
 	// completes it: $prefix, optionally $limit, $principal and the other

@@ -41,7 +41,7 @@ import (
 //	object_etag        (text)                the ETag that pins it
 //	object_version_id  (text)                the version id that pins it (with neither, the object source pins the current object when it reads it, unless Unpinned)
 //	object_size        (integer)             its size, checked when it is read
-//	object_mime        (text)                its MIME type; default: the object store's
+//	object_mime        (text)                its MIME type; default: the object store's (an s3store bucket opened with TypeByKey, as a resources file's are: the key extension's, else application/octet-stream)
 //	visible, read      (boolean, together)   the policy's answer for the row, read in the plan
 //	disclose           (boolean)             issues about the row may carry its URI
 //	content            (bytea or text)       the row item's content, inline (needs visible and read)
