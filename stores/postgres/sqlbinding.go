@@ -91,7 +91,9 @@ type SQLBinding struct {
 	// Plan is the statement that plans one item: the request names exactly
 	// one row (zero rows is unavailable, exactly like a row the principal
 	// may not see; more than one is an error). The item's URI is the
-	// request URI. Parameters: the template's variables and $principal.
+	// request URI in its canonical form: the template with each decoded
+	// capture escaped as one path segment, as ItemURI's values are
+	// (doc://tenants/%61cme/documents/1 is doc://tenants/acme/documents/1). Parameters: the template's variables and $principal.
 	// Exactly one of Plan and Bundle is set.
 	Plan string
 	// Bundle is the statement that plans several items, one per row in
@@ -227,6 +229,7 @@ type sqlBinding struct {
 	complete  map[string]*statement
 	itemURI   uriPattern
 	objectURI uriPattern
+	canonical uriPattern // a plan's URITemplate, for its item's canonical URI
 	objSource string
 	objOnly   bool
 	anchored  bool
@@ -308,6 +311,11 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	if sb.objectURI, err = parseURIPattern(b.ObjectURI); err != nil {
 		return fail("ObjectURI", err.Error())
+	}
+	if !sb.bundle && b.Definition.URITemplate != "" {
+		// The template as a pattern of its captures: a plan's item URI is
+		// the request's canonical form, escaped as a bundle's item URIs are.
+		sb.canonical, _ = parseURIPattern(b.Definition.URITemplate)
 	}
 	if b.ObjectSource != "" {
 		if _, ok := src.objects[b.ObjectSource]; !ok {
@@ -548,15 +556,30 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 			r.nullIsFalse("visible", "read", "disclose")
 		}
 	}
+	// A plan's item has the request's canonical URI: its decoded captures
+	// escaped as a bundle's item URIs are (doc://tenants/%61cme/... is
+	// doc://tenants/acme/...); the requested target keeps the request URI.
+	planURI := m.URI()
+	if !sb.canonical.empty() {
+		if u, err := sb.canonical.expandWith(m.Var); err == nil {
+			planURI = u
+		}
+	}
 	if sb.objOnly {
-		ot, ok, err := sb.objectTarget(m.URI(), rows[0])
+		ot, ok, err := sb.objectTarget(planURI, rows[0])
 		switch {
 		case err != nil:
 			return core.ResourceReadPlan{}, err
 		case !ok:
 			return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
 		}
-		return core.NewResourceReadPlan(ot, ot)
+		requested := ot
+		if planURI != m.URI() {
+			if requested, _, err = sb.objectTarget(m.URI(), rows[0]); err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+		}
+		return core.NewResourceReadPlan(requested, ot)
 	}
 	items := make([]core.ResourceTarget, 0, len(rows))
 	requested := core.ResourceTarget{}
@@ -564,7 +587,7 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		if _, ok := r.str("key"); !ok && sb.anchored {
 			continue // the anchor of a bundle without items
 		}
-		uri := m.URI()
+		uri := planURI
 		if sb.bundle {
 			if uri, err = sb.itemURI.expand(r); err != nil {
 				return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: ItemURI: %w", sb.name, err)
@@ -588,6 +611,13 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		}
 		if ok {
 			items = append(items, ot)
+		}
+	}
+	if requested.IsZero() && !sb.bundle && len(items) > 0 {
+		// A plan requested under another encoding than its item's:
+		// the same row, under the request URI.
+		if requested, err = sb.rowTarget(m.URI(), rows[0]); err != nil {
+			return core.ResourceReadPlan{}, err
 		}
 	}
 	if requested.IsZero() {
@@ -932,14 +962,19 @@ func (p uriPattern) columns() []string {
 }
 
 // expand fills the pattern from r, each value escaped as one path segment.
-func (p uriPattern) expand(r row) (string, error) {
+func (p uriPattern) expand(r row) (string, error) { return p.expandWith(r.str) }
+
+// expandWith fills the pattern with value's answer for each placeholder,
+// each escaped as one path segment (url.PathEscape): the one canonical
+// form of a URI the store plans, a bundle's item URIs and a plan's alike.
+func (p uriPattern) expandWith(value func(string) (string, bool)) (string, error) {
 	var b strings.Builder
 	for i, part := range p.parts {
 		if i%2 == 0 {
 			b.WriteString(part)
 			continue
 		}
-		v, ok := r.str(part)
+		v, ok := value(part)
 		if !ok || v == "" {
 			return "", fmt.Errorf("column %q is NULL or empty", part)
 		}
