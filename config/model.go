@@ -102,7 +102,9 @@ type PostgresSource struct {
 	// deadline; zero keeps the store's default.
 	StatementTimeout Duration `yaml:"statement_timeout"`
 	// MaxPlanItems bounds the items one plan or bundle statement may
-	// return; zero keeps the store's default.
+	// plan (a row with an object is two), at most limits.max_plan_items;
+	// zero keeps that limit. A bundle with more is cut there and read as a
+	// partial bundle with a budget_exceeded issue.
 	MaxPlanItems int `yaml:"max_plan_items" schema:"min=0"`
 	// Policy decides the reads of this source's resources, and of no other
 	// source's: "database" or a decide statement run here (its source key
@@ -215,8 +217,13 @@ type PostgresResource struct {
 	// title, size, text, object_key, object_etag, object_version_id,
 	// object_size and object_mime; visible, read and disclose (the policy's
 	// answer); and content, the item's content inline (up to 8 KiB, with
-	// visible and read: no body statement runs for it). Its $names are
-	// the template's captures (every one used) and $principal.
+	// visible and read: a read that plans it runs no body statement for
+	// it, but body is still required: it reads the item when the content
+	// is NULL or over 8 KiB). An object's MIME type is object_mime when
+	// the row gives one, else the type its key's extension names, else
+	// application/octet-stream; the Content-Type it was stored with is
+	// never consulted. Its $names are the template's captures (every one
+	// used) and $principal.
 	Plan string `yaml:"plan" schema:"ref=sql"`
 	// Bundle (PostgreSQL) selects the items of a bundle, one per row, in
 	// the columns of Plan plus those ItemURI names.
@@ -232,7 +239,9 @@ type PostgresResource struct {
 	// empty bundle.
 	Anchored bool `yaml:"anchored"`
 	// Body (PostgreSQL) reads one planned item by $key (and optionally
-	// $version, $principal): columns body and optionally version.
+	// $version, $principal): columns body and optionally version. Every
+	// plan or bundle needs one, even one that returns content, except a
+	// plan with an object and no body, which serves the row's object alone.
 	Body string `yaml:"body" schema:"ref=sql"`
 	// Completion (PostgreSQL) maps a capture to the statement that
 	// completes it: $prefix, optionally $limit, $principal and the other
@@ -282,8 +291,9 @@ type S3Resource struct {
 	// return prefixes and not use $key or $k1, $k2, ... (an object under a
 	// granted prefix is listed; one whose URI would be over
 	// limits.max_uri_bytes is left out). At most limits.max_plan_items keys are
-	// listed, in key order, and the gateway admits limits.max_items of
-	// them with a budget issue for the rest.
+	// listed, in key order (a prefix holding more is a partial bundle with
+	// a budget issue for the keys left out), and the gateway admits
+	// limits.max_items of them with a budget issue for the rest.
 	List string `yaml:"list" schema:"ref=name"`
 }
 
@@ -324,6 +334,14 @@ type ObjectRef struct {
 	// {column} placeholders of the plan row. Empty means the row item's
 	// URI followed by "/object".
 	URI string `yaml:"uri"`
+	// Unpinned serves the object of a row that records neither
+	// object_etag nor object_version_id as it is when read, unpinned.
+	// Without it every object read is pinned: such a row's object is
+	// pinned by one HEAD after the decision and read If-Match that ETag
+	// (an object replaced in between is read_failed, retryable), so a
+	// read costs two S3 requests. check prints an unpinned resource's
+	// kind with ", unpinned".
+	Unpinned bool `yaml:"unpinned"`
 
 	Spans Spans `yaml:"-"`
 }

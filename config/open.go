@@ -214,7 +214,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			// (routePolicy), so its reads may take their recheck with the bodies.
 			pol := f.policyOf(src.Name)
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Objects: objects,
+				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects,
 				RecheckWithBodies: pol != nil && !pol.Database, UnusableGrantRows: opts.UnusableGrantRows})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
@@ -415,7 +415,7 @@ func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLB
 	def.URI, def.URITemplate = r.URI, r.Template
 	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
 	if o := r.Object; o != nil {
-		sb.ObjectURI = o.URI
+		sb.ObjectURI, sb.Unpinned = o.URI, o.Unpinned
 		if f.source(o.Source) != nil {
 			sb.ObjectSource = o.Source
 		}
@@ -508,6 +508,21 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 	return b, nil
 }
 
+// planItems is the MaxPlanItems of a PostgreSQL source whose file says n
+// (0: the store's default): at most the gateway's limits.max_plan_items,
+// so that a bundle past it is cut by the store, truncated and reported
+// partial, rather than refused by the gateway as an invalid plan.
+func (f *File) planItems(n int) int {
+	limit := f.ResourceLimits().MaxPlanItems
+	if limit == 0 {
+		limit = core.DefaultResourceLimits().MaxPlanItems
+	}
+	if n == 0 {
+		return limit
+	}
+	return min(n, limit)
+}
+
 // routePolicy is the policy of a file: a pass, and a discovery, of a
 // definition go to the policy of its resource (byName, by the definition's
 // name, which is the resource's), and to no other, so that reads of one
@@ -553,6 +568,9 @@ func (f *File) describe(r Resource, uri string) string {
 		kind = "listing"
 	case r.Grant != nil || r.Public:
 		kind = "s3"
+	}
+	if r.Object != nil && r.Object.Unpinned {
+		kind += ", unpinned" // its objects are read as they are, with no pin
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind, f.decider(r))
 }

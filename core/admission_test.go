@@ -508,3 +508,58 @@ func sizedRead(r *Resources, f itemsize.Func, uri string) (*ResourceResult, erro
 	res, _ := v.(*ResourceResult)
 	return res, err
 }
+
+// truncating makes the rig's resolver plan its items and mark the plan
+// truncated, as a store that cut its plan at a limit does.
+func truncating(g *rig) {
+	g.resolve = func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
+		req, _ := NewResourceTarget(m.URI(), "bundle", nil)
+		ts := make([]ResourceTarget, len(g.items))
+		for i, it := range g.items {
+			ts[i], _ = NewResourceTarget(it.uri, "item", nil)
+		}
+		p, err := NewResourceReadPlan(req, ts...)
+		return p.Truncated(), err
+	}
+}
+
+// TestTruncatedPlanIsPartialWithABudgetIssue: a plan its resolver cut at a
+// limit (ResourceReadPlan.Truncated) is never reported complete: every
+// planned item is admitted, and the result is partial with one
+// budget_exceeded issue, naming no URI, after the items' own issues;
+// past MaxIssues it is counted in IssuesOmitted. An untruncated plan of the
+// same items is complete, and the zero plan cannot be marked.
+func TestTruncatedPlanIsPartialWithABudgetIssue(t *testing.T) {
+	g := newRig(t, "test://1", "test://2", "test://3")
+	if res := mustRead(t, g); res.Partial() {
+		t.Fatalf("an untruncated plan: partial, issues %v", issueCodes(res))
+	}
+	truncating(g)
+	res := mustRead(t, g)
+	if !res.Partial() || !slices.Equal(itemURIs(res), []string{"test://1", "test://2", "test://3"}) || fmt.Sprint(issueCodes(res)) != "[budget_exceeded]" || res.IssuesOmitted() != 0 {
+		t.Fatalf("truncated plan: partial %v, items %v, issues %v (+%d)", res.Partial(), itemURIs(res), issueCodes(res), res.IssuesOmitted())
+	}
+	if u := res.Issues()[0].ResourceURI(); u != "" {
+		t.Errorf("the truncation issue names %q, want no URI", u)
+	}
+	if !strings.Contains(string(res.Report()), `"partial":true`) {
+		t.Errorf("report %s, want partial", res.Report())
+	}
+
+	// After the items' own issues; counted once MaxIssues is spent.
+	g.deny("test://2", 0, 1)
+	g.disclose[1]["test://2"] = true
+	res = mustRead(t, g)
+	if fmt.Sprint(issueCodes(res)) != "[unavailable budget_exceeded]" || res.Issues()[0].ResourceURI() != "test://2" {
+		t.Fatalf("issues %v, want the item's, then the truncation", issueCodes(res))
+	}
+	g.opts = []Option{WithResourceLimits(ResourceLimits{MaxIssues: 1})}
+	res = mustRead(t, g)
+	if fmt.Sprint(issueCodes(res)) != "[unavailable]" || res.IssuesOmitted() != 1 {
+		t.Fatalf("MaxIssues 1: issues %v +%d, want the truncation counted in IssuesOmitted", issueCodes(res), res.IssuesOmitted())
+	}
+
+	if (ResourceReadPlan{}).Truncated().IsTruncated() {
+		t.Error("the zero plan was marked truncated")
+	}
+}

@@ -44,7 +44,10 @@ const warningURIPrefix = "mcp-warning://read/"
 type ResourceLimits struct {
 	// MaxURIBytes bounds request, definition and target URIs. Default 2048, at least 51.
 	MaxURIBytes int
-	// MaxPlanItems bounds the targets a plan may name. Default 1024.
+	// MaxPlanItems bounds the targets a plan may name: a plan naming more
+	// is invalid, so a resolver that would plan more cuts its plan and
+	// marks it [ResourceReadPlan.Truncated] (reported partial, with a
+	// budget issue). Default 1024.
 	MaxPlanItems int
 	// MaxItems bounds the items admitted per read. Default 256.
 	MaxItems int

@@ -10,13 +10,19 @@ const maxObjectFieldBytes = 1024
 
 // ObjectRef names a stored object that a plan item reads: the object
 // source registered with [WithObjectSource] under Source reads it, pinned
-// to ETag and VersionID when set (either may be empty; with both empty the
-// source reads the current object). MIMEType is the item's MIME type, or
-// empty to let the source choose; Size is the object's size in bytes, or -1
-// when unknown.
+// to ETag and VersionID when set (either may be empty). With both empty the
+// source pins the object itself when it reads it, after the decision: it
+// takes the current identity in one request of its own (package s3store:
+// one HEAD, under the item's timeout) and reads that identity or nothing
+// (If-Match), so that the bytes served are those of one object version.
+// Unpinned, which the host sets only by an explicit choice (a resources
+// file's unpinned: true), lets the source read the current object with no
+// pin instead. MIMEType is the item's MIME type, or empty to let the
+// source choose; Size is the object's size in bytes, or -1 when unknown.
 type ObjectRef struct {
 	Source, Key, ETag, VersionID, MIMEType string
 	Size                                   int64
+	Unpinned                               bool
 }
 
 // WithObject returns t with ref attached: the same URI, representation and

@@ -13,6 +13,7 @@ type ResourceReadPlan struct {
 	requested ResourceTarget
 	items     []ResourceTarget
 	valid     bool
+	truncated bool // set by Truncated
 }
 
 // NewResourceReadPlan builds a plan. Every target must have been built by
@@ -48,3 +49,20 @@ func (p ResourceReadPlan) Item(i int) ResourceTarget { return p.items[i] }
 
 // IsZero reports whether p was not built by [NewResourceReadPlan].
 func (p ResourceReadPlan) IsZero() bool { return !p.valid }
+
+// Truncated returns p marked as cut short by a limit: its resolver left out
+// items past a bound it keeps (a store's MaxPlanItems, a listing's keys),
+// items the caller might otherwise have read. A resolver that cuts a plan
+// must say so: the gateway reports a read of a truncated plan as partial,
+// with one budget_exceeded issue for the items left out after the issues
+// of the planned items. That issue names no URI (the plan does not know
+// which items it left out) and, like any issue, is detailed in the report
+// or, past MaxIssues or the report's space, counted in IssuesOmitted. The
+// zero plan stays zero.
+func (p ResourceReadPlan) Truncated() ResourceReadPlan {
+	p.truncated = p.valid
+	return p
+}
+
+// IsTruncated reports whether p was marked by [ResourceReadPlan.Truncated].
+func (p ResourceReadPlan) IsTruncated() bool { return p.truncated }

@@ -16,7 +16,8 @@ import (
 // caller that ctx identifies to the policy.
 //
 // A nil error comes with a result that is complete or, when visible items are
-// missing, partial (Partial true, a warning item first). A non-nil error is a
+// missing (a plan its resolver cut at a limit, [ResourceReadPlan.Truncated],
+// included), partial (Partial true, a warning item first). A non-nil error is a
 // *[Failure] and comes with no result: root denial or no match
 // ([FailureUnavailable]), a bad request, an ambiguous match, an invalid plan,
 // an operational policy failure, a storage outage while planning or
@@ -114,7 +115,7 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 	}
 	var res *ResourceResult
 	err = observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
-		res, err = r.assemble(st, sizeOf)
+		res, err = r.assemble(st, plan.truncated, sizeOf)
 		return err
 	})
 	return res, err
@@ -546,8 +547,10 @@ func exactSize(uri string, p ResourcePayload, meta []byte) int64 {
 // itemSizeFunc returns the encoded size of a content entry plus one separator.
 type itemSizeFunc func(uri string, p ResourcePayload, meta []byte) int64
 
-// assemble applies the final decisions and builds the result.
-func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResult, error) {
+// assemble applies the final decisions and builds the result. A truncated
+// plan ([ResourceReadPlan.Truncated]) adds one budget_exceeded issue, with
+// no URI, for the items its resolver left out, after the items' issues.
+func (r *Resources) assemble(st []itemState, truncated bool, sizeOf itemSizeFunc) (*ResourceResult, error) {
 	var issues []ResourceIssue
 	items := make([]ResourceItem, 1, len(st)+1) // slot 0 for the warning
 	var payloadSum, encodedSum int64
@@ -572,6 +575,9 @@ func (r *Resources) assemble(st []itemState, sizeOf itemSizeFunc) (*ResourceResu
 			is.uri = s.target.uri
 		}
 		issues = append(issues, is)
+	}
+	if truncated {
+		issues = append(issues, ResourceIssue{code: IssueBudgetExceeded})
 	}
 	if len(issues) > 0 && len(items) == 1 {
 		return nil, r.noItems(issues)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -21,6 +22,16 @@ func TestOwnSchemaDecideSeesDecodedCaptures(t *testing.T) {
 	res, err := r.res.Read(alice, "doc://tenants/%61cme/documents/"+id)
 	if err != nil || res.Partial() || len(res.Items()) != 1 || res.Items()[0].Text() != "the plan" {
 		t.Fatalf("alice reads her document under the encoded tenant: %v %v", res, err)
+	}
+	// The item answers with the document's canonical URI, the one the
+	// tenant's bundle gives it, not the request's encoding (issue 45,
+	// defect 10).
+	if got, want := res.Items()[0].URI(), "doc://tenants/acme/documents/"+id; got != want {
+		t.Errorf("item URI %q, want the canonical %q", got, want)
+	}
+	bundle, err := r.res.Read(alice, "doc://tenants/acme/documents")
+	if err != nil || !slices.Contains(itemURIsOf(bundle), "doc://tenants/acme/documents/"+id) {
+		t.Errorf("the bundle does not list %s: %v %v", "doc://tenants/acme/documents/"+id, itemURIsOf(bundle), err)
 	}
 	_, missing := r.res.Read(alice, "doc://tenants/acme/documents/00000000-0000-0000-0000-000000000000")
 	_, err = r.res.Read(alice, "doc://tenants/globex/documents/"+id)
@@ -65,4 +76,16 @@ func TestSQLPolicyBindsTheDecodedCapturesAsJSON(t *testing.T) {
 			t.Errorf("captures %v: %+v, want visible %v and $captures not NULL", c.captures, ds[0], c.visible)
 		}
 	}
+}
+
+// itemURIsOf lists a result's item URIs, the warning's included.
+func itemURIsOf(res *core.ResourceResult) []string {
+	if res == nil {
+		return nil
+	}
+	var out []string
+	for _, it := range res.Items() {
+		out = append(out, it.URI())
+	}
+	return out
 }

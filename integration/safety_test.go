@@ -54,7 +54,8 @@ func TestSafetyAnUngatedKeyFamilyIsRefusedByCheckAndServe(t *testing.T) {
 // attachments row the agent may see (row-level security: its org, internal
 // tickets from tier 2) names its exact key: nine segments deep with spaces,
 // '+', "%2F" and "%20" as text, unicode and emoji; one segment deep; with
-// the org written %61cme. Everything else is refused alike and costs no S3
+// the org written %61cme (whose item answers with the canonical URI, acme,
+// as a listing of it would). Everything else is refused alike and costs no S3
 // request at all: another org's attachment, an internal ticket's for tier
 // 1, objects with no row under a visible ticket's prefix (decoys) or one
 // segment deep, a key deeper than max_depth, the encoded org for an agent
@@ -105,6 +106,17 @@ func TestSafetyKeyFamilyServesOnlyGrantedKeysAndAsksS3AfterTheGrant(t *testing.T
 		res, err := readAll(t, agents[c.agent], c.uri)
 		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != c.body {
 			t.Errorf("%s reads %s: %v %+v, want %q", c.agent, c.uri, err, res, c.body)
+			continue
+		}
+		// Each item answers with the object's one canonical URI, the one a
+		// listing gives it, whatever encoding the request used: %61cme is
+		// acme (issue 45, defect 10).
+		want := c.uri
+		if c.uri == encoded {
+			want = att(deep)
+		}
+		if got := res.Contents[0].URI; got != want {
+			t.Errorf("%s reads %s: item URI %q, want the canonical %q", c.agent, c.uri, got, want)
 		}
 	}
 	refused := []struct{ agent, uri string }{

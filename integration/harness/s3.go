@@ -150,11 +150,17 @@ func removeBucket(ctx context.Context, client *s3.Client, bucket string) error {
 			}
 		}
 	}
-	versions := s3.NewListObjectVersionsPaginator(client, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)})
-	for versions.HasMorePages() {
-		page, err := versions.NextPage(ctx)
+	// Each round lists the first page again, after the previous round
+	// deleted its versions: over versitygw, a paginator over a bucket of
+	// 1,100 versions, deleting as it went, stopped early and left the
+	// bucket not empty.
+	for round := 0; round < 1000; round++ {
+		page, err := client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)})
 		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("list object versions: %w", err))...)
+		}
+		if len(page.Versions) == 0 && len(page.DeleteMarkers) == 0 {
+			break
 		}
 		del := func(key, version *string) {
 			if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{
@@ -168,6 +174,9 @@ func removeBucket(ctx context.Context, client *s3.Client, bucket string) error {
 		}
 		for _, m := range page.DeleteMarkers {
 			del(m.Key, m.VersionId)
+		}
+		if len(errs) > 0 {
+			break
 		}
 	}
 	if len(errs) > 0 {

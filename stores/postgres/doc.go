@@ -86,7 +86,8 @@
 // [core.ObjectRef] (the row's object source, key, ETag, version id, size
 // and MIME type) that the gateway routes to the reader registered under
 // that source (package s3store's *Bucket, through core.WithObjectSource),
-// pinned by the row's ETag and version id; the policy decides it by the
-// row's key. The two packages never import each other. Each Source takes its own pool, so one host can serve several
+// pinned by the row's ETag and version id (a row with neither is pinned by
+// the object source when it reads it, unless [SQLBinding].Unpinned says
+// otherwise); the policy decides it by the row's key. The two packages never import each other. Each Source takes its own pool, so one host can serve several
 // databases, each with its own credentials.
 package postgres

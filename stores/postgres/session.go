@@ -53,8 +53,9 @@ type sessionOptions struct {
 	// deadline. Zero means [DefaultStatementTimeout]. With a deadline, the
 	// statement timeout is the time left until it.
 	StatementTimeout time.Duration
-	// MaxPlanItems bounds the items a resolver plans; a request that would
-	// plan more fails. Zero means [DefaultMaxPlanItems].
+	// MaxPlanItems bounds the items a resolver plans; a bundle that would
+	// plan more is cut and truncated (see [SourceOptions].MaxPlanItems).
+	// Zero means [DefaultMaxPlanItems].
 	MaxPlanItems int
 }
 

@@ -40,8 +40,13 @@ type SourceOptions struct {
 	// StatementTimeout bounds each statement when the context has no
 	// deadline. Zero means [DefaultStatementTimeout].
 	StatementTimeout time.Duration
-	// MaxPlanItems bounds the rows one plan or bundle statement may return.
-	// Zero means [DefaultMaxPlanItems].
+	// MaxPlanItems bounds the items one plan or bundle statement plans (a
+	// row with an object item is two). A bundle with more is cut there,
+	// after the last row whose items fit, and its plan is truncated
+	// (core.ResourceReadPlan.Truncated): the read is partial, with a
+	// budget_exceeded issue, never silently short; a plan statement that
+	// returns more rows fails. Zero means [DefaultMaxPlanItems]; give at
+	// most the gateway's MaxPlanItems, which refuses a longer plan.
 	MaxPlanItems int
 	// Objects are the object sources that plan rows may reference, by the
 	// name a row's object_source column (or a binding's

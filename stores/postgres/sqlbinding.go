@@ -39,9 +39,9 @@ import (
 //	object_source      (text)                which of SourceOptions.Objects holds it (default ObjectSource)
 //	object_bucket      (text)                the bucket the row names: a row naming another bucket than its object source's (SourceOptions.Objects) has no object item
 //	object_etag        (text)                the ETag that pins it
-//	object_version_id  (text)                the version id that pins it
+//	object_version_id  (text)                the version id that pins it (with neither, the object source pins the current object when it reads it, unless Unpinned)
 //	object_size        (integer)             its size, checked when it is read
-//	object_mime        (text)                its MIME type; default: the object store's
+//	object_mime        (text)                its MIME type; default: the object store's (an s3store bucket opened with TypeByKey, as a resources file's are: the key extension's, else application/octet-stream)
 //	visible, read      (boolean, together)   the policy's answer for the row, read in the plan
 //	disclose           (boolean)             issues about the row may carry its URI
 //	content            (bytea or text)       the row item's content, inline (needs visible and read)
@@ -91,7 +91,9 @@ type SQLBinding struct {
 	// Plan is the statement that plans one item: the request names exactly
 	// one row (zero rows is unavailable, exactly like a row the principal
 	// may not see; more than one is an error). The item's URI is the
-	// request URI. Parameters: the template's variables and $principal.
+	// request URI in its canonical form: the template with each decoded
+	// capture escaped as one path segment, as ItemURI's values are
+	// (doc://tenants/%61cme/documents/1 is doc://tenants/acme/documents/1). Parameters: the template's variables and $principal.
 	// Exactly one of Plan and Bundle is set.
 	Plan string
 	// Bundle is the statement that plans several items, one per row in
@@ -137,6 +139,13 @@ type SQLBinding struct {
 	// ObjectSource names the entry of SourceOptions.Objects that holds
 	// rows' objects when the plan has no object_source column.
 	ObjectSource string
+	// Unpinned lets the object of a row that records neither an
+	// object_etag nor an object_version_id be read as the current object,
+	// unpinned (core.ObjectRef.Unpinned). Without it, the default, the
+	// object source pins such an object when it reads it, after the
+	// decision (package s3store: one HEAD, then a GET of that ETag or
+	// nothing), so that the bytes served are those of one version.
+	Unpinned bool
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled "object".
 	Representation string
@@ -220,9 +229,11 @@ type sqlBinding struct {
 	complete  map[string]*statement
 	itemURI   uriPattern
 	objectURI uriPattern
+	canonical uriPattern // a plan's URITemplate, for its item's canonical URI
 	objSource string
 	objOnly   bool
 	anchored  bool
+	unpinned  bool // SQLBinding.Unpinned
 	// folded is the bodies statement with the recheck of the source's
 	// policy folded in, when the source has exactly one ([Source.fold]).
 	folded atomic.Pointer[statement]
@@ -259,7 +270,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		}
 		vars = v
 	}
-	sb := &sqlBinding{src: src, name: name, repr: b.Representation, objSource: b.ObjectSource, complete: map[string]*statement{}}
+	sb := &sqlBinding{src: src, name: name, repr: b.Representation, objSource: b.ObjectSource, unpinned: b.Unpinned, complete: map[string]*statement{}}
 	if sb.repr == "" {
 		sb.repr = ReprRow
 	}
@@ -300,6 +311,11 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	if sb.objectURI, err = parseURIPattern(b.ObjectURI); err != nil {
 		return fail("ObjectURI", err.Error())
+	}
+	if !sb.bundle && b.Definition.URITemplate != "" {
+		// The template as a pattern of its captures: a plan's item URI is
+		// the request's canonical form, escaped as a bundle's item URIs are.
+		sb.canonical, _ = parseURIPattern(b.Definition.URITemplate)
 	}
 	if b.ObjectSource != "" {
 		if _, ok := src.objects[b.ObjectSource]; !ok {
@@ -522,7 +538,12 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
+	// A bundle past maxItems is cut there and its plan truncated: the read
+	// is partial, with a budget issue, never silently short.
+	truncated := false
 	switch {
+	case len(rows) > maxItems && sb.bundle:
+		rows, truncated = rows[:maxItems], true
 	case len(rows) > maxItems:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: the request plans more than %d items (SourceOptions.MaxPlanItems)", maxItems)
 	case (!sb.bundle || sb.anchored) && len(rows) == 0:
@@ -535,15 +556,30 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 			r.nullIsFalse("visible", "read", "disclose")
 		}
 	}
+	// A plan's item has the request's canonical URI: its decoded captures
+	// escaped as a bundle's item URIs are (doc://tenants/%61cme/... is
+	// doc://tenants/acme/...); the requested target keeps the request URI.
+	planURI := m.URI()
+	if !sb.canonical.empty() {
+		if u, err := sb.canonical.expandWith(m.Var); err == nil {
+			planURI = u
+		}
+	}
 	if sb.objOnly {
-		ot, ok, err := sb.objectTarget(m.URI(), rows[0])
+		ot, ok, err := sb.objectTarget(planURI, rows[0])
 		switch {
 		case err != nil:
 			return core.ResourceReadPlan{}, err
 		case !ok:
 			return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
 		}
-		return core.NewResourceReadPlan(ot, ot)
+		requested := ot
+		if planURI != m.URI() {
+			if requested, _, err = sb.objectTarget(m.URI(), rows[0]); err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+		}
+		return core.NewResourceReadPlan(requested, ot)
 	}
 	items := make([]core.ResourceTarget, 0, len(rows))
 	requested := core.ResourceTarget{}
@@ -551,7 +587,7 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		if _, ok := r.str("key"); !ok && sb.anchored {
 			continue // the anchor of a bundle without items
 		}
-		uri := m.URI()
+		uri := planURI
 		if sb.bundle {
 			if uri, err = sb.itemURI.expand(r); err != nil {
 				return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: ItemURI: %w", sb.name, err)
@@ -561,16 +597,27 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
-		items = append(items, t)
-		if t.URI() == m.URI() {
-			requested = t
-		}
 		ot, ok, err := sb.objectTarget(uri, r)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
+		if n := len(items) + 1 + btoi(ok); n > maxItems {
+			truncated = true // a row and its object stay together
+			break
+		}
+		items = append(items, t)
+		if t.URI() == m.URI() {
+			requested = t
+		}
 		if ok {
 			items = append(items, ot)
+		}
+	}
+	if requested.IsZero() && !sb.bundle && len(items) > 0 {
+		// A plan requested under another encoding than its item's:
+		// the same row, under the request URI.
+		if requested, err = sb.rowTarget(m.URI(), rows[0]); err != nil {
+			return core.ResourceReadPlan{}, err
 		}
 	}
 	if requested.IsZero() {
@@ -579,7 +626,19 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 			return core.ResourceReadPlan{}, err
 		}
 	}
-	return core.NewResourceReadPlan(requested, items...)
+	plan, err := core.NewResourceReadPlan(requested, items...)
+	if truncated {
+		plan = plan.Truncated()
+	}
+	return plan, err
+}
+
+// btoi is 1 for true, else 0.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) {
@@ -661,7 +720,7 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 			return core.ResourceTarget{}, false, fmt.Errorf("postgres: binding %q: ObjectURI: %w", sb.name, err)
 		}
 	}
-	obj := core.ObjectRef{Source: srcName, Key: key, Size: -1}
+	obj := core.ObjectRef{Source: srcName, Key: key, Size: -1, Unpinned: sb.unpinned}
 	obj.ETag, _ = r.str("object_etag")
 	obj.VersionID, _ = r.str("object_version_id")
 	if size, ok := r.int("object_size"); ok {
@@ -903,14 +962,19 @@ func (p uriPattern) columns() []string {
 }
 
 // expand fills the pattern from r, each value escaped as one path segment.
-func (p uriPattern) expand(r row) (string, error) {
+func (p uriPattern) expand(r row) (string, error) { return p.expandWith(r.str) }
+
+// expandWith fills the pattern with value's answer for each placeholder,
+// each escaped as one path segment (url.PathEscape): the one canonical
+// form of a URI the store plans, a bundle's item URIs and a plan's alike.
+func (p uriPattern) expandWith(value func(string) (string, bool)) (string, error) {
 	var b strings.Builder
 	for i, part := range p.parts {
 		if i%2 == 0 {
 			b.WriteString(part)
 			continue
 		}
-		v, ok := r.str(part)
+		v, ok := value(part)
 		if !ok || v == "" {
 			return "", fmt.Errorf("column %q is NULL or empty", part)
 		}

@@ -16,7 +16,9 @@ import (
 // '/', '\' or NUL or that are "." or "..", so a capture can never leave the
 // prefix or name a bucket; the key is checked by [CheckKey] all the same.
 //
-// Each read plans one item, the requested URI itself, from a HEAD under the
+// Each read plans one item, the requested URI in its canonical form (each
+// capture decoded and escaped as one path segment, as a bundle's item URIs
+// are: doc://%61cme/x is doc://acme/x), from a HEAD under the
 // requesting principal's access ([Bucket.Head]), read by [Bucket.Read].
 // The binding serves the current version: it pins the planned ETag and
 // size but not the version id, so an object overwritten or deleted after
@@ -45,6 +47,13 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 	if err := checkPrefix(prefix); err != nil {
 		return core.ResourceBinding{}, bindingError(def, "Prefix", "must be empty or a key prefix that ends with '/'", err)
 	}
+	scheme, path, _ := strings.Cut(def.URITemplate, "://")
+	canonical := func(m core.ResourceMatch) string {
+		if path == "" || strings.ContainsAny(path, "?#") {
+			return m.URI()
+		}
+		return canonicalURI(scheme, strings.Split(path, "/"), m, nil)
+	}
 	resolve := func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		var key strings.Builder
 		key.WriteString(prefix)
@@ -58,7 +67,7 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 			}
 			key.WriteString(v)
 		}
-		return b.planHead(ctx, grant, m, key.String(), func(o Object) string {
+		return b.planHead(ctx, grant, m, key.String(), canonical(m), func(o Object) string {
 			if b.typeByKey {
 				return keyContentType(o.Key, "")
 			}

@@ -129,6 +129,21 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
+	obj, err := b.head(ctx, c, key)
+	if err != nil {
+		return Object{}, err
+	}
+	if b.check != nil {
+		if err := b.check(ctx, principal, obj); err != nil {
+			return Object{}, err
+		}
+	}
+	return obj, nil
+}
+
+// head sends one HEAD of key with c and returns the identity of its
+// current version, as [Bucket.Head] describes, without Options.Check.
+func (b *Bucket) head(ctx context.Context, c *s3.Client, key string) (Object, error) {
 	out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
 	if err != nil {
 		return Object{}, classify(err)
@@ -152,11 +167,6 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	}
 	if obj.ETag == "" {
 		return Object{}, fmt.Errorf("%w: HEAD returned no ETag", errServer)
-	}
-	if b.check != nil {
-		if err := b.check(ctx, principal, obj); err != nil {
-			return Object{}, err
-		}
 	}
 	return obj, nil
 }
@@ -211,9 +221,12 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 // limit). The target either carries a [core.ObjectRef] (a key of this
 // bucket, as a database row references it; the gateway routes such an
 // item to the bucket registered with core.WithObjectSource under the
-// ref's source; with neither ETag nor version id it reads the current
-// object, and with no MIME type it takes the key extension's, or for the
-// current object the stored one, see [ContentTypeOf] and
+// ref's source; with neither ETag nor version id it first pins the
+// current object with one HEAD, after the gateway's decision and under
+// the item's deadline, and then GETs that ETag or nothing, so two
+// requests, unless the ref is Unpinned, when it reads the current object
+// as it is; with no MIME type it takes the key extension's, or for a ref
+// that pins nothing the stored one, see [ContentTypeOf] and
 // Options.TypeByKey) or comes from
 // [NewObjectTarget] with this bucket's name. core.ItemReader(b.Read) is
 // the bucket's core.Reader.
@@ -225,8 +238,8 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //     empty blob (a 416 answer to the range is an empty object);
 //   - core.TooLarge(total) when the object is over the limit, without
 //     reading the rest of the body;
-//   - core.Unavailable for 403, 404, a missing version (or one S3 cannot
-//     parse), a delete marker, or a denial by
+//   - core.Unavailable for 403, 404 (to the pinning HEAD too), a missing
+//     version (or one S3 cannot parse), a delete marker, or a denial by
 //     Options.Check or Options.Client;
 //   - an error wrapping ErrChanged when S3 answers 412 or reports another
 //     identity;
@@ -244,6 +257,14 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 	principal, c, err := b.access(ctx)
 	if err != nil {
 		return core.ResourcePayload{}, err
+	}
+	planned := obj // the identity the plan gave, which types the payload
+	if ref, ok := item.Target.Object(); ok && obj.ETag == "" && obj.VersionID == "" && !ref.Unpinned {
+		// A reference that pins nothing: take the current identity now,
+		// after the decision, and read it or nothing.
+		if obj, err = b.pin(ctx, c, obj); err != nil {
+			return core.ResourcePayload{}, err
+		}
 	}
 	if b.check != nil {
 		if err := b.check(ctx, principal, obj); err != nil {
@@ -274,7 +295,7 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 			if obj.Size > 0 {
 				return core.ResourcePayload{}, fmt.Errorf("%w: the planned object was not empty", ErrChanged)
 			}
-			return payload(b.contentType(obj, declared, ""), nil), nil
+			return payload(b.contentType(planned, declared, ""), nil), nil
 		}
 		return core.ResourcePayload{}, err
 	}
@@ -299,7 +320,24 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 	if total >= 0 && int64(len(data)) != total {
 		return core.ResourcePayload{}, fmt.Errorf("%w: body of %d bytes for an object of %d", errServer, len(data), total)
 	}
-	return payload(b.contentType(obj, declared, aws.ToString(out.ContentType)), data), nil
+	return payload(b.contentType(planned, declared, aws.ToString(out.ContentType)), data), nil
+}
+
+// pin returns obj, a reference's object that pins no identity, pinned to
+// the ETag of its current version as one HEAD with c returns it (not its
+// version id, so that an object replaced before the GET is refused, not
+// served from the bucket's history), with the HEAD's size where obj's is
+// unknown. Its errors are [Bucket.Head]'s.
+func (b *Bucket) pin(ctx context.Context, c *s3.Client, obj Object) (Object, error) {
+	cur, err := b.head(ctx, c, obj.Key)
+	if err != nil {
+		return Object{}, err
+	}
+	obj.ETag = cur.ETag
+	if obj.Size < 0 {
+		obj.Size = cur.Size
+	}
+	return obj, nil
 }
 
 // objectOf returns the object t pins: from its [core.ObjectRef] (a key of

@@ -10,7 +10,9 @@
 // caller already knows (for example from a database row) as a
 // [core.ResourceTarget] whose private authorization data carries that
 // identity. [Bucket.Read], through [core.ItemReader], is the [core.Reader]: one GET per item, conditional
-// on the planned ETag (If-Match) and version id, ranged by the item's Limit,
+// on the planned ETag (If-Match) and version id (a [core.ObjectRef] that
+// pins neither is pinned first, by one HEAD after the gateway's decision,
+// unless it is Unpinned), ranged by the item's Limit,
 // so that S3 itself refuses a changed or revoked object and the bytes fetched
 // never exceed the limit. [Bucket.Binding] is a template binding over a
 // configured key prefix; [Bucket.KeyBindings] serves nested keys under a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,8 +91,10 @@ func granted(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key stri
 }
 
 // planHead plans m's one item, the object under key (after [granted]),
-// from a HEAD: the current version, pinned by ETag, typed by typ.
-func (b *Bucket) planHead(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key string, typ func(Object) string) (core.ResourceReadPlan, error) {
+// from a HEAD: the current version, pinned by ETag, typed by typ. The
+// item's URI is itemURI, the object's canonical URI (see [canonicalURI]);
+// the requested target, of the same identity, keeps the request URI.
+func (b *Bucket) planHead(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key, itemURI string, typ func(Object) string) (core.ResourceReadPlan, error) {
 	if err := granted(ctx, grant, m, key); err != nil {
 		return core.ResourceReadPlan{}, err
 	}
@@ -101,11 +104,46 @@ func (b *Bucket) planHead(ctx context.Context, grant KeyGrant, m core.ResourceMa
 	}
 	obj.VersionID = ""
 	obj.ContentType = typ(obj)
-	t, err := NewObjectTarget(m.URI(), obj)
+	requested, err := NewObjectTarget(m.URI(), obj)
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
-	return core.NewResourceReadPlan(t, t)
+	item := requested
+	if itemURI != m.URI() {
+		if item, err = NewObjectTarget(itemURI, obj); err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+	}
+	return core.NewResourceReadPlan(requested, item)
+}
+
+// canonicalURI is the one wire URI of an object that a URI of the
+// whole-segment pattern scheme://segs[0]/segs[1]/... names, followed by the
+// key segments rest: each {capture} of segs replaced by m's decoded
+// capture and each segment of rest, both escaped as one path segment
+// (url.PathEscape, as package postgres escapes a bundle's item URIs), and
+// each literal segment as it is. A key family's read and a listing of
+// the same object give the same URI, whatever encoding the request used
+// (report://tenants/%61cme/... is report://tenants/acme/...).
+func canonicalURI(scheme string, segs []string, m core.ResourceMatch, rest []string) string {
+	var b strings.Builder
+	b.WriteString(scheme)
+	b.WriteString("://")
+	b.WriteString(segs[0])
+	for _, seg := range segs[1:] {
+		b.WriteByte('/')
+		if name, ok := captureName(seg); ok {
+			v, _ := m.Var(name)
+			b.WriteString(url.PathEscape(v))
+			continue
+		}
+		b.WriteString(seg)
+	}
+	for _, seg := range rest {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(seg))
+	}
+	return b.String()
 }
 
 // keySegmentVar names the variable of nested key segment i (1-based).
@@ -113,7 +151,9 @@ func keySegmentVar(i int) string { return "k" + strconv.Itoa(i) }
 
 // KeyBindings returns the bindings of families: for each family, one
 // template binding per depth from 1 to MaxDepth, in that order. Each plans
-// one item, the requested URI, from a HEAD of the key under the
+// one item, the object's canonical URI (the request URI with each capture
+// decoded and escaped as one path segment, the URI a [KeyListing] of the
+// object gives), from a HEAD of the key under the
 // requesting principal's access (after the family's Grant, if any, granted
 // the key: a refused key costs no request), pinned to the current ETag like
 // [Bucket.Binding], with the MIME type the HEAD returned or, when the object
@@ -201,7 +241,7 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	for depth, tmpl := range f.Templates() {
 		def := f.Definition
 		def.URITemplate = tmpl
-		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(prefix, depth+1, f.Grant), Reader: core.ItemReader(b.Read)})
+		out = append(out, core.ResourceBinding{Definition: def, Resolver: b.keyResolver(scheme, strings.Split(path, "/"), prefix, depth+1, f.Grant), Reader: core.ItemReader(b.Read)})
 	}
 	return out, nil
 }
@@ -300,9 +340,11 @@ func checkSegment(seg string) error {
 	return CheckKey(seg) // "." and "..": its dot-segment rule
 }
 
-// keyResolver plans the key that a depth-depth template's captures name.
-// A grant decides the key before the HEAD.
-func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) core.Resolver {
+// keyResolver plans the key that a depth-depth template's captures name,
+// as the item of the object's canonical URI in the family whose URI is
+// scheme://uriSegs/... ([canonicalURI]). A grant decides the key before
+// the HEAD.
+func (b *Bucket) keyResolver(scheme string, uriSegs []string, prefix []keySegment, depth int, grant KeyGrant) core.Resolver {
 	return core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		key, err := fillPrefix(prefix, m)
 		if err != nil {
@@ -315,7 +357,7 @@ func (b *Bucket) keyResolver(prefix []keySegment, depth int, grant KeyGrant) cor
 				return core.ResourceReadPlan{}, err
 			}
 		}
-		return b.planHead(ctx, grant, m, key+strings.Join(segs, "/"), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
+		return b.planHead(ctx, grant, m, key+strings.Join(segs, "/"), canonicalURI(scheme, uriSegs, m, segs), func(o Object) string { return b.typeOf(o.Key, "", o.ContentType) })
 	})
 }
 

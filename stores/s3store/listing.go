@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -57,7 +56,8 @@ type KeyListing struct {
 	// most MaxKeys/1000+1 pages); zero means the gateway's default
 	// MaxPlanItems (1024), more than [MaxListingKeys] is refused. Keys
 	// beyond it are left out of the bundle, which then holds the first
-	// MaxKeys in key order.
+	// MaxKeys in key order and is truncated (core.ResourceReadPlan.Truncated):
+	// the read is partial, with a budget_exceeded issue for the rest.
 	MaxKeys int
 	// MaxURIBytes is the gateway's MaxURIBytes: an object whose item URI
 	// would be longer (a URI no read could request) is left out, rather
@@ -148,35 +148,17 @@ func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.Resou
 			return core.ResourceReadPlan{}, core.Unavailable(errListingNotGranted)
 		}
 	}
-	var base strings.Builder
-	base.WriteString(l.scheme)
-	base.WriteString("://")
-	base.WriteString(l.uriSegs[0])
-	for _, seg := range l.uriSegs[1:] {
-		base.WriteByte('/')
-		if name, ok := captureName(seg); ok {
-			v, _ := m.Var(name)
-			base.WriteString(url.PathEscape(v))
-			continue
-		}
-		base.WriteString(seg)
-	}
-	objs, err := l.list(ctx, prefix)
+	objs, more, err := l.list(ctx, prefix)
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
 	items := make([]core.ResourceTarget, 0, len(objs))
 	for _, o := range objs {
-		var uri strings.Builder
-		uri.WriteString(base.String())
-		for _, seg := range strings.Split(strings.TrimPrefix(o.Key, prefix), "/") {
-			uri.WriteByte('/')
-			uri.WriteString(url.PathEscape(seg))
-		}
-		if uri.Len() > l.maxURI {
+		uri := canonicalURI(l.scheme, l.uriSegs, m, strings.Split(strings.TrimPrefix(o.Key, prefix), "/"))
+		if len(uri) > l.maxURI {
 			continue // no read could name it
 		}
-		t, err := NewObjectTarget(uri.String(), o)
+		t, err := NewObjectTarget(uri, o)
 		if err != nil {
 			continue // an identity S3 should not have listed: leave it out
 		}
@@ -190,30 +172,34 @@ func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.Resou
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
-	return core.NewResourceReadPlan(requested, items...)
+	plan, err := core.NewResourceReadPlan(requested, items...)
+	if more {
+		plan = plan.Truncated() // reported as partial, with a budget issue
+	}
+	return plan, err
 }
 
 // list returns the objects under prefix that the family serves, in key
 // order: at most l.maxKeys keys looked at, over as few LIST pages as that
-// takes, each typed by its key alone.
-func (l *listing) list(ctx context.Context, prefix string) ([]Object, error) {
+// takes, each typed by its key alone. more reports that S3 holds keys
+// under prefix past the l.maxKeys looked at, which the listing leaves out.
+func (l *listing) list(ctx context.Context, prefix string) (out []Object, more bool, err error) {
 	_, c, err := l.b.access(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var out []Object
 	var token *string
-	for seen := 0; seen < l.maxKeys; {
+	for seen := 0; ; {
 		page := min(listPageKeys, l.maxKeys-seen)
 		res, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 			Bucket: aws.String(l.b.name), Prefix: aws.String(prefix), MaxKeys: aws.Int32(int32(page)), ContinuationToken: token,
 		})
 		if err != nil {
-			return nil, classify(err)
+			return nil, false, classify(err)
 		}
 		for _, o := range res.Contents {
 			if seen == l.maxKeys {
-				break
+				return out, true, nil // a key past the bound: cut short
 			}
 			seen++
 			key := aws.ToString(o.Key)
@@ -227,11 +213,13 @@ func (l *listing) list(ctx context.Context, prefix string) ([]Object, error) {
 			out = append(out, obj)
 		}
 		if !aws.ToBool(res.IsTruncated) || res.NextContinuationToken == nil || len(res.Contents) == 0 {
-			break
+			return out, false, nil
+		}
+		if seen == l.maxKeys {
+			return out, true, nil // S3 holds more than the bound
 		}
 		token = res.NextContinuationToken
 	}
-	return out, nil
 }
 
 // serves reports whether the family reads key, listed under prefix: a key
