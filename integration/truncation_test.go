@@ -137,4 +137,15 @@ func TestTruncatedListingAndBundleAreReportedPartial(t *testing.T) {
 		t.Errorf("defaults: %d items, report partial %v with %d issues + %d omitted, want 256 and 769 (768 unattempted, one for the 76 keys left out)",
 			len(items), rep.Partial, len(rep.Issues), rep.IssuesOmitted)
 	}
+
+	// The flag's limit cuts the plan as the file's does: reported, not
+	// refused as a plan over the limit.
+	s = startServer(t, "--config", file, "--tokens", tokensFile(t, "alex"), "--max-plan-items", "5")
+	res, err = readAll(t, s.connect(t, "alex-token"), "report://r/acme")
+	if err != nil {
+		t.Fatalf("the listing of 1,100 with --max-plan-items 5: %v, want a partial bundle", err)
+	}
+	if items, rep = reportOf(t, res); len(items) != 5 || !rep.Partial || rep.budgetIssues() != 1 {
+		t.Errorf("--max-plan-items 5: %d items, report %+v, want 5, partial, one budget_exceeded issue", len(items), rep)
+	}
 }

@@ -70,7 +70,7 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 	if err != nil {
 		return nil, err
 	}
-	be, err := servedBackend(ctx, e, f)
+	be, err := servedBackend(ctx, e, f, s.Limits.limits())
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,9 @@ func (s *serveCmd) configBackend(ctx context.Context, e *env) (*backend, error) 
 // path of a resources file and of the reference schema (whose file is
 // embedded; see storageBackend). It sends no request: the file's start-up
 // checks are the backend's check, which serve runs (see startChecks).
-func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error) {
+// flags are the limit flags, laid over the file's (boundPlans).
+func servedBackend(ctx context.Context, e *env, f *config.File, flags core.ResourceLimits) (*backend, error) {
+	boundPlans(f, flags)
 	grants := newUnusableGrants(e.log.With("component", "grants")) // grantwarn.go
 	served, err := f.Open(ctx, &config.OpenOptions{Logger: e.log.With("component", "listener"), TracerProvider: tracerProvider(),
 		Deferred: true, UnusableGrantRows: grants.seen})
@@ -105,6 +107,25 @@ func servedBackend(ctx context.Context, e *env, f *config.File) (*backend, error
 	be.notes = append(be.notes, fmt.Sprintf("serving the resources file %s: %d definitions from the sources %s",
 		f.Name, len(served.Bindings), strings.Join(names, ",")))
 	return be, nil
+}
+
+// boundPlans lays the plan and URI limits of the flags into f's, which
+// its stores cut listings and bundles at: a plan cut by a flag's limit is
+// then reported partial, as one cut by the file's is, rather than refused
+// by the gateway as a plan over its limit.
+func boundPlans(f *config.File, flags core.ResourceLimits) {
+	if flags.MaxPlanItems == 0 && flags.MaxURIBytes == 0 {
+		return
+	}
+	if f.Limits == nil {
+		f.Limits = &config.Limits{}
+	}
+	if flags.MaxPlanItems != 0 {
+		f.Limits.MaxPlanItems = flags.MaxPlanItems
+	}
+	if flags.MaxURIBytes != 0 {
+		f.Limits.MaxURIBytes = flags.MaxURIBytes
+	}
 }
 
 // fileLimits lays the flags' limits over the file's: a flag that is set

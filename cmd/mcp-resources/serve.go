@@ -290,7 +290,7 @@ func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 		return nil, err
 	}
 	if s.Storage.Postgres != "" {
-		return s.Storage.storageBackend(ctx, e, s.ListenURL)
+		return s.Storage.storageBackend(ctx, e, s.ListenURL, s.Limits.limits())
 	}
 	st, bindings, err := newDemo(s.Principal)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/config"
+	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
@@ -148,7 +149,7 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 // when serve starts it (backend.check), beside checkSchema, and a failure
 // is told in the flags' own terms (the server cannot be reached, the
 // schema is not migrated, the bucket does not exist): see flagTerms.
-func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string) (*backend, error) {
+func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string, flags core.ResourceLimits) (*backend, error) {
 	if _, err := pgxpool.ParseConfig(f.Postgres); err != nil {
 		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", connerr.Innermost(err))
 	}
@@ -161,7 +162,7 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	if err != nil {
 		return nil, err
 	}
-	be, err := servedBackend(ctx, e, file)
+	be, err := servedBackend(ctx, e, file, flags)
 	if err != nil {
 		return nil, err
 	}
