@@ -68,7 +68,7 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 	if err != nil {
 		return nil, fail(err)
 	}
-	st := &statement{owner: owner, kind: "grant", path: path, named: named}
+	st := &statement{owner: owner, kind: "grant", path: path, named: named, callerBound: true}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 		cols, has, err := pickColumns(desc.Fields, grantColumns, nil)
 		if err != nil {
