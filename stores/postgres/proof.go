@@ -277,7 +277,7 @@ func (src *Source) judge(st *statement, rows []proofRow) (*stmtProof, error) {
 			continue
 		}
 		refuse := func(format string, args ...any) (*stmtProof, error) {
-			return nil, st.configError(fmt.Sprintf(format, args...)+", or exempt it (exempt: "+r.name+" with a reason)", nil)
+			return nil, st.configError(fmt.Sprintf(format, args...)+", or exempt "+r.name+" with a reason", nil)
 		}
 		if r.kind == "f" {
 			switch {
