@@ -247,3 +247,15 @@ func TestProofBrokenWhileServingStopsTheSourceUntilItHoldsAgain(t *testing.T) {
 		t.Fatalf("read after: %+v, %v", got, err)
 	}
 }
+
+// callerRLS is the SQL that puts tables under row-level security that lets
+// every caller with a principal through: for tests about something else
+// than access, so that the proof accepts their tables.
+func callerRLS(tables ...string) string {
+	var b strings.Builder
+	for _, t := range tables {
+		b.WriteString("ALTER TABLE " + t + " ENABLE ROW LEVEL SECURITY; CREATE POLICY callers ON " + t +
+			" FOR SELECT USING (current_setting('mcp.principal', true) <> ''); ")
+	}
+	return b.String()
+}
