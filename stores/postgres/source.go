@@ -106,8 +106,6 @@ type Source struct {
 
 	exempt  map[string]string // SourceOptions.Exempt
 	proveMu sync.Mutex        // one Check or Prove at a time
-	// noProof turns the proof off, for the benchmark that measures it.
-	noProof bool
 }
 
 // fold registers the statement that reads sb's bodies with p's recheck
