@@ -111,7 +111,7 @@ type PostgresSource struct {
 	// table of tenant names, say). check prints every exemption and the
 	// resources whose statements read one. A name that is no table, view
 	// or function of the database is refused.
-	Exempt map[string]string `yaml:"exempt"`
+	Exempt map[string]string `yaml:"exempt" schema:"items=reason"`
 	// Policy decides the reads of this source's resources, and of no other
 	// source's: "database" or a decide statement run here (its source key
 	// left out). Nil takes the file's policy when that is "database" or

@@ -171,13 +171,22 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	if proofOff.Load() || len(stmts) == 0 {
 		return nil
 	}
-	views := make([]string, len(stmts))
+	// One view per distinct statement: stmt[i] is proved by view of[i].
+	var views []string
+	var first []*statement // the statement each view was made for
+	of := make([]int, len(stmts))
+	seen := map[string]int{}
 	for i, st := range stmts {
 		body, err := nullParams(st.named)
 		if err != nil {
 			return st.configError("cannot be proven: "+err.Error(), err)
 		}
-		views[i] = "CREATE TEMPORARY VIEW mcpres_proof_" + strconv.Itoa(i+1) + " AS SELECT 1 FROM (" + body + "\n) AS q"
+		if v, ok := seen[body]; ok {
+			of[i] = v
+			continue
+		}
+		views, first = append(views, "CREATE TEMPORARY VIEW mcpres_proof_"+strconv.Itoa(len(views)+1)+" AS SELECT 1 FROM ("+body+"\n) AS q"), append(first, st)
+		seen[body], of[i] = len(views)-1, len(views)-1
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -193,10 +202,10 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	// and stops at the first that fails, which names the statement).
 	results, err := conn.PgConn().Exec(ctx, strings.Join(views, ";\n")).ReadAll()
 	if err != nil {
-		st := stmts[min(len(results), len(stmts)-1)]
+		st := first[min(len(results), len(first)-1)]
 		for i, r := range results {
 			if r.Err != nil {
-				st = stmts[i]
+				st = first[i]
 				break
 			}
 		}
@@ -206,11 +215,11 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	for n := range src.exempt {
 		exempt = append(exempt, n)
 	}
-	rows, err := tx.Query(ctx, sqlProof, len(stmts), exempt)
+	rows, err := tx.Query(ctx, sqlProof, len(views), exempt)
 	if err != nil {
 		return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 	}
-	found := make([][]proofRow, len(stmts))
+	found := make([][]proofRow, len(views))
 	for rows.Next() {
 		var r proofRow
 		if err := rows.Scan(&r.view, &r.kind, &r.name, &r.relkind, &r.exempt, &r.rls, &r.force, &r.owned, &r.invoker,
@@ -218,7 +227,7 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 			rows.Close()
 			return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 		}
-		if r.view >= 1 && r.view <= len(stmts) {
+		if r.view >= 1 && r.view <= len(views) {
 			found[r.view-1] = append(found[r.view-1], r)
 		}
 	}
@@ -230,7 +239,7 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	}
 	proofs := make([]*stmtProof, len(stmts))
 	for i, st := range stmts {
-		pr, err := src.judge(st, found[i])
+		pr, err := src.judge(st, slices.Clone(found[of[i]]))
 		if err != nil {
 			return err
 		}

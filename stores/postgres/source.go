@@ -303,18 +303,40 @@ func (src *Source) Check(ctx context.Context) error {
 	stmts := append([]*statement(nil), src.stmts...)
 	src.mu.Unlock()
 	var hosts []*statement
-	var checked []*prepared
 	for _, st := range stmts {
-		if st.ready.Load() != nil || st.derived {
-			continue
+		if st.ready.Load() == nil && !st.derived {
+			hosts = append(hosts, st)
 		}
+	}
+	// The proof runs on a second connection of a pool while the statements
+	// are prepared on the first, so that it adds little to the start-up;
+	// a mistake of the prepare loop is reported before the proof's.
+	proved := make(chan error, 1)
+	if conn2, release2, ok := src.secondConn(ctx); ok {
+		go func() {
+			defer release2()
+			proved <- src.proveStatements(ctx, conn2, hosts)
+		}()
+	} else {
+		proved = nil
+	}
+	checked := make([]*prepared, len(hosts))
+	for i, st := range hosts {
 		p, err := src.checkStatement(ctx, conn, st)
 		if err != nil {
+			if proved != nil {
+				<-proved
+			}
 			return err
 		}
-		hosts, checked = append(hosts, st), append(checked, p)
+		checked[i] = p
 	}
-	if err := src.proveStatements(ctx, conn, hosts); err != nil {
+	if proved != nil {
+		err = <-proved
+	} else {
+		err = src.proveStatements(ctx, conn, hosts)
+	}
+	if err != nil {
 		return err
 	}
 	for i, st := range hosts {
@@ -348,6 +370,24 @@ func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 		return c.Conn(), c.Release, nil
 	}
 	return nil, nil, sourceError(src.name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
+}
+
+// secondConn returns another connection of a pool, for the proof to run
+// beside the prepare loop; ok is false for a single connection, or when
+// the pool has none to spare.
+func (src *Source) secondConn(ctx context.Context) (*pgx.Conn, func(), bool) {
+	pool, ok := src.s.db.(interface {
+		Acquire(ctx context.Context) (*pgxpool.Conn, error)
+		Stat() *pgxpool.Stat
+	})
+	if !ok || proofOff.Load() || pool.Stat().MaxConns() < 2 {
+		return nil, nil, false
+	}
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, false
+	}
+	return c.Conn(), c.Release, true
 }
 
 const sqlCheckRole = `SELECT current_user::text, l.rolsuper, l.rolbypassrls,
