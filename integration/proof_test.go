@@ -106,14 +106,17 @@ func TestProofRefusesWhatTheDatabaseWouldNotEnforce(t *testing.T) {
 			if m.sql != "" {
 				applySQL(t, r.admin, m.sql)
 			}
-			code, stdout, stderr := runServerCmd(t, "", "check", "--config", r.file)
-			lines := strings.Split(strings.TrimSpace(stderr), "\n")
-			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], r.file+":") || !strings.Contains(lines[0], ": "+m.key+": ") {
-				t.Fatalf("check: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 and one line at %s", code, stdout, stderr, m.key)
-			}
-			for _, w := range m.want {
-				if !strings.Contains(lines[0], w) {
-					t.Errorf("check's line does not say %q: %s", w, lines[0])
+			for _, cmd := range []string{"check", "serve"} {
+				code, stdout, stderr := runServerCmd(t, "", cmd, "--config", r.file)
+				lines := strings.Split(strings.TrimSpace(stderr), "\n")
+				last := lines[len(lines)-1]
+				if code != 1 || (cmd == "check" && len(lines) != 1) || !strings.HasPrefix(last, r.file+":") || !strings.Contains(last, ": "+m.key+": ") {
+					t.Fatalf("%s: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 and one line at %s", cmd, code, stdout, stderr, m.key)
+				}
+				for _, w := range m.want {
+					if !strings.Contains(last, w) {
+						t.Errorf("%s's line does not say %q: %s", cmd, w, last)
+					}
 				}
 			}
 			plan, body, keys := firstOf(m.plan, deskPlan), firstOf(m.body, deskBody), firstOf(m.keys, deskGrant)
