@@ -57,6 +57,17 @@ var proofMistakes = []proofMistake{
 		want: []string{"function public.ticket_subject", "LANGUAGE plpgsql", "BEGIN ATOMIC"}},
 	{name: "a table with row-level security and no policy for the role", sql: "DROP POLICY agent_tickets ON tickets", key: "resources.ticket.plan",
 		want: []string{"public.tickets", "no SELECT policy for role desk_reader"}},
+	{name: "a policy that lets every caller through",
+		sql: "DROP POLICY agent_tickets ON tickets; CREATE POLICY everyone ON tickets FOR SELECT TO desk_reader USING (true)", key: "resources.ticket.plan",
+		want: []string{"cannot depend on the caller", "public: true"}},
+	{name: "a security_invoker view over a table without row-level security",
+		sql:  "CREATE VIEW org_tickets WITH (security_invoker = true) AS SELECT t.* FROM tickets t JOIN orgs o ON o.id = t.org; GRANT SELECT ON org_tickets TO desk_reader",
+		plan: strings.Replace(deskPlan, "FROM tickets t", "FROM org_tickets t", 1), key: "resources.ticket.plan",
+		want: []string{"reads table public.orgs", "row-level security disabled"}},
+	{name: "an invoker SQL function that reads a table without row-level security",
+		sql: "CREATE FUNCTION org_of(k text) RETURNS text LANGUAGE sql STABLE BEGIN ATOMIC SELECT o.id FROM orgs o WHERE o.id = split_part(k, '/', 1); END",
+		body: "SELECT t.subject AS body, 1 AS version FROM tickets t WHERE t.org = org_of($key) AND t.org || '/' || t.id = $key\n", key: "resources.ticket.body",
+		want: []string{"reads table public.orgs", "row-level security disabled"}},
 	{name: "a policy for another role", sql: "DO $$ BEGIN CREATE ROLE desk_other NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$; ALTER POLICY agent_tickets ON tickets TO desk_other", key: "resources.ticket.plan",
 		want: []string{"public.tickets", "no SELECT policy for role desk_reader"}},
 }
@@ -261,4 +272,26 @@ func callerRLS(tables ...string) string {
 			" FOR SELECT USING (current_setting('mcp.principal', true) <> ''); ")
 	}
 	return b.String()
+}
+
+// TestProofAcceptsInvokerViewsAndSQLFunctionsOverSecuredTables: a view
+// that runs as the caller and a LANGUAGE sql function with a BEGIN ATOMIC
+// body are walked into, and what they read is under row-level security
+// that depends on the caller, so the file checks.
+func TestProofAcceptsInvokerViewsAndSQLFunctionsOverSecuredTables(t *testing.T) {
+	plan := strings.Replace(deskPlan, "FROM tickets t", "FROM my_tickets t", 1)
+	body := "SELECT subject_of($key) AS body, 1 AS version\n"
+	file := strings.Replace(strings.Replace(deskFile, deskPlan, plan, 1), "    body: "+deskBody, "    body: "+body, 1)
+	r := newDeskRig(t, file)
+	applySQL(t, r.admin, `CREATE VIEW my_tickets WITH (security_invoker = true) AS SELECT * FROM tickets;
+		GRANT SELECT ON my_tickets TO desk_reader;
+		CREATE FUNCTION subject_of(k text) RETURNS text LANGUAGE sql STABLE
+		BEGIN ATOMIC SELECT t.subject FROM tickets t WHERE t.org || '/' || t.id = k; END`)
+	out := mustRun(t, "", "check", "--config", r.file)
+	if want := "ticket://t/{org}/{id}\tticket\tdesk\titem\tplan and body statements' row-level security\n"; !strings.Contains(out, want) {
+		t.Errorf("check does not say %q:\n%s", want, out)
+	}
+	if _, err := deskSource(t, r.url, plan, body, deskGrant, nil); err != nil {
+		t.Errorf("Source.Check: %v", err)
+	}
 }
