@@ -65,7 +65,7 @@ var proofMistakes = []proofMistake{
 		plan: strings.Replace(deskPlan, "FROM tickets t", "FROM org_tickets t", 1), key: "resources.ticket.plan",
 		want: []string{"reads table public.orgs", "row-level security disabled"}},
 	{name: "an invoker SQL function that reads a table without row-level security",
-		sql: "CREATE FUNCTION org_of(k text) RETURNS text LANGUAGE sql STABLE BEGIN ATOMIC SELECT o.id FROM orgs o WHERE o.id = split_part(k, '/', 1); END",
+		sql:  "CREATE FUNCTION org_of(k text) RETURNS text LANGUAGE sql STABLE BEGIN ATOMIC SELECT o.id FROM orgs o WHERE o.id = split_part(k, '/', 1); END",
 		body: "SELECT t.subject AS body, 1 AS version FROM tickets t WHERE t.org = org_of($key) AND t.org || '/' || t.id = $key\n", key: "resources.ticket.body",
 		want: []string{"reads table public.orgs", "row-level security disabled"}},
 	{name: "a policy for another role", sql: "DO $$ BEGIN CREATE ROLE desk_other NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$; ALTER POLICY agent_tickets ON tickets TO desk_other", key: "resources.ticket.plan",
