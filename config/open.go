@@ -108,7 +108,9 @@ type sourceCheck func(ctx context.Context) *Error
 
 // Check runs the start-up check of every source at once: each database
 // answers, holds its role and prepares every statement with the columns it
-// must return, its listen_url connects, each bucket answers. It waits for
+// must return, the catalog proves that it enforces access for each
+// (postgres Source.Check, with the source's exempt), its listen_url
+// connects, each bucket answers. It waits for
 // all of them and returns the first mistake in file order, as one
 // [*Error], or nil. Until a source's check has passed, its statements
 // serve nothing (postgres.ErrNotChecked). [File.Open] calls it unless
