@@ -223,6 +223,10 @@ func TestProofBrokenWhileServingStopsTheSourceUntilItHoldsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	bindings = append(bindings, b)
+	grant, err := src.KeyGrant("attachment2", deskGrant, []string{"org", "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +252,9 @@ func TestProofBrokenWhileServingStopsTheSourceUntilItHoldsAgain(t *testing.T) {
 	f, ok := errors.AsType[*core.Failure](err)
 	if !ok || f.Kind != core.FailureOutage || !f.Retryable() || !errors.Is(err, postgres.ErrNotProven) {
 		t.Fatalf("read while the proof is broken: %+v, %v, want a retryable storage outage", got, err)
+	}
+	if ok, err := grant(ctx, "attachment2", "orgs/acme/x", map[string]string{"org": "acme"}); ok || core.KindOf(err) != core.FailureOutage || !errors.Is(err, postgres.ErrNotProven) {
+		t.Fatalf("grant while the proof is broken: %v, %v, want a storage outage", ok, err)
 	}
 
 	applySQL(t, r.admin, "ALTER TABLE tickets ENABLE ROW LEVEL SECURITY")
