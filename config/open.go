@@ -42,6 +42,11 @@ type Served struct {
 	// Ready has one check per source, in file order, for a readiness
 	// probe: whether the database or bucket answers now.
 	Ready []Ready
+	// Proofs has one entry per PostgreSQL source, in file order, whose
+	// Check runs the source's proof again (postgres Source.Prove): a
+	// server runs them on a schedule and after reconnects; while one
+	// fails, its source serves nothing.
+	Proofs []Ready
 	// Lines describe what is served, one line per definition, as
 	// mcp-resources check prints them: URI or template, name, source, kind
 	// and what decides who reads it, as the proof found it once
@@ -213,6 +218,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}
 			sources[src.Name] = ps
+			s.Proofs = append(s.Proofs, Ready{Source: src.Name, Check: ps.Prove})
 		}
 	}
 

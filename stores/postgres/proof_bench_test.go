@@ -20,8 +20,9 @@ import (
 // access adds to a file's start-up check (config File.Open, which opens
 // the pool and runs Source.Check on every PostgreSQL source), on the
 // documents example and on the reference file, each with the proof and
-// without it, in one run. The S3 sources are left out (File.WithoutS3):
-// they are checked alike either way.
+// without it, in one run, and the proof again on a checked source (what a
+// server runs on a schedule, Served.Proofs). The S3 sources are left out
+// (File.WithoutS3): they are checked alike either way.
 func BenchmarkSourceCheckProof(b *testing.B) {
 	ctx := context.Background()
 	docsURL := harness.Postgres(b)
@@ -76,5 +77,22 @@ func BenchmarkSourceCheckProof(b *testing.B) {
 				}
 			})
 		}
+		// The proof again on a checked source, as a server runs it while
+		// serving (Served.Proofs, postgres Source.Prove).
+		b.Run(file.name+"/prove", func(b *testing.B) {
+			served, err := f.Open(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer served.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, p := range served.Proofs {
+					if err := p.Check(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }

@@ -312,7 +312,7 @@ func (src *Source) Check(ctx context.Context) error {
 	// are prepared on the first, so that it adds little to the start-up;
 	// a mistake of the prepare loop is reported before the proof's.
 	proved := make(chan error, 1)
-	if conn2, release2, ok := src.secondConn(ctx); ok {
+	if conn2, release2, ok := src.secondConn(ctx, len(hosts)); ok {
 		go func() {
 			defer release2()
 			proved <- src.proveStatements(ctx, conn2, hosts)
@@ -372,15 +372,20 @@ func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 	return nil, nil, sourceError(src.name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
 }
 
-// secondConn returns another connection of a pool, for the proof to run
-// beside the prepare loop; ok is false for a single connection, or when
-// the pool has none to spare.
-func (src *Source) secondConn(ctx context.Context) (*pgx.Conn, func(), bool) {
+// parallelProof is the fewest statements whose proof runs on a second
+// connection: below it, connecting costs more than the overlap saves.
+var parallelProof = 12
+
+// secondConn returns another connection of a pool, for the proof of n
+// statements to run beside the prepare loop; ok is false for a single
+// connection, for fewer than parallelProof statements, or when the pool
+// has none to spare.
+func (src *Source) secondConn(ctx context.Context, n int) (*pgx.Conn, func(), bool) {
 	pool, ok := src.s.db.(interface {
 		Acquire(ctx context.Context) (*pgxpool.Conn, error)
 		Stat() *pgxpool.Stat
 	})
-	if !ok || proofOff.Load() || pool.Stat().MaxConns() < 2 {
+	if !ok || proofOff.Load() || n < parallelProof || pool.Stat().MaxConns() < 2 {
 		return nil, nil, false
 	}
 	c, err := pool.Acquire(ctx)
