@@ -199,9 +199,12 @@ func TestBrokenFiles(t *testing.T) {
 		{"a grant without keys", func(t *testing.T) string {
 			return edit(t, "      keys: SELECT r.key FROM report_keys r WHERE r.tenant = $tenant AND r.key = $key\n", "")
 		}, 29, "keys is required"},
-		{"public on a postgres resource", func(t *testing.T) string {
-			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n    public: true\n")
-		}, 24, "is for S3 resources"},
+		{"an exemption without a reason", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      exempt:\n        public.tenants: \"  \"\n")
+		}, 8, "sources.db.postgres.exempt.public.tenants: needs a reason"},
+		{"an exemption of an unqualified name", func(t *testing.T) string {
+			return edit(t, "      role: reader\n", "      role: reader\n      exempt:\n        tenants: a lookup table\n")
+		}, 8, "is not a qualified name"},
 		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, "max_depth is required"},
 		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 28, "from 1 to 32"},
 		{"a prefix with .. in it", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/../{tenant}/") }, 27, `".." segment`},

@@ -90,7 +90,7 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 	// The rest are the store's rules, checked by the store (a role whose
 	// presence is reported above is not checked again).
 	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole || !p.Spans.has("role"),
-		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems}
+		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Exempt: p.Exempt}
 	if err := postgres.CheckSource(opts); err != nil {
 		c.e.add(c.f.storeError(err, name, p.Spans.start()))
 	}

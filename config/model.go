@@ -106,6 +106,14 @@ type PostgresSource struct {
 	// zero keeps that limit. A bundle with more is cut there and read as a
 	// partial bundle with a budget_exceeded issue.
 	MaxPlanItems int `yaml:"max_plan_items" schema:"min=0"`
+	// Exempt lets the tables, views and functions it names, each by its
+	// qualified name as the catalog spells it (public.tenants), through the
+	// proof that the database enforces access (postgres Source.Check), with
+	// the reason each may be read without row-level security (a lookup
+	// table of tenant names, say). check prints every exemption and the
+	// resources whose statements read one. A name that is no table, view
+	// or function of the database is refused.
+	Exempt map[string]string `yaml:"exempt" schema:"items=reason"`
 	// Policy decides the reads of this source's resources, and of no other
 	// source's: "database" or a decide statement run here (its source key
 	// left out). Nil takes the file's policy when that is "database" or
@@ -199,6 +207,14 @@ type Resource struct {
 	Annotations *Annotations `yaml:"annotations"`
 	// Source names the source that serves the resource.
 	Source string `yaml:"source" schema:"required,ref=name"`
+	// Public says every caller with a valid token may read the resource,
+	// and only when written as public: true. For S3 it serves every object
+	// under the prefix with no statement (instead of a grant). For
+	// PostgreSQL it lets the resource's statements answer alike for every
+	// caller: without it, check refuses a plan, bundle, body or completion
+	// statement that binds no $principal and reads no table whose
+	// row-level security depends on the caller.
+	Public bool `yaml:"public"`
 
 	// PostgresResource holds the keys of a resource of a PostgreSQL
 	// source, S3Resource those of an S3 source: written beside the keys
@@ -277,10 +293,6 @@ type S3Resource struct {
 	// read: every S3 resource needs it, unless Public. A key it does not
 	// grant is unavailable with no request to S3.
 	Grant *Grant `yaml:"grant"`
-	// Public (S3) serves every object under the prefix to every caller
-	// with a valid token, with no statement: for objects meant for
-	// everyone, and only when written as public: true.
-	Public bool `yaml:"public"`
 	// List (S3) names the key family (a resource of the same source whose
 	// template ends in "/...") whose objects this resource lists as a
 	// bundle: its template captures exactly the family's captures, which

@@ -44,8 +44,14 @@ type Served struct {
 	Ready []Ready
 	// Lines describe what is served, one line per definition, as
 	// mcp-resources check prints them: URI or template, name, source, kind
-	// and what decides who reads it.
+	// and what decides who reads it, as the proof found it once
+	// [Served.Check] has run (the exempt tables, views and functions its
+	// statements read, and whether they answer alike for every caller).
 	Lines []string
+	// Exemptions are the file's exemptions from the proof, one line each
+	// as check prints them: "exempt NAME on SOURCE: REASON", by source in
+	// file order, then by name.
+	Exemptions []string
 	// Revision is the file's [File.Revision].
 	Revision string
 	// Changes are the change sources of the file's listen channels, one
@@ -58,7 +64,8 @@ type Served struct {
 	Changes []core.ChangeSource
 
 	closers []func()
-	checks  []sourceCheck // the start-up checks, one per source (see Check)
+	checks  []sourceCheck   // the start-up checks, one per source (see Check)
+	lines   func() []string // Lines, from what the proof found
 }
 
 // Binding is one binding of a file and the source it reads.
@@ -112,7 +119,9 @@ type sourceCheck func(ctx context.Context) *Error
 
 // Check runs the start-up check of every source at once: each database
 // answers, holds its role and prepares every statement with the columns it
-// must return, its listen_url connects, each bucket answers. It waits for
+// must return, the catalog proves that it enforces access for each
+// (postgres Source.Check, with the source's exempt), its listen_url
+// connects, each bucket answers. It waits for
 // all of them and returns the first mistake in file order, as one
 // [*Error], or nil. Until a source's check has passed, its statements
 // serve nothing (postgres.ErrNotChecked). [File.Open] calls it unless
@@ -129,6 +138,9 @@ func (s *Served) Check(ctx context.Context) error {
 	wg.Wait()
 	if first := (&errs{list: slices.DeleteFunc(found, func(x *Error) bool { return x == nil })}).first(); first != nil {
 		return first
+	}
+	if s.lines != nil {
+		s.Lines = s.lines()
 	}
 	return nil
 }
@@ -214,7 +226,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			// (routePolicy), so its reads may take their recheck with the bodies.
 			pol := f.policyOf(src.Name)
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects,
+				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
 				RecheckWithBodies: pol != nil && !pol.Database, UnusableGrantRows: opts.UnusableGrantRows})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
@@ -228,6 +240,11 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		}
 	}
 
+	type describing struct {
+		r   Resource
+		uri string
+	}
+	var described []describing
 	for _, r := range f.Resources {
 		def, b := r.definition(), Binding{Source: r.Source}
 		switch ps := sources[r.Source]; {
@@ -255,7 +272,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 				}
 				for _, kb := range bs {
 					s.Bindings = append(s.Bindings, Binding{ResourceBinding: kb, Source: r.Source})
-					s.Lines = append(s.Lines, f.describe(r, kb.Definition.URITemplate))
+					described = append(described, describing{r, kb.Definition.URITemplate})
 				}
 				continue
 			}
@@ -265,7 +282,24 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 		}
 		s.Bindings = append(s.Bindings, b)
-		s.Lines = append(s.Lines, f.describe(r, r.URI+r.Template))
+		described = append(described, describing{r, r.URI + r.Template})
+	}
+
+	s.lines = func() []string {
+		out := make([]string, len(described))
+		for i, d := range described {
+			out[i] = f.describe(d.r, d.uri, sources)
+		}
+		return out
+	}
+	s.Lines = s.lines()
+	for _, src := range f.Sources {
+		if src.Postgres == nil {
+			continue
+		}
+		for _, e := range sources[src.Name].Exemptions() {
+			s.Exemptions = append(s.Exemptions, fmt.Sprintf("exempt %s on %s: %s", e.Name, src.Name, e.Reason))
+		}
 	}
 
 	if s.Policy, err = f.policy(sources); err != nil {
@@ -413,7 +447,7 @@ func (r *Resource) definition() core.ResourceDefinition {
 // longer holds ([File.WithoutS3]) names none: the rows stand alone.
 func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLBinding {
 	def.URI, def.URITemplate = r.URI, r.Template
-	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion}
+	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion, Public: r.Public}
 	if o := r.Object; o != nil {
 		sb.ObjectURI, sb.Unpinned = o.URI, o.Unpinned
 		if f.source(o.Source) != nil {
@@ -555,7 +589,7 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 
 // describe is the line check prints for one definition: its URI or
 // template, name, source, kind, and what decides who reads it.
-func (f *File) describe(r Resource, uri string) string {
+func (f *File) describe(r Resource, uri string, sources map[string]*postgres.Source) string {
 	kind := "item"
 	switch {
 	case r.Bundle != "":
@@ -566,36 +600,61 @@ func (f *File) describe(r Resource, uri string) string {
 		kind = "item+object"
 	case r.List != "":
 		kind = "listing"
-	case r.Grant != nil || r.Public:
+	case r.Plan == "" && (r.Grant != nil || r.Public):
 		kind = "s3"
 	}
 	if r.Object != nil && r.Object.Unpinned {
 		kind += ", unpinned" // its objects are read as they are, with no pin
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind, f.decider(r))
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", uri, r.Name, r.Source, kind, f.decider(r, sources))
 }
 
-// decider says what decides who reads r's items, as check prints it.
-func (f *File) decider(r Resource) string {
+// decider says what decides who reads r's items, as check prints it: from
+// the file, and from what the proof of its source found (the statements
+// of a public resource that answer alike for every caller, the exempt
+// tables, views and functions they read).
+func (f *File) decider(r Resource, sources map[string]*postgres.Source) string {
+	proof := func(source, binding string) postgres.BindingProof {
+		if ps := sources[source]; ps != nil {
+			pr, _ := ps.Proof(binding)
+			return pr
+		}
+		return postgres.BindingProof{}
+	}
+	exempt := func(pr postgres.BindingProof) string {
+		if len(pr.Exempted) == 0 {
+			return ""
+		}
+		return " (exempt from the proof: " + strings.Join(pr.Exempted, ", ") + ")"
+	}
 	if r.List != "" {
 		if fam := f.resource(r.List); fam != nil && fam.Grant != nil {
-			return "grant statement on " + fam.Grant.Source + ", once for the listed prefix"
+			return "grant statement on " + fam.Grant.Source + ", once for the listed prefix" + exempt(proof(fam.Grant.Source, r.Name))
 		}
 		return "public: every token holder lists every key"
 	}
 	switch {
-	case r.Public:
-		return "public: every token holder reads every key"
 	case r.Grant != nil:
-		return "grant statement on " + r.Grant.Source
+		return "grant statement on " + r.Grant.Source + exempt(proof(r.Grant.Source, r.Name))
+	case r.Public && f.source(r.Source) != nil && f.source(r.Source).S3 != nil:
+		return "public: every token holder reads every key"
 	}
+	pr := proof(r.Source, r.Name)
+	var says string
 	switch p := f.policyOf(r.Source); {
+	case r.Public && pr.CallerFree:
+		return "public: every token holder reads every item" + exempt(pr)
 	case p == nil || p.Database:
-		return "plan and body statements' row-level security"
+		says = "plan and body statements' row-level security"
 	case p == f.Policy:
-		return "plan statement's row-level security, then policy.decide on " + r.Source
+		says = "plan statement's row-level security, then policy.decide on " + r.Source
+	default:
+		says = "plan statement's row-level security, then sources." + r.Source + ".postgres.policy.decide"
 	}
-	return "plan statement's row-level security, then sources." + r.Source + ".postgres.policy.decide"
+	if r.Public {
+		says += "; public: true"
+	}
+	return says + exempt(pr)
 }
 
 // storeError turns a store's error into one *Error at the key of the file
@@ -674,6 +733,8 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 			path = "sources." + s.Name + ".postgres.policy.decide"
 		}
 		return place{path, pol.Spans, "decide", pol.Decide}, true
+	case s.Postgres != nil && kind == "postgres" && key == "exempt" && p.Key != "":
+		return place{"sources." + s.Name + ".postgres.exempt." + p.Key, s.Postgres.Spans, "exempt." + p.Key + ":key", ""}, true
 	case s.Postgres != nil && kind == "postgres" && key != "policy.decide":
 		return place{"sources." + s.Name + ".postgres." + key, s.Postgres.Spans, key, ""}, true
 	case s.S3 != nil:
@@ -691,7 +752,7 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 var fileKeys = map[string]string{
 	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
 	"Prefix": "prefix", "MaxDepth": "max_depth", "ObjectURI": "object.uri", "ObjectSource": "object.source", "Grant": "grant.keys",
-	"Role": "postgres.role", "LoginRole": "postgres.login_role", "MaxPlanItems": "postgres.max_plan_items", "StatementTimeout": "postgres.statement_timeout", "db": "postgres.url", "Decide": "postgres.policy.decide",
+	"Role": "postgres.role", "LoginRole": "postgres.login_role", "MaxPlanItems": "postgres.max_plan_items", "StatementTimeout": "postgres.statement_timeout", "db": "postgres.url", "Decide": "postgres.policy.decide", "Exempt": "postgres.exempt",
 	"SecretAccessKey": "s3.secret_key", "AccessKeyID": "s3.access_key",
 }
 

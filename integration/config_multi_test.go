@@ -28,6 +28,7 @@ func TestConfigServesTwoDatabasesAndTwoBucketsThroughTheBinary(t *testing.T) {
 		_, err = db.Exec(ctx, `DO $$ BEGIN CREATE ROLE multi_reader NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
 			CREATE TABLE items (id text PRIMARY KEY, body text NOT NULL);
 			GRANT SELECT ON items TO multi_reader;
+			ALTER TABLE items ENABLE ROW LEVEL SECURITY; CREATE POLICY callers ON items FOR SELECT USING (current_setting('mcp.principal', true) <> '');
 			INSERT INTO items VALUES ('1', 'from `+strings.ToLower(name)+`')`)
 		db.Close(context.Background())
 		if err != nil {

@@ -20,6 +20,8 @@ sources:
     postgres:
       url: ${DESK_URL}
       role: desk_reader
+      exempt:
+        public.agents: read by $principal only
   files:
     s3:
       bucket: ${DESK_BUCKET}
@@ -82,7 +84,8 @@ func TestListingReturnsExactlyTheGrantedObjectsAsTheirReadsServeThem(t *testing.
 	}
 
 	out := mustRun(t, "", "check", "--config", r.file)
-	for _, want := range []string{"report://r/{org}\treports\tfiles\tlisting\tgrant statement on desk, once for the listed prefix",
+	for _, want := range []string{"report://r/{org}\treports\tfiles\tlisting\tgrant statement on desk, once for the listed prefix (exempt from the proof: public.agents)",
+		"exempt public.agents on desk: read by $principal only",
 		"team://t/{team}\tteams\tfiles\tlisting\tpublic: every token holder lists every key"} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("check does not say %q:\n%s", want, out)

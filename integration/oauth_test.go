@@ -56,6 +56,7 @@ resources:
     template: note://whoami/{x}
     description: The identity the database sees
     source: notes
+    public: true                     # every caller reads its own identity
     plan: |
       SELECT $x AS key, 1 AS version, 'application/json' AS mime
     body: |

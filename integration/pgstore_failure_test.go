@@ -70,6 +70,7 @@ func slowNotes(t *testing.T, d *pgDB, db postgres.DB, opts postgres.SourceOption
 	d.exec(t, `INSERT INTO notes (key, body) VALUES ('a', 'note a'), ('slow', 'note slow'), ('z', 'note z')`)
 	d.exec(t, `INSERT INTO sleepy VALUES (true)`)
 	d.exec(t, `GRANT SELECT ON notes, sleepy TO mcpres_reader`)
+	d.exec(t, callerRLS("notes", "sleepy"))
 	return hostBinding(t, db, opts, slowNotesBinding(`(SELECT on_ FROM sleepy)`))
 }
 

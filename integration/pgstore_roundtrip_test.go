@@ -255,6 +255,7 @@ func TestPGStoreComputesEachBodyOnce(t *testing.T) {
 	d.exec(t, `CREATE FUNCTION counted(s text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
 		BEGIN RAISE NOTICE 'mcpres-counted'; RETURN s; END $$`)
 	d.exec(t, `GRANT SELECT ON notes TO mcpres_reader`)
+	d.exec(t, callerRLS("notes"))
 	var calls atomic.Int64
 	pool := newPool(t, d.url, func(cfg *pgxpool.Config) {
 		cfg.MaxConns = 1
@@ -264,7 +265,7 @@ func TestPGStoreComputesEachBodyOnce(t *testing.T) {
 			}
 		}
 	})
-	b := hostBinding(t, pool, postgres.SourceOptions{Name: "notes"}, postgres.SQLBinding{
+	b := hostBinding(t, pool, postgres.SourceOptions{Name: "notes", Exempt: map[string]string{"public.counted": "counts its calls, reads nothing"}}, postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URI: "note://all", Name: "notes"},
 		Bundle:     `SELECT key, version, 'text/plain' AS mime, true AS text FROM notes ORDER BY key`,
 		ItemURI:    "note://item/{key}",

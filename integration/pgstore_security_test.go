@@ -27,6 +27,7 @@ func probeBinding(t testing.TB, db postgres.DB, expr string) core.ResourceBindin
 		Definition: core.ResourceDefinition{URITemplate: "probe://x/{key}", Name: "probe"},
 		Plan:       `SELECT $key AS key, 1 AS version, 'text/plain' AS mime, true AS text`,
 		Body:       `SELECT 1 AS version, ` + expr + ` AS body WHERE $key IS NOT NULL`,
+		Public:     true, // it reads no table: every caller reads alike
 	})
 }
 
@@ -278,6 +279,7 @@ func TestPGStoreCapturesWithSQLSyntaxAreOnlyBindArguments(t *testing.T) {
 	d := newPGDB(t)
 	d.exec(t, `CREATE TABLE notes (key text PRIMARY KEY, version int NOT NULL DEFAULT 1, body text NOT NULL)`)
 	d.exec(t, `GRANT SELECT ON notes TO mcpres_reader`)
+	d.exec(t, callerRLS("notes"))
 	keys := []string{
 		`x' OR '1'='1`,
 		`a; DROP TABLE notes; --`,

@@ -19,7 +19,9 @@ type checkCmd struct {
 // Run loads the file, connects to every source, prepares every statement,
 // checks the roles and the templates, and prints one line per definition
 // it would serve: URI or template, resource, source, what a read returns
-// and what decides who reads it; then the file's revision (config
+// and what decides who reads it (as the proof that each database enforces
+// access found it: postgres Source.Check); then every exemption from that
+// proof, one line each with its reason; then the file's revision (config
 // File.Revision: it changes with any statement, grant, policy or limit)
 // and the listing's (core Resources.Revision: the definitions alone). The first mistake is one FILE:LINE:COL: line and exit 1.
 func (c *checkCmd) Run(ctx context.Context, e *env) error {
@@ -33,6 +35,9 @@ func (c *checkCmd) Run(ctx context.Context, e *env) error {
 	}
 
 	for _, l := range served.Lines {
+		fmt.Fprintln(e.stdout, l)
+	}
+	for _, l := range served.Exemptions {
 		fmt.Fprintln(e.stdout, l)
 	}
 	fmt.Fprintf(e.stdout, "%s: %d definitions, revision %s (listing %s)\n", c.Config, len(served.Bindings), served.Revision, res.Revision())

@@ -82,6 +82,20 @@
 // login's membership of it, and reports the first mistake as one
 // *core.ConfigError line; unchecked statements serve nothing.
 //
+// # The proof that storage enforces access
+//
+// [Source.Check] does not take the database's word for it: for every
+// statement it runs (plan, bundle, body, decide, grant, completion) it
+// finds, from the catalog, every table, view and function the statement
+// reads, through views and SQL functions, and refuses a table without
+// row-level security, one the role owns without FORCE ROW LEVEL SECURITY,
+// one with no SELECT policy for the role, a view that runs as its owner, a
+// SECURITY DEFINER function, a function whose body the catalog cannot see
+// into, and a grant or binding statement whose answer cannot depend on
+// the caller unless its binding is [SQLBinding].Public; SourceOptions.Exempt
+// lets named objects through. [Source.Prove] runs it again while serving,
+// and a source whose proof broke serves nothing until it holds again.
+//
 // An object a plan row references becomes a second item, a target with a
 // [core.ObjectRef] (the row's object source, key, ETag, version id, size
 // and MIME type) that the gateway routes to the reader registered under

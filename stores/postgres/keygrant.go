@@ -32,7 +32,10 @@ var grantColumns = []column{{"key", colAny, false}, {"prefix", colAny, false}}
 // Write it over the rows that reference objects (an attachment's key), not
 // over the URI: a key that no row names is refused even under a prefix the
 // caller may see. The statement is checked by [Source.Check] with the
-// source's others. Errors are *core.ConfigError values.
+// source's others, which refuses one whose answer cannot depend on the
+// caller (it binds no $principal and reads no table whose row-level
+// security depends on the caller): objects meant for everyone need no
+// grant. Errors are *core.ConfigError values.
 func (src *Source) KeyGrant(binding, sql string, captures []string) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
 	return src.keyGrant(binding, sql, captures, false)
 }
@@ -68,7 +71,7 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 	if err != nil {
 		return nil, fail(err)
 	}
-	st := &statement{owner: owner, kind: "grant", path: path, named: named}
+	st := &statement{owner: owner, kind: "grant", path: path, named: named, callerBound: true}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 		cols, has, err := pickColumns(desc.Fields, grantColumns, nil)
 		if err != nil {

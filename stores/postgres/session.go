@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -108,6 +109,9 @@ type session struct {
 	roleArg  any                // role, boxed once as the set-up's argument
 	timeout  time.Duration
 	maxItems int
+	// broken is set while the source's last Prove failed: every
+	// transaction then fails as an outage (see Source.Prove).
+	broken atomic.Pointer[proofFailure]
 }
 
 func newSession(db DB, opts *sessionOptions) (*session, error) {
@@ -288,6 +292,9 @@ func (s *session) queryPlanned(ctx context.Context, generic bool, sql string, ar
 // transaction read-only, switches to the store's role, sets the principal,
 // the claims (mcp.claims) and the statement timeout; query queues its statement after it.
 func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
+	if err := s.brokenErr(); err != nil {
+		return nil, err
+	}
 	p, err := s.principal(ctx)
 	if err != nil {
 		return nil, err

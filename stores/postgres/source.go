@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +79,15 @@ type SourceOptions struct {
 	// can say why a legitimate key is refused. It is called on the read's
 	// goroutine and must not block.
 	UnusableGrantRows func(binding string, rows int64)
+	// Exempt lets the relations and functions it names through the proof
+	// that storage enforces access (see [Source.Check]), each by its
+	// qualified name as the catalog spells it (public.tenants,
+	// app.current_tenant) with the reason it may be read without
+	// row-level security: a lookup table of tenant names, say. An exempt
+	// view or function is not walked into, and an exempt relation makes
+	// no statement depend on the caller. A name that is no relation or
+	// function of the database is refused by Check.
+	Exempt map[string]string
 }
 
 // Source is one PostgreSQL database that a host's own SQL statements serve:
@@ -107,6 +118,9 @@ type Source struct {
 	// statement.
 	bodied   []*sqlBinding
 	policies []*sqlPolicy
+
+	exempt  map[string]string // SourceOptions.Exempt
+	proveMu sync.Mutex        // one Check or Prove at a time
 }
 
 // fold registers the statement that reads sb's bodies with p's recheck
@@ -116,7 +130,7 @@ func (src *Source) fold(sb *sqlBinding, p *sqlPolicy) {
 	if !src.recheck || p.st.named.paramIndex("captures") != 0 {
 		return
 	}
-	st := &statement{owner: sb.body.owner, kind: "body", path: sb.body.path, named: sb.body.named, derived: true}
+	st := &statement{owner: sb.body.owner, kind: "body", path: sb.body.path, named: sb.body.named, derived: true, callerBound: sb.body.callerBound}
 	st.prepare = func(*pgconn.StatementDescription) (*prepared, error) { return sb.prepareFolded(p) }
 	sb.folded.Store(st)
 	src.stmts = append(src.stmts, st)
@@ -166,14 +180,24 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies, unusable: opts.UnusableGrantRows}, nil
+	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}, nil
 }
 
 // CheckSource checks opts as NewSource does, without a database: Role is
 // required unless LoginRole is set, and is a role name, 1 to 63 bytes of
 // UTF-8 without control characters; StatementTimeout and MaxPlanItems are
-// not negative (zero picks the default).
+// not negative (zero picks the default); each Exempt name is qualified
+// (schema.name) and has a reason.
 func CheckSource(opts SourceOptions) error {
+	for _, name := range slices.Sorted(maps.Keys(opts.Exempt)) {
+		schema, rel, ok := strings.Cut(name, ".")
+		switch {
+		case !ok || schema == "" || rel == "" || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
+			return sourceError(opts.Name, "Exempt", name, "is not a qualified name such as public.tenants (schema.table, schema.view or schema.function)")
+		case strings.TrimSpace(opts.Exempt[name]) == "":
+			return sourceError(opts.Name, "Exempt", name, "needs a reason: say why it may be read without row-level security")
+		}
+	}
 	switch {
 	case opts.StatementTimeout < 0:
 		return sourceError(opts.Name, "StatementTimeout", "", "must not be negative")
@@ -207,6 +231,11 @@ type statement struct {
 	// (their checked forms): Check prepares no host SQL of its own, and
 	// prepare gets a nil description.
 	derived bool
+	// callerBound says the statement's answer must depend on the caller
+	// (a grant, or a statement of a binding that is not Public).
+	callerBound bool
+	// proof is what the last proof found for the statement.
+	proof atomic.Pointer[stmtProof]
 }
 
 // prepared is a checked statement as the store sends it.
@@ -261,11 +290,22 @@ func (st *statement) load() (*prepared, error) {
 // and policy made from src that it has not accepted yet, checks each
 // statement's parameters and result columns (names and types), and runs
 // each once as the role with every parameter NULL and no row fetched, so a
-// missing privilege shows here too. It returns the first mistake as one
-// *core.ConfigError naming the source, the binding, the statement and the
-// column, or an error wrapping the database's when the database cannot be
-// reached. A statement it accepts starts serving.
+// missing privilege shows here too. Then it proves, from the catalog, that
+// the database enforces access for each (see [Source.Prove] and
+// SourceOptions.Exempt): every relation a statement reads, through views
+// and SQL functions, has row-level security enabled, is not owned by the
+// role unless that is forced, and has a SELECT policy for the role; no
+// view runs as its owner; no function is SECURITY DEFINER or has a body
+// the catalog cannot see into (PL/pgSQL, C, a LANGUAGE sql string body:
+// exempt it, or write it with a BEGIN ATOMIC body); and a grant, or a
+// statement of a binding that is not [SQLBinding].Public, depends on the
+// caller. It returns the first mistake as one *core.ConfigError naming the
+// source, the binding, the statement and the column, relation, view,
+// function or grant, or an error wrapping the database's when the database
+// cannot be reached. A statement it accepts starts serving.
 func (src *Source) Check(ctx context.Context) error {
+	src.proveMu.Lock()
+	defer src.proveMu.Unlock()
 	conn, release, err := src.conn(ctx)
 	if err != nil {
 		return err
@@ -277,8 +317,48 @@ func (src *Source) Check(ctx context.Context) error {
 	src.mu.Lock()
 	stmts := append([]*statement(nil), src.stmts...)
 	src.mu.Unlock()
+	var hosts []*statement
 	for _, st := range stmts {
-		if st.ready.Load() != nil {
+		if st.ready.Load() == nil && !st.derived {
+			hosts = append(hosts, st)
+		}
+	}
+	// The proof runs on a second connection of a pool while the statements
+	// are prepared on the first, so that it adds little to the start-up;
+	// a mistake of the prepare loop is reported before the proof's.
+	proved := make(chan error, 1)
+	if conn2, release2, ok := src.secondConn(ctx, len(hosts)); ok {
+		go func() {
+			defer release2()
+			proved <- src.proveStatements(ctx, conn2, hosts)
+		}()
+	} else {
+		proved = nil
+	}
+	checked := make([]*prepared, len(hosts))
+	for i, st := range hosts {
+		p, err := src.checkStatement(ctx, conn, st)
+		if err != nil {
+			if proved != nil {
+				<-proved
+			}
+			return err
+		}
+		checked[i] = p
+	}
+	if proved != nil {
+		err = <-proved
+	} else {
+		err = src.proveStatements(ctx, conn, hosts)
+	}
+	if err != nil {
+		return err
+	}
+	for i, st := range hosts {
+		st.ready.Store(checked[i])
+	}
+	for _, st := range stmts { // the statements built from checked ones
+		if st.ready.Load() != nil || !st.derived {
 			continue
 		}
 		p, err := src.checkStatement(ctx, conn, st)
@@ -305,6 +385,29 @@ func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 		return c.Conn(), c.Release, nil
 	}
 	return nil, nil, sourceError(src.name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
+}
+
+// parallelProof is the fewest statements whose proof runs on a second
+// connection: below it, connecting costs more than the overlap saves.
+var parallelProof = 12
+
+// secondConn returns another connection of a pool, for the proof of n
+// statements to run beside the prepare loop; ok is false for a single
+// connection, for fewer than parallelProof statements, or when the pool
+// has none to spare.
+func (src *Source) secondConn(ctx context.Context, n int) (*pgx.Conn, func(), bool) {
+	pool, ok := src.s.db.(interface {
+		Acquire(ctx context.Context) (*pgxpool.Conn, error)
+		Stat() *pgxpool.Stat
+	})
+	if !ok || proofOff.Load() || n < parallelProof || pool.Stat().MaxConns() < 2 {
+		return nil, nil, false
+	}
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, false
+	}
+	return c.Conn(), c.Release, true
 }
 
 const sqlCheckRole = `SELECT current_user::text, l.rolsuper, l.rolbypassrls,

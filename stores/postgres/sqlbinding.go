@@ -149,6 +149,13 @@ type SQLBinding struct {
 	// Representation labels the row items; empty means "row". Object
 	// items are labelled "object".
 	Representation string
+	// Public says every caller may read what the binding serves: its
+	// statements may answer alike for every caller. Without it,
+	// [Source.Check] refuses a plan, bundle, body or completion statement
+	// whose answer cannot depend on the caller (it binds no $principal and
+	// reads no relation whose row-level security depends on the caller; see
+	// [Source.Prove]). It waives nothing else of the proof.
+	Public bool
 	// Listen is the channel on which the host's triggers NOTIFY the keys of
 	// changed items (see [Source.Listener]), for subscriptions; empty
 	// means the binding's reads are not watched. Lowercase letters, digits
@@ -333,7 +340,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 			return fail(planField, fmt.Sprintf("must use $%s: URIs that differ only in {%s} would read the same rows", v, v))
 		}
 	}
-	sb.plan = &statement{owner: owner, kind: kind, path: at(planField, ""), named: named}
+	sb.plan = &statement{owner: owner, kind: kind, path: at(planField, ""), named: named, callerBound: !b.Public}
 	sb.plan.prepare = sb.preparePlan
 	// Completions, in name order so that Check reports deterministically;
 	// an object-only binding completes its captures like any other.
@@ -356,7 +363,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		if named.paramIndex("prefix") == 0 {
 			return failAt(path, "must use $prefix: compare the value with starts_with(value, $prefix)", nil)
 		}
-		st := &statement{owner: owner, kind: field, path: path, named: named}
+		st := &statement{owner: owner, kind: field, path: path, named: named, callerBound: !b.Public}
 		st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 			return prepareSelect(st, desc, completeColumns, nil, func(cols string, n int) string {
 				return "SELECT " + cols + ", count(*) OVER () FROM (" + st.named.SQL + "\n) AS q LIMIT $" + strconv.Itoa(n+1)
@@ -373,7 +380,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		if named.paramIndex("key") == 0 {
 			return fail("Body", "must use $key: it selects the planned item")
 		}
-		sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named}
+		sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named, callerBound: !b.Public}
 		sb.body.prepare = sb.prepareBody
 	}
 	src.add(sb.plan)

@@ -193,6 +193,9 @@ func (p *sqlPolicy) keyOf(t core.ResourceTarget) (key string, bundle bool, plann
 // the answer in costs no statement here; every other key, and every key of
 // the recheck, is decided by the decide statement, all in one round trip.
 func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+	if err := p.src.s.brokenErr(); err != nil {
+		return nil, err // not even from the plans' own answers while the proof is broken
+	}
 	useplanned := pass.Stage == core.PassBeforeReads
 	type target struct {
 		key     string

@@ -165,6 +165,9 @@ func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, struc
 			}
 		}
 		name := modelTypes[goType].name
+		if goType == "map[string]string" && key == "exempt" {
+			name = "mapping of qualified name to reason"
+		}
 		if name == "" {
 			switch {
 			case elem == "":

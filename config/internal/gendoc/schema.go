@@ -46,6 +46,7 @@ var scalarDefs = []struct {
 	{"scope", obj{{"type", "string"}, {"pattern", `^[^ "\\]+$`}}},
 	{"audience", obj{{"enum", []any{"user", "assistant"}}}},
 	{"claim", obj{{"type", "string"}, {"minLength", 1}}},
+	{"reason", obj{{"description", "Why the table, view or function may be read without the proof's rules."}, {"type", "string"}, {"pattern", `\S`}}},
 }
 
 // modelConst stands for the string constant of config/model.go it names.

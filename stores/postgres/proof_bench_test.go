@@ -1,0 +1,101 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"go.phpboyscout.uk/mcp/resources/config"
+	"go.phpboyscout.uk/mcp/resources/examples/documents"
+	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/migrations"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
+)
+
+// BenchmarkSourceCheckProof measures what the proof that storage enforces
+// access adds to a file's start-up check (config File.Open, which opens
+// the pool and runs Source.Check on every PostgreSQL source), on the
+// documents example and on the reference file, each with the proof and
+// without it, in one run, and the proof again on a checked source (what a
+// server runs on a schedule, Ready.Prove). The S3 sources are left out
+// (File.WithoutS3): they are checked alike either way.
+func BenchmarkSourceCheckProof(b *testing.B) {
+	ctx := context.Background()
+	docsURL := harness.Postgres(b)
+	conn, err := pgx.Connect(ctx, docsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.PgConn().Exec(ctx, documents.Schema).ReadAll(); err != nil {
+		b.Fatal(err)
+	}
+	_ = conn.Close(ctx)
+	refURL := harness.Postgres(b)
+	sqldb, err := sql.Open("pgx", refURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := migrations.Apply(ctx, sqldb); err != nil {
+		b.Fatal(err)
+	}
+	_ = sqldb.Close()
+	docsFile, err := os.ReadFile("../../examples/documents/resources.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := map[string]string{"DOCS_DATABASE_URL": docsURL, "DOCS_BUCKET": "bench", "S3_ENDPOINT": "http://127.0.0.1:1",
+		"S3_ACCESS_KEY": "bench", "S3_SECRET_KEY": "bench-secret",
+		"MCPRES_DATABASE_URL": refURL, "MCPRES_BUCKET": "bench"}
+	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	for _, file := range []struct {
+		name string
+		data []byte
+	}{{"documents", docsFile}, {"reference", migrations.ResourcesFile}} {
+		f, err := config.Parse(file.name+".yaml", file.data, &config.Options{LookupEnv: lookup})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.WithoutS3()
+		for _, mode := range []struct {
+			name string
+			on   bool
+		}{{"without-proof", false}, {"proof", true}} {
+			b.Run(file.name+"/"+mode.name, func(b *testing.B) {
+				postgres.SetProof(mode.on)
+				defer postgres.SetProof(true)
+				b.ReportAllocs()
+				for b.Loop() {
+					served, err := f.Open(ctx, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					served.Close()
+				}
+			})
+		}
+		// The proof again on a checked source, as a server runs it while
+		// serving (Ready.Prove, postgres Source.Prove).
+		b.Run(file.name+"/prove", func(b *testing.B) {
+			served, err := f.Open(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer served.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, r := range served.Ready {
+					if r.Prove == nil {
+						continue
+					}
+					if err := r.Prove(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
