@@ -19,7 +19,7 @@ func TestExplainRefusesBadFlagsInOneLine(t *testing.T) {
 	}{
 		{"no principal", []string{"explain", "--config", file, "doc://x"}, "--principal", 2},
 		{"no URI", []string{"explain", "--config", file, "--principal", "alice"}, "expected \"<uri>\"", 2},
-		{"a control character in the principal", []string{"explain", "--config", file, "--principal", "al\x01ice", "doc://x"}, "--principal must be", 1},
+		{"a control character in the principal", []string{"explain", "--config", file, "--principal", "al\x01ice", "doc://x"}, "--principal: core: invalid principal", 1},
 		{"claims that are not an object", []string{"explain", "--config", file, "--principal", "alice", "--claims", "[1]", "doc://x"}, "--claims must be a JSON object", 1},
 		{"claims that are not JSON", []string{"explain", "--config", file, "--principal", "alice", "--claims", "{", "doc://x"}, "--claims must be a JSON object", 1},
 		{"a missing file", []string{"explain", "--config", "/nonexistent/resources.yaml", "--principal", "alice", "doc://x"}, "resources.yaml", 1},
