@@ -316,6 +316,11 @@ func TestTheReadmeInstallServesAReadWithAToken(t *testing.T) {
 		head.Env = append(os.Environ(), aws...)
 		if head.Run() != nil {
 			run(t, aws, "aws", "--endpoint-url", svc.s3Endpoint, "s3api", "create-bucket", "--bucket", bucket)
+			t.Cleanup(func() { // leave the services' buckets as they were
+				rb := exec.Command("aws", "--endpoint-url", svc.s3Endpoint, "s3", "rb", "s3://"+bucket, "--force")
+				rb.Env = append(os.Environ(), aws...)
+				_ = rb.Run()
+			})
 		}
 	}
 
