@@ -40,8 +40,15 @@ func render(t *testing.T, values string) map[string][]any {
 	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return renderWith(t, "demo", "--namespace", "tools", "-f", vf)
+}
+
+// renderWith runs helm template RELEASE with args and returns the
+// manifests by kind, each decoded strictly.
+func renderWith(t *testing.T, release string, args ...string) map[string][]any {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helm(t), "template", "demo", chart, "--namespace", "tools", "-f", vf)
+	cmd := exec.Command(helm(t), append([]string{"template", release, chart}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm template: %v\n%s", err, stderr.String())
@@ -94,20 +101,28 @@ func stripComments(doc string) string {
 	return b.String()
 }
 
-const minimal = "cursorKey: {secretName: mcp-cursor}\n"
+const minimal = "cursorKey: {secretName: mcp-cursor}\ntokens: {secretName: mcp-tokens}\n"
 
-// everything turns every optional part on.
+// everything turns every optional part on, with the reference schema;
+// everythingFile does so with a resources file instead (the two are
+// exclusive: the file names its own sources).
 const everything = `cursorKey: {secretName: mcp-cursor, secretKey: key}
 tokens: {secretName: mcp-tokens}
 postgres: {urlSecret: db, listenSecret: db-direct}
 bucket: {name: assets, endpoint: "http://minio:9000", region: us-east-1, pathStyle: true, credentialsSecret: s3}
+extraArgs: ["--max-items=128"]
+autoscaling: {enabled: true, minReplicas: 3, maxReplicas: 9}
+`
+
+const everythingFile = `cursorKey: {secretName: mcp-cursor, secretKey: key}
+tokens: {secretName: mcp-tokens}
 resourcesFile: |
   version: 1
   sources: {}
 resourcesFileEnv:
   - {name: DOCS_DATABASE_URL, secretName: docs-db, secretKey: url}
+  - {name: DOCS_BUCKET, value: docs}
 extraArgs: ["--max-items=128"]
-autoscaling: {enabled: true, minReplicas: 3, maxReplicas: 9}
 `
 
 func deployment(t *testing.T, m map[string][]any) *appsv1.Deployment {
@@ -171,26 +186,29 @@ func TestEveryOptionRendersAndReferencesSecretsWithoutInliningThem(t *testing.T)
 		t.Fatalf("hpa %+v", hpa.Spec)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	for _, want := range []string{"--config=/etc/mcp-resources/resources.yaml", "--tokens=/var/run/mcp-resources/tokens/tokens", "--max-items=128", "--cursor-key-file=/var/run/mcp-resources/cursor-key/key"} {
-		if !slices.Contains(c.Args, want) {
-			t.Errorf("args %q lack %q", c.Args, want)
-		}
+	wantArgs(t, c, "--tokens=/var/run/mcp-resources/tokens/tokens", "--max-items=128", "--cursor-key-file=/var/run/mcp-resources/cursor-key/key")
+	if slices.Contains(c.Args, "--config=/etc/mcp-resources/resources.yaml") {
+		t.Errorf("args %q: --config without a resources file", c.Args)
 	}
-	secretEnv := map[string]string{}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			secretEnv[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
-		} else if strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "DATABASE_URL") || strings.Contains(e.Name, "ACCESS_KEY") {
-			t.Errorf("%s is inlined, not referenced from a Secret", e.Name)
-		}
-	}
-	for name, ref := range map[string]string{
+	wantSecretEnv(t, c, map[string]string{
 		"MCPRES_DATABASE_URL": "db/url", "MCPRES_LISTEN_DATABASE_URL": "db-direct/url",
-		"MCPRES_BUCKET_ACCESS_KEY": "s3/access-key", "MCPRES_BUCKET_SECRET_KEY": "s3/secret-key", "DOCS_DATABASE_URL": "docs-db/url",
-	} {
-		if secretEnv[name] != ref {
-			t.Errorf("%s from %q, want the Secret key %s", name, secretEnv[name], ref)
+		"MCPRES_BUCKET_ACCESS_KEY": "s3/access-key", "MCPRES_BUCKET_SECRET_KEY": "s3/secret-key",
+	})
+
+	m = render(t, everythingFile)
+	d = deployment(t, m)
+	c = d.Spec.Template.Spec.Containers[0]
+	wantArgs(t, c, "--config=/etc/mcp-resources/resources.yaml", "--tokens=/var/run/mcp-resources/tokens/tokens", "--max-items=128")
+	wantSecretEnv(t, c, map[string]string{"DOCS_DATABASE_URL": "docs-db/url"})
+	plain := false
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "MCPRES_") {
+			t.Errorf("%s set beside a resources file, which names its own sources", e.Name)
 		}
+		plain = plain || (e.Name == "DOCS_BUCKET" && e.Value == "docs" && e.ValueFrom == nil)
+	}
+	if !plain {
+		t.Errorf("env %+v: want DOCS_BUCKET=docs as a plain value", c.Env)
 	}
 	cm := m["ConfigMap"][0].(*corev1.ConfigMap)
 	if !strings.Contains(cm.Data["resources.yaml"], "version: 1") {
@@ -201,9 +219,37 @@ func TestEveryOptionRendersAndReferencesSecretsWithoutInliningThem(t *testing.T)
 	}
 }
 
+func wantArgs(t *testing.T, c corev1.Container, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(c.Args, w) {
+			t.Errorf("args %q lack %q", c.Args, w)
+		}
+	}
+}
+
+// wantSecretEnv checks that each variable of want comes from its Secret
+// key, and that no secret-looking variable is inlined.
+func wantSecretEnv(t *testing.T, c corev1.Container, want map[string]string) {
+	t.Helper()
+	secretEnv := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			secretEnv[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		} else if strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "DATABASE_URL") || strings.Contains(e.Name, "ACCESS_KEY") {
+			t.Errorf("%s is inlined, not referenced from a Secret", e.Name)
+		}
+	}
+	for name, ref := range want {
+		if secretEnv[name] != ref {
+			t.Errorf("%s from %q, want the Secret key %s", name, secretEnv[name], ref)
+		}
+	}
+}
+
 func TestACursorKeyIsRequired(t *testing.T) {
 	vf := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(vf, []byte("replicaCount: 2\n"), 0o600); err != nil {
+	if err := os.WriteFile(vf, []byte("tokens: {secretName: mcp-tokens}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(helm(t), "template", "demo", chart, "-f", vf).CombinedOutput()
@@ -223,7 +269,7 @@ func kinds(m map[string][]any) map[string]int {
 // The pods listen on 0.0.0.0, where serve refuses anonymous HTTP: the
 // chart passes --anonymous only when anonymous: true asks for it.
 func TestAnonymousIsPassedOnlyWhenAskedFor(t *testing.T) {
-	for values, want := range map[string]bool{minimal: false, everything: false, minimal + "anonymous: true\n": true} {
+	for values, want := range map[string]bool{minimal: false, everything: false, "cursorKey: {secretName: mcp-cursor}\nanonymous: true\n": true} {
 		args := deployment(t, render(t, values)).Spec.Template.Spec.Containers[0].Args
 		if got := slices.Contains(args, "--anonymous"); got != want {
 			t.Errorf("values %q: --anonymous in args %v is %v, want %v", values, args, got, want)
