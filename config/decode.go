@@ -37,7 +37,7 @@ var (
 
 // secretFields names the fields where ${NAME} is expanded, for the error
 // that says so elsewhere.
-const secretFields = "url, listen_url, bucket, endpoint, region, access_key, secret_key and session_token"
+const secretFields = "url, listen_url, bucket, endpoint, region, access_key, secret_key, session_token and oauth's issuer, resource, jwks_url, client_id and client_secret"
 
 func pos(n *yaml.Node) Position { return Position{Line: n.Line, Column: n.Column} }
 

@@ -25,6 +25,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("version: 1\nsources:\n  a:\n\tpostgres: {}\n"))
 	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X}', role: r, policy: database}}, b: {s3: {bucket: bb}}}\n" +
 		"resources: {r: {template: 'b://x/...', source: b, prefix: 'p/', max_depth: 2, grant: {source: a, keys: 'SELECT $key AS key'}}}\n"))
+	f.Add([]byte(good + "oauth:\n  issuer: https://id.example.test/\n  resource: https://mcp.example.test/mcp\n  audiences: [api://default]\n" +
+		"  claims: [realm_access.roles]\n  introspection: {url: 'https://id.example.test/i', client_id: c, client_secret: '${S}'}\n"))
+	f.Add([]byte(good + "oauth: {issuer: 'http://a/', resource: 'http://b/', audiences: ['', x], introspection: {url: /i, client_secret: s3cr3t}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse("fuzz.yaml", data, testOptions)
 		if err == nil {

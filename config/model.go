@@ -382,24 +382,50 @@ type Limits struct {
 
 // OAuth configures the server as an OAuth 2.1 resource server: it accepts
 // the issuer's JWT access tokens for its resource URI (package mcpsdk/oauth
-// says what is checked) and passes the named claims to storage as
-// mcp.claims. Each field is the serve flag --oauth-NAME of the same name.
+// says what is checked), or any token by introspection, and passes the
+// named claims to storage as mcp.claims. Each field is the serve flag
+// --oauth-NAME of the same name (audiences: --oauth-audience;
+// introspection: --oauth-introspection-url, --oauth-client-id and
+// --oauth-client-secret).
 type OAuth struct {
 	// Issuer is the authorization server's issuer identifier. Required.
 	Issuer Env `yaml:"issuer" schema:"required"`
 	// Resource is the server's canonical resource URI, the audience its
-	// tokens must carry. Required.
+	// tokens must carry unless audiences is set. Required.
 	Resource Env `yaml:"resource" schema:"required"`
+	// Audiences, when set, replace the resource URI as the values of
+	// which a token's aud must hold one (at most 16), for issuers that put
+	// another identifier there (Entra ID: the application ID).
+	Audiences []string `yaml:"audiences" schema:"items=claim,unique"`
 	// Scopes are required of every token.
 	Scopes []string `yaml:"scopes" schema:"items=scope"`
 	// JWKSURL is where the issuer's keys are, instead of discovery.
 	JWKSURL Env `yaml:"jwks_url"`
 	// PrincipalClaim names the claim that is the principal; empty: sub.
 	PrincipalClaim string `yaml:"principal_claim" schema:"minLength=1"`
-	// Claims are the token claims passed to storage as mcp.claims.
+	// Claims are the token claims passed to storage as mcp.claims; a name
+	// with dots that is not a claim is a path (realm_access.roles).
 	Claims []string `yaml:"claims" schema:"items=claim"`
 	// ClockSkew is the tolerance on exp, nbf and iat; zero: 30s.
 	ClockSkew Duration `yaml:"clock_skew"`
+	// Introspection, when set, verifies every token (opaque ones too) by
+	// RFC 7662 introspection instead of with the issuer's keys.
+	Introspection *OAuthIntrospection `yaml:"introspection"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// OAuthIntrospection is the RFC 7662 introspection endpoint that verifies
+// the tokens of the oauth section, and the client this server
+// authenticates to it as (HTTP Basic).
+type OAuthIntrospection struct {
+	// URL is the introspection endpoint (Hydra's:
+	// http://hydra-admin:4445/admin/oauth2/introspect). Required.
+	URL Env `yaml:"url" schema:"required"`
+	// ClientID is the client id of this server at the endpoint. Required.
+	ClientID Env `yaml:"client_id" schema:"required"`
+	// ClientSecret is its secret, from the environment. Required.
+	ClientSecret Secret `yaml:"client_secret" schema:"required,ref=secretRef"`
 
 	Spans Spans `yaml:"-"`
 }

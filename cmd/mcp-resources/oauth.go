@@ -48,7 +48,7 @@ func (f *oauthFlags) set() bool {
 
 // options returns the verifier's and the resource server's options from
 // the flags, or from the oauth section of file (never both), or nils for
-// none.
+// none. Both go through [config.OAuth.Options].
 func (f *oauthFlags) options(file *config.File) (*oauth.Options, *oauth.ResourceOptions, error) {
 	if file != nil {
 		if vo, ro := file.OAuthOptions(); vo != nil {
@@ -67,16 +67,19 @@ func (f *oauthFlags) options(file *config.File) (*oauth.Options, *oauth.Resource
 	if f.Resource == "" {
 		return nil, nil, errors.New("--oauth-issuer needs --oauth-resource, the URI that tokens name as audience")
 	}
-	var in *oauth.Introspection
+	o := &config.OAuth{Issuer: config.Env(f.Issuer), Resource: config.Env(f.Resource), Audiences: f.Audiences, Scopes: f.Scopes,
+		JWKSURL: config.Env(f.JWKSURL), PrincipalClaim: f.PrincipalClaim, Claims: f.Claims, ClockSkew: config.Duration(f.ClockSkew)}
 	switch {
 	case f.Introspection != "":
-		in = &oauth.Introspection{URL: f.Introspection, ClientID: f.ClientID, ClientSecret: f.ClientSecret}
+		o.Introspection = &config.OAuthIntrospection{URL: config.Env(f.Introspection), ClientID: config.Env(f.ClientID),
+			ClientSecret: config.NewSecret(f.ClientSecret)}
 	case f.ClientID != "" || f.ClientSecret != "":
 		return nil, nil, errors.New("--oauth-client-id and --oauth-client-secret are for --oauth-introspection-url")
 	}
-	return &oauth.Options{Issuer: f.Issuer, JWKSURL: f.JWKSURL, Resource: f.Resource, Audiences: f.Audiences,
-			ClockSkew: f.ClockSkew, PrincipalClaim: f.PrincipalClaim, Claims: f.Claims, Introspection: in},
-		&oauth.ResourceOptions{Resource: f.Resource, AuthorizationServers: []string{f.Issuer}, Scopes: f.Scopes, ClockSkew: f.ClockSkew}, nil
+	// The file's mapping, so that the flags and the file's oauth section
+	// cannot configure a server differently.
+	vo, ro := o.Options(nil)
+	return vo, ro, nil
 }
 
 // newOAuth returns the resource server of the flags or of the resources
@@ -169,8 +172,9 @@ func (o *oauthServer) ready() readyCheck {
 }
 
 // checkOAuth loads, for check, the discovery document and keys of the
-// issuer that the file's oauth section names, and prints one line about
-// them; a file without the section prints nothing.
+// issuer that the file's oauth section names (or asks its introspection
+// endpoint), and prints one line about them; a file without the section
+// prints nothing.
 func checkOAuth(ctx context.Context, f *config.File, e *env) error {
 	vo, ro := f.OAuthOptions()
 	if vo == nil {
@@ -188,7 +192,11 @@ func checkOAuth(ctx context.Context, f *config.File, e *env) error {
 		}
 		return fmt.Errorf("%s: oauth: %w", f.Name, err)
 	}
-	fmt.Fprintf(e.stdout, "oauth: issuer %s (%d signing keys), resource %s, scopes %q, claims %q\n",
-		vo.Issuer, v.KeyStats().Keys, vo.Resource, ro.Scopes, vo.Claims)
+	how := fmt.Sprintf("%d signing keys", v.KeyStats().Keys)
+	if v.Introspects() {
+		how = "introspection at " + vo.Introspection.URL
+	}
+	fmt.Fprintf(e.stdout, "oauth: issuer %s (%s), resource %s, scopes %q, claims %q\n",
+		vo.Issuer, how, vo.Resource, ro.Scopes, vo.Claims)
 	return nil
 }
