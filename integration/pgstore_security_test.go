@@ -258,7 +258,7 @@ func TestPGStorePrincipalWithNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	target := planned(t, as(t.Context(), "alice"), pgGateway(t, st.Bindings(), pgAllowAll(nil)), "asset://project/p/asset/a/body")
 	batches, trips := c.tracer.batches.Load(), c.wire.roundTrips.Load()
 	ctx := as(t.Context(), "alice\x00' OR true --")
-	if _, err := storetest.ReadOne(ctx, st.Reader(), whole(target)); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, postgres.ErrInvalidPrincipal) {
+	if _, err := storetest.ReadOne(ctx, st.Reader(), whole(target)); core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, core.ErrInvalidPrincipal) {
 		t.Fatalf("read with a NUL principal: %v, want Unavailable(ErrInvalidPrincipal)", err)
 	}
 	r := pgGateway(t, st.Bindings(), st.Policy())

@@ -31,8 +31,8 @@
 // statement timeout is the time left until the context's deadline.
 // Captures, principals, ids and versions are always bind arguments: no SQL is
 // built from request data, and a pool configured for the simple protocol is
-// refused. A principal that is empty, over [MaxPrincipalBytes], not UTF-8 or
-// holds NUL is refused before the database.
+// refused. A principal that [core.CheckPrincipal] refuses is refused before
+// the database, as unavailable.
 //
 // # Reads
 //

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -70,18 +69,12 @@ const (
 	// DefaultMaxPlanItems bounds the items a resolver plans by default
 	// (the gateway's default MaxPlanItems).
 	DefaultMaxPlanItems = 1024
-	// MaxPrincipalBytes bounds a principal.
-	MaxPrincipalBytes = 1024
 )
 
 // Errors of the store. Reads that fail with them are reported by the gateway
 // as the item's read_failed, unless they also match [core.Unavailable] or
 // [context.DeadlineExceeded].
 var (
-	// ErrInvalidPrincipal is the private cause of the Unavailable error for a
-	// principal that is empty, longer than MaxPrincipalBytes, not UTF-8 or
-	// holds a NUL byte. Such a principal never reaches the database.
-	ErrInvalidPrincipal = errors.New("postgres: invalid principal")
 	// ErrChanged means the item is still visible but no longer has the
 	// planned version: the plan is stale and a fresh read may succeed.
 	ErrChanged = errors.New("postgres: the item changed since it was planned")
@@ -104,7 +97,7 @@ var (
 // session holds what every transaction of a store needs.
 type session struct {
 	db       DB
-	from     core.PrincipalFunc // the request's principal, before CheckPrincipal
+	from     core.PrincipalFunc // the request's principal, before core.CheckPrincipal
 	role     string             // "" keeps the login role
 	roleArg  any                // role, boxed once as the set-up's argument
 	timeout  time.Duration
@@ -164,35 +157,17 @@ func checkQueryMode(db DB) error {
 	return nil
 }
 
-// principal returns the request's principal; one that CheckPrincipal
+// principal returns the request's principal; one that core.CheckPrincipal
 // refuses is Unavailable.
 func (s *session) principal(ctx context.Context) (string, error) {
 	p, err := s.from(ctx)
 	if err != nil {
 		return "", err
 	}
-	if err := CheckPrincipal(p); err != nil {
+	if err := core.CheckPrincipal(p); err != nil {
 		return "", core.Unavailable(err)
 	}
 	return p, nil
-}
-
-// CheckPrincipal reports whether p can be a principal: 1 to
-// MaxPrincipalBytes bytes of UTF-8 without NUL. The store refuses any other
-// principal before it reaches the database, with an Unavailable error whose
-// cause matches ErrInvalidPrincipal.
-func CheckPrincipal(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("%w: empty", ErrInvalidPrincipal)
-	case len(p) > MaxPrincipalBytes:
-		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidPrincipal, MaxPrincipalBytes)
-	case !utf8.ValidString(p):
-		return fmt.Errorf("%w: not UTF-8", ErrInvalidPrincipal)
-	case strings.IndexByte(p, 0) >= 0:
-		return fmt.Errorf("%w: holds a NUL byte", ErrInvalidPrincipal)
-	}
-	return nil
 }
 
 // The fixed statements of every transaction. Arguments are always bound.

@@ -134,13 +134,13 @@ func rowTarget(t *testing.T, uri, binding, key string) core.ResourceTarget {
 
 // TestHostilePrincipalsAreRefusedBeforeTheDatabase proves a principal that
 // is empty, too long, not UTF-8 or holds NUL is an Unavailable error whose
-// cause is ErrInvalidPrincipal, on every way into a checked source, and
+// cause is core.ErrInvalidPrincipal, on every way into a checked source, and
 // no batch is sent for it.
 func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 	bad := map[string]string{
 		"NUL":      "alice\x00admin",
 		"empty":    "",
-		"too long": strings.Repeat("a", MaxPrincipalBytes+1),
+		"too long": strings.Repeat("a", core.MaxPrincipalBytes+1),
 		"not UTF8": "al\xffice",
 	}
 	for name, p := range bad {
@@ -149,8 +149,8 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 			_, b, policy := notesSource(t, db, SourceOptions{Principal: func(context.Context) (string, error) { return p, nil }})
 			for call, f := range sourceCalls(t, b, policy) {
 				err := f(t.Context())
-				if core.KindOf(err) != core.FailureUnavailable || (p != "" && !errors.Is(err, ErrInvalidPrincipal)) {
-					t.Fatalf("%s with a %s principal: %v, want Unavailable(ErrInvalidPrincipal)", call, name, err)
+				if core.KindOf(err) != core.FailureUnavailable || (p != "" && !errors.Is(err, core.ErrInvalidPrincipal)) {
+					t.Fatalf("%s with a %s principal: %v, want Unavailable(core.ErrInvalidPrincipal)", call, name, err)
 				}
 			}
 			if n := db.sent.Load(); n != 0 {
