@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,12 @@ func TestPGAuthorizeAllAnswersAsAuthorizeInOneStatementPerDefinition(t *testing.
 	d.grant(t, "alice", "q", "b1")
 	d.project(t, "hidden")
 	d.textAsset(t, "hidden", "h1", "four")
+	for i := range 6 { // with the 4 below, 10 bundles: more than one batch statement holds (7)
+		id := "c" + strconv.Itoa(i)
+		d.project(t, id)
+		d.textAsset(t, id, "x", "five")
+		d.grant(t, "alice", id, "")
+	}
 	counter := &statementCounter{}
 	pool := newPool(t, d.url, func(c *pgxpool.Config) { c.ConnConfig.Tracer = counter })
 	st := newStore(t, pool, nil)
@@ -32,6 +39,7 @@ func TestPGAuthorizeAllAnswersAsAuthorizeInOneStatementPerDefinition(t *testing.
 		"asset://project/p", "asset://project/q", "asset://project/hidden", "asset://project/none",
 		"asset://project/p/asset/a1/body", "asset://project/p/asset/a2/body",
 		"asset://projects", "nothing://here",
+		"asset://project/c0", "asset://project/c1", "asset://project/c2", "asset://project/c3", "asset://project/c4", "asset://project/c5",
 	}
 	ctx := as(context.Background(), "alice")
 	n0 := counter.count()
@@ -40,13 +48,20 @@ func TestPGAuthorizeAllAnswersAsAuthorizeInOneStatementPerDefinition(t *testing.
 	if len(as) != len(uris) || len(errs) != len(uris) {
 		t.Fatalf("%d answers and %d errors for %d URIs", len(as), len(errs), len(uris))
 	}
-	// Four definitions (asset, project, body, projects): one statement each
-	// at most, the concrete URI planned alone.
-	if len(stmts) > 4 {
-		t.Fatalf("%d statements for 4 definitions: %q", len(stmts), stmts)
+	// Four definitions (asset, project, body, projects): one statement each,
+	// the concrete URI planned alone, and the 10 bundles in two (at most 7
+	// bundles of at most 1,025 rows each fit planBatchRows).
+	if len(stmts) != 5 {
+		t.Fatalf("%d statements for 4 definitions, one of them in two batches: %q", len(stmts), stmts)
 	}
-	if batched := strings.Count(strings.Join(stmts, "\n"), "mcpres_req"); batched < 3 {
-		t.Fatalf("%d batch plan statements, want one for each of the 3 templates: %q", batched, stmts)
+	batched := 0
+	for _, s := range stmts {
+		if strings.Contains(s, "mcpres_req") {
+			batched++
+		}
+	}
+	if batched != 4 {
+		t.Fatalf("%d batch plan statements, want 4: %q", batched, stmts)
 	}
 	for i, uri := range uris {
 		a, err := res.Authorize(ctx, uri)
@@ -61,7 +76,7 @@ func TestPGAuthorizeAllAnswersAsAuthorizeInOneStatementPerDefinition(t *testing.
 		}
 		sameAuthorization(t, uri, as[i], a)
 	}
-	for i, want := range map[int]bool{0: true, 1: true, 2: false, 3: true, 4: false, 5: true, 8: false, 9: true, 12: false} {
+	for i, want := range map[int]bool{0: true, 1: true, 2: false, 3: true, 4: false, 5: true, 8: false, 9: true, 12: false, 13: true, 18: true} {
 		if (errs[i] == nil) != want {
 			t.Errorf("%s: error %v, want success %v", uris[i], errs[i], want)
 		}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,14 +104,41 @@ type planBatch struct {
 	refused bool
 }
 
+// planBatchRows bounds the rows one batch plan statement may return: a
+// batch of bundles is split so that each statement's requests, each at its
+// own row limit, stay within it.
+const planBatchRows = 8192
+
 // ResolveAll plans the requests ms of the binding in one statement and one
 // round trip, for [core.Resources.AuthorizeAll] (it makes the binding a
 // [core.BatchResolver]): plans[i] and errs[i] answer ms[i] as Resolve would.
 // The plan statement runs once per request inside one statement (LATERAL
-// over the requests' variables), each bounded by MaxPlanItems. A plan
-// statement that does not prepare in that form is planned one request at
-// a time instead.
+// over the requests' variables), each request bounded by MaxPlanItems (a
+// binding of one item by 2 rows, enough to tell a plan of several rows,
+// which fails as it does for Resolve), and one statement by planBatchRows
+// rows: a batch of bundles larger than that is several statements. A plan
+// statement that does not prepare in that form is planned one request at a
+// time instead.
 func (sb *sqlBinding) ResolveAll(ctx context.Context, ms []core.ResourceMatch) ([]core.ResourceReadPlan, []error) {
+	limit := sb.src.s.maxItems + 1
+	if !sb.bundle {
+		limit = min(limit, 2)
+	}
+	per := max(1, planBatchRows/limit)
+	if len(ms) <= per {
+		return sb.resolveBatch(ctx, ms, limit)
+	}
+	plans, errs := make([]core.ResourceReadPlan, 0, len(ms)), make([]error, 0, len(ms))
+	for chunk := range slices.Chunk(ms, per) {
+		p, e := sb.resolveBatch(ctx, chunk, limit)
+		plans, errs = append(plans, p...), append(errs, e...)
+	}
+	return plans, errs
+}
+
+// resolveBatch is ResolveAll for at most planBatchRows/limit requests, each
+// planned with at most limit rows.
+func (sb *sqlBinding) resolveBatch(ctx context.Context, ms []core.ResourceMatch, limit int) ([]core.ResourceReadPlan, []error) {
 	plans, errs := make([]core.ResourceReadPlan, len(ms)), make([]error, len(ms))
 	fail := func(err error) ([]core.ResourceReadPlan, []error) {
 		for i := range errs {
@@ -157,7 +185,7 @@ func (sb *sqlBinding) ResolveAll(ctx context.Context, ms []core.ResourceMatch) (
 		}
 		args[bp.principal-1] = pr
 	}
-	args[bp.limit-1] = sb.src.s.maxItems + 1
+	args[bp.limit-1] = limit
 	if len(bp.vars) == 0 {
 		args = append(args, len(ms))
 	}
