@@ -19,7 +19,7 @@ import (
 
 // statementCounter is a pgx tracer that counts the statements a pool sends
 // (the store sends each as a batch: its session set-up, then the
-// statement), by their SQL.
+// statement), by their SQL, as they are sent.
 type statementCounter struct {
 	mu  sync.Mutex
 	sql []string
@@ -30,14 +30,16 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d p
 	return ctx
 }
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	// Counted as sent, before PostgreSQL parses them: one it refuses counts.
+	for _, q := range d.Batch.QueuedQueries {
+		if !strings.Contains(q.SQL, "set_config") { // the session set-up of every batch
+			c.add(q.SQL)
+		}
+	}
 	return ctx
 }
-func (c *statementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if !strings.Contains(d.SQL, "set_config") { // the session set-up of every batch
-		c.add(d.SQL)
-	}
-}
+func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (c *statementCounter) add(sql string) {

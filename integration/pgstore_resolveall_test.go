@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // AuthorizeAll over the reference store answers every URI exactly as
@@ -94,6 +95,44 @@ func sameAuthorization(t *testing.T, uri string, got, want core.Authorization) {
 	for i := range got.Len() {
 		if !same(got.Item(i), want.Item(i)) || got.Readable(i) != want.Readable(i) {
 			t.Fatalf("%s: item %d: AuthorizeAll and Authorize disagree", uri, i)
+		}
+	}
+}
+
+// A plan statement that PostgreSQL refuses in the batch form (an aggregate
+// of a variable alone, which becomes an aggregate of the requests) is
+// planned one request at a time, with the same answers.
+func TestPGAuthorizeAllPlansOneAtATimeWhenTheBatchFormIsRefused(t *testing.T) {
+	t.Parallel()
+	d := newPGDB(t)
+	counter := &statementCounter{}
+	pool := newPool(t, d.url, func(c *pgxpool.Config) { c.ConnConfig.Tracer = counter })
+	b := hostBinding(t, pool, postgres.SourceOptions{}, postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "odd://note/{id}", Name: "odd"},
+		Plan:       `SELECT max($id) AS key, '1' AS version, 'text/plain' AS mime, true AS text`,
+		Body:       `SELECT 'x'::bytea AS body, '1' AS version WHERE $key IS NOT NULL`,
+	})
+	res := pgGateway(t, []core.ResourceBinding{b}, postgres.DatabaseDecides())
+	ctx := as(context.Background(), "alice")
+	uris := []string{"odd://note/1", "odd://note/2", "odd://note/3"}
+	for round := range 2 {
+		n0 := counter.count()
+		as, errs := res.AuthorizeAll(ctx, uris)
+		stmts := counter.since(n0)
+		for i, uri := range uris {
+			if errs[i] != nil {
+				t.Fatalf("round %d: %s: %v", round, uri, errs[i])
+			}
+			a, err := res.Authorize(ctx, uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameAuthorization(t, uri, as[i], a)
+		}
+		// The first round tries the batch form once; later rounds do not.
+		want := len(uris) + 1 - round
+		if len(stmts) != want {
+			t.Fatalf("round %d: %d statements, want %d: %q", round, len(stmts), want, stmts)
 		}
 	}
 }
