@@ -40,7 +40,7 @@ func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d p
 	return ctx
 }
 func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (c *statementCounter) add(sql string) {
 	c.mu.Lock()
