@@ -109,8 +109,8 @@ func TestPGAuthorizeAllPlansOneAtATimeWhenTheBatchFormIsRefused(t *testing.T) {
 	pool := newPool(t, d.url, func(c *pgxpool.Config) { c.ConnConfig.Tracer = counter })
 	b := hostBinding(t, pool, postgres.SourceOptions{}, postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "odd://note/{id}", Name: "odd"},
-		Plan:       `SELECT max($id) AS key, '1' AS version, 'text/plain' AS mime, true AS text`,
-		Body:       `SELECT 'x'::bytea AS body, '1' AS version WHERE $key IS NOT NULL`,
+		Plan:       `SELECT max($id) AS key, '1' AS version, 'text/plain' AS mime, true AS text WHERE $principal IS NOT NULL`,
+		Body:       `SELECT 'x'::bytea AS body, '1' AS version WHERE $key IS NOT NULL AND $principal IS NOT NULL`,
 	})
 	res := pgGateway(t, []core.ResourceBinding{b}, postgres.DatabaseDecides())
 	ctx := as(context.Background(), "alice")
