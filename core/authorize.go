@@ -59,6 +59,11 @@ func (r *Resources) authorize(ctx context.Context, uri string) (Authorization, e
 	if err != nil {
 		return Authorization{}, err
 	}
+	return authorization(plan, st), nil
+}
+
+// authorization is what a plan decided before the reads shows the caller.
+func authorization(plan ResourceReadPlan, st []itemState) Authorization {
 	a := Authorization{requested: plan.requested}
 	for i := range st {
 		if !st[i].first.vis.Visible {
@@ -67,5 +72,5 @@ func (r *Resources) authorize(ctx context.Context, uri string) (Authorization, e
 		a.items = append(a.items, st[i].target.identity())
 		a.readable = append(a.readable, st[i].first.allowed)
 	}
-	return a, nil
+	return a
 }

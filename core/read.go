@@ -144,14 +144,22 @@ func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m Reso
 	}); err != nil {
 		return m, plan, nil, err
 	}
-	st = make([]itemState, len(plan.items))
+	st, err = r.decideBefore(ctx, o, m, plan, since)
+	return m, plan, st, err
+}
+
+// decideBefore decides a resolved plan before the reads (planned at
+// since, a planClock value taken before the resolver ran) and returns the
+// state that follows its items.
+func (r *Resources) decideBefore(ctx context.Context, o Observer, m ResourceMatch, plan ResourceReadPlan, since uint64) ([]itemState, error) {
+	st := make([]itemState, len(plan.items))
 	for i, t := range plan.items {
 		st[i].target = t.planned(since)
 	}
-	err = observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
 	})
-	return m, plan, st, err
+	return st, err
 }
 
 // discover checks that the caller may know of the definition.
@@ -173,6 +181,12 @@ func (r *Resources) resolve(ctx context.Context, def *definition, m ResourceMatc
 		plan, err = def.resolver.Resolve(ctx, m)
 		return err
 	})
+	return r.checkPlan(m, plan, err)
+}
+
+// checkPlan validates what the resolver answered for m: its plan, or its
+// error as the failure a read reports.
+func (r *Resources) checkPlan(m ResourceMatch, plan ResourceReadPlan, err error) (ResourceReadPlan, error) {
 	switch {
 	case err != nil && isUnavailable(err):
 		return plan, NewFailure(FailureUnavailable, err)

@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,6 +45,7 @@ func BenchmarkOAuthBodyRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = p.Cmd.Process.Kill(); <-p.Done })
+		awaitReady(b, p.Addr, readyBound)
 		hc := &http.Client{Transport: serverproc.Bearer{Token: token, Next: http.DefaultTransport}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(),
 			&mcp.StreamableClientTransport{Endpoint: "http://" + p.Addr + "/mcp", HTTPClient: hc}, nil)
@@ -84,4 +87,40 @@ func BenchmarkOAuthBodyRead(b *testing.B) {
 	b.ReportMetric(float64(took[2])/float64(n), "introspection-ns/read")
 	b.ReportMetric(100*(float64(took[1])-file)/file, "%added")
 	b.ReportMetric(100*(float64(took[2])-file)/file, "%added-introspection")
+}
+
+// readyBound bounds the wait for a benchmark's server to become ready: its
+// start-up checks (storage, the issuer's keys) on a loaded machine.
+const readyBound = 60 * time.Second
+
+// awaitReady polls GET /readyz on addr until it answers 200, so that a
+// benchmark measures a server that finished starting (one that answers
+// initialize before its checks end may fail the first requests), and fails
+// tb when within bound it does not.
+func awaitReady(tb testing.TB, addr string, bound time.Duration) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), bound)
+	defer cancel()
+	last := "no answer"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("server at %s not ready within %v: last /readyz: %s", addr, bound, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

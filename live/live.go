@@ -21,9 +21,12 @@
 //
 // Changes are coalesced per subscription and rate-limited per session:
 // however many changes arrive, one subscription is checked (and so
-// notified) at most once per [Options.MinInterval], and one session at most
-// [Options.SessionBurst] times at once and then once per
-// [Options.SessionInterval]. With the defaults, a storm of writes to one
+// notified) at most once per [Options.MinInterval], and one session is
+// rechecked at most [Options.SessionBurst] times at once and then once per
+// [Options.SessionInterval]. One recheck covers every subscription of the
+// session that is due, in one Authorizer call ([BatchAuthorizer]), so a
+// change to 100 rows that one session subscribes to costs that session one
+// recheck, not 100. With the defaults, a storm of writes to one
 // resource lasting d produces at most 1 + ceil(d/500ms) notifications per
 // subscriber (the first at once, then one per interval that saw writes,
 // the last of them trailing the storm): 3 for a storm of one second.
@@ -40,6 +43,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,14 +99,15 @@ type Options struct {
 	// notifications) of one subscription; changes in between are
 	// coalesced into one. Default 500 ms.
 	MinInterval time.Duration
-	// SessionBurst and SessionInterval rate-limit the checks (and so the
-	// notifications) of one session with a token bucket: SessionBurst at
-	// once, then one per SessionInterval. Defaults 10 and 100 ms.
+	// SessionBurst and SessionInterval rate-limit the rechecks of one
+	// session with a token bucket: SessionBurst at once, then one per
+	// SessionInterval. One recheck covers all the session's due
+	// subscriptions (at most MaxPerSession). Defaults 10 and 100 ms.
 	SessionBurst    int
 	SessionInterval time.Duration
-	// Workers bounds the re-authorizations that run at once. Default 4.
+	// Workers bounds the rechecks that run at once. Default 4.
 	Workers int
-	// CheckTimeout bounds one re-authorization. Default 10 s.
+	// CheckTimeout bounds one recheck (one Authorizer call). Default 10 s.
 	CheckTimeout time.Duration
 	// WriteTimeout bounds the delivery of one notification to one session,
 	// for the host that delivers them (the hub itself never writes): the
@@ -121,6 +126,15 @@ type Authorizer interface {
 	Authorize(ctx context.Context, uri string) (core.Authorization, error)
 }
 
+// BatchAuthorizer is an [Authorizer] that also authorizes several URIs at
+// once, as Authorize would one by one; *core.Resources is one
+// ([core.Resources.AuthorizeAll]). The hub rechecks all the subscriptions
+// of one session that a change concerns with one AuthorizeAll call.
+type BatchAuthorizer interface {
+	Authorizer
+	AuthorizeAll(ctx context.Context, uris []string) ([]core.Authorization, []error)
+}
+
 // Stats counts what a hub did, for tests and metrics.
 type Stats struct {
 	// Sessions and Subscriptions held now.
@@ -137,6 +151,10 @@ type Stats struct {
 	// its notifications counted in Notified: tests and operators read an
 	// order from these, never from time.
 	Changes, Checks, Notified, Dropped int64
+	// Batches counts the rechecks: one per session and round, each one
+	// Authorizer call (AuthorizeAll for several subscriptions) that covers
+	// every due subscription of the session.
+	Batches int64
 }
 
 // Hub keeps the subscriptions of the sessions of one server, identified by
@@ -239,7 +257,11 @@ var errNothingReadable = errors.New("live: every visible item of the plan is rea
 // missing resource). A subscription must not tell apart what a read does
 // not.
 func authorize(ctx context.Context, auth Authorizer, uri string) (core.Authorization, error) {
-	a, err := auth.Authorize(ctx, uri)
+	return settled(auth.Authorize(ctx, uri))
+}
+
+// settled is authorize's rule applied to one answer of an Authorizer.
+func settled(a core.Authorization, err error) (core.Authorization, error) {
 	if err != nil {
 		return a, err
 	}
@@ -254,10 +276,10 @@ func authorize(ctx context.Context, auth Authorizer, uri string) (core.Authoriza
 	return a, nil
 }
 
-// OnRevoked sets f to be called after a subscription of session s was
-// dropped because its subscriber may no longer read its URI, with the
-// number of subscriptions s still holds; never while the hub holds its
-// lock. A host whose subscriptions live in a stream of their own (a
+// OnRevoked sets f to be called after subscriptions of session s were
+// dropped because their subscriber may no longer read their URIs (once per
+// recheck that dropped any), with the number of subscriptions s still
+// holds; never while the hub holds its lock. A host whose subscriptions live in a stream of their own (a
 // subscriptions/listen request) ends the stream when none remain. Call it
 // before Run.
 func (h *Hub[S]) OnRevoked(f func(s S, remaining int)) {
@@ -588,8 +610,10 @@ func (h *Hub[S]) track() {
 	}
 }
 
-// dispatch starts the checks that are due and returns how long until the
-// next one may be (0: nothing is waiting).
+// dispatch starts the rechecks that are due and returns how long until the
+// next one may be (0: nothing is waiting). A session's due subscriptions
+// (those of one principal, claims and scopes: one Authorizer call asks as
+// one caller) are rechecked together, for one token of its bucket.
 func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration {
 	now := time.Now()
 	var next time.Duration
@@ -603,10 +627,9 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 	if h.closed {
 		return 0
 	}
+	due := map[*session[S]][]*sub[S]{}
+	var order []*session[S]
 	for x := range h.dirty {
-		if h.inflight >= h.o.Workers {
-			break // a finishing check pokes the loop
-		}
 		if x.checking {
 			continue // re-examined when that check ends
 		}
@@ -614,7 +637,15 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 			later(wait)
 			continue
 		}
-		ss := x.sess
+		if due[x.sess] == nil {
+			order = append(order, x.sess)
+		}
+		due[x.sess] = append(due[x.sess], x)
+	}
+	for _, ss := range order {
+		if h.inflight >= h.o.Workers {
+			break // a finishing recheck pokes the loop
+		}
 		ss.tokens = min(float64(h.o.SessionBurst), ss.tokens+float64(now.Sub(ss.refill))/float64(h.o.SessionInterval))
 		ss.refill = now
 		if ss.tokens < 1 {
@@ -622,59 +653,114 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 			continue
 		}
 		ss.tokens--
-		delete(h.dirty, x)
-		x.checking, x.lastCheck = true, now
+		subs := due[ss]
+		batch := subs[:0:0]
+		for _, x := range subs {
+			if sameCaller(x, subs[0]) {
+				batch = append(batch, x)
+			} else {
+				h.poke() // another caller's subscriptions: its own recheck
+			}
+		}
+		slices.SortFunc(batch, func(a, b *sub[S]) int { return strings.Compare(a.uri, b.uri) })
+		for _, x := range batch {
+			delete(h.dirty, x)
+			x.checking, x.lastCheck = true, now
+		}
 		h.inflight++
-		h.busy++
-		h.stats.Checks++
+		h.busy += len(batch)
+		h.stats.Checks += int64(len(batch))
+		h.stats.Batches++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h.check(ctx, x)
+			h.check(ctx, batch)
 		}()
 	}
 	return next
 }
 
-// check re-authorizes x as its subscriber and notifies when what a read
-// would show has a new identity.
-func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
+// sameCaller reports whether a and b are rechecked as the same caller.
+func sameCaller[S comparable](a, b *sub[S]) bool {
+	return a.principal == b.principal && string(a.claims) == string(b.claims) && slices.Equal(a.scopes, b.scopes)
+}
+
+// recheck authorizes the URIs of batch, subscriptions of one caller, in
+// one Authorizer call: AuthorizeAll for several when auth is a
+// [BatchAuthorizer].
+func (h *Hub[S]) recheck(ctx context.Context, batch []*sub[S]) ([]core.Authorization, []error) {
 	h.mu.Lock()
-	principal, claims, scopes, uri := x.principal, x.claims, x.scopes, x.uri
+	principal, claims, scopes := batch[0].principal, batch[0].claims, batch[0].scopes
+	uris := make([]string, len(batch))
+	for i, x := range batch {
+		uris[i] = x.uri
+	}
 	h.mu.Unlock()
 	cctx, cancel := context.WithTimeout(core.WithScopes(core.WithClaims(core.WithPrincipal(ctx, principal), claims), scopes), h.o.CheckTimeout)
-	a, err := authorize(cctx, h.auth, uri)
-	cancel()
+	defer cancel()
+	as, errs := make([]core.Authorization, len(uris)), make([]error, len(uris))
+	if ba, ok := h.auth.(BatchAuthorizer); ok && len(uris) > 1 {
+		got, gerrs := ba.AuthorizeAll(cctx, uris)
+		for i := range uris {
+			if i < len(got) && i < len(gerrs) {
+				as[i], errs[i] = settled(got[i], gerrs[i])
+			} else {
+				errs[i] = errShortBatch
+			}
+		}
+		return as, errs
+	}
+	for i, uri := range uris {
+		as[i], errs[i] = authorize(cctx, h.auth, uri)
+	}
+	return as, errs
+}
 
+// errShortBatch is an operational failure: an AuthorizeAll that answered
+// fewer URIs than it was asked.
+var errShortBatch = errors.New("live: AuthorizeAll answered fewer URIs than it was asked")
+
+// check re-authorizes the subscriptions of batch (one session's, one
+// caller's) as their subscriber and notifies each whose read would show a
+// new identity.
+func (h *Hub[S]) check(ctx context.Context, batch []*sub[S]) {
+	as, errs := h.recheck(ctx, batch)
+	ss := batch[0].sess
+	var notify []*sub[S]
+	revoked := 0
 	h.mu.Lock()
 	h.inflight--
-	x.checking = false
-	notify, revoked := false, false
-	switch {
-	case x.removed:
-	case err == nil:
-		fp := fingerprint(a)
-		notify = x.force || fp != x.fp
-		x.force = false
-		h.unindex(x)
-		x.keys, x.fp = h.keysOf(a), fp
-		h.reindex(x)
-	case core.KindOf(err) == core.FailureUnavailable:
-		h.remove(x) // the subscriber may no longer read it: nothing, and gone
-		h.stats.Dropped++
-		revoked = true
-	default:
-		// An operational failure (storage down, timeout): no notification;
-		// the next change, or the reconnect that follows an outage, checks
-		// again.
+	for i, x := range batch {
+		x.checking = false
+		a, err := as[i], errs[i]
+		switch {
+		case x.removed:
+		case err == nil:
+			fp := fingerprint(a)
+			if x.force || fp != x.fp {
+				notify = append(notify, x)
+			}
+			x.force = false
+			h.unindex(x)
+			x.keys, x.fp = h.keysOf(a), fp
+			h.reindex(x)
+		case core.KindOf(err) == core.FailureUnavailable:
+			h.remove(x) // the subscriber may no longer read it: nothing, and gone
+			h.stats.Dropped++
+			revoked++
+		default:
+			// An operational failure (storage down, timeout): no
+			// notification; the next change, or the reconnect that follows
+			// an outage, checks again.
+		}
 	}
-	ss := x.sess
 	onRevoked, remaining := h.revoked, len(ss.subs)
+	h.busy -= len(batch) - len(notify)
 	h.mu.Unlock()
-	if revoked && onRevoked != nil {
+	if revoked > 0 && onRevoked != nil {
 		onRevoked(ss.id, remaining)
 	}
-	if notify {
+	for _, x := range notify {
 		ss.deliver.Lock()
 		h.mu.Lock()
 		still := !x.removed
@@ -683,12 +769,12 @@ func (h *Hub[S]) check(ctx context.Context, x *sub[S]) {
 		}
 		h.mu.Unlock()
 		if still {
-			h.notify(ss.id, uri)
+			h.notify(ss.id, x.uri)
 		}
 		ss.deliver.Unlock()
+		h.mu.Lock()
+		h.busy--
+		h.mu.Unlock()
 	}
-	h.mu.Lock()
-	h.busy--
-	h.mu.Unlock()
 	h.poke()
 }

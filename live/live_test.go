@@ -284,11 +284,11 @@ func TestWriteStormIsCoalescedToTheStatedBound(t *testing.T) {
 	}
 }
 
-func TestSessionRateLimitBoundsNotificationsAcrossURIs(t *testing.T) {
+func TestSessionRateLimitBoundsRechecksAcrossURIs(t *testing.T) {
 	t.Parallel() // each test has a hub of its own and mostly waits
 	// A refill of one token an hour: the burst is all this test can see,
 	// however slowly the machine runs it.
-	g := newRig(t, &Options{SessionBurst: 3, SessionInterval: time.Hour})
+	g := newRig(t, &Options{SessionBurst: 3, SessionInterval: time.Hour, MinInterval: time.Millisecond})
 	for i := range 20 {
 		id := fmt.Sprint("d", i)
 		g.put(id, "v1")
@@ -297,24 +297,118 @@ func TestSessionRateLimitBoundsNotificationsAcrossURIs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range 20 {
-		g.put(fmt.Sprint("d", i), "v2")
-	}
-	for range 3 {
-		select {
-		case <-g.sent:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%d notifications of a burst of 3 after 10 s", g.count())
+	// Each change of all 20 is one recheck of the session, covering all
+	// 20: three of them spend the burst, and the fourth waits.
+	for round := 1; round <= 3; round++ {
+		time.Sleep(2 * time.Millisecond) // past MinInterval
+		g.hub.Changed(core.Change{All: true})
+		st := g.settle()
+		if st.Batches != int64(round) || st.Notified != int64(20*round) {
+			t.Fatalf("round %d: stats %+v: want %d rechecks and %d notifications", round, st, round, 20*round)
 		}
 	}
-	// The other 17 wait for tokens: checked never, notified never.
-	for deadline := time.Now().Add(10 * time.Second); g.hub.Stats().Pending != 17; time.Sleep(time.Millisecond) {
+	time.Sleep(2 * time.Millisecond)
+	g.hub.Changed(core.Change{All: true})
+	for deadline := time.Now().Add(10 * time.Second); g.hub.Stats().Pending != 20; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v: want 17 checks waiting for the session's tokens", g.hub.Stats())
+			t.Fatalf("stats %+v: want 20 subscriptions waiting for the session's tokens", g.hub.Stats())
 		}
 	}
-	if st, n := g.hub.Stats(), g.count(); n != 3 || st.Checks != 3 || st.Notified != 3 {
-		t.Fatalf("%d notifications, stats %+v: want exactly the burst of 3", n, st)
+	if st := g.hub.Stats(); st.Batches != 3 || st.Notified != 60 {
+		t.Fatalf("stats %+v: want exactly the burst of 3 rechecks", st)
+	}
+}
+
+// countingAuth counts the calls a hub makes of its Authorizer.
+type countingAuth struct {
+	res       *core.Resources
+	one, many atomicCount
+}
+
+type atomicCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *atomicCount) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *atomicCount) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (a *countingAuth) Authorize(ctx context.Context, uri string) (core.Authorization, error) {
+	a.one.add()
+	return a.res.Authorize(ctx, uri)
+}
+
+func (a *countingAuth) AuthorizeAll(ctx context.Context, uris []string) ([]core.Authorization, []error) {
+	a.many.add()
+	return a.res.AuthorizeAll(ctx, uris)
+}
+
+// A storm over 10 sessions of 100 subscriptions each is one recheck (one
+// AuthorizeAll call) per session, and notifies every subscription.
+func TestAStormIsOneRecheckPerSession(t *testing.T) {
+	t.Parallel()
+	st := memory.New(nil)
+	b := st.KeyBinding(core.ResourceDefinition{URITemplate: tmpl, Name: "doc"}, "id", "")
+	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := &countingAuth{res: res}
+	var mu sync.Mutex
+	got := map[string]int{}
+	h := New[string](auth, func(s, uri string) {
+		mu.Lock()
+		got[s+" "+uri]++
+		mu.Unlock()
+	}, []core.ChangeSource{st}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitWatching(t, st)
+	const sessions, perSession = 10, 100
+	for s := range sessions {
+		p := fmt.Sprint("p", s)
+		for i := range perSession {
+			id := fmt.Sprint("s", s, "d", i)
+			if _, err := st.Put(id, memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v1")}); err != nil {
+				t.Fatal(err)
+			}
+			st.Grant(id, p, memory.Access{Read: true})
+			if err := h.Subscribe(core.WithPrincipal(context.Background(), p), fmt.Sprint("sess", s), doc(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	settle(t, h)
+	one, before := auth.one.get(), h.Stats()
+	h.Changed(core.Change{All: true}) // every subscription, as one change
+	after := settle(t, h)
+	if n := auth.many.get(); n != sessions {
+		t.Fatalf("%d AuthorizeAll calls for a storm over %d sessions, want one each (stats %+v)", n, sessions, after)
+	}
+	if n := auth.one.get() - one; n != 0 {
+		t.Fatalf("%d Authorize calls in the storm, want none", n)
+	}
+	if n := after.Batches - before.Batches; n != sessions {
+		t.Fatalf("%d rechecks, want %d", n, sessions)
+	}
+	if n := after.Notified - before.Notified; n != sessions*perSession {
+		t.Fatalf("%d notifications, want %d", n, sessions*perSession)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != sessions*perSession {
+		t.Fatalf("%d session/URI pairs notified, want %d", len(got), sessions*perSession)
 	}
 }
 

@@ -79,7 +79,8 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // those notifications are dropped.
 //
 // A client that stops reading delays only itself: every session has its
-// own bounded queue of at most [NotifyQueueLength] notifications (one per
+// own bounded queue of at most [NotifyQueueLength] notifications, or
+// [live.Options].MaxPerSession when that is more (one per
 // URI; a newer one for a queued URI replaces it) and its own writer, and a
 // session whose write misses [live.Options].WriteTimeout, or whose queue
 // overflows, is ended (its subscriptions go with it). No lock is held
@@ -115,7 +116,10 @@ type Subscriptions struct {
 	listens *listenSet // the adapter's subscriptions/listen requests, set by New
 }
 
-// NotifyQueueLength bounds the notifications waiting for one session.
+// NotifyQueueLength is the least bound of the notifications waiting for
+// one session. The bound is the larger of it and the hub's
+// [live.Options].MaxPerSession: the queue holds one notification per URI,
+// and one recheck may notify every subscription of the session at once.
 const NotifyQueueLength = 64
 
 // outbox is one session's queue of notifications, written by its own
@@ -393,7 +397,7 @@ func (s *Subscriptions) enqueue(ss *mcp.ServerSession, q queued) {
 			break
 		}
 	}
-	full := !replaced && len(ob.pending) >= NotifyQueueLength
+	full := !replaced && len(ob.pending) >= max(NotifyQueueLength, s.hub.Options().MaxPerSession)
 	if !replaced && !full {
 		ob.pending = append(ob.pending, q)
 	}

@@ -244,6 +244,8 @@ type sqlBinding struct {
 	// folded is the bodies statement with the recheck of the source's
 	// policy folded in, when the source has exactly one ([Source.fold]).
 	folded atomic.Pointer[statement]
+	// batch is the plan statement's batch form, for ResolveAll.
+	batch planBatch
 }
 
 // Binding returns the binding that b defines over src. It checks what it
@@ -545,6 +547,14 @@ func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.R
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
+	return sb.planOf(m, p, rows)
+}
+
+// planOf builds the plan of m from the rows its plan statement p returned
+// (at most MaxPlanItems+1 of them).
+func (sb *sqlBinding) planOf(m core.ResourceMatch, p *prepared, rows []row) (core.ResourceReadPlan, error) {
+	var err error
+	maxItems := sb.src.s.maxItems
 	// A bundle past maxItems is cut there and its plan truncated: the read
 	// is partial, with a budget issue, never silently short.
 	truncated := false
