@@ -11,6 +11,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/examples/documents"
+	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
@@ -77,6 +78,22 @@ func BenchmarkSourceCheckProof(b *testing.B) {
 				}
 			})
 		}
+		// Both in turns within one loop (benchutil.Ratio): the ratio that
+		// holds on a machine shared with other work.
+		b.Run(file.name+"/proof-vs-without", func(b *testing.B) {
+			defer postgres.SetProof(true)
+			open := func(on bool) func() {
+				return func() {
+					postgres.SetProof(on)
+					served, err := f.Open(ctx, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					served.Close()
+				}
+			}
+			benchutil.Ratio(b, "proof", open(false), open(true))
+		})
 		// The proof again on a checked source, as a server runs it while
 		// serving (Ready.Prove, postgres Source.Prove).
 		b.Run(file.name+"/prove", func(b *testing.B) {
