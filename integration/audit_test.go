@@ -26,6 +26,7 @@ var auditURIs = []string{
 type auditRow struct {
 	uri, principal, result string
 	items                  []string
+	versions               []string // of items, by index
 }
 
 // auditRows returns the read events in the table, oldest first.
@@ -40,7 +41,8 @@ func auditRows(t *testing.T, dbURL string) []auditRow {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
 		var a auditRow
 		var items []struct {
-			URI string `json:"uri"`
+			URI     string `json:"uri"`
+			Version string `json:"version"`
 		}
 		var raw []byte
 		if err := r.Scan(&a.uri, &a.principal, &a.result, &raw); err != nil {
@@ -51,6 +53,7 @@ func auditRows(t *testing.T, dbURL string) []auditRow {
 		}
 		for _, it := range items {
 			a.items = append(a.items, it.URI)
+			a.versions = append(a.versions, it.Version)
 		}
 		return a, nil
 	})
@@ -93,8 +96,23 @@ func TestAuditRecordsEveryReadOnce(t *testing.T) {
 	}) {
 		t.Fatalf("audit rows\n%+v\nwant\n%+v", got, want)
 	}
-	// No body reaches the table.
+	// Each item is recorded with the version its row was planned at.
 	conn := connect(t, dbURL)
+	var welcome string
+	if err := conn.QueryRow(t.Context(), `SELECT version::text FROM mcpres.assets WHERE project_id = 'handbook' AND id = 'welcome'`).Scan(&welcome); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got {
+		for i, v := range r.versions {
+			if v == "" {
+				t.Errorf("%s: item %s audited without a version", r.uri, r.items[i])
+			}
+			if r.items[i] == auditURIs[1] && v != welcome {
+				t.Errorf("%s audited at version %q, the row is at %q", r.items[i], v, welcome)
+			}
+		}
+	}
+	// No body reaches the table.
 	var leaks int
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM mcpres.audit_events e, mcpres.assets a
 		WHERE a.body_is_text AND length(a.body) > 8 AND position(convert_from(a.body, 'UTF8') in e::text) > 0`).Scan(&leaks); err != nil {

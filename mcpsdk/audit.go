@@ -76,11 +76,13 @@ type AuditEvent struct {
 	MissingUncounted int            `json:"missing_uncounted,omitempty"`
 }
 
-// AuditItem is one item a read served: its URI, the object pin storage
-// read it at (ETag, VersionID: empty for a row item or an object its
-// source pinned itself), its size in bytes and MIME type.
+// AuditItem is one item a read served: its URI, the version storage
+// planned it at ([core.ResourceTarget.Version]: a row's version column),
+// the object pin it was read at (ETag, VersionID: empty for a row item or
+// an object its source pinned itself), its size in bytes and MIME type.
 type AuditItem struct {
 	URI       string `json:"uri"`
+	Version   string `json:"version,omitempty"`
 	ETag      string `json:"etag,omitempty"`
 	VersionID string `json:"version_id,omitempty"`
 	Size      int64  `json:"size"`
@@ -104,7 +106,7 @@ var ErrAuditRefused = errors.New("mcpsdk: the audit sink did not accept the even
 type auditRecorder struct {
 	next    core.Observer
 	mu      sync.Mutex
-	targets map[string]core.ObjectRef
+	targets map[string]core.ResourceTarget
 }
 
 // Start implements [core.Observer].
@@ -118,23 +120,23 @@ func (r *auditRecorder) Start(ctx context.Context, p core.PhaseStart) (context.C
 	}
 	return ctx, func(e core.PhaseEnd) {
 		end(e)
-		if obj, ok := e.Target.Object(); ok && e.Err == nil && e.Issue == "" {
+		if e.Err == nil && e.Issue == "" && !e.Target.IsZero() {
 			r.mu.Lock()
 			if r.targets == nil {
-				r.targets = map[string]core.ObjectRef{}
+				r.targets = map[string]core.ResourceTarget{}
 			}
-			r.targets[e.Target.URI()] = obj
+			r.targets[e.Target.URI()] = e.Target
 			r.mu.Unlock()
 		}
 	}
 }
 
-// object returns the pin of the item at uri, if the read reported one.
-func (r *auditRecorder) object(uri string) (core.ObjectRef, bool) {
+// target returns the target of the item at uri, if the read reported it.
+func (r *auditRecorder) target(uri string) (core.ResourceTarget, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o, ok := r.targets[uri]
-	return o, ok
+	t, ok := r.targets[uri]
+	return t, ok
 }
 
 // auditStart makes ctx record a read's items for its audit event, or
@@ -202,8 +204,11 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 				ai.Size = int64(len(it.Blob()))
 			}
 			if rec != nil {
-				if obj, ok := rec.object(it.URI()); ok {
-					ai.ETag, ai.VersionID = obj.ETag, obj.VersionID
+				if t, ok := rec.target(it.URI()); ok {
+					ai.Version = t.Version()
+					if obj, ok := t.Object(); ok {
+						ai.ETag, ai.VersionID = obj.ETag, obj.VersionID
+					}
 				}
 			}
 			e.Items = append(e.Items, ai)

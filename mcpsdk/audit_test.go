@@ -44,7 +44,11 @@ func objectResources(t *testing.T) *core.Resources {
 	obj := core.ResourceBinding{
 		Definition: core.ResourceDefinition{URI: "obj://doc", Name: "doc"},
 		Resolver: core.ResolverFunc(func(_ context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-			it, err := target(t, "obj://doc/file").WithObject(core.ObjectRef{Source: "s3", Key: "k", ETag: `"e1"`, VersionID: "v7", Size: -1})
+			it, err := target(t, "obj://doc/file").WithVersion("row-3")
+			if err != nil {
+				return core.ResourceReadPlan{}, err
+			}
+			it, err = it.WithObject(core.ObjectRef{Source: "s3", Key: "k", ETag: `"e1"`, VersionID: "v7", Size: -1})
 			if err != nil {
 				return core.ResourceReadPlan{}, err
 			}
@@ -106,7 +110,7 @@ func TestAuditEventsRecordWhatWasServed(t *testing.T) {
 		len(e.Items) != 1 || e.Items[0] != (AuditItem{URI: "notes://readme", Size: 5, MIMEType: "text/plain"}) {
 		t.Errorf("text read: %+v", e)
 	}
-	if e := ev[1]; len(e.Items) != 1 || e.Items[0] != (AuditItem{URI: "obj://doc/file", ETag: `"e1"`, VersionID: "v7", Size: 16, MIMEType: "application/pdf"}) {
+	if e := ev[1]; len(e.Items) != 1 || e.Items[0] != (AuditItem{URI: "obj://doc/file", Version: "row-3", ETag: `"e1"`, VersionID: "v7", Size: 16, MIMEType: "application/pdf"}) {
 		t.Errorf("object read: %+v", e.Items)
 	}
 	if e := ev[2]; e.Result != "partial" || len(e.Items) != 1 || e.Items[0].URI != "bundle://partial/ok" ||
