@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -185,8 +186,12 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 	if err != nil {
 		e.Result, e.ErrorKind = "error", "internal"
 		var f *core.Failure
-		if errors.As(err, &f) && f.Kind != 0 {
+		var je *jsonrpc.Error
+		switch {
+		case errors.As(err, &f) && f.Kind != 0:
 			e.ErrorKind = f.Kind.String()
+		case errors.As(err, &je) && je.Message != "":
+			e.ErrorKind = je.Message // a wire error's public message (a subscribe's)
 		}
 		return e
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 )
 
 // recordingAuditor keeps every event; with refuse set it accepts none.
@@ -147,5 +148,46 @@ func TestAuditRefusalServesNothing(t *testing.T) {
 	}
 	if ev := aud.all(); len(ev) != 2 || ev[1].Tool != "read_resource" || len(ev[1].Items) != 1 {
 		t.Fatalf("events %+v", ev)
+	}
+}
+
+// Subscriptions are audited too, and an auditor that accepts nothing
+// refuses them.
+func TestAuditSubscriptions(t *testing.T) {
+	st, res := liveStore(t)
+	for _, refuse := range []bool{false, true} {
+		aud := &recordingAuditor{refuse: refuse}
+		a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+			Live: &live.Options{}, Sources: []core.ChangeSource{st}, Auditor: aud})
+		s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, a.ServerOptions(nil))
+		a.Install(s)
+		lc := connectLive(t, s, "2025-11-25")
+		ctx := context.Background()
+		err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: liveDoc("a")})
+		if (err != nil) != refuse {
+			t.Fatalf("refuse %v: subscribe: %v", refuse, err)
+		}
+		if refuse {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || string(je.Data) != `{"retryable":true}` {
+				t.Fatalf("refused subscribe: %v, want a retryable outage", err)
+			}
+			continue
+		}
+		lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: liveDoc("s")}) // hidden from alice
+		lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: liveDoc("a")})
+		ev := aud.all()
+		if len(ev) != 3 {
+			t.Fatalf("%d events, want 3", len(ev))
+		}
+		if e := ev[0]; e.Method != MethodSubscribe || e.URI != liveDoc("a") || e.Result != "complete" || e.Principal != "alice" {
+			t.Errorf("subscribe: %+v", e)
+		}
+		if e := ev[1]; e.Method != MethodSubscribe || e.Result != "error" || e.ErrorKind == "internal" {
+			t.Errorf("refused subscribe: %+v", e)
+		}
+		if e := ev[2]; e.Method != MethodUnsubscribe || e.URI != liveDoc("a") || e.Result != "complete" {
+			t.Errorf("unsubscribe: %+v", e)
+		}
 	}
 }
