@@ -27,22 +27,36 @@ type auditFlags struct {
 	Timeout   time.Duration `name:"audit-timeout" default:"2s" env:"MCPRES_AUDIT_TIMEOUT" help:"Bound of one audit write, and of a read's wait for its event under --audit-on-failure refuse."`
 }
 
-// trail builds the audit trail the flags ask for, or nil for none. Its
-// drop counter goes to m.
+// check refuses flags that cannot make a trail, before anything starts.
+func (f auditFlags) check() error {
+	if f.File != "" && f.Postgres != "" {
+		return errors.New("--audit-file and --audit-postgres: choose one audit sink")
+	}
+	if _, err := audit.ParseMode(f.OnFailure); err != nil {
+		return fmt.Errorf("--audit-on-failure: %w", err)
+	}
+	if f.Queue <= 0 || f.Batch <= 0 || f.Timeout <= 0 || f.FileBytes <= 0 || f.FileKeep <= 0 {
+		return errors.New("--audit-queue, --audit-batch, --audit-timeout, --audit-file-max-bytes and --audit-file-keep must be positive")
+	}
+	if f.Postgres != "" {
+		if _, err := pgxpool.ParseConfig(f.Postgres); err != nil {
+			return errors.New("--audit-postgres: not a valid PostgreSQL URL") // the URL may hold a password
+		}
+	}
+	return nil
+}
+
+// trail builds the audit trail the flags ask for (checked by check), or
+// nil for none. Its counters go to m.
 func (f auditFlags) trail(ctx context.Context, m *metrics, log *slog.Logger) (*audit.Trail, error) {
 	if f.File == "" && f.Postgres == "" {
 		return nil, nil
 	}
-	if f.File != "" && f.Postgres != "" {
-		return nil, errors.New("--audit-file and --audit-postgres: choose one audit sink")
+	if err := f.check(); err != nil {
+		return nil, err
 	}
-	mode, err := audit.ParseMode(f.OnFailure)
-	if err != nil {
-		return nil, fmt.Errorf("--audit-on-failure: %w", err)
-	}
-	if f.Queue <= 0 || f.Batch <= 0 || f.Timeout <= 0 || f.FileBytes <= 0 || f.FileKeep <= 0 {
-		return nil, errors.New("--audit-queue, --audit-batch, --audit-timeout, --audit-file-max-bytes and --audit-file-keep must be positive")
-	}
+	mode, _ := audit.ParseMode(f.OnFailure)
+	var err error
 	var sink audit.Sink
 	if f.File != "" {
 		if sink, err = audit.OpenJSONFile(f.File, audit.JSONFileOptions{MaxBytes: f.FileBytes, Keep: f.FileKeep}); err != nil {
@@ -51,7 +65,7 @@ func (f auditFlags) trail(ctx context.Context, m *metrics, log *slog.Logger) (*a
 	} else {
 		cfg, err := pgxpool.ParseConfig(f.Postgres)
 		if err != nil {
-			return nil, errors.New("--audit-postgres: not a PostgreSQL URL") // the URL may hold a password
+			return nil, errors.New("--audit-postgres: not a valid PostgreSQL URL")
 		}
 		cfg.MaxConns = 2
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)

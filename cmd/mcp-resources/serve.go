@@ -114,6 +114,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	if err := checkProofInterval(s.ProofInterval); err != nil {
 		return err
 	}
+	if err := s.Audit.check(); err != nil { // audit.go
+		return err
+	}
 	gcPercent, memLimit, restoreGC := applyGCDefaults() // gc.go: unless GOGC or GOMEMLIMIT is set
 	defer restoreGC()
 	if gcPercent != 0 {
