@@ -3,9 +3,12 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,5 +259,52 @@ func TestAuditContinueCountsWhatIsMissing(t *testing.T) {
 	waitFor(t, func() bool { return len(auditRows(t, dbURL)) == reads-dropped() })
 	if d := dropped(); d != 9 {
 		t.Fatalf("dropped %d, want the 9 reads made with the audit cut", d)
+	}
+}
+
+// A resources file's audit section makes serve --config write the trail
+// without any --audit-* flag: the documents example's read is recorded
+// with its row's version and its object's pinned ETag.
+func TestAuditSectionOfAResourcesFile(t *testing.T) {
+	r := newDocsRig(t)
+	id := r.document(t, "acme", "Plan", "the plan", "tenants/acme/files/plan.md", "text/markdown", []byte("# the file"))
+	t.Setenv("DOCS_DATABASE_URL", r.url)
+	t.Setenv("DOCS_BUCKET", r.env.Bucket)
+	t.Setenv("S3_ENDPOINT", r.env.Endpoint)
+	t.Setenv("S3_ACCESS_KEY", r.env.AccessKey)
+	t.Setenv("S3_SECRET_KEY", r.env.SecretKey)
+	src, err := os.ReadFile(documentsConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	trail := filepath.Join(dir, "audit.jsonl")
+	cfg := filepath.Join(dir, "resources.yaml")
+	if err := os.WriteFile(cfg, append(src, []byte("audit:\n  file: "+trail+"\n  on_failure: refuse\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "--config", cfg, "--tokens", tokensFile(t, "alice"))
+	alice := s.connect(t, "alice-token")
+	doc := docURI("acme", id)
+	if _, err := readAll(t, alice, doc); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(trail) // refuse: written before the answer left
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		URI, Principal, Result string
+		Items                  []struct{ URI, Version, ETag string }
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if e.URI != doc || e.Principal != "alice" || e.Result != "complete" || len(e.Items) != 2 ||
+		e.Items[0].URI != doc || e.Items[0].Version == "" || e.Items[1].URI != doc+"/object" || e.Items[1].ETag == "" {
+		t.Fatalf("audit line %s", b)
+	}
+	if strings.Contains(string(b), "the plan") || strings.Contains(string(b), "# the file") {
+		t.Fatalf("the audit line holds a body: %s", b)
 	}
 }

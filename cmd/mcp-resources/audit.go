@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk/audit"
 	"go.phpboyscout.uk/mcp/resources/migrations"
@@ -25,6 +26,35 @@ type auditFlags struct {
 	Queue     int           `name:"audit-queue" default:"4096" env:"MCPRES_AUDIT_QUEUE" help:"Audit events waiting for the sink at most; one more is refused or dropped."`
 	Batch     int           `name:"audit-batch" default:"256" env:"MCPRES_AUDIT_BATCH" help:"Audit events written in one batch at most."`
 	Timeout   time.Duration `name:"audit-timeout" default:"2s" env:"MCPRES_AUDIT_TIMEOUT" help:"Bound of one audit write, and of a read's wait for its event under --audit-on-failure refuse."`
+}
+
+// withFile returns the flags with the resources file's audit section
+// (nil: none) in force when no --audit-file or --audit-postgres is given:
+// the section's values, and the flags' where it leaves a default.
+func (f auditFlags) withFile(file *config.File) auditFlags {
+	if f.File != "" || f.Postgres != "" || file == nil {
+		return f
+	}
+	a := file.AuditSettings()
+	if a == nil {
+		return f
+	}
+	f.File, f.Postgres = a.File, a.PostgresURL
+	if a.OnFailure != "" {
+		f.OnFailure = a.OnFailure
+	}
+	for _, v := range []struct{ dst, src *int }{{&f.FileKeep, &a.KeepFiles}, {&f.Queue, &a.Queue}, {&f.Batch, &a.Batch}} {
+		if *v.src != 0 {
+			*v.dst = *v.src
+		}
+	}
+	if a.MaxFileBytes != 0 {
+		f.FileBytes = a.MaxFileBytes
+	}
+	if a.Timeout != 0 {
+		f.Timeout = a.Timeout
+	}
+	return f
 }
 
 // check refuses flags that cannot make a trail, before anything starts.

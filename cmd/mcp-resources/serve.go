@@ -217,7 +217,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	// 2025-11-25 and earlier) or a subscriptions/listen response stream
 	// (stateless HTTP: 2026-07-28). Every replica feeds its own streams from
 	// its own change sources.
-	trail, err := s.Audit.trail(ctx, m, e.log.With("component", "audit")) // audit.go
+	trail, err := s.Audit.withFile(be.file).trail(ctx, m, e.log.With("component", "audit")) // audit.go
 	if err != nil {
 		return err
 	}
