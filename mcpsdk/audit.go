@@ -3,8 +3,10 @@ package mcpsdk
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,6 +100,24 @@ const (
 	TokenSubjectKey = "mcpres.sub"
 )
 
+// maxAuditText bounds each text field of an [AuditEvent] that a client or
+// a token supplies (the requested URI, the client's name, the token's iss
+// and sub): a longer value is cut to it.
+const maxAuditText = 2048
+
+// auditText makes s fit an audit sink: valid UTF-8 with no NUL (which
+// PostgreSQL text and jsonb refuse, and which would fail the whole batch),
+// cut to maxAuditText bytes.
+func auditText(s string) string {
+	if len(s) > maxAuditText {
+		s = s[:maxAuditText] // a rune cut in two becomes U+FFFD below
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
 // ErrAuditRefused is the private cause of the outage a request is refused
 // with when its [Auditor] did not accept its event.
 var ErrAuditRefused = errors.New("mcpsdk: the audit sink did not accept the event")
@@ -158,8 +178,9 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 	e := &AuditEvent{Time: start.UTC(), Duration: time.Since(start), Method: o.Method, Revision: a.r.Revision(), Result: "complete"}
 	e.Principal, _ = core.ContextPrincipal(ctx)
 	if ti := tokenInfo(req); ti != nil {
-		e.Issuer, _ = ti.Extra[TokenIssuerKey].(string)
-		e.Subject, _ = ti.Extra[TokenSubjectKey].(string)
+		iss, _ := ti.Extra[TokenIssuerKey].(string)
+		sub, _ := ti.Extra[TokenSubjectKey].(string)
+		e.Issuer, e.Subject = auditText(iss), auditText(sub)
 	}
 	if req != nil {
 		if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
@@ -169,6 +190,7 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 				if ip.ClientInfo.Version != "" {
 					e.Client += "/" + ip.ClientInfo.Version
 				}
+				e.Client = auditText(e.Client)
 			}
 		}
 		e.Transport = "stdio"
@@ -177,6 +199,11 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 		}
 		e.URI = requestURI(req)
 	}
+	if e.URI == "" {
+		e.URI = o.uri
+	}
+	e.URI = auditText(e.URI)
+	e.Principal = auditText(e.Principal)
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		e.TraceID = sc.TraceID().String()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -146,7 +147,7 @@ func TestAuditRefusalServesNothing(t *testing.T) {
 	if strings.Contains(string(b), "hello") {
 		t.Fatalf("refused tool read served the body: %s", b)
 	}
-	if ev := aud.all(); len(ev) != 2 || ev[1].Tool != "read_resource" || len(ev[1].Items) != 1 {
+	if ev := aud.all(); len(ev) != 2 || ev[1].Tool != "read_resource" || ev[1].URI != "notes://readme" || len(ev[1].Items) != 1 {
 		t.Fatalf("events %+v", ev)
 	}
 }
@@ -189,5 +190,23 @@ func TestAuditSubscriptions(t *testing.T) {
 		if e := ev[2]; e.Method != MethodUnsubscribe || e.URI != liveDoc("a") || e.Result != "complete" {
 			t.Errorf("unsubscribe: %+v", e)
 		}
+	}
+}
+
+// What a client or token supplies reaches an event as text a sink can
+// store: valid UTF-8 without NUL, bounded.
+func TestAuditTextIsStorable(t *testing.T) {
+	for _, in := range []string{"doc://a\x00b", "doc://\xff\xfe", strings.Repeat("é", maxAuditText)} {
+		out := auditText(in)
+		if strings.ContainsRune(out, 0) || !utf8.ValidString(out) || len(out) > maxAuditText+utf8.UTFMax {
+			t.Errorf("auditText(%.20q) = %.20q (%d bytes)", in, out, len(out))
+		}
+	}
+	r := objectResources(t)
+	aud := &recordingAuditor{}
+	c := connect(t, newServer(r, &Options{Auditor: aud}), inMemory, "", "")
+	c.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "notes://a\x00b"})
+	if ev := aud.all(); len(ev) != 1 || ev[0].URI != "notes://a\uFFFDb" || ev[0].Result != "error" {
+		t.Fatalf("events %+v", ev)
 	}
 }

@@ -259,6 +259,9 @@ type Observation struct {
 	// Err is nil on success: a *core.Failure from the gateway, or another
 	// error when a host function of the adapter (Principal, Scope) failed.
 	Err error
+
+	// uri is a tool read's URI argument, for its audit event.
+	uri string
 }
 
 // capabilities returns base (or, when base is nil, the SDK's default

@@ -397,6 +397,7 @@ func (a *adapter) toolRead(ctx context.Context, args json.RawMessage, version st
 	if in.URI == nil {
 		return nil, core.NewFailure(core.FailureInvalidRequest, errMissingArgument)
 	}
+	o.uri = *in.URI
 	result, err := sizedRead(ctx, a.r, *in.URI, toolItemSize)
 	o.Result, o.Err = result, err
 	if err != nil {
