@@ -260,6 +260,17 @@ func TestAuditContinueCountsWhatIsMissing(t *testing.T) {
 	if d := dropped(); d != 9 {
 		t.Fatalf("dropped %d, want the 9 reads made with the audit cut", d)
 	}
+	// One WARN (rate-limited) says why, naming no URI or principal.
+	var warns []string
+	for _, l := range strings.Split(srv.stderr.String(), "\n") {
+		if strings.Contains(l, "audit: events dropped") {
+			warns = append(warns, l)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "level=WARN") || !strings.Contains(warns[0], "SQLSTATE 42501") ||
+		strings.Contains(warns[0], "asset://") || strings.Contains(warns[0], "alice") {
+		t.Fatalf("drop warnings %q: want one WARN with the SQLSTATE and no URI or principal", warns)
+	}
 }
 
 // A resources file's audit section makes serve --config write the trail

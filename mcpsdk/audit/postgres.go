@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
@@ -95,23 +96,34 @@ func (p *Postgres) Write(ctx context.Context, batch []*mcpsdk.AuditEvent) error 
 	}
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("audit: begin: %w", err)
+		return pgFailure("begin", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit a no-op
 	if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{p.role}.Sanitize()); err != nil {
-		return fmt.Errorf("audit: set role: %w", err)
+		return pgFailure("set role", err)
 	}
 	n, err := tx.CopyFrom(ctx, p.table, auditColumns, pgx.CopyFromRows(rows))
 	if err != nil {
-		return fmt.Errorf("audit: copy: %w", err)
+		return pgFailure("copy", err)
 	}
 	if n != int64(len(rows)) {
 		return fmt.Errorf("audit: copy wrote %d of %d rows", n, len(rows))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("audit: commit: %w", err)
+		return pgFailure("commit", err)
 	}
 	return nil
+}
+
+// pgFailure is the error of a failed step: for a PostgreSQL error its
+// SQLSTATE only, since the server's message may quote a row's values (a
+// URI, a principal) and the error reaches the log.
+func pgFailure(step string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("audit: %s: SQLSTATE %s", step, pe.Code)
+	}
+	return fmt.Errorf("audit: %s: %w", step, err)
 }
 
 // Close implements [Sink]: it closes the pool.
