@@ -122,6 +122,10 @@ type Trail struct {
 type pending struct {
 	e   *mcpsdk.AuditEvent
 	out chan error // nil in Continue mode; buffered (1)
+	// gone is set, in Refuse mode, by a request that stopped waiting: its
+	// read was refused, so its event is not written unless its batch was
+	// already on its way.
+	gone *atomic.Bool
 }
 
 // New starts a trail writing to sink. Panics if sink is nil.
@@ -158,7 +162,7 @@ func New(sink Sink, opts Options) *Trail {
 func (t *Trail) Audit(ctx context.Context, e *mcpsdk.AuditEvent) error {
 	p := pending{e: e}
 	if t.opts.Mode == Refuse {
-		p.out = make(chan error, 1)
+		p.out, p.gone = make(chan error, 1), new(atomic.Bool)
 	}
 	t.mu.RLock()
 	if t.closed {
@@ -181,10 +185,13 @@ func (t *Trail) Audit(ctx context.Context, e *mcpsdk.AuditEvent) error {
 	case err := <-p.out:
 		return err
 	case <-timer.C:
-		// The event may still be written: a refused read that left a row
-		// is a row too many, never a read served unaudited.
+		// The event is still written if its batch is on its way: a refused
+		// read that left a row is a row too many, never a read served
+		// unaudited.
+		p.gone.Store(true)
 		return errors.New("audit: the sink did not write the event in time")
 	case <-ctx.Done():
+		p.gone.Store(true)
 		return ctx.Err()
 	}
 }
@@ -250,17 +257,22 @@ func (t *Trail) fill(batch []pending) []pending {
 // waiting request how it went; in Continue mode a failed batch counts as
 // dropped when drops is set. It returns the write's error.
 func (t *Trail) write(parent context.Context, batch []pending, drops bool) error {
-	events := make([]*mcpsdk.AuditEvent, len(batch))
-	for i, p := range batch {
-		events[i] = p.e
+	events := make([]*mcpsdk.AuditEvent, 0, len(batch))
+	for _, p := range batch {
+		if p.gone == nil || !p.gone.Load() {
+			events = append(events, p.e)
+		}
 	}
-	ctx, cancel := context.WithTimeout(parent, t.opts.WriteTimeout)
-	err := t.sink.Write(ctx, events)
-	cancel()
+	var err error
+	if len(events) > 0 {
+		ctx, cancel := context.WithTimeout(parent, t.opts.WriteTimeout)
+		err = t.sink.Write(ctx, events)
+		cancel()
+	}
 	if err == nil {
-		t.written.Add(int64(len(batch)))
+		t.written.Add(int64(len(events)))
 	} else if drops && t.opts.Mode == Continue {
-		t.drop(len(batch), err)
+		t.drop(len(events), err)
 	}
 	for _, p := range batch {
 		if p.out != nil {
@@ -291,8 +303,10 @@ func (t *Trail) Close(ctx context.Context) (lost int64, err error) {
 			break
 		}
 		if ctx.Err() != nil || t.write(ctx, batch, false) != nil {
-			t.lost.Add(int64(len(batch)))
 			for _, p := range batch {
+				if p.gone == nil || !p.gone.Load() {
+					t.lost.Add(1) // a refused read's event is not lost
+				}
 				if p.out != nil {
 					p.out <- ErrClosed
 				}

@@ -200,3 +200,32 @@ func TestJSONFileRotates(t *testing.T) {
 		}
 	}
 }
+
+// A refuse-mode request that stopped waiting leaves no event behind
+// unless its batch was already being written: the read it refused is not
+// recorded as served.
+func TestRefusedWaitIsNotWrittenLater(t *testing.T) {
+	s := &memSink{block: make(chan struct{})}
+	tr := New(s, Options{Mode: Refuse, QueueSize: 8, BatchSize: 1, WriteTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() { done <- tr.Audit(ctx, ev("a://in-flight")) }()
+	time.Sleep(50 * time.Millisecond) // the writer holds the first event's batch
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := tr.Audit(short, ev("a://given-up")); err == nil {
+		t.Fatal("a stuck sink accepted an event")
+	}
+	close(s.block)
+	<-done
+	sd, cancel2 := context.WithTimeout(ctx, time.Second)
+	defer cancel2()
+	tr.Close(sd)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.events {
+		if e.URI == "a://given-up" {
+			t.Fatal("the event of a refused read was written after its request gave up")
+		}
+	}
+}
