@@ -230,6 +230,11 @@ func (t *Trail) run() {
 	batch := make([]pending, 0, t.opts.BatchSize)
 	for {
 		select {
+		case <-t.stop: // Close drains the rest, within its grace
+			return
+		default:
+		}
+		select {
 		case p := <-t.queue:
 			batch = append(batch[:0], p)
 		case <-t.stop:
