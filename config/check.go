@@ -48,6 +48,7 @@ func (c *checker) check() {
 		c.resource(&f.Resources[i])
 	}
 	c.oauth() // oauth.go
+	c.audit() // audit.go
 	if len(c.e.list) == 0 {
 		c.gateway()
 	}

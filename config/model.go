@@ -27,6 +27,9 @@ type File struct {
 	// OAuth, when set, makes the server an OAuth 2.1 resource server for
 	// an identity provider's access tokens, as serve's --oauth-* flags do.
 	OAuth *OAuth `yaml:"oauth"`
+	// Audit, when set, records an audit trail, as serve's --audit-* flags
+	// do (docs/audit.md).
+	Audit *Audit `yaml:"audit"`
 
 	// Name is the name the file was loaded under, as errors print it.
 	Name  string `yaml:"-"`
@@ -426,6 +429,33 @@ type OAuthIntrospection struct {
 	ClientID Env `yaml:"client_id" schema:"required"`
 	// ClientSecret is its secret, from the environment. Required.
 	ClientSecret Secret `yaml:"client_secret" schema:"required,ref=secretRef"`
+
+	Spans Spans `yaml:"-"`
+}
+
+// Audit is the audit trail (docs/audit.md): where every request that
+// touches resources is recorded, as serve's --audit-* flags set it. Exactly
+// one of File and Postgres is required.
+type Audit struct {
+	// File is where one JSON line per event goes ("-": stdout), rotated by
+	// size.
+	File Env `yaml:"file"`
+	// Postgres is the URL of the database whose table mcpres.audit_events
+	// (migration 4) holds the events, written as the role mcpres_auditor.
+	Postgres Secret `yaml:"postgres"`
+	// OnFailure is refuse (the default: serve nothing whose event was not
+	// written) or continue (serve, and count the dropped events).
+	OnFailure string `yaml:"on_failure" schema:"minLength=1"`
+	// MaxFileBytes rotates File past this size; zero: 64MiB.
+	MaxFileBytes ByteSize `yaml:"max_file_bytes"`
+	// KeepFiles is how many rotated files stay; zero: 5.
+	KeepFiles int `yaml:"keep_files" schema:"min=0"`
+	// Queue bounds the events waiting for the sink; zero: 4096.
+	Queue int `yaml:"queue" schema:"min=0"`
+	// Batch bounds the events of one write; zero: 256.
+	Batch int `yaml:"batch" schema:"min=0"`
+	// Timeout bounds one write and a read's wait for its event; zero: 2s.
+	Timeout Duration `yaml:"timeout"`
 
 	Spans Spans `yaml:"-"`
 }

@@ -74,6 +74,11 @@ type PhaseEnd struct {
 	// Err is the phase's error, nil when it succeeded. It is a *[Failure]
 	// or the read's context error; its cause is private.
 	Err error
+	// Target is a [PhaseItem]'s item target, else the zero target. Unlike
+	// the rest of PhaseStart and PhaseEnd it names the item (its URI, its
+	// [ObjectRef] pin and private authorization data), for an audit
+	// record; a trace observer must not copy it into a span.
+	Target ResourceTarget
 }
 
 // Observer sees the phases of [Resources.Read], for example to record

@@ -355,7 +355,7 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		if s.target.inline != nil {
 			_, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
 			r.admitContent(s, b, sizeOf)
-			end(PhaseEnd{Issue: s.code})
+			end(PhaseEnd{Issue: s.code, Target: s.target})
 			i++
 			continue
 		}
@@ -446,7 +446,7 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []i
 		}
 		if s.target.inline != nil {
 			r.admitContent(s, b, sizeOf)
-			end(PhaseEnd{Issue: s.code})
+			end(PhaseEnd{Issue: s.code, Target: s.target})
 			continue
 		}
 		switch {
@@ -469,7 +469,7 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []i
 			}
 		}
 		k++
-		end(PhaseEnd{Issue: s.code})
+		end(PhaseEnd{Issue: s.code, Target: s.target})
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ type ResourceTarget struct {
 	repr  string
 	authz []byte
 	obj   *ObjectRef // set by WithObject; never modified
+	// version is set by WithVersion, for audit records only.
+	version string
 	// inline is set by WithContent; never modified, never part of the
 	// identity.
 	inline *inline
@@ -58,6 +60,24 @@ func (t ResourceTarget) Representation() string { return t.repr }
 
 // AuthorizationData returns a copy of the private authorization JSON, or nil.
 func (t ResourceTarget) AuthorizationData() json.RawMessage { return bytes.Clone(t.authz) }
+
+// WithVersion returns t labelled with the version storage planned it at
+// (a row's version column, say), which an audit record names beside the
+// item; the gateway decides and reads nothing by it. v is UTF-8 of at most
+// 1 KiB.
+func (t ResourceTarget) WithVersion(v string) (ResourceTarget, error) {
+	if t.IsZero() {
+		return ResourceTarget{}, fmt.Errorf("core: version on a zero target")
+	}
+	if len(v) > maxObjectFieldBytes || !utf8.ValidString(v) {
+		return ResourceTarget{}, fmt.Errorf("core: target version must be UTF-8 of at most %d bytes", maxObjectFieldBytes)
+	}
+	t.version = v
+	return t, nil
+}
+
+// Version returns the version [ResourceTarget.WithVersion] set, or "".
+func (t ResourceTarget) Version() string { return t.version }
 
 // IsZero reports whether t was not built by [NewResourceTarget].
 func (t ResourceTarget) IsZero() bool { return t.uri == "" }

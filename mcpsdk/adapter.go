@@ -104,6 +104,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 	h.log = a.opts.Logger
 	h.tools = newToolSurface(a.opts.Tools, h.complete) // tools.go
 	h.trace = newTracing(a.opts.Tracing)               // trace.go
+	h.audit = a.opts.Auditor                           // audit.go
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

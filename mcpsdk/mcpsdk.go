@@ -237,6 +237,12 @@ type Options struct {
 	// request has a session of its own, so the principal's bound is the one
 	// that applies there.
 	MaxListensPerSession, MaxListensPerPrincipal int
+
+	// Auditor, if set, receives one [AuditEvent] for every request that
+	// touches resources, before its answer leaves the adapter; an event it
+	// does not accept refuses the request as a retryable storage outage.
+	// See [Auditor]. Off when nil.
+	Auditor Auditor
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -253,6 +259,9 @@ type Observation struct {
 	// Err is nil on success: a *core.Failure from the gateway, or another
 	// error when a host function of the adapter (Principal, Scope) failed.
 	Err error
+
+	// uri is a tool read's URI argument, for its audit event.
+	uri string
 }
 
 // capabilities returns base (or, when base is nil, the SDK's default
@@ -333,6 +342,7 @@ type adapter struct {
 	log            *slog.Logger
 	tools          *toolSurface // nil: no tool surface
 	trace          *tracing     // nil: no spans (trace.go)
+	audit          Auditor      // nil: no audit events (audit.go)
 }
 
 // PanicMessage is the message of the internal error a request that
@@ -422,6 +432,9 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				ctx = withTokenClaims(ctx, req)
 				ctx = withTokenExpiry(ctx, req)
+			}
+			if a.audit != nil {
+				return a.auditSubscription(ctx, next, method, req, p)
 			}
 			if method == MethodSubscriptionsListen && a.listens != nil {
 				return a.listens.serve(ctx, next, method, req, p)
@@ -513,12 +526,19 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 	ctx, cancel := requestscope.Begin(ctx, a.timeout)
 	defer cancel()
 	o := Observation{Method: method}
+	ctx, rec := a.auditStart(ctx)
 	defer func() {
 		// Only the adapter's own host callbacks (Principal, Scope) can get
 		// here; core guards the policy and binding callbacks itself.
 		if p := recover(); p != nil {
 			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 			o.Result, o.Err = nil, fmt.Errorf("mcpsdk: host function panicked: %v", p)
+		}
+		if a.audit != nil {
+			if aerr := a.audited(ctx, a.auditEvent(ctx, req, start, o, err, rec)); aerr != nil {
+				res, err = nil, a.failure(aerr)
+				o.Result, o.Err = nil, aerr
+			}
 		}
 		if a.trace != nil {
 			traceObservation(ctx, o)

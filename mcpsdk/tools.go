@@ -288,10 +288,19 @@ func (a *adapter) callTool(ctx context.Context, name string, args json.RawMessag
 	defer cancel()
 	version := protocolVersion(req)
 	o := Observation{Method: toolMethod(a.tools, name)}
+	ctx, rec := a.auditStart(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			res = a.toolFailure(errHostPanic, version)
 			o.Result, o.Err = nil, fmt.Errorf("mcpsdk: host function panicked: %v", p)
+		}
+		if a.audit != nil {
+			e := a.auditEvent(ctx, req, start, o, nil, rec)
+			e.Tool = name
+			if aerr := a.audited(ctx, e); aerr != nil {
+				res = a.toolFailure(aerr, version)
+				o.Result, o.Err = nil, aerr
+			}
 		}
 		if a.observe != nil {
 			o.Duration = time.Since(start)
@@ -388,6 +397,7 @@ func (a *adapter) toolRead(ctx context.Context, args json.RawMessage, version st
 	if in.URI == nil {
 		return nil, core.NewFailure(core.FailureInvalidRequest, errMissingArgument)
 	}
+	o.uri = *in.URI
 	result, err := sizedRead(ctx, a.r, *in.URI, toolItemSize)
 	o.Result, o.Err = result, err
 	if err != nil {

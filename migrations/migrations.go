@@ -33,7 +33,9 @@
 // the reference schema's resources file ([ResourcesFile]) and for
 // stores/postgres Source.Listener: the changed item's key PROJECT/ASSET,
 // PROJECT/* for every asset of a project, and "projects" for the project
-// list.
+// list. Version 4 adds the audit trail: the append-only table
+// audit_events ([AuditTable]) that package mcpsdk/audit writes as the role
+// [AuditorRole], which has INSERT on it and nothing else.
 //
 // Applying is safe to repeat and to run concurrently: goose takes a
 // session-level advisory lock in the database for the whole run, and records
@@ -76,6 +78,12 @@ const (
 	// KeyChannel is the channel on which the schema's triggers NOTIFY the
 	// keys of changed items as a key listener reads them (version 3).
 	KeyChannel = "mcpres_keys"
+	// AuditTable is the audit trail's table (version 4), schema-qualified.
+	AuditTable = Schema + ".audit_events"
+	// AuditorRole is the role the audit sink writes as: INSERT on
+	// [AuditTable], nothing else. The sink's login role must be a member
+	// of it (GRANT mcpres_auditor TO audit_login) or a superuser.
+	AuditorRole = "mcpres_auditor"
 	// LockID is the key of the advisory lock held while migrating.
 	LockID int64 = 0x6d63707265730001 // "mcpres" 0001
 )

@@ -45,6 +45,7 @@ type serveCmd struct {
 
 	Storage storageFlags `embed:""`
 	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
+	Audit   auditFlags   `embed:"" group:"Audit trail"` // audit.go
 
 	oauth *oauthServer // from OAuth, set by Run (oauth.go)
 }
@@ -111,6 +112,9 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		return err
 	}
 	if err := checkProofInterval(s.ProofInterval); err != nil {
+		return err
+	}
+	if err := s.Audit.check(); err != nil { // audit.go
 		return err
 	}
 	gcPercent, memLimit, restoreGC := applyGCDefaults() // gc.go: unless GOGC or GOMEMLIMIT is set
@@ -213,7 +217,12 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	// 2025-11-25 and earlier) or a subscriptions/listen response stream
 	// (stateless HTTP: 2026-07-28). Every replica feeds its own streams from
 	// its own change sources.
-	adapter := mcpsdk.New(res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Completions: true,
+	trail, err := s.Audit.withFile(be.file).trail(ctx, m, e.log.With("component", "audit")) // audit.go
+	if err != nil {
+		return err
+	}
+	defer closeTrail(trail, s.Grace)
+	adapter := mcpsdk.New(res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Completions: true, Auditor: auditor(trail),
 		Live: &live.Options{Logger: e.log.With("component", "live"),
 			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout},
 		Sources: be.sources, ListenOnly: s.HTTP != "" && s.Stateless,

@@ -112,4 +112,7 @@ func TestClaimsKeyIsTheAdapters(t *testing.T) {
 	if oauth.ClaimsKey != mcpsdk.TokenClaimsKey {
 		t.Fatalf("oauth.ClaimsKey %q, mcpsdk.TokenClaimsKey %q", oauth.ClaimsKey, mcpsdk.TokenClaimsKey)
 	}
+	if oauth.IssuerKey != mcpsdk.TokenIssuerKey || oauth.SubjectKey != mcpsdk.TokenSubjectKey {
+		t.Fatalf("oauth.IssuerKey %q, SubjectKey %q; mcpsdk's %q, %q", oauth.IssuerKey, oauth.SubjectKey, mcpsdk.TokenIssuerKey, mcpsdk.TokenSubjectKey)
+	}
 }

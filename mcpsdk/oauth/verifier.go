@@ -97,6 +97,15 @@ const (
 // ever differ.
 const ClaimsKey = "mcpres.claims"
 
+// IssuerKey and SubjectKey are the keys of TokenInfo.Extra under which
+// [Verifier.Verify] puts the token's iss and sub (strings), for the
+// adapter's audit events: the values of mcpsdk.TokenIssuerKey and
+// mcpsdk.TokenSubjectKey (TestClaimsKeyIsTheAdapters checks them too).
+const (
+	IssuerKey  = "mcpres.iss"
+	SubjectKey = "mcpres.sub"
+)
+
 // DefaultAlgorithms are the signature algorithms accepted when
 // Options.Algorithms is empty: asymmetric ones only.
 var DefaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -421,7 +430,7 @@ func (v *Verifier) tokenInfo(std *jwt.Claims, all map[string]json.RawMessage) (*
 		return nil, refuse(ReasonClaims, err)
 	}
 	return &auth.TokenInfo{UserID: principal, Scopes: scopes(all), Expiration: std.Expiry.Time(),
-		Extra: map[string]any{ClaimsKey: passed}}, nil
+		Extra: map[string]any{ClaimsKey: passed, IssuerKey: std.Issuer, SubjectKey: std.Subject}}, nil
 }
 
 func (v *Verifier) principalOf(all map[string]json.RawMessage) (string, error) {
@@ -639,6 +648,10 @@ func size(ti *auth.TokenInfo) int {
 	if c, ok := ti.Extra[ClaimsKey].(json.RawMessage); ok {
 		n += len(c)
 	}
+	for _, k := range [...]string{IssuerKey, SubjectKey} {
+		s, _ := ti.Extra[k].(string)
+		n += len(s)
+	}
 	return n
 }
 
@@ -658,8 +671,13 @@ func (c *tokenCache) get(sum [32]byte, gen uint64, now time.Time) (*auth.TokenIn
 	}
 	ti := *e.ti
 	ti.Scopes = slices.Clone(ti.Scopes)
-	ti.Extra = map[string]any{ClaimsKey: e.ti.Extra[ClaimsKey]} // a json.RawMessage, never written to
+	ti.Extra = extra(e.ti) // a json.RawMessage and strings, never written to
 	return &ti, true
+}
+
+// extra returns a fresh Extra map with what the verifier put in ti's.
+func extra(ti *auth.TokenInfo) map[string]any {
+	return map[string]any{ClaimsKey: ti.Extra[ClaimsKey], IssuerKey: ti.Extra[IssuerKey], SubjectKey: ti.Extra[SubjectKey]}
 }
 
 func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *auth.TokenInfo) {
@@ -683,7 +701,7 @@ func (c *tokenCache) put(sum [32]byte, gen uint64, until, now time.Time, ti *aut
 	}
 	stored := *ti
 	stored.Scopes = slices.Clone(ti.Scopes)
-	stored.Extra = map[string]any{ClaimsKey: ti.Extra[ClaimsKey]}
+	stored.Extra = extra(ti)
 	c.m[sum] = cached{ti: &stored, gen: gen, until: until, size: sz}
 	c.bytes += sz
 }

@@ -131,6 +131,16 @@ func TestVerifyAcceptsAValidToken(t *testing.T) {
 	if got := string(ti.Extra[ClaimsKey].(json.RawMessage)); got != `{"groups":["eng"]}` {
 		t.Fatalf("passed claims = %s: want the named claims that are present, and only them", got)
 	}
+	// iss and sub go to the audit events, from the first verification
+	// and from the cache alike.
+	for range 2 {
+		if ti.Extra[IssuerKey] != is.url() || ti.Extra[SubjectKey] != "alice" {
+			t.Fatalf("Extra = %v: want the token's iss and sub", ti.Extra)
+		}
+		if ti, err = v.Verify(context.Background(), is.token(t, c), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestVerifyPrincipalFromTheConfiguredClaim(t *testing.T) {

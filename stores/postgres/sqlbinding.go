@@ -682,6 +682,7 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	if err != nil {
 		return t, err
 	}
+	t = withVersion(t, ref.Version)
 	// Content the flags deny is not planned (the reader refuses such an
 	// item, see Read). The flags stand as the content's recheck only where
 	// the source's policy serves the binding (its recheck folded into the
@@ -760,7 +761,17 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 	if t, err = t.WithObject(obj); err != nil {
 		return core.ResourceTarget{}, false, nil // a reference no object source can read: the row stands alone
 	}
-	return t, true, nil
+	return withVersion(t, version), true, nil
+}
+
+// withVersion labels t with its row's planned version for audit records
+// (core.ResourceTarget.WithVersion); a version too long to record is left
+// out, since it changes nothing the read does.
+func withVersion(t core.ResourceTarget, version string) core.ResourceTarget {
+	if v, err := t.WithVersion(version); err == nil {
+		return v
+	}
+	return t
 }
 
 // Read is the binding's native batch [core.Reader]: the row items of the

@@ -1,0 +1,311 @@
+package mcpsdk
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
+
+	"go.phpboyscout.uk/mcp/resources/core"
+)
+
+// Auditor receives one [AuditEvent] for every request of the adapter that
+// touches resources: resources/read, resources/list,
+// resources/templates/list, completion/complete of a resource reference,
+// resources/subscribe, resources/unsubscribe, subscriptions/listen and the
+// tools of [ToolOptions]. Set it in [Options.Auditor].
+//
+// Audit is called on the request's goroutine after the answer is ready and
+// before it leaves the adapter. A nil error means the event was accepted;
+// an error refuses the request: the client gets a retryable storage outage
+// ([core.FailureOutage]) and none of the answer, so nothing is served that
+// the auditor did not accept. An auditor that should never refuse (a
+// "continue" mode) counts its losses and returns nil. Audit must be
+// bounded in time: ctx carries the request's deadline.
+//
+// The event never holds a body, a token or a secret, but it does hold
+// principals and URIs: keep the audit trail apart from the logs.
+type Auditor interface {
+	Audit(ctx context.Context, e *AuditEvent) error
+}
+
+// AuditEvent is the record of one request: who, when, what and how it
+// ended. It carries no body, token or secret. Its JSON form is the one
+// package mcpsdk/audit writes.
+type AuditEvent struct {
+	// Time is when the adapter received the request; Duration how long the
+	// answer took to be ready.
+	Time     time.Time     `json:"time"`
+	Duration time.Duration `json:"duration_ns"`
+	// Method is the resource method (a tool call names the method it runs,
+	// and Tool the tool).
+	Method string `json:"method"`
+	Tool   string `json:"tool,omitempty"`
+	// URI is the requested URI of a read, subscription or completion.
+	URI string `json:"uri,omitempty"`
+	// Principal is the principal the host authenticated, "" for none;
+	// Issuer and Subject are the OAuth token's iss and sub when the
+	// verifier recorded them ([TokenIssuerKey], [TokenSubjectKey]).
+	Principal string `json:"principal,omitempty"`
+	Issuer    string `json:"issuer,omitempty"`
+	Subject   string `json:"subject,omitempty"`
+	// Session is the MCP session id; Client the client's name and version
+	// from initialize; Transport "http" or "stdio".
+	Session   string `json:"session,omitempty"`
+	Client    string `json:"client,omitempty"`
+	Transport string `json:"transport,omitempty"`
+	// Revision is the registry revision ([core.Resources.Revision]): it
+	// changes whenever the resources file's definitions do.
+	Revision string `json:"revision"`
+	// TraceID is the request span's trace id when tracing is on.
+	TraceID string `json:"trace_id,omitempty"`
+	// Result is "complete", "partial" or "error"; ErrorKind the failure's
+	// kind ([core.FailureKind.String]) or "internal" for an error.
+	Result    string `json:"result"`
+	ErrorKind string `json:"error_kind,omitempty"`
+	// Items are the items a read served, in order (the warning item of a
+	// partial read is not one of them).
+	Items []AuditItem `json:"items,omitempty"`
+	// Missing counts the visible items a read did not serve, by issue code
+	// (unavailable, read_failed, timeout, ...); MissingUncounted those
+	// without a detailed issue ([core.ResourceResult.IssuesOmitted]).
+	Missing          map[string]int `json:"missing,omitempty"`
+	MissingUncounted int            `json:"missing_uncounted,omitempty"`
+}
+
+// AuditItem is one item a read served: its URI, the version storage
+// planned it at ([core.ResourceTarget.Version]: a row's version column),
+// the object pin it was read at (ETag, VersionID: empty for a row item or
+// an object its source pinned itself), its size in bytes and MIME type.
+type AuditItem struct {
+	URI       string `json:"uri"`
+	Version   string `json:"version,omitempty"`
+	ETag      string `json:"etag,omitempty"`
+	VersionID string `json:"version_id,omitempty"`
+	Size      int64  `json:"size"`
+	MIMEType  string `json:"mime_type,omitempty"`
+}
+
+// TokenIssuerKey and TokenSubjectKey are the keys of auth.TokenInfo.Extra
+// whose string values the adapter records as an [AuditEvent]'s Issuer and
+// Subject. The verifier of package mcpsdk/oauth sets them.
+const (
+	TokenIssuerKey  = "mcpres.iss"
+	TokenSubjectKey = "mcpres.sub"
+)
+
+// maxAuditText bounds each text field of an [AuditEvent] that a client or
+// a token supplies (the requested URI, the client's name, the token's iss
+// and sub): a longer value is cut to it.
+const maxAuditText = 2048
+
+// auditText makes s fit an audit sink: valid UTF-8 with no NUL (which
+// PostgreSQL text and jsonb refuse, and which would fail the whole batch),
+// cut to maxAuditText bytes.
+func auditText(s string) string {
+	if len(s) > maxAuditText {
+		s = s[:maxAuditText] // a rune cut in two becomes U+FFFD below
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// ErrAuditRefused is the private cause of the outage a request is refused
+// with when its [Auditor] did not accept its event.
+var ErrAuditRefused = errors.New("mcpsdk: the audit sink did not accept the event")
+
+// auditRecorder collects the item targets of one read as the gateway
+// reports them, passing every phase on to the next observer (tracing's).
+type auditRecorder struct {
+	next    core.Observer
+	mu      sync.Mutex
+	targets map[string]core.ResourceTarget
+}
+
+// Start implements [core.Observer].
+func (r *auditRecorder) Start(ctx context.Context, p core.PhaseStart) (context.Context, func(core.PhaseEnd)) {
+	end := func(core.PhaseEnd) {}
+	if r.next != nil {
+		ctx, end = r.next.Start(ctx, p)
+	}
+	if p.Phase != core.PhaseItem {
+		return ctx, end
+	}
+	return ctx, func(e core.PhaseEnd) {
+		end(e)
+		if e.Err == nil && e.Issue == "" && !e.Target.IsZero() {
+			r.mu.Lock()
+			if r.targets == nil {
+				r.targets = map[string]core.ResourceTarget{}
+			}
+			r.targets[e.Target.URI()] = e.Target
+			r.mu.Unlock()
+		}
+	}
+}
+
+// target returns the target of the item at uri, if the read reported it.
+func (r *auditRecorder) target(uri string) (core.ResourceTarget, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.targets[uri]
+	return t, ok
+}
+
+// auditStart makes ctx record a read's items for its audit event, or
+// returns ctx unchanged when the adapter audits nothing.
+func (a *adapter) auditStart(ctx context.Context) (context.Context, *auditRecorder) {
+	if a.audit == nil {
+		return ctx, nil
+	}
+	rec := &auditRecorder{}
+	if a.trace != nil {
+		rec.next = a.trace
+	}
+	return core.WithObserver(ctx, rec), rec
+}
+
+// auditEvent builds the event of a request the adapter answered.
+func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Time, o Observation, err error, rec *auditRecorder) *AuditEvent {
+	e := &AuditEvent{Time: start.UTC(), Duration: time.Since(start), Method: o.Method, Revision: a.r.Revision(), Result: "complete"}
+	e.Principal, _ = core.ContextPrincipal(ctx)
+	if ti := tokenInfo(req); ti != nil {
+		iss, _ := ti.Extra[TokenIssuerKey].(string)
+		sub, _ := ti.Extra[TokenSubjectKey].(string)
+		e.Issuer, e.Subject = auditText(iss), auditText(sub)
+	}
+	if req != nil {
+		if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
+			e.Session = s.ID()
+			if ip := s.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+				e.Client = ip.ClientInfo.Name
+				if ip.ClientInfo.Version != "" {
+					e.Client += "/" + ip.ClientInfo.Version
+				}
+				e.Client = auditText(e.Client)
+			}
+		}
+		e.Transport = "stdio"
+		if x := req.GetExtra(); x != nil && x.Header != nil {
+			e.Transport = "http"
+		}
+		e.URI = requestURI(req)
+	}
+	if e.URI == "" {
+		e.URI = o.uri
+	}
+	e.URI = auditText(e.URI)
+	e.Principal = auditText(e.Principal)
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		e.TraceID = sc.TraceID().String()
+	}
+	if o.Err != nil { // the gateway's failure, not its wire form
+		err = o.Err
+	}
+	if err != nil {
+		e.Result, e.ErrorKind = "error", "internal"
+		var f *core.Failure
+		var je *jsonrpc.Error
+		switch {
+		case errors.As(err, &f) && f.Kind != 0:
+			e.ErrorKind = f.Kind.String()
+		case errors.As(err, &je) && je.Message != "":
+			e.ErrorKind = je.Message // a wire error's public message (a subscribe's)
+		}
+		return e
+	}
+	if res := o.Result; res != nil {
+		if res.Partial() {
+			e.Result = "partial"
+		}
+		items := res.Items()
+		if res.Partial() && len(items) > 0 {
+			items = items[1:] // the warning
+		}
+		for _, it := range items {
+			ai := AuditItem{URI: it.URI(), MIMEType: it.MIMEType(), Size: int64(len(it.Text()))}
+			if it.IsBlob() {
+				ai.Size = int64(len(it.Blob()))
+			}
+			if rec != nil {
+				if t, ok := rec.target(it.URI()); ok {
+					ai.Version = t.Version()
+					if obj, ok := t.Object(); ok {
+						ai.ETag, ai.VersionID = obj.ETag, obj.VersionID
+					}
+				}
+			}
+			e.Items = append(e.Items, ai)
+		}
+		for _, is := range res.Issues() {
+			if e.Missing == nil {
+				e.Missing = map[string]int{}
+			}
+			e.Missing[string(is.Code())]++
+		}
+		e.MissingUncounted = res.IssuesOmitted()
+	}
+	return e
+}
+
+// requestURI returns the URI a request names, or "".
+func requestURI(req mcp.Request) string {
+	switch p := req.GetParams().(type) {
+	case *mcp.ReadResourceParams:
+		if p != nil {
+			return p.URI
+		}
+	case *mcp.SubscribeParams:
+		if p != nil {
+			return p.URI
+		}
+	case *mcp.UnsubscribeParams:
+		if p != nil {
+			return p.URI
+		}
+	case *mcp.CompleteParams:
+		if p != nil && p.Ref != nil {
+			return p.Ref.URI
+		}
+	}
+	return ""
+}
+
+// audited passes the event of a request to the auditor and returns nil
+// when it was accepted, else the outage the request is refused with.
+func (a *adapter) audited(ctx context.Context, e *AuditEvent) error {
+	if err := a.audit.Audit(ctx, e); err != nil {
+		return core.NewFailure(core.FailureOutage, errors.Join(ErrAuditRefused, err))
+	}
+	return nil
+}
+
+// auditSubscription audits a subscribe or unsubscribe once it is answered,
+// and a listen stream as it opens (its event's Duration is the time to
+// open it), before any notification of it is sent.
+func (a *adapter) auditSubscription(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, principal string) (mcp.Result, error) {
+	start := time.Now()
+	o := Observation{Method: method}
+	if method == MethodSubscriptionsListen {
+		if err := a.audited(ctx, a.auditEvent(ctx, req, start, o, nil, nil)); err != nil {
+			return nil, a.failure(err)
+		}
+		if a.listens != nil {
+			return a.listens.serve(ctx, next, method, req, principal)
+		}
+		return next(ctx, method, req)
+	}
+	res, err := next(ctx, method, req)
+	if aerr := a.audited(ctx, a.auditEvent(ctx, req, start, o, err, nil)); aerr != nil {
+		return nil, a.failure(aerr)
+	}
+	return res, err
+}

@@ -1,0 +1,133 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+)
+
+// The defaults of [PostgresOptions]: the table and role of the reference
+// schema's version 4 (package migrations).
+const (
+	DefaultAuditTable  = "mcpres.audit_events"
+	DefaultAuditorRole = "mcpres_auditor"
+)
+
+// PostgresOptions configures [NewPostgres].
+type PostgresOptions struct {
+	// Table is the schema-qualified table ([DefaultAuditTable]); Role the
+	// role every write switches to with SET LOCAL ROLE
+	// ([DefaultAuditorRole]), which should have INSERT on Table and
+	// nothing else. The pool's login role must be a member of it.
+	Table, Role string
+}
+
+// Postgres is a [Sink] that writes each batch with one COPY into the
+// audit table, in a transaction of its own as the auditor role.
+type Postgres struct {
+	pool  *pgxpool.Pool
+	table pgx.Identifier
+	role  string
+}
+
+// auditColumns are the columns of the audit table that COPY fills.
+var auditColumns = []string{"at", "duration_us", "method", "tool", "uri", "principal", "issuer", "subject",
+	"session_id", "client", "transport", "revision", "trace_id", "result", "error_kind", "items", "missing", "missing_uncounted"}
+
+// NewPostgres returns a sink writing through pool, which it closes on
+// Close.
+func NewPostgres(pool *pgxpool.Pool, opts PostgresOptions) (*Postgres, error) {
+	if pool == nil {
+		return nil, errors.New("audit: NewPostgres with a nil pool")
+	}
+	if opts.Table == "" {
+		opts.Table = DefaultAuditTable
+	}
+	if opts.Role == "" {
+		opts.Role = DefaultAuditorRole
+	}
+	parts := strings.Split(opts.Table, ".")
+	if len(parts) > 2 || slices.Contains(parts, "") {
+		return nil, fmt.Errorf("audit: table %q is not [schema.]name", opts.Table)
+	}
+	return &Postgres{pool: pool, table: pgx.Identifier(parts), role: opts.Role}, nil
+}
+
+// nullable returns nil for "", so that an absent field is NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Write implements [Sink]: one transaction, SET LOCAL ROLE, one COPY.
+func (p *Postgres) Write(ctx context.Context, batch []*mcpsdk.AuditEvent) error {
+	rows := make([][]any, len(batch))
+	for i, e := range batch {
+		items := e.Items
+		if items == nil {
+			items = []mcpsdk.AuditItem{}
+		}
+		ib, err := json.Marshal(items)
+		if err != nil {
+			return fmt.Errorf("audit: encode items: %w", err)
+		}
+		var missing any
+		if len(e.Missing) > 0 {
+			mb, err := json.Marshal(e.Missing)
+			if err != nil {
+				return fmt.Errorf("audit: encode missing: %w", err)
+			}
+			missing = string(mb)
+		}
+		rows[i] = []any{e.Time, e.Duration.Microseconds(), e.Method, nullable(e.Tool), nullable(e.URI), nullable(e.Principal),
+			nullable(e.Issuer), nullable(e.Subject), nullable(e.Session), nullable(e.Client), nullable(e.Transport),
+			e.Revision, nullable(e.TraceID), e.Result, nullable(e.ErrorKind), string(ib), missing, int32(e.MissingUncounted)}
+	}
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return pgFailure("begin", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit a no-op
+	if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{p.role}.Sanitize()); err != nil {
+		return pgFailure("set role", err)
+	}
+	n, err := tx.CopyFrom(ctx, p.table, auditColumns, pgx.CopyFromRows(rows))
+	if err != nil {
+		return pgFailure("copy", err)
+	}
+	if n != int64(len(rows)) {
+		return fmt.Errorf("audit: copy wrote %d of %d rows", n, len(rows))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return pgFailure("commit", err)
+	}
+	return nil
+}
+
+// pgFailure is the error of a failed step: for a PostgreSQL error its
+// SQLSTATE only, since the server's message may quote a row's values (a
+// URI, a principal) and the error reaches the log.
+func pgFailure(step string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("audit: %s: SQLSTATE %s", step, pe.Code)
+	}
+	return fmt.Errorf("audit: %s: %w", step, err)
+}
+
+// Close implements [Sink]: it closes the pool.
+func (p *Postgres) Close() error {
+	p.pool.Close()
+	return nil
+}
