@@ -19,7 +19,7 @@ import (
 // the real server answers the open listen at the expiry with
 // TokenExpiredCode, on stateless and on stateful HTTP: the acknowledgement
 // first, then the answer, no earlier than exp, within 10 s of it.
-func TestListenStreamEndsWhenItsOAuthTokenExpires(t *testing.T) {
+func TestOAuthListenStreamEndsWhenItsTokenExpires(t *testing.T) {
 	r := newOAuthRig(t)
 	key := r.idp.publishedKey(t)
 	for _, mode := range []struct {

@@ -397,11 +397,11 @@ func TestOAuthJunkKidWithTheIssuerDownKeepsReadiness(t *testing.T) {
 	}
 }
 
-// TestTokensModeChallengesThroughTheBinary: with --tokens, a 401 carries
+// TestOAuthTokensModeChallengesThroughTheBinary: with --tokens, a 401 carries
 // WWW-Authenticate: Bearer realm="mcp-resources", with error="invalid_token"
 // only for a bearer token not in the file; the root protected resource
 // metadata does not exist.
-func TestTokensModeChallengesThroughTheBinary(t *testing.T) {
+func TestOAuthTokensModeChallengesThroughTheBinary(t *testing.T) {
 	harness.Postgres(t)
 	s := startServer(t, "--config", providerRig(t, "groups"), "--tokens", tokensFile(t, "alice"))
 	for token, want := range map[string]string{"": `Bearer realm="mcp-resources"`, "not-in-the-file": `Bearer error="invalid_token", realm="mcp-resources"`} {
