@@ -28,7 +28,17 @@ import (
 // example main's and an older commit's):
 //
 //	MCPRES_BENCH_BINARIES=main=/tmp/main,old=/tmp/old go test -run X -bench ExecToInitialize -benchtime 15x ./cmd/mcp-resources/
-func BenchmarkExecToInitialize(b *testing.B) {
+func BenchmarkExecToInitialize(b *testing.B) { benchmarkExec(b, false) }
+
+// BenchmarkExecToFirstRead is [BenchmarkExecToInitialize] up to the
+// answer of the first resources/read (an asset's body), which waits for
+// the start-up checks of the storage: the role, every statement, and the
+// proof from the catalog that the database enforces access. Against a
+// binary built before the proof (MCPRES_BENCH_BINARIES) it gives what the
+// proof adds to a server's start-up.
+func BenchmarkExecToFirstRead(b *testing.B) { benchmarkExec(b, true) }
+
+func benchmarkExec(b *testing.B, read bool) {
 	pgURL, endpoint := os.Getenv("MCPRES_POSTGRES_URL"), os.Getenv("MCPRES_S3_ENDPOINT")
 	if pgURL == "" || endpoint == "" {
 		b.Skip("needs MCPRES_POSTGRES_URL and MCPRES_S3_* (eval \"$(scripts/services.sh up)\")")
@@ -54,7 +64,7 @@ func BenchmarkExecToInitialize(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for i, bin := range bins {
-			samples[i] = append(samples[i], execToInitialize(b, bin[1], flags))
+			samples[i] = append(samples[i], execTo(b, bin[1], flags, read))
 		}
 	}
 	b.StopTimer()
@@ -91,10 +101,11 @@ func benchDatabase(b *testing.B, pgURL, name string) string {
 	return u.String()
 }
 
-// execToInitialize starts bin serve with flags over stdio, sends
-// initialize and returns the time until its answer's line, then closes
+// execTo starts bin serve with flags over stdio, sends initialize and
+// returns the time until its answer's line, or with read until the answer
+// of a read of the seed's welcome asset sent after it; then it closes
 // stdin and waits for the process to exit 0.
-func execToInitialize(b *testing.B, bin string, flags []string) time.Duration {
+func execTo(b *testing.B, bin string, flags []string, read bool) time.Duration {
 	cmd := exec.Command(bin, append([]string{"serve", "--principal=alice"}, flags...)...)
 	cmd.Env = serverproc.Env()
 	in, err := cmd.StdinPipe()
@@ -112,13 +123,21 @@ func execToInitialize(b *testing.B, bin string, flags []string) time.Duration {
 		b.Fatal(err)
 	}
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	took := time.Since(start)
+	lines := bufio.NewReader(out)
+	line, err := lines.ReadString('\n')
 	if err != nil || !strings.Contains(line, `"protocolVersion"`) {
 		b.Fatalf("%s: initialize: %v %q\n%s", bin, err, line, stderr.String())
 	}
+	if read {
+		fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"asset://project/handbook/asset/welcome/body"}}`)
+		if line, err = lines.ReadString('\n'); err != nil || !strings.Contains(line, `"contents"`) {
+			b.Fatalf("%s: read: %v %q\n%s", bin, err, line, stderr.String())
+		}
+	}
+	took := time.Since(start)
 	in.Close()
-	_, _ = io.Copy(io.Discard, out)
+	_, _ = io.Copy(io.Discard, lines)
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("%s: %v\n%s", bin, err, stderr.String())
 	}
