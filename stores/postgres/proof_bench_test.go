@@ -11,8 +11,8 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/examples/documents"
-	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
+	"go.phpboyscout.uk/mcp/resources/internal/benchutil"
 	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
