@@ -158,6 +158,8 @@ type stdioServer struct {
 	nullIDs int                        // answers with a null id
 	lines   int
 	arrived chan struct{}
+	// patience bounds each await; zero means 10 s.
+	patience time.Duration
 }
 
 func startStdio(t *testing.T, args ...string) *stdioServer {
@@ -235,7 +237,11 @@ func (s *stdioServer) exited() bool {
 // await waits for the answer to id.
 func (s *stdioServer) await(id string) json.RawMessage {
 	s.t.Helper()
-	deadline := time.After(10 * time.Second)
+	patience := s.patience
+	if patience == 0 {
+		patience = 10 * time.Second
+	}
+	deadline := time.After(patience)
 	for {
 		s.mu.Lock()
 		a, ok := s.answers[id]
@@ -248,7 +254,7 @@ func (s *stdioServer) await(id string) json.RawMessage {
 		case <-s.done:
 			s.t.Fatalf("the server exited while %s was unanswered\nstderr:\n%s", id, s.stderr.String())
 		case <-deadline:
-			s.t.Fatalf("no answer to %s within 10 s", id)
+			s.t.Fatalf("no answer to %s within %v", id, patience)
 		}
 	}
 }

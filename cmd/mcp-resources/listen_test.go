@@ -158,6 +158,7 @@ func (s *httpServer) labelled(name, label string) float64 {
 // them leave four open.
 func TestStdioListenRequestsAreBoundedPerSession(t *testing.T) {
 	s := startStdio(t)
+	s.patience = time.Minute // 20,000 answers under -race beside the other packages' tests
 	s.send(initializeBody("0"))
 	s.await("0")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
