@@ -12,7 +12,9 @@ type ResourceMatch struct {
 	read *planning
 }
 
-// planning is one request's resolve; its address identifies it.
+// planning is one request's resolve; its address identifies it (the
+// request URI it holds keeps it from being zero-size, whose addresses
+// need not differ).
 type planning struct{ uri string }
 
 // Policy returns the key of the policy that decides the request
