@@ -222,12 +222,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	sources := map[string]*postgres.Source{}
 	for _, src := range f.Sources {
 		if p := src.Postgres; p != nil {
-			// Every resource of a source with a decide policy is decided by it
-			// (routePolicy), so its reads may take their recheck with the bodies.
-			pol := f.policyOf(src.Name)
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
-				RecheckWithBodies: pol != nil && !pol.Database, UnusableGrantRows: opts.UnusableGrantRows})
+				UnusableGrantRows: opts.UnusableGrantRows})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}
@@ -570,6 +567,14 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 		return p, nil
 	}
 	return core.ResourcePolicy{
+		// A definition's passes are its resource's policy's: storage may
+		// decide with the bodies for that one.
+		Key: func(d core.ResourceDefinition) any {
+			if p, ok := byName[d.Name]; ok && p.Key != nil {
+				return p.Key(d)
+			}
+			return nil
+		},
 		Discover: func(ctx context.Context, d core.ResourceDefinition) error {
 			p, err := of(d.Name)
 			if err != nil {
