@@ -193,7 +193,7 @@ var hostile = []string{
 	`alice%`,
 	`_lice`,
 	`'; SET ROLE postgres; --`,
-	`-- `,
+	`-- x`,
 	`$1`,
 	`$2::text`,
 	`"); DELETE FROM mcpres.grants; --`,
@@ -220,8 +220,11 @@ func TestPGStoreHostilePrincipalIsOnlyABindArgument(t *testing.T) {
 	for _, p := range hostile[:len(hostile)-1] {
 		ctx := as(t.Context(), p)
 		got, err := echo.Read(ctx, "probe://x/echo")
-		if err != nil || got.Items()[0].Text() != p {
-			t.Fatalf("principal %q reached Postgres as %q (%v)", p, got.Items()[0].Text(), err)
+		if err != nil {
+			t.Fatalf("principal %q: %v", p, err)
+		}
+		if text := got.Items()[0].Text(); text != p {
+			t.Fatalf("principal %q reached Postgres as %q", p, text)
 		}
 		if _, err := r.Read(ctx, "asset://project/p/asset/a/body"); core.KindOf(err) != core.FailureUnavailable {
 			t.Errorf("principal %q read alice's asset: %v", p, err)
