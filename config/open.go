@@ -750,16 +750,6 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 	return place{}, false
 }
 
-// fileKeys are the keys of the file that the Go fields the stores' paths
-// name (core.ConfigPath.Field) are written under: a resource's own, under
-// its object or grant, then a source's under postgres or s3.
-var fileKeys = map[string]string{
-	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
-	"Prefix": "prefix", "MaxDepth": "max_depth", "ObjectURI": "object.uri", "ObjectSource": "object.source", "Grant": "grant.keys",
-	"Role": "postgres.role", "LoginRole": "postgres.login_role", "MaxPlanItems": "postgres.max_plan_items", "StatementTimeout": "postgres.statement_timeout", "db": "postgres.url", "Decide": "postgres.policy.decide", "Exempt": "postgres.exempt",
-	"SecretAccessKey": "s3.secret_key", "AccessKeyID": "s3.access_key",
-}
-
 // resourcePlace is the place in r of the field a store's path names, its
 // path relative to r.
 func resourcePlace(r *Resource, p core.ConfigPath) place {
