@@ -318,9 +318,6 @@ func (c *checker) resource(r *Resource) {
 			c.e.at(sp.of("scopes"), path+".scopes", "a scope may not be empty or hold spaces, quotes or backslashes")
 		}
 	}
-	if r.Annotations != nil && r.Annotations.Priority != nil && (*r.Annotations.Priority < 0 || *r.Annotations.Priority > 1) {
-		c.e.at(r.Annotations.Spans.of("priority"), path+".annotations.priority", "must be between 0 and 1")
-	}
 	src := c.sourceRef(r.Source, sp, path, "", "")
 	if src == nil {
 		return
@@ -357,10 +354,6 @@ func (c *checker) pgResource(r *Resource, path string) {
 	if o := r.Object; o != nil {
 		if c.sourceRef(o.Source, o.Spans, path+".object", "an s3", ": the S3 source that holds the objects") != nil {
 			objects = append(objects, o.Source)
-		}
-		if sp.has("plan") && !sp.has("body") && o.Spans.has("uri") {
-			c.e.at(o.Spans.of("uri"), path+".object.uri", "a resource without body serves the row's object alone, as the request URI: leave uri out")
-			return
 		}
 	}
 	// The rest are the store's rules, checked by the store.
@@ -553,8 +546,8 @@ func (c *checker) gateway() {
 	switch {
 	case errors.As(err, &ce) && ce.Definition >= 0 && ce.Definition < len(origins):
 		o := origins[ce.Definition]
-		key, at := c.definitionField(o, ce.Field)
-		c.e.at(at, "resources."+o.r.Name+"."+key, "%s", coreReason(ce))
+		key, at, reason := c.definitionField(o, ce)
+		c.e.at(at, "resources."+o.r.Name+"."+key, "%s", reason)
 		return
 	case errors.As(err, &ce) && f.Limits != nil:
 		key := limitKey(ce.Field)
@@ -567,31 +560,36 @@ func (c *checker) gateway() {
 	if len(overlaps) > 0 {
 		o := overlaps[0]
 		a, b := origins[o.FirstBinding], origins[o.SecondBinding]
-		_, at := c.definitionField(b, "URI")
+		_, at, _ := c.definitionField(b, &core.ConfigError{Field: "URI"})
 		what := "resource " + a.r.Name
 		c.e.at(at, "resources."+b.r.Name, "its template %s and the template %s of %s both match %s: make them differ by a literal segment or a segment count",
 			o.Second, o.First, what, o.Example)
 	}
 }
 
-// coreReason is the rule a core.ConfigError names, with its field.
-func coreReason(ce *core.ConfigError) string {
-	if ce.Field == "URI" {
-		return ce.Reason
-	}
-	return ce.Field + " " + ce.Reason
-}
-
 // definitionField maps a core field of a throwaway definition to the key
-// of the file that wrote it: the resource's key of the same Go name (the
-// part before a '.': Annotations.Priority is annotations), else, for the
-// URI and what the file does not write, the key of its URI or template.
-func (c *checker) definitionField(o origin, field string) (string, Position) {
-	key := keyOf(reflect.TypeFor[Resource](), field)
-	if key == "" || field == "URI" {
-		key = o.key
+// of the file that wrote it and the rule's words: the resource's key of
+// the same Go name, down its nested mappings (Annotations.Priority is
+// annotations.priority) with the bare reason; else, for the URI and what
+// the file does not write, the key of its URI or template, with the
+// field's name before the reason.
+func (c *checker) definitionField(o origin, ce *core.ConfigError) (key string, at Position, reason string) {
+	v, key, at := reflect.ValueOf(*o.r), "", Position{}
+	for name := range strings.SplitSeq(ce.Field, ".") {
+		k := keyOf(v.Type(), name)
+		if ce.Field == "URI" {
+			return o.key, o.r.Spans.of(o.key), ce.Reason
+		}
+		if k == "" {
+			return o.key, o.r.Spans.of(o.key), ce.Field + " " + ce.Reason
+		}
+		sp := v.FieldByName("Spans").Interface().(Spans)
+		key, at = strings.TrimPrefix(key+"."+k, "."), sp.of(k)
+		if v = reflect.Indirect(v.FieldByName(name)); v.Kind() != reflect.Struct {
+			break
+		}
 	}
-	return key, o.r.Spans.of(key)
+	return key, at, ce.Reason
 }
 
 // limitKey maps a core.ResourceLimits field name to its key in limits.
