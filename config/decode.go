@@ -220,19 +220,12 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 	}
 }
 
-// join and label build the dotted path that messages start with.
+// join builds the dotted path of a key (config.Error.Key).
 func join(path, key string) string {
 	if path == "" {
 		return key
 	}
 	return path + "." + key
-}
-
-func label(path string) string {
-	if path == "" {
-		return ""
-	}
-	return path + ": "
 }
 
 // key returns the text of a mapping key, which must be a plain string.

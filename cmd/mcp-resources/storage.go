@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,19 +180,16 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 		schema := make(chan error, 1)
 		go func() { schema <- checkSchema(ctx, pool, true) }()
 		err, serr := check(ctx), <-schema
-		if ce := (*config.Error)(nil); errors.As(err, &ce) {
-			if _, ok := flagOfKey[ce.Key]; ok {
-				return flagError(err)
-			}
-			if serr != nil {
-				return serr // the usual causes: no reference schema, a login without the reader role
-			}
+		switch ce := (*config.Error)(nil); {
+		case !errors.As(err, &ce):
+			return cmp.Or(err, serr)
+		case flagOfKey[ce.Key] != "":
+			return flagError(err)
+		case serr != nil:
+			return serr // the usual causes: no reference schema, a login without the reader role
+		default:
 			return fmt.Errorf("--postgres: the reference schema does not check: %s", ce.Reason)
 		}
-		if err != nil {
-			return err
-		}
-		return serr
 	}
 	// Listing the reference file's definitions asks no database: its
 	// policy discovers every definition to a valid principal.
