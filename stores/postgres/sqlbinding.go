@@ -310,7 +310,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	case b.Body == "" && (b.Bundle != "" || len(src.objects) == 0):
 		return fail("Body", "is required")
 	case sb.objOnly && b.ObjectURI != "":
-		return fail("ObjectURI", "is for a row's object item: a plan without body serves its row's object as the request URI")
+		return fail("ObjectURI", "a plan without body serves its row's object alone, as the request URI: leave it out")
 	}
 	if b.Listen != "" && !ValidChannel(b.Listen) {
 		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
