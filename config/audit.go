@@ -31,14 +31,14 @@ func (c *checker) audit() {
 	}
 	switch file, pg := a.Spans.has("file"), a.Spans.has("postgres"); {
 	case file && pg:
-		c.e.at(a.Spans.of("postgres"), "audit: give file or postgres, not both")
+		c.e.at(a.Spans.of("postgres"), "audit", "give file or postgres, not both")
 	case !file && !pg:
-		c.e.at(a.Spans.start(), "audit: file or postgres is required")
+		c.e.at(a.Spans.start(), "audit", "file or postgres is required")
 	case pg:
 		c.pgURL(a.Postgres, a.Spans.of("postgres"), "audit.postgres")
 	}
 	if a.OnFailure != "" && a.OnFailure != "refuse" && a.OnFailure != "continue" {
-		c.e.at(a.Spans.of("on_failure"), "audit.on_failure: must be refuse or continue, not %q", a.OnFailure)
+		c.e.at(a.Spans.of("on_failure"), "audit.on_failure", "must be refuse or continue, not %q", a.OnFailure)
 	}
 	for _, b := range []struct {
 		key string
@@ -46,7 +46,7 @@ func (c *checker) audit() {
 	}{{"max_file_bytes", int64(a.MaxFileBytes)}, {"keep_files", int64(a.KeepFiles)}, {"queue", int64(a.Queue)},
 		{"batch", int64(a.Batch)}, {"timeout", int64(a.Timeout)}} {
 		if b.v < 0 {
-			c.e.at(a.Spans.of(b.key), "audit.%s: must not be negative", b.key)
+			c.e.at(a.Spans.of(b.key), "audit."+b.key, "must not be negative")
 		}
 	}
 }

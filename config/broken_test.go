@@ -223,13 +223,13 @@ func TestBrokenFiles(t *testing.T) {
 		{"a key family that meets another template", func(t *testing.T) string {
 			return good + "  one:\n    template: report://t/{a}/{b}\n    source: db\n    plan: SELECT $a, $b\n    body: SELECT $key\n"
 		}, 33, "both match"},
-		{"a listed media type core refuses", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime_type: text") }, 29, "MIMEType"},
+		{"a listed media type core refuses", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    mime_type: text") }, 29, "resources.reports.mime_type: is not a valid media type"},
 		{"a priority above 1", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      priority: 2")
-		}, 30, "between 0 and 1"},
+		}, 30, "resources.reports.annotations.priority: must be between 0 and 1"},
 		{"an audience core refuses", func(t *testing.T) string {
 			return edit(t, "    max_depth: 3", "    max_depth: 3\n    annotations:\n      audience: [robots]")
-		}, 29, "Audience"},
+		}, 30, "resources.reports.annotations.audience: must hold only"},
 		{"a bad duration", func(t *testing.T) string { return good + "limits:\n  read_timeout: soon\n" }, 33, "not a positive duration"},
 		{"a bad byte size", func(t *testing.T) string { return good + "limits:\n  max_item_bytes: 4MB\n" }, 33, "not a positive byte size"},
 		{"a limit below its floor", func(t *testing.T) string { return good + "limits:\n  max_uri_bytes: 10\n" }, 33, "limits.max_uri_bytes"},
@@ -254,7 +254,7 @@ func TestBrokenFiles(t *testing.T) {
 		}, 36, "does not name a column"},
 		{"an object served alone with a uri", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body FROM docs WHERE id = $key AND xmin::text = $version\n", "    object:\n      source: files\n      uri: doc://t/{tenant}/f\n")
-		}, 25, "leave uri out"},
+		}, 25, "resources.doc.object.uri: a plan without body serves its row's object alone, as the request URI: leave it out"},
 		{"an object on a postgres source", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    object:\n      source: db\n    body: SELECT body")
 		}, 24, "not an s3 source"},

@@ -30,15 +30,15 @@ func (c *checker) check() {
 	f := c.f
 	switch {
 	case !f.Spans.has("version"):
-		c.e.at(f.Spans.start(), "version: is required (version: 1)")
+		c.e.at(f.Spans.start(), "version", "is required (version: 1)")
 	case f.Version != 1:
-		c.e.at(f.Spans.of("version"), "version: %d is not a version of this file format (1 is)", f.Version)
+		c.e.at(f.Spans.of("version"), "version", "%d is not a version of this file format (1 is)", f.Version)
 	}
 	if len(f.Sources) == 0 {
-		c.e.at(f.Spans.of("sources"), "sources: at least one source is required")
+		c.e.at(f.Spans.of("sources"), "sources", "at least one source is required")
 	}
 	if len(f.Resources) == 0 {
-		c.e.at(f.Spans.of("resources"), "resources: at least one resource is required")
+		c.e.at(f.Spans.of("resources"), "resources", "at least one resource is required")
 	}
 	for i := range f.Sources {
 		c.source(&f.Sources[i])
@@ -56,7 +56,7 @@ func (c *checker) check() {
 
 func (c *checker) name(kind, name string, at Position) {
 	if !validName.MatchString(name) {
-		c.e.at(at, "%s %q: a name is a letter then up to 63 letters, digits, _, . or -", kind, name)
+		c.e.at(at, "", "%s %q: a name is a letter then up to 63 letters, digits, _, . or -", kind, name)
 	}
 }
 
@@ -65,7 +65,7 @@ func (c *checker) source(s *Source) {
 	c.name("source", s.Name, s.Spans.start())
 	switch {
 	case (s.Postgres == nil) == (s.S3 == nil):
-		c.e.at(s.Spans.start(), "%s: give exactly one of postgres and s3", path)
+		c.e.at(s.Spans.start(), path, "give exactly one of postgres and s3")
 	case s.Postgres != nil:
 		c.postgres(s.Name, s.Postgres, path+".postgres")
 	default:
@@ -84,9 +84,9 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 	}
 	switch {
 	case p.LoginRole && p.Spans.has("role"):
-		c.e.at(p.Spans.of("role"), "%s.role: give role or login_role: true, not both", path)
+		c.e.at(p.Spans.of("role"), path+".role", "give role or login_role: true, not both")
 	case !p.LoginRole && !p.Spans.has("role"):
-		c.e.at(p.Spans.start(), "%s: role is required: the role every statement runs as (its login must be a member)", path)
+		c.e.at(p.Spans.start(), path, "role is required: the role every statement runs as (its login must be a member)")
 	}
 	// The rest are the store's rules, checked by the store (a role whose
 	// presence is reported above is not checked again).
@@ -100,10 +100,10 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 // required reports a missing key, or one whose ${NAME} is empty.
 func (c *checker) required(sp Spans, key, path string) {
 	if sp.blank(key) {
-		c.e.at(sp.of(key), "%s.%s: is required, and its ${...} expands to nothing", path, key)
+		c.e.at(sp.of(key), path+"."+key, "is required, and its ${...} expands to nothing")
 		return
 	}
-	c.e.at(sp.start(), "%s: %s is required", path, key)
+	c.e.at(sp.start(), path, "%s is required", key)
 }
 
 // pgURL checks a PostgreSQL URL without echoing it: a password must come
@@ -111,18 +111,18 @@ func (c *checker) required(sp Spans, key, path string) {
 func (c *checker) pgURL(s Secret, at Position, path string) {
 	raw, v := s.raw, s.value
 	if p := writtenPassword(raw); p {
-		c.e.at(at, "%s: a password is written in the file: take it from the environment (${NAME})", path)
+		c.e.at(at, path, "a password is written in the file: take it from the environment (${NAME})")
 		return
 	}
 	if strings.Contains(v, "://") {
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			c.e.at(at, "%s: is not a PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)", path)
+			c.e.at(at, path, "is not a PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")
 		}
 		return
 	}
 	if !strings.Contains(v, "=") {
-		c.e.at(at, "%s: is not a PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE) or key=value list", path)
+		c.e.at(at, path, "is not a PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE) or key=value list")
 	}
 }
 
@@ -162,30 +162,30 @@ func (c *checker) s3(b *S3Source, path string) {
 	if !b.Spans.has("bucket") {
 		c.required(b.Spans, "bucket", path)
 	} else if err := s3store.CheckBucketName(string(b.Bucket)); err != nil {
-		c.e.at(b.Spans.of("bucket"), "%s.bucket: %s", path, err.(*core.ConfigError).Reason)
+		c.e.at(b.Spans.of("bucket"), path+".bucket", "%s", err.(*core.ConfigError).Reason)
 	}
 	if b.Spans.has("endpoint") {
 		u, err := url.Parse(string(b.Endpoint))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			c.e.at(b.Spans.of("endpoint"), "%s.endpoint: is not an http:// or https:// base URL without credentials", path)
+			c.e.at(b.Spans.of("endpoint"), path+".endpoint", "is not an http:// or https:// base URL without credentials")
 		}
 	}
 	if b.Spans.has("region") && !validRegion.MatchString(string(b.Region)) {
-		c.e.at(b.Spans.of("region"), "%s.region: is not a region name such as us-east-1", path)
+		c.e.at(b.Spans.of("region"), path+".region", "is not a region name such as us-east-1")
 	}
 	if b.AccessKey.isSet() != b.SecretKey.isSet() {
-		c.e.at(b.Spans.start(), "%s: give both access_key and secret_key, or neither (the AWS default chain)", path)
+		c.e.at(b.Spans.start(), path, "give both access_key and secret_key, or neither (the AWS default chain)")
 	}
 	for _, k := range []struct {
 		key string
 		s   Secret
 	}{{"secret_key", b.SecretKey}, {"session_token", b.SessionToken}} {
 		if k.s.isSet() && !referenceOnly(k.s.raw) {
-			c.e.at(b.Spans.of(k.key), "%s.%s: must be one ${NAME} reference: secrets are not written in the file", path, k.key)
+			c.e.at(b.Spans.of(k.key), path+"."+k.key, "must be one ${NAME} reference: secrets are not written in the file")
 		}
 	}
 	if b.SessionToken.isSet() && !b.AccessKey.isSet() {
-		c.e.at(b.Spans.of("session_token"), "%s.session_token: needs access_key and secret_key", path)
+		c.e.at(b.Spans.of("session_token"), path+".session_token", "needs access_key and secret_key")
 	}
 }
 
@@ -195,7 +195,7 @@ func (c *checker) policy() {
 	if p != nil && !p.Database {
 		s := c.sourceRef(p.Source, p.Spans, "policy", "a postgres", "")
 		if s != nil && s.Postgres.Policy != nil {
-			c.e.at(p.Spans.of("source"), "policy.source: %q has a policy of its own: give one of them", p.Source)
+			c.e.at(p.Spans.of("source"), "policy.source", "%q has a policy of its own: give one of them", p.Source)
 		}
 		missing = s == nil
 		if s != nil {
@@ -210,7 +210,7 @@ func (c *checker) policy() {
 		path := "sources." + s.Name + ".postgres.policy"
 		if own := pg.Policy; own != nil && !own.Database {
 			if own.Spans.has("source") {
-				c.e.at(own.Spans.of("source"), "%s.source: a source's own policy runs on the source itself: leave source out", path)
+				c.e.at(own.Spans.of("source"), path+".source", "a source's own policy runs on the source itself: leave source out")
 			}
 			c.decide(own, s.Name, path)
 		}
@@ -220,9 +220,9 @@ func (c *checker) policy() {
 		switch {
 		case p == nil && !missing:
 			missing = true
-			c.e.at(sp.start(), "policy: is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", policyDatabase)
+			c.e.at(sp.start(), "policy", "is required: %s (row-level security decides) or a decide statement, for the file or under each postgres source", policyDatabase)
 		case p != nil && !missing:
-			c.e.at(pg.Spans.start(), "sources.%s.postgres: policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", s.Name, p.Source, policyDatabase, s.Name)
+			c.e.at(pg.Spans.start(), "sources."+s.Name+".postgres", "policy is required: policy.decide runs on %q and decides only its resources; write policy: %s or a decide statement for those of %q", p.Source, policyDatabase, s.Name)
 		}
 	}
 }
@@ -230,7 +230,7 @@ func (c *checker) policy() {
 // decide checks a decide policy's statement.
 func (c *checker) decide(p *Policy, source, path string) {
 	if !p.Spans.has("decide") {
-		c.e.at(p.Spans.start(), "%s: decide is required: one statement that decides all of a read's keys (or write policy: %s)", path, policyDatabase)
+		c.e.at(p.Spans.start(), path, "decide is required: one statement that decides all of a read's keys (or write policy: %s)", policyDatabase)
 		return
 	}
 	if err := postgres.CheckPolicy(source, p.Decide); err != nil {
@@ -257,11 +257,11 @@ func (f *File) policyOf(name string) *Policy {
 func (c *checker) sourceRef(name string, sp Spans, path string, kind string, why string) *Source {
 	switch s := c.f.source(name); {
 	case !sp.has("source"):
-		c.e.at(sp.start(), "%s: source is required%s", path, why)
+		c.e.at(sp.start(), path, "source is required%s", why)
 	case s == nil:
-		c.e.at(sp.of("source"), "%s.source: no source is named %q", path, name)
+		c.e.at(sp.of("source"), path+".source", "no source is named %q", name)
 	case kind != "" && (s.S3 != nil) != (kind == "an s3"):
-		c.e.at(sp.of("source"), "%s.source: %q is not %s source", path, name, kind)
+		c.e.at(sp.of("source"), path+".source", "%q is not %s source", name, kind)
 	default:
 		return s
 	}
@@ -310,17 +310,14 @@ func (c *checker) resource(r *Resource) {
 	sp := r.Spans
 	c.name("resource", r.Name, sp.start())
 	if sp.has("uri") == sp.has("template") {
-		c.e.at(sp.start(), "%s: give exactly one of uri and template", path)
+		c.e.at(sp.start(), path, "give exactly one of uri and template")
 		return
 	}
 	family := strings.HasSuffix(r.Template, "/...")
 	for _, sc := range r.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \"\\") {
-			c.e.at(sp.of("scopes"), "%s.scopes: a scope may not be empty or hold spaces, quotes or backslashes", path)
+			c.e.at(sp.of("scopes"), path+".scopes", "a scope may not be empty or hold spaces, quotes or backslashes")
 		}
-	}
-	if r.Annotations != nil && r.Annotations.Priority != nil && (*r.Annotations.Priority < 0 || *r.Annotations.Priority > 1) {
-		c.e.at(r.Annotations.Spans.of("priority"), "%s.annotations.priority: must be between 0 and 1", path)
 	}
 	src := c.sourceRef(r.Source, sp, path, "", "")
 	if src == nil {
@@ -328,7 +325,7 @@ func (c *checker) resource(r *Resource) {
 	}
 	if src.Postgres != nil {
 		if family {
-			c.e.at(sp.of("template"), "%s.template: a ... segment is for S3 key families; a postgres resource names its captures", path)
+			c.e.at(sp.of("template"), path+".template", "a ... segment is for S3 key families; a postgres resource names its captures")
 		}
 		c.pgResource(r, path)
 		return
@@ -347,21 +344,17 @@ func (c *checker) pgResource(r *Resource, path string) {
 	sp := r.Spans
 	for _, k := range s3Only {
 		if sp.has(k) {
-			c.e.at(sp.of(k), "%s.%s: is for S3 resources; %q is a postgres source", path, k, r.Source)
+			c.e.at(sp.of(k), path+"."+k, "is for S3 resources; %q is a postgres source", r.Source)
 		}
 	}
 	if sp.has("plan") == sp.has("bundle") {
-		c.e.at(sp.start(), "%s: give exactly one of plan (one item) and bundle (several items)", path)
+		c.e.at(sp.start(), path, "give exactly one of plan (one item) and bundle (several items)")
 		return
 	}
 	var objects []string
 	if o := r.Object; o != nil {
 		if c.sourceRef(o.Source, o.Spans, path+".object", "an s3", ": the S3 source that holds the objects") != nil {
 			objects = append(objects, o.Source)
-		}
-		if sp.has("plan") && !sp.has("body") && o.Spans.has("uri") {
-			c.e.at(o.Spans.of("uri"), "%s.object.uri: a resource without body serves the row's object alone, as the request URI: leave uri out", path)
-			return
 		}
 	}
 	// The rest are the store's rules, checked by the store.
@@ -374,11 +367,11 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range pgOnly {
 		if sp.has(k) {
-			c.e.at(sp.of(k), "%s.%s: is for postgres resources; %q is an s3 source", path, k, r.Source)
+			c.e.at(sp.of(k), path+"."+k, "is for postgres resources; %q is an s3 source", r.Source)
 		}
 	}
 	if r.URI != "" {
-		c.e.at(sp.of("uri"), "%s.uri: an S3 resource has a template whose captures name the key", path)
+		c.e.at(sp.of("uri"), path+".uri", "an S3 resource has a template whose captures name the key")
 		return
 	}
 	if sp.has("list") {
@@ -390,16 +383,16 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	var err error
 	switch {
 	case !family && sp.has("max_depth"):
-		c.e.at(sp.of("max_depth"), "%s.max_depth: is for a key family, whose template ends in /...", path)
+		c.e.at(sp.of("max_depth"), path+".max_depth", "is for a key family, whose template ends in /...")
 		return
 	case !family && strings.ContainsAny(r.Prefix, "{}"):
-		c.e.at(sp.of("prefix"), "%s.prefix: captures only in a key family (a template ending in /...); here the template's captures follow the prefix", path)
+		c.e.at(sp.of("prefix"), path+".prefix", "captures only in a key family (a template ending in /...); here the template's captures follow the prefix")
 		return
 	case !family:
 		def.URITemplate = r.Template
 		err = s3store.CheckBinding(def, r.Prefix)
 	case !sp.has("max_depth"):
-		c.e.at(sp.of("template"), "%s: max_depth is required with ...: how many segments it stands for at most", path)
+		c.e.at(sp.of("template"), path, "max_depth is required with ...: how many segments it stands for at most")
 		return
 	default:
 		err = s3store.CheckKeyFamily(r.family())
@@ -446,14 +439,14 @@ func (c *checker) gate(r *Resource, path string) {
 	sp := r.Spans
 	switch g := r.Grant; {
 	case g != nil && r.Public:
-		c.e.at(sp.of("public"), "%s.public: give grant or public: true, not both", path)
+		c.e.at(sp.of("public"), path+".public", "give grant or public: true, not both")
 	case g == nil && !r.Public:
-		c.e.at(sp.start(), "%s: no statement grants its objects, so every token holder could read every key under its prefix: "+
-			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true", path)
+		c.e.at(sp.start(), path, "no statement grants its objects, so every token holder could read every key under its prefix: "+
+			"add grant (source: a postgres source, keys: a statement returning the keys the caller may read) or, for objects meant for everyone, public: true")
 	case g != nil:
 		c.sourceRef(g.Source, g.Spans, path+".grant", "a postgres", ": the postgres source the statement runs on")
 		if !g.Spans.has("keys") {
-			c.e.at(g.Spans.start(), "%s.grant: keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read", path)
+			c.e.at(g.Spans.start(), path+".grant", "keys is required: the statement returning the keys (column key) or key prefixes (column prefix) the caller may read")
 		}
 	}
 }
@@ -464,21 +457,21 @@ func (c *checker) listing(r *Resource, family bool, path string) {
 	sp := r.Spans
 	for _, k := range []string{"prefix", "max_depth", "grant", "public"} {
 		if sp.has(k) {
-			c.e.at(sp.of(k), "%s.%s: a listing takes its prefix, depth and gate from the key family it lists (%s): leave %s out", path, k, r.List, k)
+			c.e.at(sp.of(k), path+"."+k, "a listing takes its prefix, depth and gate from the key family it lists (%s): leave %s out", r.List, k)
 			return
 		}
 	}
 	if family {
-		c.e.at(sp.of("template"), "%s.template: a listing's template names the prefix it lists, without a last /... segment", path)
+		c.e.at(sp.of("template"), path+".template", "a listing's template names the prefix it lists, without a last /... segment")
 		return
 	}
 	fam := c.f.resource(r.List)
 	switch {
 	case fam == nil:
-		c.e.at(sp.of("list"), "%s.list: no resource is named %q", path, r.List)
+		c.e.at(sp.of("list"), path+".list", "no resource is named %q", r.List)
 		return
 	case fam.Source != r.Source || !strings.HasSuffix(fam.Template, "/...") || fam.Spans.has("list"):
-		c.e.at(sp.of("list"), "%s.list: %q is not a key family of source %q (an S3 resource whose template ends in /...)", path, r.List, r.Source)
+		c.e.at(sp.of("list"), path+".list", "%q is not a key family of source %q (an S3 resource whose template ends in /...)", r.List, r.Source)
 		return
 	}
 	def := r.definition()
@@ -554,45 +547,50 @@ func (c *checker) gateway() {
 	switch {
 	case errors.As(err, &ce) && ce.Definition >= 0 && ce.Definition < len(origins):
 		o := origins[ce.Definition]
-		key, at := c.definitionField(o, ce.Field)
-		c.e.at(at, "resources.%s.%s: %s", o.r.Name, key, coreReason(ce))
+		key, at, reason := c.definitionField(o, ce)
+		c.e.at(at, "resources."+o.r.Name+"."+key, "%s", reason)
 		return
 	case errors.As(err, &ce) && f.Limits != nil:
 		key := limitKey(ce.Field)
-		c.e.at(f.Limits.Spans.of(key), "limits.%s: %s", key, ce.Reason)
+		c.e.at(f.Limits.Spans.of(key), "limits."+key, "%s", ce.Reason)
 		return
 	case err != nil:
-		c.e.at(f.Spans.start(), "%s", err.Error())
+		c.e.at(f.Spans.start(), "", "%s", err.Error())
 		return
 	}
 	if len(overlaps) > 0 {
 		o := overlaps[0]
 		a, b := origins[o.FirstBinding], origins[o.SecondBinding]
-		_, at := c.definitionField(b, "URI")
+		_, at, _ := c.definitionField(b, &core.ConfigError{Field: "URI"})
 		what := "resource " + a.r.Name
-		c.e.at(at, "resources.%s: its template %s and the template %s of %s both match %s: make them differ by a literal segment or a segment count",
-			b.r.Name, o.Second, o.First, what, o.Example)
+		c.e.at(at, "resources."+b.r.Name, "its template %s and the template %s of %s both match %s: make them differ by a literal segment or a segment count",
+			o.Second, o.First, what, o.Example)
 	}
-}
-
-// coreReason is the rule a core.ConfigError names, with its field.
-func coreReason(ce *core.ConfigError) string {
-	if ce.Field == "URI" {
-		return ce.Reason
-	}
-	return ce.Field + " " + ce.Reason
 }
 
 // definitionField maps a core field of a throwaway definition to the key
-// of the file that wrote it: the resource's key of the same Go name (the
-// part before a '.': Annotations.Priority is annotations), else, for the
-// URI and what the file does not write, the key of its URI or template.
-func (c *checker) definitionField(o origin, field string) (string, Position) {
-	key := keyOf(reflect.TypeFor[Resource](), field)
-	if key == "" || field == "URI" {
-		key = o.key
+// of the file that wrote it and the rule's words: the resource's key of
+// the same Go name, down its nested mappings (Annotations.Priority is
+// annotations.priority) with the bare reason; else, for the URI and what
+// the file does not write, the key of its URI or template, with the
+// field's name before the reason.
+func (c *checker) definitionField(o origin, ce *core.ConfigError) (key string, at Position, reason string) {
+	v, key, at := reflect.ValueOf(*o.r), "", Position{}
+	for name := range strings.SplitSeq(ce.Field, ".") {
+		k := keyOf(v.Type(), name)
+		if ce.Field == "URI" {
+			return o.key, o.r.Spans.of(o.key), ce.Reason
+		}
+		if k == "" {
+			return o.key, o.r.Spans.of(o.key), ce.Field + " " + ce.Reason
+		}
+		sp := v.FieldByName("Spans").Interface().(Spans)
+		key, at = strings.TrimPrefix(key+"."+k, "."), sp.of(k)
+		if v = reflect.Indirect(v.FieldByName(name)); v.Kind() != reflect.Struct {
+			break
+		}
 	}
-	return key, o.r.Spans.of(key)
+	return key, at, ce.Reason
 }
 
 // limitKey maps a core.ResourceLimits field name to its key in limits.

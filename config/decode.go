@@ -47,14 +47,14 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parseYAML parses data as exactly one YAML document.
 func parseYAML(e *errs, data []byte) *yaml.Node {
 	if len(data) > maxFileBytes {
-		e.at(Position{Line: 1}, "the file is larger than %d bytes", maxFileBytes)
+		e.at(Position{Line: 1}, "", "the file is larger than %d bytes", maxFileBytes)
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			e.at(Position{Line: 1}, "the file is empty: it needs at least version, sources and resources")
+			e.at(Position{Line: 1}, "", "the file is empty: it needs at least version, sources and resources")
 			return nil
 		}
 		yamlError(e, err, data)
@@ -62,14 +62,14 @@ func parseYAML(e *errs, data []byte) *yaml.Node {
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		e.at(pos(&extra), "a second YAML document: the file holds exactly one")
+		e.at(pos(&extra), "", "a second YAML document: the file holds exactly one")
 		return nil
 	} else if !errors.Is(err, io.EOF) {
 		yamlError(e, err, data)
 		return nil
 	}
 	if len(doc.Content) != 1 {
-		e.at(Position{Line: 1}, "the file is empty: it needs at least version, sources and resources")
+		e.at(Position{Line: 1}, "", "the file is empty: it needs at least version, sources and resources")
 		return nil
 	}
 	root := doc.Content[0]
@@ -101,11 +101,11 @@ func yamlError(e *errs, err error, data []byte) {
 		text := lines[l-1]
 		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
 		if i := strings.IndexByte(indent, '\t'); i >= 0 {
-			e.at(Position{Line: l, Column: i + 1}, "a tab in the indentation: YAML indents with spaces only")
+			e.at(Position{Line: l, Column: i + 1}, "", "a tab in the indentation: YAML indents with spaces only")
 			return
 		}
 	}
-	e.at(Position{Line: line}, "YAML: %s", msg)
+	e.at(Position{Line: line}, "", "YAML: %s", msg)
 }
 
 // plainTree refuses what the model never needs and what makes a small file
@@ -113,19 +113,19 @@ func yamlError(e *errs, err error, data []byte) {
 func plainTree(e *errs, n *yaml.Node, depth int) bool {
 	switch {
 	case depth > 64:
-		e.at(pos(n), "nested more than 64 levels deep")
+		e.at(pos(n), "", "nested more than 64 levels deep")
 		return false
 	case n.Kind == yaml.AliasNode:
-		e.at(pos(n), "YAML aliases (*%s) are not supported: write the value out", n.Value)
+		e.at(pos(n), "", "YAML aliases (*%s) are not supported: write the value out", n.Value)
 		return false
 	case n.Anchor != "":
-		e.at(pos(n), "YAML anchors (&%s) are not supported: write the value out", n.Anchor)
+		e.at(pos(n), "", "YAML anchors (&%s) are not supported: write the value out", n.Anchor)
 		return false
 	case n.ShortTag() == "!!merge":
-		e.at(pos(n), "YAML merge keys (<<) are not supported: write the keys out")
+		e.at(pos(n), "", "YAML merge keys (<<) are not supported: write the keys out")
 		return false
 	case strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!"):
-		e.at(pos(n), "the YAML tag %s is not supported", n.Tag)
+		e.at(pos(n), "", "the YAML tag %s is not supported", n.Tag)
 		return false
 	}
 	for _, c := range n.Content {
@@ -184,7 +184,7 @@ func fieldKeys(t reflect.Type) []string {
 // reported for the struct as a whole.
 func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self Position) {
 	if n.Kind != yaml.MappingNode {
-		d.e.at(pos(n), "%sexpects a mapping of %s", label(path), strings.Join(fieldKeys(v.Type()), ", "))
+		d.e.at(pos(n), path, "expects a mapping of %s", strings.Join(fieldKeys(v.Type()), ", "))
 		return
 	}
 	t := v.Type()
@@ -196,13 +196,13 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 			continue
 		}
 		if _, dup := spans.keys[key]; dup {
-			d.e.at(pos(kn), "%s%s is written twice", label(path), key)
+			d.e.at(pos(kn), path, "%s is written twice", key)
 			continue
 		}
 		fields := keyedFields(t)
 		fi := slices.IndexFunc(fields, func(f keyedField) bool { return f.key == key })
 		if fi < 0 {
-			d.e.at(pos(kn), "%sunknown key %q (known: %s)", label(path), key, strings.Join(fieldKeys(t), ", "))
+			d.e.at(pos(kn), path, "unknown key %q (known: %s)", key, strings.Join(fieldKeys(t), ", "))
 			continue
 		}
 		f := t.FieldByIndex(fields[fi].index)
@@ -220,7 +220,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 	}
 }
 
-// join and label build the dotted path that messages start with.
+// join builds the dotted path of a key (config.Error.Key).
 func join(path, key string) string {
 	if path == "" {
 		return key
@@ -228,17 +228,10 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func label(path string) string {
-	if path == "" {
-		return ""
-	}
-	return path + ": "
-}
-
 // key returns the text of a mapping key, which must be a plain string.
 func (d *decoder) key(kn *yaml.Node, path string) (string, bool) {
 	if kn.Kind != yaml.ScalarNode || kn.ShortTag() != "!!str" {
-		d.e.at(pos(kn), "%skeys must be strings", label(path))
+		d.e.at(pos(kn), path, "keys must be strings")
 		return "", false
 	}
 	return kn.Value, true
@@ -247,7 +240,7 @@ func (d *decoder) key(kn *yaml.Node, path string) (string, bool) {
 // field decodes vn into the field fv of type f.
 func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructField, path string, spans *Spans, key string) {
 	if vn.ShortTag() == "!!null" {
-		d.e.at(pos(kn), "%s: has no value", path)
+		d.e.at(pos(kn), path, "has no value")
 		return
 	}
 	t := f.Type
@@ -260,7 +253,7 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		val, bad := expand(s, d.lookup)
 		switch {
 		case bad != "":
-			d.e.at(pos(vn), "%s: %s", path, bad)
+			d.e.at(pos(vn), path, "%s", bad)
 		case val == "":
 			spans.empty(key)
 		case t == typeSecret:
@@ -275,18 +268,18 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		}
 		dur, err := time.ParseDuration(s)
 		if err != nil || dur <= 0 {
-			d.e.at(pos(vn), "%s: %q is not a positive duration such as 30s or 1m30s", path, s)
+			d.e.at(pos(vn), path, "%q is not a positive duration such as 30s or 1m30s", s)
 			return
 		}
 		fv.SetInt(int64(dur))
 	case t == typeByteSize:
 		if vn.Kind != yaml.ScalarNode || (vn.ShortTag() != "!!int" && vn.ShortTag() != "!!str") {
-			d.e.at(pos(vn), "%s: expects a byte size such as 65536 or 64KiB", path)
+			d.e.at(pos(vn), path, "expects a byte size such as 65536 or 64KiB")
 			return
 		}
 		n, err := parseByteSize(vn.Value)
 		if err != nil {
-			d.e.at(pos(vn), "%s: %v", path, err)
+			d.e.at(pos(vn), path, "%v", err)
 			return
 		}
 		fv.SetInt(int64(n))
@@ -296,35 +289,35 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		}
 	case t.Kind() == reflect.Bool:
 		if vn.Kind != yaml.ScalarNode || vn.ShortTag() != "!!bool" {
-			d.e.at(pos(vn), "%s: expects true or false", path)
+			d.e.at(pos(vn), path, "expects true or false")
 			return
 		}
 		fv.SetBool(vn.Value == "true")
 	case t.Kind() == reflect.Int:
 		if vn.Kind != yaml.ScalarNode || vn.ShortTag() != "!!int" {
-			d.e.at(pos(vn), "%s: expects a whole number", path)
+			d.e.at(pos(vn), path, "expects a whole number")
 			return
 		}
 		n, err := strconv.ParseInt(vn.Value, 0, 32)
 		if err != nil {
-			d.e.at(pos(vn), "%s: %s is not a whole number below 2^31", path, vn.Value)
+			d.e.at(pos(vn), path, "%s is not a whole number below 2^31", vn.Value)
 			return
 		}
 		fv.SetInt(n)
 	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Float64:
 		if vn.Kind != yaml.ScalarNode || (vn.ShortTag() != "!!int" && vn.ShortTag() != "!!float") {
-			d.e.at(pos(vn), "%s: expects a number", path)
+			d.e.at(pos(vn), path, "expects a number")
 			return
 		}
 		x, err := strconv.ParseFloat(vn.Value, 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			d.e.at(pos(vn), "%s: %s is not a finite number", path, vn.Value)
+			d.e.at(pos(vn), path, "%s is not a finite number", vn.Value)
 			return
 		}
 		fv.Set(reflect.ValueOf(&x))
 	case t == typePolicy && vn.Kind == yaml.ScalarNode:
 		if vn.ShortTag() != "!!str" || vn.Value != policyDatabase {
-			d.e.at(pos(vn), "%s: expects %s or a mapping of source, decide and description", path, policyDatabase)
+			d.e.at(pos(vn), path, "expects %s or a mapping of source, decide and description", policyDatabase)
 			return
 		}
 		fv.Set(reflect.ValueOf(&Policy{Database: true, Spans: Spans{self: pos(vn)}}))
@@ -334,7 +327,7 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		fv.Set(nv)
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		if vn.Kind != yaml.SequenceNode {
-			d.e.at(pos(vn), "%s: expects a list of strings", path)
+			d.e.at(pos(vn), path, "expects a list of strings")
 			return
 		}
 		list := make([]string, 0, len(vn.Content))
@@ -348,7 +341,7 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		fv.Set(reflect.ValueOf(list))
 	case t.Kind() == reflect.Map:
 		if vn.Kind != yaml.MappingNode {
-			d.e.at(pos(vn), "%s: expects a mapping of strings to strings", path)
+			d.e.at(pos(vn), path, "expects a mapping of strings to strings")
 			return
 		}
 		m := make(map[string]string, len(vn.Content)/2)
@@ -358,7 +351,7 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 				continue
 			}
 			if _, dup := m[k]; dup {
-				d.e.at(pos(vn.Content[i]), "%s: %s is written twice", path, k)
+				d.e.at(pos(vn.Content[i]), path, "%s is written twice", k)
 				continue
 			}
 			s, ok := d.str(vn.Content[i+1], path+"."+k, false)
@@ -376,7 +369,7 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 			panic("config: a list of structs must be keyed")
 		}
 		if vn.Kind != yaml.MappingNode {
-			d.e.at(pos(vn), "%s: expects a mapping of names to definitions", path)
+			d.e.at(pos(vn), path, "expects a mapping of names to definitions")
 			return
 		}
 		list := reflect.MakeSlice(t, 0, len(vn.Content)/2)
@@ -388,12 +381,12 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 				continue
 			}
 			if seen[name] {
-				d.e.at(pos(nk), "%s: %s is defined twice", path, name)
+				d.e.at(pos(nk), path, "%s is defined twice", name)
 				continue
 			}
 			seen[name] = true
 			if nv.ShortTag() == "!!null" {
-				d.e.at(pos(nk), "%s.%s: has no value", path, name)
+				d.e.at(pos(nk), path+"."+name, "has no value")
 				continue
 			}
 			el := reflect.New(t.Elem()).Elem()
@@ -411,11 +404,11 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 // would not be expanded there, and a reader would think it is.
 func (d *decoder) str(n *yaml.Node, path string, secret bool) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		d.e.at(pos(n), "%s: expects a string (quote it)", path)
+		d.e.at(pos(n), path, "expects a string (quote it)")
 		return "", false
 	}
 	if !secret && strings.Contains(n.Value, "${") {
-		d.e.at(pos(n), "%s: ${...} is expanded only in %s", path, secretFields)
+		d.e.at(pos(n), path, "${...} is expanded only in %s", secretFields)
 		return "", false
 	}
 	return n.Value, true

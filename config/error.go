@@ -13,20 +13,30 @@ type Position struct {
 }
 
 // Error is one mistake in a resources file, at a position. Its text is
-// FILE:LINE:COL: message (FILE:LINE: message when the column is unknown),
-// always on one line; it never holds the value of a [Secret].
+// FILE:LINE:COL: key: reason (FILE:LINE: when the column is unknown,
+// without "key: " when no key holds the mistake), always on one line; it
+// never holds the value of a [Secret]. A caller that maps a mistake back
+// to its own terms (a flag, a form field) reads Key, never the text.
 type Error struct {
 	// File is the name the file was loaded under.
 	File string
 	// Pos is where the mistake is.
 	Pos Position
-	// Msg says what is wrong.
-	Msg string
+	// Key is the dotted path of the file key that holds the mistake, such
+	// as sources.docs.postgres.role or resources.doc.annotations.priority;
+	// empty when the mistake is in no key (the file's YAML, its size).
+	Key string
+	// Reason says what is wrong, without the key.
+	Reason string
 }
 
-// Error returns the go vet style line FILE:LINE:COL: message.
+// Error returns the go vet style line FILE:LINE:COL: key: reason.
 func (e *Error) Error() string {
-	msg := strings.Join(strings.Fields(e.Msg), " ")
+	msg := e.Reason
+	if e.Key != "" {
+		msg = e.Key + ": " + msg
+	}
+	msg = strings.Join(strings.Fields(msg), " ")
 	line := e.Pos.Line
 	if line < 1 {
 		line = 1
@@ -44,15 +54,16 @@ type errs struct {
 	list []*Error
 }
 
-func (e *errs) at(p Position, format string, args ...any) {
-	e.list = append(e.list, &Error{File: e.file, Pos: p, Msg: fmt.Sprintf(format, args...)})
+// at records the mistake at p in key (a dotted path, or "" for none).
+func (e *errs) at(p Position, key, format string, args ...any) {
+	e.list = append(e.list, &Error{File: e.file, Pos: p, Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
 func (e *errs) add(x *Error) { e.list = append(e.list, x) }
 
-// mistake is one mistake of f at p.
-func (f *File) mistake(p Position, format string, args ...any) *Error {
-	return &Error{File: f.Name, Pos: p, Msg: fmt.Sprintf(format, args...)}
+// mistake is one mistake of f at p, in key.
+func (f *File) mistake(p Position, key, format string, args ...any) *Error {
+	return &Error{File: f.Name, Pos: p, Key: key, Reason: fmt.Sprintf(format, args...)}
 }
 
 // first returns the earliest mistake in the file, or nil.

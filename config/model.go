@@ -88,7 +88,7 @@ type Source struct {
 type PostgresSource struct {
 	// URL is the connection URL (postgres://user:${PASSWORD}@host:5432/db);
 	// a password must come from the environment.
-	URL Secret `yaml:"url" schema:"required"`
+	URL Secret `yaml:"url" schema:"required" store:"db"`
 	// Role is the role every statement runs as, with the principal set in
 	// mcp.principal; the URL's login must be a member of it. Required
 	// unless LoginRole is set.
@@ -136,12 +136,12 @@ type S3Source struct {
 	// Region is the signing region; empty means the default.
 	Region Env `yaml:"region"`
 	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY.
-	PathStyle bool `yaml:"path_style"`
+	PathStyle bool `yaml:"path_style" store:"UsePathStyle"`
 	// AccessKey and SecretKey are static credentials, both or neither
 	// (neither: the AWS default chain). SecretKey must be a ${NAME}.
-	AccessKey Secret `yaml:"access_key"`
+	AccessKey Secret `yaml:"access_key" store:"AccessKeyID"`
 	// SecretKey is the secret of AccessKey.
-	SecretKey Secret `yaml:"secret_key" schema:"ref=secretRef"`
+	SecretKey Secret `yaml:"secret_key" schema:"ref=secretRef" store:"SecretAccessKey"`
 	// SessionToken is the optional token of temporary credentials.
 	SessionToken Secret `yaml:"session_token" schema:"ref=secretRef"`
 	// PollInterval is how often the objects that subscriptions depend on
@@ -172,7 +172,7 @@ type Policy struct {
 	// for doc://tenants/%61cme/...) and $principal, and returns rows of key,
 	// visible, read and optionally discover and disclose; a key without a
 	// row is hidden.
-	Decide string `yaml:"decide" schema:"required,ref=sql"`
+	Decide string `yaml:"decide" schema:"required,ref=sql" store:"Decide"`
 	// Description is for the people who read the file.
 	Description string `yaml:"description"`
 
@@ -265,7 +265,7 @@ type PostgresResource struct {
 	// Completion (PostgreSQL) maps a capture to the statement that
 	// completes it: $prefix, optionally $limit, $principal and the other
 	// captures; one column, value.
-	Completion map[string]string `yaml:"completion" schema:"items=sql"`
+	Completion map[string]string `yaml:"completion" schema:"items=sql" store:"Complete"`
 	// Object serves the S3 object that a plan row's object_key references
 	// as a second item of the read; with a Plan and no Body, the object
 	// alone, as the request URI (register it under the object items' URI,
@@ -323,7 +323,7 @@ type Grant struct {
 	// Source names the PostgreSQL source the statement runs on.
 	Source string `yaml:"source" schema:"required,ref=name"`
 	// Keys is the statement.
-	Keys string `yaml:"keys" schema:"required"`
+	Keys string `yaml:"keys" schema:"required" store:"Grant"`
 
 	Spans Spans `yaml:"-"`
 }
@@ -356,7 +356,7 @@ type ObjectRef struct {
 	// (an object replaced in between is read_failed, retryable), so a
 	// read costs two S3 requests. check prints an unpinned resource's
 	// kind with ", unpinned".
-	Unpinned bool `yaml:"unpinned"`
+	Unpinned bool `yaml:"unpinned" store:"Unpinned"`
 
 	Spans Spans `yaml:"-"`
 }

@@ -86,7 +86,7 @@ func (c *checker) oauth() {
 			}
 		}
 		if in.ClientSecret.isSet() && !referenceOnly(in.ClientSecret.raw) {
-			c.e.at(in.Spans.of("client_secret"), "oauth.introspection.client_secret: must be one ${NAME} reference: secrets are not written in the file")
+			c.e.at(in.Spans.of("client_secret"), "oauth.introspection.client_secret", "must be one ${NAME} reference: secrets are not written in the file")
 			ok = false
 		}
 	}
@@ -98,14 +98,14 @@ func (c *checker) oauth() {
 	if err != nil {
 		at, path := oauthRefused(o, vo)
 		if path != "" {
-			c.e.at(at, "%s: %s", path, strings.TrimPrefix(err.Error(), "oauth: "))
+			c.e.at(at, path, "%s", strings.TrimPrefix(err.Error(), "oauth: "))
 			return
 		}
-		c.e.at(at, "%v", err)
+		c.e.at(at, "", "%v", err)
 		return
 	}
 	if _, err = oauth.NewResourceServer(v.Verify, ro); err != nil {
-		c.e.at(o.Spans.start(), "%v", err)
+		c.e.at(o.Spans.start(), "", "%v", err)
 	}
 }
 

@@ -94,6 +94,10 @@ type Ready struct {
 	// (postgres Source.Prove): while the last one failed, the source
 	// refuses its reads. Nil for an S3 source.
 	Prove func(ctx context.Context) error
+	// Pool is a PostgreSQL source's connection pool, for a host's own
+	// start-up checks on the connections it serves with (the schema it
+	// expects); nil for an S3 source. [Served.Close] closes it.
+	Pool *pgxpool.Pool
 	// Reconnected receives, for a PostgreSQL source, after its pool made a
 	// new connection while it held no other established one (it lost
 	// every connection and connected again, or had closed its idle ones),
@@ -214,7 +218,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			s.closers = append(s.closers, pool.Close)
 			pools[src.Name], check = pool, pool.Ping
-			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check, Reconnected: watch.c})
+			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check, Pool: pool, Reconnected: watch.c})
 			continue
 		}
 		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
@@ -222,12 +226,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	sources := map[string]*postgres.Source{}
 	for _, src := range f.Sources {
 		if p := src.Postgres; p != nil {
-			// Every resource of a source with a decide policy is decided by it
-			// (routePolicy), so its reads may take their recheck with the bodies.
-			pol := f.policyOf(src.Name)
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
-				RecheckWithBodies: pol != nil && !pol.Database, UnusableGrantRows: opts.UnusableGrantRows})
+				UnusableGrantRows: opts.UnusableGrantRows})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}
@@ -323,11 +324,11 @@ func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*
 		UsePathStyle: b.PathStyle, AccessKeyID: b.AccessKey.expanded(), SecretAccessKey: b.SecretKey.expanded(), SessionToken: b.SessionToken.expanded()},
 		s3store.WithTracing(opts.TracerProvider))
 	if err != nil {
-		return nil, f.mistake(src.Spans.start(), "sources.%s: the S3 client: %s", src.Name, redact(err, src))
+		return nil, f.mistake(src.Spans.start(), "sources."+src.Name, "the S3 client: %s", redact(err, src))
 	}
 	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
 	if err != nil {
-		return nil, f.mistake(b.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, reason(err, src))
+		return nil, f.mistake(b.Spans.of("bucket"), "sources."+src.Name+".s3.bucket", "%s", reason(err, src))
 	}
 	return bucket, nil
 }
@@ -338,7 +339,7 @@ func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions, watc
 	p := src.Postgres
 	cfg, err := pgxpool.ParseConfig(p.URL.expanded())
 	if err != nil {
-		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: is not a valid PostgreSQL URL", src.Name)
+		return nil, f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "is not a valid PostgreSQL URL")
 	}
 	if opts.TracerProvider != nil {
 		cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
@@ -346,7 +347,7 @@ func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions, watc
 	cfg.AfterConnect = watch.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: %s", src.Name, redact(err, src))
+		return nil, f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "%s", redact(err, src))
 	}
 	watch.pool.Store(pool)
 	return pool, nil
@@ -403,7 +404,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 			at, key = p.Spans.of("listen_url"), "listen_url"
 			c, err := pgx.ParseConfig(v)
 			if err != nil {
-				return nil, nil, f.mistake(at, "sources.%s.postgres.listen_url: is not a valid PostgreSQL URL", src.Name)
+				return nil, nil, f.mistake(at, "sources."+src.Name+".postgres.listen_url", "is not a valid PostgreSQL URL")
 			}
 			lcfg, direct = c, c
 		}
@@ -413,7 +414,7 @@ func (f *File) changes(opts *OpenOptions, pools map[string]*pgxpool.Pool, source
 		}
 		l, err := ps.Listener(lcfg, &postgres.ListenerOptions{Logger: opts.sourceLog(src.Name)})
 		if err != nil {
-			return nil, nil, f.mistake(at, "sources.%s.postgres.%s: %s", src.Name, key, reason(err, src))
+			return nil, nil, f.mistake(at, "sources."+src.Name+".postgres."+key, "%s", reason(err, src))
 		}
 		out = append(out, l)
 	}
@@ -465,7 +466,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
 		if err := pool.Ping(ctx); err != nil {
-			return f.mistake(p.Spans.of("url"), "sources.%s.postgres.url: cannot reach PostgreSQL at %s:%d: %s", src.Name, cfg.Host, cfg.Port, pgCause(err, src))
+			return f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, pgCause(err, src))
 		}
 		if err := ps.Check(ctx); err != nil {
 			return f.storeError(err, src.Name, src.Spans.start())
@@ -475,7 +476,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		}
 		conn, err := pgx.ConnectConfig(ctx, direct)
 		if err != nil {
-			return f.mistake(p.Spans.of("listen_url"), "sources.%s.postgres.listen_url: cannot reach PostgreSQL at %s:%d: %s", src.Name, direct.Host, direct.Port, pgCause(err, src))
+			return f.mistake(p.Spans.of("listen_url"), "sources."+src.Name+".postgres.listen_url", "cannot reach PostgreSQL at %s:%d: %s", direct.Host, direct.Port, pgCause(err, src))
 		}
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil
@@ -492,7 +493,7 @@ func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 		if _, ok := errors.AsType[*core.ConfigError](err); ok {
 			return f.storeError(err, src.Name, src.Spans.start()) // the credential S3 refused, else the bucket
 		}
-		return f.mistake(src.S3.Spans.of("bucket"), "sources.%s.s3.bucket: %s", src.Name, redact(err, src))
+		return f.mistake(src.S3.Spans.of("bucket"), "sources."+src.Name+".s3.bucket", "%s", redact(err, src))
 	}
 }
 
@@ -570,6 +571,14 @@ func routePolicy(byName map[string]core.ResourcePolicy) core.ResourcePolicy {
 		return p, nil
 	}
 	return core.ResourcePolicy{
+		// A definition's passes are its resource's policy's: storage may
+		// decide with the bodies for that one.
+		Key: func(d core.ResourceDefinition) any {
+			if p, ok := byName[d.Name]; ok && p.Key != nil {
+				return p.Key(d)
+			}
+			return nil
+		},
 		Discover: func(ctx context.Context, d core.ResourceDefinition) error {
 			p, err := of(d.Name)
 			if err != nil {
@@ -663,7 +672,7 @@ func (f *File) decider(r Resource, sources map[string]*postgres.Source) string {
 func (f *File) storeError(err error, source string, def Position) *Error {
 	ce, ok := errors.AsType[*core.ConfigError](err)
 	if !ok {
-		return f.mistake(def, "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
+		return f.mistake(def, "", "%s", strings.Join(strings.Fields(f.redactAll(err.Error())), " "))
 	}
 	reason := f.redactAll(ce.Reason)
 	p := ce.Path
@@ -672,13 +681,13 @@ func (f *File) storeError(err error, source string, def Position) *Error {
 	}
 	pl, ok := f.locate(p)
 	if !ok {
-		return f.mistake(def, "%s: %s", ce.Field, reason)
+		return f.mistake(def, "", "%s: %s", ce.Field, reason)
 	}
 	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {
 		at = f.sqlPos(pl.spans, pl.key, pl.sql, se.Offset)
 	}
-	return f.mistake(at, "%s: %s", pl.path, reason)
+	return f.mistake(at, pl.path, "%s", reason)
 }
 
 // place is where a store's path is in the file: the path errors name it
@@ -744,16 +753,6 @@ func (f *File) locate(p core.ConfigPath) (place, bool) {
 		return place{"sources." + s.Name + ".s3." + key, s.S3.Spans, key, ""}, true
 	}
 	return place{}, false
-}
-
-// fileKeys are the keys of the file that the Go fields the stores' paths
-// name (core.ConfigPath.Field) are written under: a resource's own, under
-// its object or grant, then a source's under postgres or s3.
-var fileKeys = map[string]string{
-	"Plan": "plan", "Bundle": "bundle", "Body": "body", "ItemURI": "item_uri", "Listen": "listen", "Anchored": "anchored",
-	"Prefix": "prefix", "MaxDepth": "max_depth", "ObjectURI": "object.uri", "ObjectSource": "object.source", "Grant": "grant.keys",
-	"Role": "postgres.role", "LoginRole": "postgres.login_role", "MaxPlanItems": "postgres.max_plan_items", "StatementTimeout": "postgres.statement_timeout", "db": "postgres.url", "Decide": "postgres.policy.decide", "Exempt": "postgres.exempt",
-	"SecretAccessKey": "s3.secret_key", "AccessKeyID": "s3.access_key",
 }
 
 // resourcePlace is the place in r of the field a store's path names, its

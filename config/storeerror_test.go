@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,6 +50,44 @@ func TestStoreErrorsLandAtThePathTheyName(t *testing.T) {
 			got := f.storeError(tc.err, tc.source, f.Sources[0].Spans.start())
 			if got == nil || got.Error() != tc.want {
 				t.Errorf("storeError(%v) = %v, want %s", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStoreErrorKeyIsTheFilesKey proves a store's *core.ConfigError
+// reaches the caller of Parse as a *Error whose Key is the file's key its
+// core.ConfigPath names and whose Reason is the store's own, intact: a
+// caller maps the mistake by Key and shows Reason, never cuts the text.
+func TestStoreErrorKeyIsTheFilesKey(t *testing.T) {
+	storeReason := func(err error) string {
+		t.Helper()
+		ce, ok := errors.AsType[*core.ConfigError](err)
+		if !ok {
+			t.Fatalf("the store accepted it: %v", err)
+		}
+		return ce.Reason
+	}
+	cases := []struct {
+		name, from, to, key, reason string
+	}{
+		{"a role the store refuses", "role: reader", `role: "a\tb"`, "sources.db.postgres.role",
+			storeReason(postgres.CheckSource(postgres.SourceOptions{Name: "db", Role: "a\tb"}))},
+		{"a plan the store refuses", "FROM docs WHERE tenant = $tenant AND id = $id", "FROM docs WHERE tenant = $tenant AND id = $nope",
+			"resources.doc.plan", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("good.yaml", []byte(strings.Replace(good, tc.from, tc.to, 1)), testOptions)
+			e, ok := errors.AsType[*Error](err)
+			if !ok {
+				t.Fatalf("Parse: %v, want a *config.Error", err)
+			}
+			if e.Key != tc.key || (tc.reason != "" && e.Reason != tc.reason) || strings.HasPrefix(e.Reason, tc.key) {
+				t.Errorf("Key %q, Reason %q; want Key %q, Reason %q (the store's, without the key)", e.Key, e.Reason, tc.key, tc.reason)
+			}
+			if want := tc.key + ": " + e.Reason; !strings.HasSuffix(e.Error(), want) {
+				t.Errorf("Error() = %q, want it to end in %q", e.Error(), want)
 			}
 		})
 	}

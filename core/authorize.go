@@ -7,7 +7,7 @@ import "context"
 // caller. It holds the requested target and the visible items in plan
 // order, each with whether the caller may read it now. Hidden items are
 // left out entirely. An Authorization never holds a body: its targets are
-// without the content a plan may carry ([ResourceTarget.WithContent]).
+// without the content a plan may carry ([ResourceMatch.WithContent]).
 type Authorization struct {
 	requested ResourceTarget
 	items     []ResourceTarget

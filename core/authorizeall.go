@@ -77,14 +77,16 @@ func (r *Resources) authorizeAll(ctx context.Context, uris []string) ([]Authoriz
 			}
 			continue
 		}
-		since := planClock.Add(1)
+		for _, i := range idx {
+			ms[i].read = &planning{uri: uris[i]}
+		}
 		plans, perr := r.resolveAll(ctx, def, ms, idx)
 		for k, i := range idx {
 			if perr[k] != nil {
 				errs[i] = perr[k]
 				continue
 			}
-			st, err := r.decideBefore(ctx, nil, ms[i], plans[k], since)
+			st, err := r.decideBefore(ctx, nil, ms[i], plans[k])
 			if err != nil {
 				errs[i] = err
 				continue

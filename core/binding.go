@@ -98,6 +98,18 @@ type ResourcePolicy struct {
 	// whole read as a policy failure. [Resources.Authorize] (subscriptions)
 	// makes the [PassBeforeReads] call.
 	Decide func(ctx context.Context, pass PolicyPass) ([]TargetDecision, error)
+	// Key, when set, names the policy that answers the passes of a
+	// definition: [NewResources] asks it once per definition, and the
+	// gateway hands the answer to storage ([ReadRequest].Policy,
+	// [ResourceMatch.Policy]). A decision storage takes with a body
+	// ([ReadResult].Decision, [ResourceMatch.WithContent]) stands as the
+	// recheck of its item only when its [TargetDecision].Policy is that
+	// key; any other, and any decision while Key is nil or returns nil, is
+	// dropped and the item is rechecked by Decide. A store's policy
+	// constructor sets it; a policy that wraps or routes to others returns
+	// the key of the one that answers d, and nil where it changes that
+	// answer. A key must be comparable (a pointer, a string).
+	Key func(d ResourceDefinition) any
 
 	missing string // set by PerTarget: the nil callback of its TargetPolicy
 }

@@ -2,11 +2,11 @@ package core
 
 import (
 	"errors"
-	"sync/atomic"
+	"reflect"
 )
 
 // maxInlineBytes bounds the content a plan item may carry
-// ([ResourceTarget.WithContent]).
+// ([ResourceMatch.WithContent]).
 const maxInlineBytes = 64 << 10
 
 // inline is the content a plan item carries and the decision storage took
@@ -14,33 +14,31 @@ const maxInlineBytes = 64 << 10
 type inline struct {
 	payload  ResourcePayload
 	decision *TargetDecision // nil: the recheck asks the policy
-	planned  uint64          // planClock when WithContent ran
+	read     *planning       // the request whose match planned it
 }
 
-// planClock orders the plannings of content against the reads that use
-// it: a read ticks it before resolving, and content stamped before that
-// tick was planned before the read began (see [ResourceTarget.WithContent]).
-var planClock atomic.Uint64
-
 // WithContent returns t carrying its content p, read from storage while
-// planning, and, when d is not nil, the policy's answer for t that storage
-// evaluated in the same snapshot as p (for example the grant flags a plan
-// statement read beside the body it returned). The gateway reads no body
-// for such an item: when the decision before the reads ([PassBeforeReads],
-// still asked about every target) lets the caller read it, p is admitted
-// exactly as a body a reader returned would be (MaxItemBytes, the
-// aggregate budget, the item count, invalid content give the same issues),
-// and d is its recheck, as a [ReadResult.Decision] is for a body read; with
-// a nil d the recheck asks the policy about it. An item the decision
-// before the reads hides or denies is never admitted, and its recheck asks
-// the policy. Pass d only when it is the answer of the policy the gateway
-// serves the binding under: any other policy must be asked.
+// planning the request of m, and, when d is not nil, the policy's answer
+// for t that storage evaluated in the same snapshot as p (for example the
+// grant flags a plan statement read beside the body it returned), naming
+// the policy it answers for in its Policy field ([ResourceMatch.Policy]).
+// The gateway reads no body for such an item: when the decision before the
+// reads ([PassBeforeReads], still asked about every target) lets the
+// caller read it, p is admitted exactly as a body a reader returned would
+// be (MaxItemBytes, the aggregate budget, the item count, invalid content
+// give the same issues), and d is its recheck, as a [ReadResult.Decision]
+// is for a body read, when d.Policy is the key of the policy in force
+// ([ResourcePolicy].Key); with a nil d, or one naming no key or another
+// key, the recheck asks the policy about it. An item the decision before
+// the reads hides or denies is never admitted, and its recheck asks the
+// policy.
 //
-// Content is a read made when the target is planned, so it serves only the
-// read whose planning made it: a target planned before the read began (one
-// a resolver kept from an earlier request, or took from [Authorize], which
-// hands targets out without content) is read by its reader like any
-// other, so that a change or revocation since is seen.
+// Content is a read made while m's request is planned, so it serves only
+// that request: a target with content planned for another request (one a
+// resolver kept from an earlier request, or a match kept since), and any
+// target from [Authorize], which hands targets out without content, is
+// read by its reader like any other, so that a change or revocation since
+// is seen. WithContent fails for a match the gateway is not resolving.
 //
 // Content and decision are not part of the target's identity and never
 // reach the policy or a reader: a [PolicyPass] lists the target without
@@ -53,8 +51,10 @@ var planClock atomic.Uint64
 // read the target. A target with an [ObjectRef] cannot carry content (it
 // is read by its object source), nor can a target with content be given
 // one.
-func (t ResourceTarget) WithContent(p ResourcePayload, d *TargetDecision) (ResourceTarget, error) {
+func (m ResourceMatch) WithContent(t ResourceTarget, p ResourcePayload, d *TargetDecision) (ResourceTarget, error) {
 	switch {
+	case m.read == nil:
+		return ResourceTarget{}, errors.New("core: content needs the match of a request being resolved")
 	case t.IsZero():
 		return ResourceTarget{}, errors.New("core: content on a zero target")
 	case p.IsZero():
@@ -64,7 +64,7 @@ func (t ResourceTarget) WithContent(p ResourcePayload, d *TargetDecision) (Resou
 	case t.obj != nil:
 		return ResourceTarget{}, errors.New("core: a target with an object reference cannot carry content")
 	}
-	in := &inline{payload: p, planned: planClock.Load()}
+	in := &inline{payload: p, read: m.read}
 	if d != nil {
 		dc := *d
 		in.decision = &dc
@@ -73,10 +73,10 @@ func (t ResourceTarget) WithContent(p ResourcePayload, d *TargetDecision) (Resou
 	return t, nil
 }
 
-// planned returns t as a read that ticked planClock to since before
-// resolving uses it: without content planned before then.
-func (t ResourceTarget) planned(since uint64) ResourceTarget {
-	if t.inline != nil && t.inline.planned < since {
+// plannedBy returns t as the request whose match is m uses it: without
+// content another request planned.
+func (t ResourceTarget) plannedBy(m ResourceMatch) ResourceTarget {
+	if t.inline != nil && t.inline.read != m.read {
 		return t.identity()
 	}
 	return t
@@ -87,4 +87,15 @@ func (t ResourceTarget) planned(since uint64) ResourceTarget {
 func (t ResourceTarget) identity() ResourceTarget {
 	t.inline = nil
 	return t
+}
+
+// storageDecision returns d, a decision storage took with a body for a
+// read of def, as the item's recheck: only when d names the key of the
+// policy that answers def's passes. Any other is dropped (ok false), and
+// the recheck asks the policy.
+func storageDecision(def *definition, d *TargetDecision) (_ decision, ok bool) {
+	if d == nil || def.policy == nil || !reflect.ValueOf(d.Policy).Comparable() || d.Policy != def.policy {
+		return decision{}, false
+	}
+	return passDecision(*d), true
 }

@@ -26,6 +26,9 @@ type drItem struct {
 	inline         *ResourcePayload
 	inlineDecision TargetDecision
 	undecided      bool
+	// names is the policy key its decisions name; nil: the key the
+	// gateway gave (ReadRequest.Policy, ResourceMatch.Policy).
+	names any
 	// body is what the reader returns; nil: "body of URI".
 	body *ResourcePayload
 }
@@ -46,6 +49,8 @@ type decisionRig struct {
 	wrap func(Reader) Reader
 	// whole, when set, replaces the reader's answer.
 	whole func(ctx context.Context, req ReadRequest) ([]ReadResult, error)
+	// key is the policy's Key (newDecisionRig sets rigKey); nil: none.
+	key any
 	// honest reads through an ItemReader that refuses a body over its Limit
 	// with TooLarge, instead of the batch reader.
 	honest bool
@@ -64,8 +69,30 @@ var (
 
 func decisionOf(d TargetDecision) *TargetDecision { return &d }
 
+// rigKey is the Key of the decision rig's policy.
+var rigKey = new(int)
+
+// named returns d naming the key the item names, or else key.
+func (it *drItem) named(d *TargetDecision, key any) *TargetDecision {
+	if d == nil {
+		return nil
+	}
+	dc := *d
+	switch dc.Policy = key; it.names {
+	case nil:
+	case unnamed:
+		dc.Policy = nil
+	default:
+		dc.Policy = it.names
+	}
+	return &dc
+}
+
+// unnamed, as a drItem's names, has its decisions name no key.
+var unnamed any = new(byte)
+
 func newDecisionRig(t *testing.T, uris ...string) *decisionRig {
-	g := &decisionRig{t: t, answers: map[PassStage]map[string]TargetDecision{PassBeforeReads: {}, PassRecheck: {}}}
+	g := &decisionRig{t: t, key: rigKey, answers: map[PassStage]map[string]TargetDecision{PassBeforeReads: {}, PassRecheck: {}}}
 	for _, u := range uris {
 		g.items = append(g.items, drItem{uri: u})
 	}
@@ -101,7 +128,7 @@ func (g *decisionRig) requestURI() string {
 	return bundleURI
 }
 
-func (g *decisionRig) plan() (ResourceReadPlan, error) {
+func (g *decisionRig) plan(m ResourceMatch) (ResourceReadPlan, error) {
 	var req ResourceTarget
 	var err error
 	if g.single {
@@ -122,7 +149,7 @@ func (g *decisionRig) plan() (ResourceReadPlan, error) {
 			if it.undecided {
 				d = nil
 			}
-			if ts[i], err = ts[i].WithContent(*it.inline, d); err != nil {
+			if ts[i], err = m.WithContent(ts[i], *it.inline, it.named(d, m.Policy())); err != nil {
 				return ResourceReadPlan{}, err
 			}
 		}
@@ -158,13 +185,15 @@ func (g *decisionRig) Read(ctx context.Context, req ReadRequest) ([]ReadResult, 
 	}
 	out := make([]ReadResult, len(req.Items))
 	for k, it := range req.Items {
-		out[k] = ReadResult{Payload: g.bodyOf(it.Target.URI()), Decision: g.item(it.Target.URI()).decision}
+		item := g.item(it.Target.URI())
+		out[k] = ReadResult{Payload: g.bodyOf(it.Target.URI()), Decision: item.named(item.decision, req.Policy)}
 	}
 	return out, nil
 }
 
 func (g *decisionRig) policy() ResourcePolicy {
 	return ResourcePolicy{
+		Key: func(ResourceDefinition) any { return g.key },
 		Discover: func(context.Context, ResourceDefinition) error {
 			g.mu.Lock()
 			n := g.discovers
@@ -212,7 +241,7 @@ func (g *decisionRig) resources() *Resources {
 	}
 	binding := ResourceBinding{
 		Definition: ResourceDefinition{URI: g.requestURI(), Name: "decided"},
-		Resolver:   ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return g.plan() }),
+		Resolver:   ResolverFunc(func(_ context.Context, m ResourceMatch) (ResourceReadPlan, error) { return g.plan(m) }),
 		Reader:     rd,
 	}
 	r, err := NewResources([]ResourceBinding{binding}, g.policy(), WithResourceLimits(g.limits))
@@ -627,20 +656,25 @@ func TestContentPlannedBeforeTheReadIsReadAgain(t *testing.T) {
 	// began, so that read asks the reader, whose body has changed since.
 	g := newDecisionRig(t, "test://a", "test://b")
 	g.inlineText("planned ", "test://a", "test://b")
-	kept, err := g.plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := TextPayload("text/plain", "changed test://b")
-	g.item("test://b").body = &changed
+	var kept ResourceReadPlan
 	res, err := NewResources([]ResourceBinding{{
 		Definition: ResourceDefinition{URI: bundleURI, Name: "kept"},
-		Resolver:   ResolverFunc(func(context.Context, ResourceMatch) (ResourceReadPlan, error) { return kept, nil }),
-		Reader:     g,
+		Resolver: ResolverFunc(func(_ context.Context, m ResourceMatch) (plan ResourceReadPlan, err error) {
+			if kept.IsZero() {
+				kept, err = g.plan(m)
+			}
+			return kept, err
+		}),
+		Reader: g,
 	}}, g.policy())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if out, err := res.Read(context.Background(), bundleURI); err != nil || !strings.HasPrefix(seenBy(out, nil), `test://a="planned test://a" `) || len(g.requests) != 0 {
+		t.Fatalf("first read: %v, reader requests %v", err, g.requests)
+	}
+	changed := TextPayload("text/plain", "changed test://b")
+	g.item("test://b").body = &changed
 	out, err := res.Read(context.Background(), bundleURI)
 	if err != nil {
 		t.Fatal(err)
@@ -664,7 +698,8 @@ func TestWithContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := BlobPayload("application/octet-stream", []byte{1, 2})
-	with, err := tg.WithContent(p, &allow)
+	m := ResourceMatch{uri: "test://a", read: &planning{uri: "test://a"}}
+	with, err := m.WithContent(tg, p, &allow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,18 +720,19 @@ func TestWithContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, f := range map[string]func() (ResourceTarget, error){
-		"a zero target":    func() (ResourceTarget, error) { return ResourceTarget{}.WithContent(p, &allow) },
-		"a zero payload":   func() (ResourceTarget, error) { return tg.WithContent(ResourcePayload{}, &allow) },
-		"an object target": func() (ResourceTarget, error) { return obj.WithContent(p, &allow) },
+		"a match not being resolved": func() (ResourceTarget, error) { return ResourceMatch{}.WithContent(tg, p, &allow) },
+		"a zero target":              func() (ResourceTarget, error) { return m.WithContent(ResourceTarget{}, p, &allow) },
+		"a zero payload":             func() (ResourceTarget, error) { return m.WithContent(tg, ResourcePayload{}, &allow) },
+		"an object target":           func() (ResourceTarget, error) { return m.WithContent(obj, p, &allow) },
 		"too large content": func() (ResourceTarget, error) {
-			return tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes+1)), &allow)
+			return m.WithContent(tg, TextPayload("text/plain", strings.Repeat("x", maxInlineBytes+1)), &allow)
 		},
 	} {
 		if _, err := f(); err == nil {
 			t.Errorf("WithContent accepted %s", name)
 		}
 	}
-	if _, err := tg.WithContent(TextPayload("text/plain", strings.Repeat("x", maxInlineBytes)), &allow); err != nil {
+	if _, err := m.WithContent(tg, TextPayload("text/plain", strings.Repeat("x", maxInlineBytes)), &allow); err != nil {
 		t.Errorf("WithContent refused maxInlineBytes: %v", err)
 	}
 }

@@ -28,10 +28,13 @@
 // Storage that evaluates the policy itself can take that answer with the
 // body, in the same snapshot, and spare the recheck's round trip: a
 // [ReadResult] may carry the item's Decision, and a plan item may carry its
-// content and decision ([ResourceTarget.WithContent]), which the gateway
+// content and decision ([ResourceMatch.WithContent]), which the gateway
 // admits with no read at all. The recheck then asks Decide only about the
 // targets without such a decision, and when none is left it is a Discover
-// call.
+// call. Such a decision must name the policy in force
+// ([ResourcePolicy].Key, which the gateway hands storage as
+// [ReadRequest].Policy and [ResourceMatch.Policy]); one naming no key or
+// another key is dropped, and Decide is asked.
 //
 // Errors of whole operations are *[Failure] values whose Error text is a fixed,
 // client-safe message; private causes stay behind Unwrap. Configuration

@@ -7,6 +7,26 @@ type ResourceMatch struct {
 	uri  string
 	def  *definition
 	vars []capture
+	// read is the request being planned (set when the gateway resolves):
+	// the content the resolver plans with WithContent serves it alone.
+	read *planning
+}
+
+// planning is one request's resolve; its address identifies it (the
+// request URI it holds keeps it from being zero-size, whose addresses
+// need not differ).
+type planning struct{ uri string }
+
+// Policy returns the key of the policy that decides the request
+// ([ResourcePolicy].Key), or nil: a store sets it as the
+// [TargetDecision].Policy of a decision it plans with content
+// ([ResourceMatch.WithContent]), and plans one only when the key is its
+// own policy's.
+func (m ResourceMatch) Policy() any {
+	if m.def == nil {
+		return nil
+	}
+	return m.def.policy
 }
 
 type capture struct{ name, value string }

@@ -31,7 +31,7 @@ type ObjectRef struct {
 // is part of the target's identity. Source and Key are required; every
 // text field is UTF-8 of at most 1 KiB, MIMEType empty or a valid media
 // type, Size at least -1. A target carrying content
-// ([ResourceTarget.WithContent]) cannot be given one.
+// ([ResourceMatch.WithContent]) cannot be given one.
 func (t ResourceTarget) WithObject(ref ObjectRef) (ResourceTarget, error) {
 	switch {
 	case t.IsZero():

@@ -15,7 +15,7 @@ const (
 	// current state: data fetched while planning is stale by then. Its
 	// targets are the requested target and the items whose decision did not
 	// come with their body ([ReadResult].Decision,
-	// [ResourceTarget.WithContent]); when the requested target and every
+	// [ResourceMatch.WithContent]); when the requested target and every
 	// item came with one, the gateway asks [ResourcePolicy].Discover instead.
 	PassRecheck
 )
@@ -38,7 +38,7 @@ func (s PassStage) String() string {
 // their body). An item with the same identity (URI, representation,
 // authorization data and object reference) as the requested target is
 // listed once, as the requested target. Targets never carry their content
-// ([ResourceTarget.WithContent]).
+// ([ResourceMatch.WithContent]).
 type PolicyPass struct {
 	// Stage says whether this is the decision before the body reads or the
 	// final recheck.
@@ -63,4 +63,10 @@ type TargetDecision struct {
 	// Read permits reading a visible target. A visible target that may not
 	// be read is an omission the report counts.
 	Read bool
+	// Policy names the policy whose answer this is: the key storage was
+	// given ([ReadRequest].Policy, [ResourceMatch.Policy]) when it took
+	// the decision with a body. The gateway ignores it in the answers of
+	// Decide, and drops a decision storage took whose Policy is not the
+	// key of the policy in force (see [ResourcePolicy].Key).
+	Policy any
 }

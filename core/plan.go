@@ -19,7 +19,7 @@ type ResourceReadPlan struct {
 // NewResourceReadPlan builds a plan. Every target must have been built by
 // [NewResourceTarget], and no two items may share a URI, whatever their
 // representations. Items may carry their content
-// ([ResourceTarget.WithContent]); the requested target's content, if any,
+// ([ResourceMatch.WithContent]); the requested target's content, if any,
 // is dropped (only items are admitted).
 func NewResourceReadPlan(requested ResourceTarget, items ...ResourceTarget) (ResourceReadPlan, error) {
 	if requested.IsZero() {

@@ -31,7 +31,7 @@ import (
 // time, each under ItemTimeout with its [ReadItem] Limit; a native batch
 // [Reader] is asked once for consecutive items, under one ItemTimeout.
 // Results are admitted in plan order either way; an item carrying its
-// content ([ResourceTarget.WithContent]) is admitted from it, unread.
+// content ([ResourceMatch.WithContent]) is admitted from it, unread.
 // Before returning, Read rechecks discovery, the requested target and every
 // planned item under the current policy. The decision before the reads is
 // one [ResourcePolicy].Decide call for the whole plan; the recheck is one
@@ -137,24 +137,24 @@ func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m Reso
 	}); err != nil {
 		return m, plan, nil, err
 	}
-	since := planClock.Add(1)
+	m.read = &planning{uri: uri}
 	if err = observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
 		plan, err = r.resolve(ctx, m.def, m)
 		return err
 	}); err != nil {
 		return m, plan, nil, err
 	}
-	st, err = r.decideBefore(ctx, o, m, plan, since)
+	st, err = r.decideBefore(ctx, o, m, plan)
 	return m, plan, st, err
 }
 
-// decideBefore decides a resolved plan before the reads (planned at
-// since, a planClock value taken before the resolver ran) and returns the
-// state that follows its items.
-func (r *Resources) decideBefore(ctx context.Context, o Observer, m ResourceMatch, plan ResourceReadPlan, since uint64) ([]itemState, error) {
+// decideBefore decides a resolved plan before the reads (planned on m,
+// whose inline contents it keeps) and returns the state that follows its
+// items.
+func (r *Resources) decideBefore(ctx context.Context, o Observer, m ResourceMatch, plan ResourceReadPlan) ([]itemState, error) {
 	st := make([]itemState, len(plan.items))
 	for i, t := range plan.items {
-		st[i].target = t.planned(since)
+		st[i].target = t.plannedBy(m)
 	}
 	err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
@@ -326,7 +326,7 @@ func passDecision(d TargetDecision) decision {
 // readItems reads the bodies of the readable items in plan order and
 // admits them. Each item is read by the object source its [ObjectRef]
 // names, or else by the binding's reader; an item carrying its content
-// ([ResourceTarget.WithContent]) is admitted from it, unread. Consecutive
+// ([ResourceMatch.WithContent]) is admitted from it, unread. Consecutive
 // readable items that one native batch [Reader] serves are one request,
 // together with at most the items the count limit leaves (inline items
 // among them count, and do not split it); an [ItemReader] is asked item by
@@ -345,7 +345,7 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		case b.stopped || b.itemsLeft == 0:
 			b.stopped = true
 			s.code = IssueBudgetExceeded
-			s.contentDecision()
+			s.contentDecision(def)
 			i++
 			continue
 		}
@@ -354,7 +354,7 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		}
 		if s.target.inline != nil {
 			_, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
-			r.admitContent(s, b, sizeOf)
+			r.admitContent(def, s, b, sizeOf)
 			end(PhaseEnd{Issue: s.code, Target: s.target})
 			i++
 			continue
@@ -383,7 +383,7 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 			}
 			run = append(run, j)
 		}
-		if err := r.readBatch(ctx, o, rd, st, run, b, sizeOf); err != nil {
+		if err := r.readBatch(ctx, o, def, rd, st, run, b, sizeOf); err != nil {
 			return err
 		}
 		i = j
@@ -407,9 +407,9 @@ func (r *Resources) readerOf(def *definition, t ResourceTarget) (rd Reader, from
 // admits the results and the inline items of run in plan order. The
 // Decision of a result becomes its item's recheck, unless the request as a
 // whole failed or timed out.
-func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []itemState, run []int, b *budget, sizeOf itemSizeFunc) error {
+func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, rd Reader, st []itemState, run []int, b *budget, sizeOf itemSizeFunc) error {
 	limit := min(r.limits.MaxItemBytes, b.payloadLeft)
-	req := ReadRequest{Items: make([]ReadItem, 0, len(run)), Budget: b.payloadLeft}
+	req := ReadRequest{Items: make([]ReadItem, 0, len(run)), Budget: b.payloadLeft, Policy: def.policy}
 	for _, i := range run {
 		if st[i].target.inline == nil {
 			req.Items = append(req.Items, ReadItem{Target: st[i].target, Limit: limit})
@@ -445,14 +445,12 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []i
 			_, end = startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
 		}
 		if s.target.inline != nil {
-			r.admitContent(s, b, sizeOf)
+			r.admitContent(def, s, b, sizeOf)
 			end(PhaseEnd{Issue: s.code, Target: s.target})
 			continue
 		}
-		switch {
-		case timedOut || err != nil:
-		case res[k].Decision != nil:
-			s.final, s.rechecked = passDecision(*res[k].Decision), true
+		if !timedOut && err == nil {
+			s.final, s.rechecked = storageDecision(def, res[k].Decision)
 		}
 		switch {
 		case b.stopped || b.itemsLeft == 0:
@@ -477,8 +475,8 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, rd Reader, st []i
 // admitContent admits the content s's target carries exactly as a body a
 // reader returned, and takes the decision that came with it as the item's
 // recheck.
-func (r *Resources) admitContent(s *itemState, b *budget, sizeOf itemSizeFunc) {
-	s.contentDecision()
+func (r *Resources) admitContent(def *definition, s *itemState, b *budget, sizeOf itemSizeFunc) {
+	s.contentDecision(def)
 	if b.stopped || b.itemsLeft == 0 {
 		b.stopped = true
 		s.code = IssueBudgetExceeded
@@ -491,9 +489,9 @@ func (r *Resources) admitContent(s *itemState, b *budget, sizeOf itemSizeFunc) {
 // any, as its recheck. Only an item the decision before the reads let
 // through takes it: for one it hid or denied, the inline decision is older
 // than the policy's answer, and the recheck asks the policy.
-func (s *itemState) contentDecision() {
-	if in := s.target.inline; in != nil && in.decision != nil {
-		s.final, s.rechecked = passDecision(*in.decision), true
+func (s *itemState) contentDecision(def *definition) {
+	if in := s.target.inline; in != nil {
+		s.final, s.rechecked = storageDecision(def, in.decision)
 	}
 }
 

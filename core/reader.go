@@ -26,6 +26,11 @@ type ReadRequest struct {
 	// Budget is how many payload bytes the bodies returned for the whole
 	// request may hold together (what the aggregate payload budget leaves).
 	Budget int64
+	// Policy is the key of the policy that decides the read
+	// ([ResourcePolicy].Key), or nil. A reader that evaluates a policy's
+	// answer with the bodies does so only when Policy is its own policy's
+	// key, and names it in each [ReadResult].Decision.
+	Policy any
 }
 
 // ReadResult is a [Reader]'s answer for one item: a payload, or an error
@@ -35,18 +40,19 @@ type ReadRequest struct {
 type ReadResult struct {
 	Payload ResourcePayload
 	Err     error
-	// Decision, when set, is the policy's current answer for this item,
-	// evaluated by storage in the same snapshot as the body (for example
-	// the grants check folded into the body statement). The gateway then
-	// rechecks the item by it instead of asking [ResourcePolicy].Decide
-	// about it: a hidden Decision removes the item, a visible one without
-	// Read revokes it, exactly as the same answer from Decide would. It is
-	// trusted for this item only (and, when the item has the requested
-	// target's identity, for the requested target), whatever Err says, and
-	// ignored when the request as a whole failed or timed out. A reader
-	// sets it only when it evaluated, no earlier than the body, the answer
-	// the gateway's Decide would give for the item (the statement that
-	// policy runs), never a part of that answer; Discover is still asked.
+	// Decision, when set, is the answer of the policy its Policy field
+	// names for this item, evaluated by storage in the same snapshot as
+	// the body (for example the grants check folded into the body
+	// statement). When it names the request's Policy, the gateway rechecks
+	// the item by it instead of asking [ResourcePolicy].Decide about it: a
+	// hidden Decision removes the item, a visible one without Read revokes
+	// it, exactly as the same answer from Decide would; a Decision naming
+	// no key or another key is dropped, and Decide is asked. It is taken
+	// for this item only (and, when the item has the requested target's
+	// identity, for the requested target), whatever Err says, and ignored
+	// when the request as a whole failed or timed out. A reader names a
+	// key only for the whole answer of that policy (the statement it
+	// runs), evaluated no earlier than the body; Discover is still asked.
 	Decision *TargetDecision
 }
 

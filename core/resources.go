@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"time"
 	"unicode/utf8"
 )
@@ -27,6 +28,9 @@ type definition struct {
 	resolver Resolver
 	reader   Reader
 	complete Completer // nil: no completion
+	// policy is the key of the policy that answers its passes
+	// ([ResourcePolicy].Key); nil: storage decisions are dropped.
+	policy any
 }
 
 // description returns a copy that owns its metadata.
@@ -87,6 +91,11 @@ func NewResources(bindings []ResourceBinding, policy ResourcePolicy, opts ...Opt
 		d, err := newDefinition(i, b, limits)
 		if err != nil {
 			return nil, err
+		}
+		if policy.Key != nil {
+			if d.policy = policy.Key(d.description()); d.policy != nil && !reflect.ValueOf(d.policy).Comparable() {
+				return nil, configErr("ResourcePolicy.Key", "returned a key that is not comparable")
+			}
 		}
 		defs[i] = d
 	}

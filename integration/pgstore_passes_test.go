@@ -47,7 +47,7 @@ func TestPGStoreRoundTripsPerReadUnderTheGrantsPolicy(t *testing.T) {
 	d.grant(t, "alice", "p", "")
 
 	c := countedPool(t, d.url, 1)
-	st := newStore(t, c.pool, &refOptions{Objects: bucket, RecheckWithBodies: true})
+	st := newStore(t, c.pool, &refOptions{Objects: bucket, Keyed: true})
 	batch := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 
@@ -221,8 +221,8 @@ func TestPGStoreRecheckAsksTheGrantsTableNow(t *testing.T) {
 }
 
 // TestPGStoreFoldedRecheckSeesARevocationBeforeTheBodies proves the
-// recheck folded into the bodies statement (RecheckWithBodies) answers for
-// the state the bodies were read in, not the plan's: grants revoked after
+// recheck folded into the bodies statement (its policy served by its key)
+// answers for the state the bodies were read in, not the plan's: grants revoked after
 // the decision before the reads and before the bodies statement remove a
 // read-revoked item (an unavailable issue) and a hidden one silently,
 // with no decide statement of their own.

@@ -114,11 +114,12 @@ type refOptions struct {
 	LoginRole        bool
 	StatementTimeout time.Duration
 	Principal        core.PrincipalFunc
-	// RecheckWithBodies serves the bindings as a resources file does,
-	// under the store's policy only: their reads take its recheck with the
-	// bodies (postgres.SourceOptions.RecheckWithBodies). Leave it unset for
-	// a gateway with another policy.
-	RecheckWithBodies bool
+	// Keyed serves the bindings as a resources file does, under the
+	// store's policy by its key (core.ResourcePolicy.Key): their reads
+	// take its recheck with the bodies. Unset, the policy is the store's
+	// callbacks without the key, as a gateway with another policy has:
+	// every recheck is a statement of its own.
+	Keyed bool
 }
 
 // refStore is the reference schema as the tests serve it in process: one
@@ -152,8 +153,7 @@ func newRefStore(db postgres.DB, opts *refOptions) (*refStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Principal: o.Principal, StatementTimeout: o.StatementTimeout,
-		RecheckWithBodies: o.RecheckWithBodies}
+	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Principal: o.Principal, StatementTimeout: o.StatementTimeout}
 	if !o.LoginRole {
 		so.Role = postgres.ReaderRole
 	}
@@ -188,6 +188,9 @@ func newRefStore(db postgres.DB, opts *refOptions) (*refStore, error) {
 	}
 	if st.policy, err = src.Policy(f.Policy.Decide); err != nil {
 		return nil, err
+	}
+	if !o.Keyed {
+		st.policy.Key = nil
 	}
 	return st, nil
 }
@@ -271,15 +274,16 @@ func hostBinding(t testing.TB, db postgres.DB, opts postgres.SourceOptions, b po
 // statement plans without their content, so the store's bodies statement
 // reads them (the reference file's own bundles plan their small items
 // with their content), under the reference file's grants policy. With
-// recheck the policy's recheck is folded into the bodies statement
-// (RecheckWithBodies), as a resources file serves it.
+// recheck the policy keeps its key, and its recheck is folded into the
+// bodies statement, as a resources file serves it; without, it is the
+// policy's callbacks without the key, as another policy is.
 func bodiesBundle(t testing.TB, db postgres.DB, recheck bool) (core.ResourceBinding, core.ResourcePolicy) {
 	t.Helper()
 	f, err := referenceFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := postgres.NewSource(db, postgres.SourceOptions{Name: "bodies", Role: postgres.ReaderRole, RecheckWithBodies: recheck})
+	src, err := postgres.NewSource(db, postgres.SourceOptions{Name: "bodies", Role: postgres.ReaderRole})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,6 +317,9 @@ func bodiesBundle(t testing.TB, db postgres.DB, recheck bool) (core.ResourceBind
 	}
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatalf("Source.Check: %v", err)
+	}
+	if !recheck {
+		policy.Key = nil
 	}
 	return b, policy
 }

@@ -140,7 +140,7 @@ func TestPGStoreRoundTripsPerReadNamed(t *testing.T) {
 			return &pgCountingConn{Conn: conn, w: w}, nil
 		}
 	})
-	st := newStore(t, pool, &refOptions{Objects: bucket, RecheckWithBodies: true})
+	st := newStore(t, pool, &refOptions{Objects: bucket, Keyed: true})
 	r := pgGateway(t, st.Bindings(), st.Policy(), objectsOf(bucket))
 	ctx := as(t.Context(), "alice")
 

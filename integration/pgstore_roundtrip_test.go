@@ -236,7 +236,7 @@ func grantsRead(b *testing.B, pool *pgxpool.Pool, uri string, items int) {
 // grantsGateway serves the reference store over pool under the store's
 // grants policy, as a resources file does.
 func grantsGateway(b *testing.B, pool *pgxpool.Pool) *core.Resources {
-	st := newStore(b, pool, &refOptions{RecheckWithBodies: true})
+	st := newStore(b, pool, &refOptions{Keyed: true})
 	return pgGateway(b, st.Bindings(), st.Policy())
 }
 

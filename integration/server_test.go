@@ -322,12 +322,12 @@ func TestServerConfigurationErrorsAgainstRealServicesEndWithOneLine(t *testing.T
 	}{
 		{"no reference schema", []string{"serve", "--postgres=" + empty}, "run `mcp-resources migrate` first"},
 		{"login without the reader role", []string{"serve", "--postgres=" + plain}, "GRANT mcpres_reader TO it"},
-		{"missing bucket", append([]string{"serve"}, storageFlags(dbURL, missing)...), "does not exist"},
+		{"missing bucket", append([]string{"serve"}, storageFlags(dbURL, missing)...), "mcp-resources: --bucket: bucket \"" + missing.Bucket + "\" does not exist"},
 		// Without --bucket the server notes that objects are not served;
 		// the note waits until it serves, so the error stays one line.
 		{"no bucket, then a missing tokens file", []string{"serve", "--postgres=" + dbURL, "--http=127.0.0.1:0", "--tokens=" + t.TempDir() + "/none"}, "tokens file"},
 		{"no bucket, then tokens over stdio", []string{"serve", "--postgres=" + dbURL, "--tokens=" + t.TempDir()}, "--tokens needs --http"},
-		{"unreachable --listen-postgres", []string{"serve", "--postgres=" + dbURL, "--listen-postgres=postgres://postgres@127.0.0.1:1/db?connect_timeout=3"}, "--listen-postgres"},
+		{"unreachable --listen-postgres", []string{"serve", "--postgres=" + dbURL, "--listen-postgres=postgres://postgres@127.0.0.1:1/db?connect_timeout=3"}, "mcp-resources: --listen-postgres: cannot reach PostgreSQL at 127.0.0.1:1"},
 	} {
 		code, _, stderr := runServerCmd(t, "", c.args...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")

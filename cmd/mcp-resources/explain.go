@@ -273,6 +273,7 @@ func (x *explainer) itemEnd(i int, end core.PhaseEnd) {
 // policy wraps p so that each discovery and pass is a step.
 func (x *explainer) policy(p core.ResourcePolicy) core.ResourcePolicy {
 	return core.ResourcePolicy{
+		Key: p.Key, // the same answers: storage may still decide with the bodies
 		Discover: func(ctx context.Context, d core.ResourceDefinition) error {
 			err := p.Discover(ctx, d)
 			x.discovered(d, err)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -63,6 +64,7 @@ type sourceReady struct {
 	check       func(context.Context) error // nil: always answers (the embedded demo)
 	prove       func(context.Context) error // nil: nothing to prove (S3, the demo)
 	reconnected <-chan struct{}             // nil: no pool to watch
+	pool        *pgxpool.Pool               // nil: no PostgreSQL pool
 }
 
 // sourceHealth is one source's state while serving.

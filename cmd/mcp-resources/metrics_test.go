@@ -100,7 +100,8 @@ func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
 }
 
 // batchReader is a native batch reader that answers every item of a
-// request with its body and the decision its storage took with it.
+// request with its body and the decision its storage took with it, for
+// the policy the request names.
 type batchReader struct{ requests int }
 
 func (b *batchReader) Read(_ context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
@@ -109,7 +110,7 @@ func (b *batchReader) Read(_ context.Context, req core.ReadRequest) ([]core.Read
 	for i, it := range req.Items {
 		out[i] = core.ReadResult{
 			Payload:  core.TextPayload("text/plain", "body of "+it.Target.URI()),
-			Decision: &core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true},
+			Decision: &core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true, Policy: req.Policy},
 		}
 	}
 	if len(req.Items) > 1 {
@@ -141,6 +142,7 @@ func TestInstrumentKeepsANativeBatchOneStoreCall(t *testing.T) {
 	})
 	var rechecked [][]string
 	policy := core.ResourcePolicy{
+		Key:      func(core.ResourceDefinition) any { return "the batch reader's" },
 		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			if pass.Stage == core.PassRecheck {

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -146,9 +146,10 @@ func headBucket(ctx context.Context, client *s3.Client, bucket string) error {
 // connection to listenURL, or to the --postgres server when it is empty.
 //
 // It sends no request: the file's one start-up check per source runs
-// when serve starts it (backend.check), beside checkSchema, and a failure
-// is told in the flags' own terms (the server cannot be reached, the
-// schema is not migrated, the bucket does not exist): see flagTerms.
+// when serve starts it (backend.check), beside checkSchema on the same
+// pool, and a failure at a key that holds a flag's value is told in the
+// flag's terms (the server cannot be reached, the bucket does not exist):
+// see flagOfKey.
 func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL string, flags core.ResourceLimits) (*backend, error) {
 	if _, err := pgxpool.ParseConfig(f.Postgres); err != nil {
 		return nil, fmt.Errorf("--postgres is not a valid PostgreSQL URL: %w", connerr.Innermost(err))
@@ -166,35 +167,29 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	if err != nil {
 		return nil, err
 	}
-	check := be.check
+	check, pool := be.check, (*pgxpool.Pool)(nil)
+	for _, st := range be.stores {
+		if st.name == "postgres" { // the reference file's PostgreSQL source
+			pool = st.pool
+		}
+	}
 	be.check = func(ctx context.Context) error {
 		// The schema's own check runs beside the file's: it sees what the
 		// file's statements cannot (migration 3's key notifications, which
 		// subscriptions need), and why they fail when they do.
 		schema := make(chan error, 1)
-		go func() {
-			pool, err := pgxpool.New(ctx, f.Postgres) // connects on the first query
-			if err == nil {
-				err = checkSchema(ctx, pool, true)
-				pool.Close()
-			}
-			schema <- err
-		}()
-		err := check(ctx)
-		serr := <-schema
-		if ce := (*config.Error)(nil); errors.As(err, &ce) {
-			if ferr, ok := flagTerms(ce); ok {
-				return ferr
-			}
-			if serr != nil {
-				return serr // the usual causes: no reference schema, a login without the reader role
-			}
-			return fmt.Errorf("--postgres: the reference schema does not check: %s", what(ce))
+		go func() { schema <- checkSchema(ctx, pool, true) }()
+		err, serr := check(ctx), <-schema
+		switch ce := (*config.Error)(nil); {
+		case !errors.As(err, &ce):
+			return cmp.Or(err, serr)
+		case flagOfKey[ce.Key] != "":
+			return flagError(err)
+		case serr != nil:
+			return serr // the usual causes: no reference schema, a login without the reader role
+		default:
+			return fmt.Errorf("--postgres: the reference schema does not check: %s", ce.Reason)
 		}
-		if err != nil {
-			return err
-		}
-		return serr
 	}
 	// Listing the reference file's definitions asks no database: its
 	// policy discovers every definition to a valid principal.
@@ -214,40 +209,27 @@ const keyNotifications = `EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_cat
 
 var errNoKeyNotifications = errors.New("the reference schema predates its key notifications (migration 3), which subscriptions need: run `mcp-resources migrate`")
 
-// flagKeys are the lines of the reference file that hold a flag's value,
-// by the flag: a check's mistake at one of them is the flag's.
-var flagKeys = []struct{ flag, line string }{
-	{"--postgres", "url: ${MCPRES_DATABASE_URL}"},
-	{"--listen-postgres", "listen_url: ${MCPRES_LISTEN_DATABASE_URL:-}"},
-	{"--bucket", "bucket: ${MCPRES_BUCKET}"},
-	{"--bucket-endpoint", "endpoint: ${MCPRES_BUCKET_ENDPOINT:-}"},
-	{"--bucket-region", "region: ${MCPRES_BUCKET_REGION:-}"},
-	{"--bucket-access-key", "access_key: ${MCPRES_BUCKET_ACCESS_KEY:-}"},
-	{"--bucket-secret-key", "secret_key: ${MCPRES_BUCKET_SECRET_KEY:-}"},
+// flagOfKey is the flag whose value each key of the reference file holds
+// (config.Error.Key): a mistake there is the flag's.
+var flagOfKey = map[string]string{
+	"sources.postgres.postgres.url":        "--postgres",
+	"sources.postgres.postgres.listen_url": "--listen-postgres",
+	"sources.s3.s3.bucket":                 "--bucket",
+	"sources.s3.s3.endpoint":               "--bucket-endpoint",
+	"sources.s3.s3.region":                 "--bucket-region",
+	"sources.s3.s3.access_key":             "--bucket-access-key",
+	"sources.s3.s3.secret_key":             "--bucket-secret-key",
 }
 
-// flagTerms tells a mistake of the reference file at a flag's value in
-// the flag's terms, "--FLAG: what"; ok is false for a mistake elsewhere.
-func flagTerms(ce *config.Error) (err error, ok bool) {
-	for i, l := range strings.Split(string(migrations.ResourcesFile), "\n") {
-		if i+1 != ce.Pos.Line {
-			continue
-		}
-		for _, k := range flagKeys {
-			if strings.Contains(l, k.line) {
-				return fmt.Errorf("%s: %s", k.flag, what(ce)), true
-			}
+// flagError tells a mistake of the reference file at a flag's value in
+// the flag's terms, "--FLAG: reason"; any other error is returned as is.
+func flagError(err error) error {
+	if ce := (*config.Error)(nil); errors.As(err, &ce) {
+		if flag, ok := flagOfKey[ce.Key]; ok {
+			return fmt.Errorf("%s: %s", flag, ce.Reason)
 		}
 	}
-	return nil, false
-}
-
-// what is a mistake of the reference file without the file's key path.
-func what(ce *config.Error) string {
-	if _, w, ok := strings.Cut(ce.Msg, ": "); ok {
-		return w
-	}
-	return ce.Msg
+	return err
 }
 
 // referenceFile is the embedded reference schema's resources file with the

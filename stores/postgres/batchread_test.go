@@ -177,14 +177,15 @@ func TestSQLBindingBodyThatCannotReadABundleIsAConfigMistake(t *testing.T) {
 // grantsDecide is a decide statement over the grants table.
 const grantsDecide = `SELECT doc AS key, visible, read, disclose FROM grants WHERE principal = $principal AND doc = ANY($keys)`
 
-// TestSQLBindingFoldsThePolicysRecheck proves that with RecheckWithBodies
-// the bodies statement evaluates the source's decide statement for each
-// item in the same statement and returns its answer as the item's
-// Decision (readable, visible but denied, hidden for a key it has no row
+// TestSQLBindingFoldsThePolicysRecheck proves that when the gateway names
+// the source's policy as the one in force (core.ReadRequest.Policy), the
+// bodies statement evaluates its decide statement for each item in the
+// same statement and returns its answer as the item's Decision, naming
+// the policy (readable, visible but denied, hidden for a key it has no row
 // for), so that a bundle read under the source's policy costs the plan and
-// the bodies statement alone; without the option, or with a decide
-// statement that binds $captures, the reader returns no Decision and the
-// recheck is a statement of its own.
+// the bodies statement alone; under another policy (the same callbacks
+// without the key), or with a decide statement that binds $captures, the
+// reader returns no Decision and the recheck is a statement of its own.
 func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 	t.Parallel()
 	d := newBodiesDB(t)
@@ -196,17 +197,17 @@ func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 	bundle.Bundle = `SELECT id AS key, version, 'text/plain' AS mime, id, true AS visible, true AS read, true AS disclose FROM docs WHERE $g IS NOT NULL ORDER BY id`
 	ctx := core.WithPrincipal(t.Context(), "alice")
 	for i, tc := range []struct {
-		name    string
-		recheck bool
-		decide  string
-		folded  bool
+		name   string
+		other  bool // served under another policy: the callbacks without the key
+		decide string
+		folded bool
 	}{
-		{"folded", true, grantsDecide, true},
-		{"without the option", false, grantsDecide, false},
-		{"a decide statement with $captures", true, grantsDecide + ` AND $captures IS NOT NULL`, false},
+		{"folded", false, grantsDecide, true},
+		{"under another policy", true, grantsDecide, false},
+		{"a decide statement with $captures", false, grantsDecide + ` AND $captures IS NOT NULL`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := d.sourceOf(t, SourceOptions{Name: fmt.Sprint("s", i), RecheckWithBodies: tc.recheck})
+			src := d.sourceOf(t, SourceOptions{Name: fmt.Sprint("s", i)})
 			b, err := src.Binding(bundle)
 			if err != nil {
 				t.Fatal(err)
@@ -217,6 +218,10 @@ func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 			}
 			if err := src.Check(t.Context()); err != nil {
 				t.Fatal(err)
+			}
+			key := policy.Key(b.Definition)
+			if tc.other {
+				policy.Key, key = nil, nil
 			}
 			res, err := core.NewResources([]core.ResourceBinding{b}, policy)
 			if err != nil {
@@ -251,7 +256,7 @@ func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 			if err != nil || a.Len() != 3 {
 				t.Fatalf("authorize: %v", err)
 			}
-			req := core.ReadRequest{Budget: 1000}
+			req := core.ReadRequest{Budget: 1000, Policy: key}
 			for i := range a.Len() {
 				req.Items = append(req.Items, core.ReadItem{Target: a.Item(i), Limit: 100})
 			}
@@ -260,9 +265,9 @@ func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantDecisions := []*core.TargetDecision{
-				{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}, Read: true},
-				{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}},
-				{},
+				{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}, Read: true, Policy: key},
+				{Visibility: core.Visibility{Visible: true, DiscloseIssueURI: true}, Policy: key},
+				{Policy: key},
 			}
 			for i, o := range out {
 				switch {

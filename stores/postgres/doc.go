@@ -75,7 +75,12 @@
 // trip; and a completion statement per variable. Parameters are named ($tenant, $id, $key,
 // $principal) and rewritten to positional bind arguments; no SQL is built
 // from a value. [Source.Policy] is a policy of one statement that decides
-// any number of keys at once (core's whole-plan Decide), and
+// any number of keys at once (core's whole-plan Decide); its Key identifies
+// it, and when the gateway names it as the policy in force
+// (core.ReadRequest.Policy, core.ResourceMatch.Policy) the bindings of the
+// same source fold its recheck into their bodies statement and plan inline
+// content with its answer, naming it, so that a read's recheck costs no
+// round trip of its own; under any other policy they offer no decision.
 // [DatabaseDecides] is the mode where row-level security in the statements
 // is the only gate. [Source.Check] prepares every statement against the
 // database, checks its parameters, columns and types, the role and the

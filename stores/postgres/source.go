@@ -59,18 +59,6 @@ type SourceOptions struct {
 	// s3store's *Bucket) with core.WithObjectSource under the same name.
 	// Without any, every row stands alone (see [SQLBinding]).
 	Objects map[string]string
-	// RecheckWithBodies says the host serves every binding of the source
-	// under the source's [Source.Policy] (as a resources file does): the
-	// bindings' reads then evaluate the policy's decide statement in their
-	// bodies statement, the recheck in the same snapshot as the bodies,
-	// and return its answer with each item (core.ReadResult.Decision),
-	// which the gateway takes instead of asking the policy again, so a
-	// read's recheck costs no round trip of its own. It takes effect while
-	// the source has exactly one policy whose statement does not use
-	// $captures (a reader is not given them). Leave it unset when another
-	// policy may decide the bindings' reads: the gateway would recheck
-	// them by the source's policy instead of that one.
-	RecheckWithBodies bool
 	// UnusableGrantRows, when set, is told when a key grant
 	// ([Source.KeyGrant], [Source.PrefixGrant]) refused a key while its
 	// statement returned rows that can never grant one (a NULL or empty
@@ -105,7 +93,6 @@ type Source struct {
 	s       *session
 	name    string
 	objects map[string]string // object source name -> bucket ("" any)
-	recheck bool              // SourceOptions.RecheckWithBodies
 	// unusable is SourceOptions.UnusableGrantRows.
 	unusable func(binding string, rows int64)
 
@@ -113,9 +100,8 @@ type Source struct {
 	stmts  []*statement
 	listen map[string]string // binding name -> channel
 	// bodied are the bindings with a body statement, policies the
-	// policies made by [Source.Policy]: with RecheckWithBodies and exactly
-	// one policy, each binding's reads fold its recheck into their bodies
-	// statement.
+	// policies made by [Source.Policy]: each binding has a bodies statement
+	// with each policy's recheck folded in (see [Source.fold]).
 	bodied   []*sqlBinding
 	policies []*sqlPolicy
 
@@ -124,16 +110,23 @@ type Source struct {
 }
 
 // fold registers the statement that reads sb's bodies with p's recheck
-// folded in (see [sqlBinding.Read]), unless p's statement binds the
+// folded in, which sb's reads send when the gateway names p as the policy
+// in force (see [sqlBinding.Read]), unless p's statement binds the
 // request's captures, which a reader is not given. src.mu is held.
 func (src *Source) fold(sb *sqlBinding, p *sqlPolicy) {
-	if !src.recheck || p.st.named.paramIndex("captures") != 0 {
+	if p.st.named.paramIndex("captures") != 0 {
 		return
 	}
 	st := &statement{owner: sb.body.owner, kind: "body", path: sb.body.path, named: sb.body.named, derived: true, callerBound: sb.body.callerBound}
 	st.prepare = func(*pgconn.StatementDescription) (*prepared, error) { return sb.prepareFolded(p) }
-	sb.folded.Store(st)
+	sb.folded.Store(p, st)
 	src.stmts = append(src.stmts, st)
+}
+
+// own returns key as a policy of this source, if it is one.
+func (src *Source) own(key any) (*sqlPolicy, bool) {
+	p, ok := key.(*sqlPolicy)
+	return p, ok && p.src == src
 }
 
 // watch records that the binding name's changes arrive on channel, if any.
@@ -180,7 +173,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, objects: objs, recheck: opts.RecheckWithBodies, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}, nil
+	return &Source{s: s, name: opts.Name, objects: objs, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}, nil
 }
 
 // CheckSource checks opts as NewSource does, without a database: Role is

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -49,14 +49,15 @@ import (
 // plus any column ItemURI or ObjectURI names. A NULL object_key is a row
 // without an object. Any other column is a mistake that Check reports.
 //
-// A content column plans the row item with its content and the decision
-// the plan read with it (core.ResourceTarget.WithContent): the gateway
-// reads no body for it and, where the source's policy serves the binding
-// (SourceOptions.RecheckWithBodies, its recheck folded into the reads),
-// rechecks it by that decision, so a read of such items costs the plan
-// alone; under another policy that policy is asked at the recheck. The
-// content serves the read that planned it only: a target kept from an
-// earlier plan is read by the body statement. The store inlines content
+// A content column plans the row item with its content
+// (core.ResourceMatch.WithContent): the gateway reads no body for it and,
+// when it serves the binding under a [Source.Policy] of the same source
+// (core.ResourceMatch.Policy), with the decision the plan read with it,
+// naming that policy, which the gateway rechecks the item by, so a read of
+// such items costs the plan alone; under another policy the content comes
+// with no decision, and that policy is asked at the recheck. The content
+// serves the read that planned it only: a target kept from an earlier plan
+// is read by the body statement. The store inlines content
 // of at most 8 KiB (a longer one is not transferred, and the item is read
 // by the body statement, as is one whose content is NULL): fields, small
 // JSON documents. Return it only where the row's read column is true (CASE
@@ -241,9 +242,9 @@ type sqlBinding struct {
 	objOnly   bool
 	anchored  bool
 	unpinned  bool // SQLBinding.Unpinned
-	// folded is the bodies statement with the recheck of the source's
-	// policy folded in, when the source has exactly one ([Source.fold]).
-	folded atomic.Pointer[statement]
+	// folded are the bodies statements with the recheck of a policy of
+	// the source folded in, by its *sqlPolicy ([Source.fold]).
+	folded sync.Map
 	// batch is the plan statement's batch form, for ResolveAll.
 	batch planBatch
 }
@@ -309,7 +310,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	case b.Body == "" && (b.Bundle != "" || len(src.objects) == 0):
 		return fail("Body", "is required")
 	case sb.objOnly && b.ObjectURI != "":
-		return fail("ObjectURI", "is for a row's object item: a plan without body serves its row's object as the request URI")
+		return fail("ObjectURI", "a plan without body serves its row's object alone, as the request URI: leave it out")
 	}
 	if b.Listen != "" && !ValidChannel(b.Listen) {
 		return fail("Listen", fmt.Sprintf("%q is not a channel name (lowercase letters, digits and _, up to 63)", b.Listen))
@@ -390,8 +391,8 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		src.add(sb.body)
 		src.mu.Lock()
 		src.bodied = append(src.bodied, sb)
-		if len(src.policies) == 1 {
-			src.fold(sb, src.policies[0])
+		for _, p := range src.policies {
+			src.fold(sb, p)
 		}
 		src.mu.Unlock()
 	}
@@ -610,7 +611,7 @@ func (sb *sqlBinding) planOf(m core.ResourceMatch, p *prepared, rows []row) (cor
 				return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: ItemURI: %w", sb.name, err)
 			}
 		}
-		t, err := sb.rowTarget(uri, r)
+		t, err := sb.rowTarget(m, uri, r)
 		if err != nil {
 			return core.ResourceReadPlan{}, err
 		}
@@ -633,7 +634,7 @@ func (sb *sqlBinding) planOf(m core.ResourceMatch, p *prepared, rows []row) (cor
 	if requested.IsZero() && !sb.bundle && len(items) > 0 {
 		// A plan requested under another encoding than its item's:
 		// the same row, under the request URI.
-		if requested, err = sb.rowTarget(m.URI(), rows[0]); err != nil {
+		if requested, err = sb.rowTarget(m, m.URI(), rows[0]); err != nil {
 			return core.ResourceReadPlan{}, err
 		}
 	}
@@ -658,7 +659,7 @@ func btoi(b bool) int {
 	return 0
 }
 
-func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) {
+func (sb *sqlBinding) rowTarget(m core.ResourceMatch, uri string, r row) (core.ResourceTarget, error) {
 	ref := sqlRef{Kind: refRow, Source: sb.src.name, Binding: sb.name}
 	var ok bool
 	if ref.Key, ok = r.str("key"); !ok {
@@ -684,21 +685,22 @@ func (sb *sqlBinding) rowTarget(uri string, r row) (core.ResourceTarget, error) 
 	}
 	t = withVersion(t, ref.Version)
 	// Content the flags deny is not planned (the reader refuses such an
-	// item, see Read). The flags stand as the content's recheck only where
-	// the source's policy serves the binding (its recheck folded into the
-	// reads); any other policy is asked at the recheck.
+	// item, see Read). The flags are the answer of this source's policies
+	// only: they come with the content naming the policy in force when it
+	// is one of them; any other policy is asked at the recheck.
 	if c, ok := r[inlineColumn].([]byte); ok && ref.Grants != nil && ref.Grants.readable() {
 		p := core.BlobPayload(ref.MIME, c)
 		if ref.Text {
 			p = core.TextPayload(ref.MIME, string(c))
 		}
 		var d *core.TargetDecision
-		if sb.folded.Load() != nil {
+		if pol, ok := sb.src.own(m.Policy()); ok {
 			dc := ref.Grants.flags().decision()
+			dc.Policy = pol
 			d = &dc
 		}
-		if wc, err := t.WithContent(p, d); err == nil {
-			t = wc // else (content over the 64 KiB core.ResourceTarget.WithContent takes) the body statement reads it
+		if wc, err := m.WithContent(t, p, d); err == nil {
+			t = wc // else (content over the 64 KiB core.ResourceMatch.WithContent takes) the body statement reads it
 		}
 	}
 	return t, nil
@@ -812,9 +814,14 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 	if err != nil {
 		return fail(err)
 	}
-	if f := sb.folded.Load(); f != nil {
-		if fp := f.ready.Load(); fp != nil {
-			p = fp
+	// With the recheck of the policy in force folded in, when it is one of
+	// this source's: its answers name it.
+	var pol *sqlPolicy
+	if own, ok := sb.src.own(req.Policy); ok {
+		if f, ok := sb.folded.Load(own); ok {
+			if fp := f.(*statement).ready.Load(); fp != nil {
+				p, pol = fp, own
+			}
 		}
 	}
 	budget := req.Budget
@@ -829,7 +836,9 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 			o := &out[at[start+k]]
 			o.Payload, o.Err = r.payload(it, ref.MIME, ref.Text)
 			if p.bodies.recheck {
-				o.Decision = r.decision()
+				if o.Decision = r.decision(); o.Decision != nil {
+					o.Decision.Policy = pol
+				}
 			}
 			switch {
 			case r.cut:

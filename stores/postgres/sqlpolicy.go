@@ -49,10 +49,14 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // Decide answers a whole plan with one statement in one round trip, before
 // the body reads and again for the recheck; before the reads it needs no
 // statement at all for targets whose plan statement returned the answer
-// itself (the visible and read columns of [SQLBinding]), and with
-// SourceOptions.RecheckWithBodies the recheck of the items the bindings
-// read is folded into their bodies statement, so it asks only about what
-// is left (an object item). Discover allows every definition to a caller with a valid principal. The statement
+// itself (the visible and read columns of [SQLBinding]). The policy's Key
+// identifies it: when the gateway serves a binding of this source under
+// it (core.ReadRequest.Policy), the binding's reads fold the recheck into
+// their bodies statement, evaluated in the same snapshot as the bodies,
+// and return its answer naming the policy (core.ReadResult.Decision), so
+// that the recheck asks only about what is left (an object item); under
+// any other policy they fold nothing. The fold needs a statement without
+// $captures, which a reader is not given. Discover allows every definition to a caller with a valid principal. The statement
 // is checked by [Source.Check] with the source's other statements. Errors
 // are *core.ConfigError values.
 //
@@ -88,19 +92,15 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	src.add(st)
 	p := &sqlPolicy{src: src, st: st}
 	src.mu.Lock()
-	if src.policies = append(src.policies, p); len(src.policies) == 1 {
-		for _, sb := range src.bodied {
-			src.fold(sb, p)
-		}
-	} else {
-		for _, sb := range src.bodied {
-			sb.folded.Store(nil) // two policies: which one serves is the host's choice
-		}
+	src.policies = append(src.policies, p)
+	for _, sb := range src.bodied {
+		src.fold(sb, p)
 	}
 	src.mu.Unlock()
 	return core.ResourcePolicy{
 		Discover: p.discover,
 		Decide:   p.decide,
+		Key:      func(core.ResourceDefinition) any { return p },
 	}, nil
 }
 
