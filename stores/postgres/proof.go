@@ -146,14 +146,11 @@ func (src *Source) Prove(ctx context.Context) error {
 }
 
 func (src *Source) prove(ctx context.Context) error {
-	conn, release, err := src.conn(ctx)
+	conn, release, err := src.roleConn(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := src.checkRole(ctx, conn); err != nil {
-		return err
-	}
 	src.mu.Lock()
 	var stmts []*statement
 	for _, st := range src.stmts {

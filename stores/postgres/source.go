@@ -299,14 +299,11 @@ func (st *statement) load() (*prepared, error) {
 func (src *Source) Check(ctx context.Context) error {
 	src.proveMu.Lock()
 	defer src.proveMu.Unlock()
-	conn, release, err := src.conn(ctx)
+	conn, release, err := src.roleConn(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := src.checkRole(ctx, conn); err != nil {
-		return err
-	}
 	src.mu.Lock()
 	stmts := append([]*statement(nil), src.stmts...)
 	src.mu.Unlock()
@@ -361,6 +358,20 @@ func (src *Source) Check(ctx context.Context) error {
 		st.ready.Store(p)
 	}
 	return nil
+}
+
+// roleConn returns a connection to check or prove statements on, once
+// the role has passed checkRole.
+func (src *Source) roleConn(ctx context.Context) (*pgx.Conn, func(), error) {
+	conn, release, err := src.conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := src.checkRole(ctx, conn); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return conn, release, nil
 }
 
 // conn returns a connection of the source's DB to check statements on.
