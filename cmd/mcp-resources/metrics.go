@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 )
 
@@ -199,4 +200,55 @@ func (m *metrics) storeCall(store, op string, start time.Time, err error) {
 		outcome = "error"
 	}
 	m.storeCalls.WithLabelValues(store, op, outcome).Inc()
+}
+
+// hubCollector exports the subscription hub's counters from one
+// live.Stats per scrape. Read one by one, a scrape could count a change
+// (mcpres_live_changes_total) and yet show no check pending for it
+// (mcpres_live_checks_pending read before the change came) nor its
+// notifications: one snapshot keeps the rule that a change counted while
+// nothing is pending has had its notifications counted.
+type hubCollector struct {
+	stats   func() live.Stats
+	metrics []hubMetric
+}
+
+// hubMetric is one metric of a hubCollector and its value in a snapshot.
+type hubMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(live.Stats) int64
+}
+
+func newHubCollector(stats func() live.Stats) *hubCollector {
+	m := func(kind prometheus.ValueType, name, help string, value func(live.Stats) int64) hubMetric {
+		return hubMetric{prometheus.NewDesc(name, help, nil, nil), kind, value}
+	}
+	return &hubCollector{stats: stats, metrics: []hubMetric{
+		m(prometheus.GaugeValue, "mcpres_subscriptions_active", "Resource subscriptions held now.",
+			func(s live.Stats) int64 { return int64(s.Subscriptions) }),
+		m(prometheus.GaugeValue, "mcpres_subscribers_active", "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.",
+			func(s live.Stats) int64 { return int64(s.Sessions) }),
+		m(prometheus.CounterValue, "mcpres_live_changes_total", "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).",
+			func(s live.Stats) int64 { return s.Changes }),
+		m(prometheus.GaugeValue, "mcpres_live_checks_pending", "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted in the same scrape is handled.",
+			func(s live.Stats) int64 { return int64(s.Pending) }),
+		m(prometheus.CounterValue, "mcpres_live_notifications_total", "notifications/resources/updated sent to subscribers.",
+			func(s live.Stats) int64 { return s.Notified }),
+	}}
+}
+
+// Describe sends the descriptors of c's metrics.
+func (c *hubCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+}
+
+// Collect sends c's metrics, all from one snapshot of the hub.
+func (c *hubCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(s)))
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
 )
@@ -194,5 +195,41 @@ func TestInstrumentKeepsANativeBatchOneStoreCall(t *testing.T) {
 	}
 	if strings.Contains(text, `op="read",outcome="ok",store="postgres"`) {
 		t.Errorf("the batch was counted item by item")
+	}
+}
+
+// TestHubMetricsOfOneScrapeComeFromOneSnapshot scrapes the hub's metrics
+// while each snapshot differs from the last: every scrape shows the values
+// of one snapshot (changes, pending and notifications agree), never a mix
+// of two instants.
+func TestHubMetricsOfOneScrapeComeFromOneSnapshot(t *testing.T) {
+	var calls int64
+	m := newMetrics()
+	m.reg.MustRegister(newHubCollector(func() live.Stats {
+		calls++ // the registry gathers collectors concurrently; this one is called once a scrape
+		n := calls
+		return live.Stats{Subscriptions: int(n), Sessions: int(n), Pending: int(n), Changes: n, Notified: n}
+	}))
+	for scrape := int64(1); scrape <= 5; scrape++ {
+		families, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, f := range families {
+			switch f.GetName() {
+			case "mcpres_subscriptions_active", "mcpres_subscribers_active", "mcpres_live_changes_total",
+				"mcpres_live_checks_pending", "mcpres_live_notifications_total":
+				seen++
+				mm := f.GetMetric()[0]
+				v := mm.GetGauge().GetValue() + mm.GetCounter().GetValue()
+				if int64(v) != scrape {
+					t.Errorf("scrape %d: %s = %v, want %d (one snapshot a scrape)", scrape, f.GetName(), v, scrape)
+				}
+			}
+		}
+		if seen != 5 {
+			t.Fatalf("scrape %d: %d of the hub's 5 metrics", scrape, seen)
+		}
 	}
 }

@@ -604,16 +604,7 @@ func watchSubscriptions(m *metrics, a *mcpsdk.Adapter) {
 		m.funcMetric(true, "mcpres_listen_streams_ended_total", "subscriptions/listen requests the server ended, by reason: revoked (every subscription of the stream was revoked; answered), disconnected (the HTTP request carrying it ended), shutdown (answered when shutdown began), expired (the access token it was made with expired; answered with an error).",
 			prometheus.Labels{"reason": reason}, func() float64 { return float64(n(a.Listens())) })
 	}
-	m.funcMetric(false, "mcpres_subscriptions_active", "Resource subscriptions held now.", nil,
-		func() float64 { return float64(hub.Stats().Subscriptions) })
-	m.funcMetric(false, "mcpres_subscribers_active", "Sessions (or, on a stateless server, subscriptions/listen streams) holding a resource subscription now.", nil,
-		func() float64 { return float64(hub.Stats().Sessions) })
-	m.funcMetric(true, "mcpres_live_changes_total", "Changes reported by the change sources (a Postgres notification, a poll that found a change, a source's reconnect).", nil,
-		func() float64 { return float64(hub.Stats().Changes) })
-	m.funcMetric(false, "mcpres_live_checks_pending", "Subscriptions whose re-authorization after a change is due, waiting out its interval or running. 0: every change counted so far is handled.", nil,
-		func() float64 { return float64(hub.Stats().Pending) })
-	m.funcMetric(true, "mcpres_live_notifications_total", "notifications/resources/updated sent to subscribers.", nil,
-		func() float64 { return float64(hub.Stats().Notified) })
+	m.reg.MustRegister(newHubCollector(hub.Stats))
 	m.funcMetric(true, "mcpres_live_notifications_undelivered_total", "notifications/resources/updated dropped because the session had no stream to carry them (a stateful HTTP session without a standalone GET stream); the session goes on.", nil,
 		func() float64 { return float64(a.Subscriptions().UndeliveredNotifications()) })
 	m.funcMetric(true, "mcpres_subscriptions_expired_total", "resources/subscribe subscriptions ended because the access token that made them expired.", nil,
