@@ -163,8 +163,11 @@ type OpenOptions struct {
 	// Principal returns the caller of a request; nil means
 	// core.ContextPrincipal.
 	Principal core.PrincipalFunc
-	// Logger receives the listeners' disconnects and reconnects; nil
-	// discards them.
+	// Logger receives the listeners' disconnects and reconnects (nil
+	// discards them) and, for a [OpenOptions].Deferred host that never
+	// calls [Served.Check], the one ERROR line of a PostgreSQL source whose
+	// check at first use failed (postgres SourceOptions.Logger; nil means
+	// slog.Default()).
 	Logger *slog.Logger
 	// TracerProvider, when set, traces every PostgreSQL statement
 	// (postgres.NewTracer) and S3 request (s3store.WithTracing) of the
@@ -228,7 +231,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if p := src.Postgres; p != nil {
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
-				UnusableGrantRows: opts.UnusableGrantRows})
+				UnusableGrantRows: opts.UnusableGrantRows, Logger: opts.Logger})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}

@@ -98,7 +98,7 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 	src.add(st)
 	grantName := binding // the grant's own binding, which UnusableGrantRows names
 	return func(ctx context.Context, binding, key string, vars map[string]string) (bool, error) {
-		prep, err := st.load()
+		prep, err := src.serve(ctx, st)
 		if err != nil {
 			return false, err
 		}

@@ -155,7 +155,7 @@ func (sb *sqlBinding) resolveBatch(ctx context.Context, ms []core.ResourceMatch,
 	if len(ms) == 0 {
 		return plans, errs
 	}
-	p, err := sb.plan.load()
+	p, err := sb.src.serve(ctx, sb.plan)
 	if err != nil {
 		return fail(err)
 	}

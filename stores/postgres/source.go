@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -76,6 +78,10 @@ type SourceOptions struct {
 	// no statement depend on the caller. A name that is no relation or
 	// function of the database is refused by Check.
 	Exempt map[string]string
+	// Logger receives the one ERROR line of a source whose host never
+	// called [Source.Check] and whose check at first use failed (see
+	// [Source]). Nil means slog.Default(), so that the line is seen.
+	Logger *slog.Logger
 }
 
 // Source is one PostgreSQL database that a host's own SQL statements serve:
@@ -86,8 +92,18 @@ type SourceOptions struct {
 //
 // Statements are checked against the database by [Source.Check], which
 // prepares each one, checks its parameters and result columns, and checks
-// the role. A statement serves no request before Check has accepted it:
-// until then its reads fail with [ErrNotChecked]. A Source is safe for
+// the role. A statement serves no request before a check has accepted it.
+// A host calls Check at start-up, to refuse a mistake before it serves;
+// a host that never calls it is not left serving nothing: the first read
+// through a statement no check has accepted runs the check itself (one at
+// a time: concurrent reads wait for it, each bounded by its own context,
+// and the check by that context and 10 seconds), and the read is served
+// when it passes. When it fails, the source writes one ERROR line to
+// SourceOptions.Logger naming the source and why, and its reads answer
+// with the typed outage (core.Outage, wrapping [ErrNotChecked] and the
+// reason) at once; a read tries the check again 5 seconds after the last
+// failure. Once the host has called Check, reads never check: a statement
+// Check did not accept fails with [ErrNotChecked]. A Source is safe for
 // concurrent use.
 type Source struct {
 	s       *session
@@ -107,6 +123,7 @@ type Source struct {
 
 	exempt  map[string]string // SourceOptions.Exempt
 	proveMu sync.Mutex        // one Check or Prove at a time
+	first   firstUse          // the check at first use, for a host that never calls Check
 }
 
 // fold registers the statement that reads sb's bodies with p's recheck
@@ -143,7 +160,8 @@ func (src *Source) watch(name, channel string) {
 }
 
 // ErrNotChecked is the cause of a resolve, read, policy decision or
-// completion through a statement that [Source.Check] has not accepted.
+// completion through a statement that no check has accepted (see
+// [Source]).
 var ErrNotChecked = errors.New("postgres: the statement has not been checked; call Source.Check")
 
 // NewSource returns the source of db. It makes no request: [Source.Check]
@@ -173,7 +191,9 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	return &Source{s: s, name: opts.Name, objects: objs, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}, nil
+	src := &Source{s: s, name: opts.Name, objects: objs, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}
+	src.first.log = cmp.Or(opts.Logger, slog.Default())
+	return src, nil
 }
 
 // CheckSource checks opts as NewSource does, without a database: Role is
@@ -295,8 +315,15 @@ func (st *statement) load() (*prepared, error) {
 // caller. It returns the first mistake as one *core.ConfigError naming the
 // source, the binding, the statement and the column, relation, view,
 // function or grant, or an error wrapping the database's when the database
-// cannot be reached. A statement it accepts starts serving.
+// cannot be reached. A statement it accepts starts serving. Once Check has
+// been called, reads no longer check at first use (see [Source]).
 func (src *Source) Check(ctx context.Context) error {
+	src.first.explicit.Store(true)
+	return src.check(ctx)
+}
+
+// check is [Source.Check] without marking the host's call.
+func (src *Source) check(ctx context.Context) error {
 	src.proveMu.Lock()
 	defer src.proveMu.Unlock()
 	conn, release, err := src.roleConn(ctx)

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -11,34 +13,53 @@ import (
 
 func allowAllPolicy() core.ResourcePolicy { return DatabaseDecides() }
 
-// TestSourceStatementsServeNothingUntilChecked: a binding built but not
-// accepted by Source.Check fails its reads with ErrNotChecked behind the
-// gateway's failure, and sends no statement: a forgotten Check is loud at
-// the first read, never a silent unchecked statement.
+// TestSourceStatementsServeNothingUntilChecked: a binding whose statements
+// no check accepted sends none of them. Its host called Source.Check (which
+// failed): the read fails with ErrNotChecked behind the gateway's failure
+// and the source does not check again. Its host never called Check: the
+// read runs the check itself, which fails here (the DB is neither a pool
+// nor a connection), so the read is the typed outage, and one ERROR line
+// says why, however many reads.
 func TestSourceStatementsServeNothingUntilChecked(t *testing.T) {
-	db := &countingDB{}
-	src, err := NewSource(db, SourceOptions{Role: "docs_reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := src.Binding(SQLBinding{
-		Definition: core.ResourceDefinition{URITemplate: "doc://t/{id}", Name: "doc"},
-		Plan:       `SELECT id AS key, v AS version, m AS mime FROM t WHERE id = $id`,
-		Body:       `SELECT body, v AS version FROM t WHERE id = $key`,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := core.NewResources([]core.ResourceBinding{b}, allowAllPolicy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = res.Read(core.WithPrincipal(context.Background(), "alice"), "doc://t/1")
-	if !errors.Is(err, ErrNotChecked) {
-		t.Fatalf("read: %v, want a failure whose cause is ErrNotChecked", err)
-	}
-	if n := db.sent.Load(); n != 0 {
-		t.Fatalf("%d batches sent before Check", n)
+	for _, hostChecks := range []bool{true, false} {
+		db := &countingDB{}
+		var logs bytes.Buffer
+		src, err := NewSource(db, SourceOptions{Role: "docs_reader", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := src.Binding(SQLBinding{
+			Definition: core.ResourceDefinition{URITemplate: "doc://t/{id}", Name: "doc"},
+			Plan:       `SELECT id AS key, v AS version, m AS mime FROM t WHERE id = $id`,
+			Body:       `SELECT body, v AS version FROM t WHERE id = $key`,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := core.NewResources([]core.ResourceBinding{b}, allowAllPolicy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hostChecks && src.Check(context.Background()) == nil {
+			t.Fatal("Check passed on a DB it cannot check")
+		}
+		want := core.FailureInvalidPlan
+		if !hostChecks {
+			want = core.FailureOutage
+		}
+		for range 3 {
+			_, err = res.Read(core.WithPrincipal(context.Background(), "alice"), "doc://t/1")
+			if !errors.Is(err, ErrNotChecked) || core.KindOf(err) != want {
+				t.Fatalf("host checks %v: read: %v (%v), want a %v whose cause is ErrNotChecked", hostChecks, err, core.KindOf(err), want)
+			}
+		}
+		if n := db.sent.Load(); n != 0 {
+			t.Fatalf("%d batches sent before a check passed", n)
+		}
+		lines := strings.Count(logs.String(), "level=ERROR")
+		if hostChecks && lines != 0 || !hostChecks && (lines != 1 || !strings.Contains(logs.String(), "cannot be checked")) {
+			t.Fatalf("host checks %v: the log:\n%s", hostChecks, logs.String())
+		}
 	}
 }
 

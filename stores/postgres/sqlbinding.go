@@ -534,7 +534,7 @@ const bodiesSentReason = "does not prepare as the statement that reads a bundle'
 
 // Resolve plans a request with the plan or bundle statement.
 func (sb *sqlBinding) Resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
-	p, err := sb.plan.load()
+	p, err := sb.src.serve(ctx, sb.plan)
 	if err != nil {
 		return core.ResourceReadPlan{}, err
 	}
@@ -810,7 +810,7 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 		}
 		return out, nil
 	}
-	p, err := sb.body.load()
+	p, err := sb.src.serve(ctx, sb.body)
 	if err != nil {
 		return fail(err)
 	}
@@ -871,7 +871,7 @@ func (sb *sqlBinding) Complete(ctx context.Context, req core.CompletionRequest) 
 	if !ok {
 		return core.Completion{Values: []string{}}, nil
 	}
-	p, err := st.load()
+	p, err := sb.src.serve(ctx, st)
 	if err != nil {
 		return core.Completion{}, err
 	}

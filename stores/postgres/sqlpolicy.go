@@ -126,7 +126,7 @@ func (p *sqlPolicy) discover(ctx context.Context, _ core.ResourceDefinition) err
 // ask runs the statement once for keys of the definition named binding
 // with the request's decoded captures ("" binds NULL to either).
 func (p *sqlPolicy) ask(ctx context.Context, keys []string, binding, captures string) (map[string]flags, error) {
-	prep, err := p.st.load()
+	prep, err := p.src.serve(ctx, p.st)
 	if err != nil {
 		return nil, err
 	}
