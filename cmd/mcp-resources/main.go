@@ -26,6 +26,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"go.phpboyscout.uk/mcp/resources/config"
+	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 )
 
 func main() {
@@ -135,13 +136,14 @@ func (h *hashTokenCmd) Run(e *env) error {
 		return errors.New("no token on stdin")
 	}
 	if h.Principal == "" {
-		fmt.Fprintln(e.stdout, hashToken(token))
+		fmt.Fprintln(e.stdout, oauth.HashToken(token))
 		return nil
 	}
-	if err := checkFilePrincipal(h.Principal); err != nil { // tokens.go
+	line, err := oauth.TokensLine(h.Principal, token)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s %s\n", h.Principal, hashToken(token))
+	fmt.Fprintln(e.stdout, line)
 	return nil
 }
 

@@ -144,8 +144,8 @@ func TestHashTokenPrintsATokensFileLine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hash-token's line does not parse as a tokens file: %v (%q)", err, out.String())
 	}
-	if p, ok := tt.principal("s3cret"); !ok || p != "alice" {
-		t.Fatalf("the printed line maps s3cret to %q %v", p, ok)
+	if info, err := tt.Verify(t.Context(), "s3cret", nil); err != nil || info.UserID != "alice" {
+		t.Fatalf("the printed line maps s3cret to %+v %v", info, err)
 	}
 	if strings.Contains(out.String(), "s3cret") {
 		t.Fatalf("hash-token printed the token")

@@ -561,16 +561,6 @@ func (d *drainer) wait(ctx context.Context) bool {
 	}
 }
 
-// verify is the bearer-token verifier: a token in the file becomes its
-// principal, as TokenInfo.UserID.
-func (t *tokenTable) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	p, ok := t.principal(token)
-	if !ok {
-		return nil, auth.ErrInvalidToken
-	}
-	return &auth.TokenInfo{UserID: p}, nil
-}
-
 // subscriptionsNote says, for the start-up log, over which requests and
 // protocol revisions this server honours resource subscriptions.
 func (s *serveCmd) subscriptionsNote() string {

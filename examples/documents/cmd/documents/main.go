@@ -1,21 +1,27 @@
-// Command documents serves examples/documents over stdio. The caller is
-// DOCS_PRINCIPAL (stdio has no authentication; over HTTP it would come from
-// the bearer token).
+// Command documents serves examples/documents over stdio, the caller being
+// DOCS_PRINCIPAL (stdio has no authentication), or, when DOCS_HTTP names an
+// address, over streamable HTTP at /mcp, the caller being the principal
+// of the bearer token in the tokens file DOCS_TOKENS (lines of
+// "PRINCIPAL sha256:HEX", as mcp-resources hash-token prints them).
 //
 //	DOCS_DATABASE_URL=postgres://... S3_ENDPOINT=http://... S3_ACCESS_KEY=... S3_SECRET_KEY=... \
 //	DOCS_BUCKET=acme-docs DOCS_PRINCIPAL=alice documents
+//	DOCS_HTTP=127.0.0.1:8080 DOCS_TOKENS=tokens.txt DOCS_DATABASE_URL=... documents
 package main
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/examples/documents"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -45,10 +51,29 @@ func serve(ctx context.Context, env func(string) string) error {
 	if err != nil {
 		return err
 	}
-	principal := env("DOCS_PRINCIPAL")
-	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true,
-		Principal: func(context.Context, mcp.Request) string { return principal }})
+	opts := &mcpsdk.Options{Completions: true}
+	if env("DOCS_HTTP") == "" {
+		principal := env("DOCS_PRINCIPAL")
+		opts.Principal = func(context.Context, mcp.Request) string { return principal }
+	} // else the default: the bearer token's principal
+	a := mcpsdk.New(res, opts)
 	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, a.ServerOptions(nil))
 	a.Install(server)
-	return server.Run(ctx, &mcp.StdioTransport{})
+	if env("DOCS_HTTP") == "" {
+		return server.Run(ctx, &mcp.StdioTransport{})
+	}
+	f, err := os.Open(env("DOCS_TOKENS"))
+	if err != nil {
+		return err
+	}
+	tokens, err := oauth.ParseTokens(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("tokens file: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", oauth.RequireStaticToken(tokens.Verify, "documents")(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	hs := &http.Server{Addr: env("DOCS_HTTP"), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return hs.ListenAndServe()
 }
