@@ -78,7 +78,7 @@ func newDocsRig(t *testing.T) *docsRig {
 	r.pool = newPool(t, r.url, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = r.stmts })
 	r.env = harness.S3(t)
 	r.root = s3Client(t, r.env, nil)
-	files, err := s3store.OpenBucket(t.Context(), s3Client(t, r.env, r.wire), r.env.Bucket, nil)
+	files, err := s3store.OpenBucket(t.Context(), s3Client(t, r.env, r.wire), r.env.Bucket, &s3store.Options{TypeByKey: true}) // as documents.Open asks
 	if err != nil {
 		t.Fatal(err)
 	}

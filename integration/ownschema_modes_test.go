@@ -25,10 +25,11 @@ func TestOwnSchemaDatabaseDecidesModeLeavesRowLevelSecurityTheOnlyGate(t *testin
 	t.Parallel()
 	r := newDocsRig(t)
 	id := r.document(t, "acme", "memo", "members only", "", "", nil)
-	bindings, _, err := documents.Definitions(t.Context(), r.pool, r.files)
+	host, err := documents.Open(t.Context(), r.pool, r.files)
 	if err != nil {
 		t.Fatal(err)
 	}
+	bindings := host.Bindings
 	revokeAfterPlan := false
 	doc := bindings[0]
 	inner := doc.Resolver

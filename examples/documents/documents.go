@@ -4,12 +4,15 @@
 // resolver, reader or policy. Every statement below runs as docs_reader
 // with the caller set as mcp.principal, so row-level security decides which
 // documents exist for whom; a grant statement decides the bucket's reports
-// by tenant membership before any request to S3. cmd/documents serves it over stdio.
+// by tenant membership before any request to S3. cmd/documents serves it over
+// stdio or HTTP, and resources.yaml is the same host as a resources file.
 package documents
 
 import (
 	"context"
 	_ "embed"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
@@ -21,28 +24,65 @@ import (
 //go:embed schema.sql
 var Schema string
 
-// New checks the statements against db and the bucket, and returns the
-// resources: a document with its file, a tenant's documents, and the
-// tenant's reports at any depth up to six.
-func New(ctx context.Context, db postgres.DB, files *s3store.Bucket) (*core.Resources, error) {
-	bindings, policy, err := Definitions(ctx, db, files)
-	if err != nil {
-		return nil, err
-	}
-	return core.NewResources(bindings, policy, core.WithObjectSource(ObjectSource, core.ItemReader(files.Read)))
+// Host is what the documents host serves, checked against its database
+// and bucket: the bindings and the policy for core.NewResources
+// ([Host.Resources] calls it), and the change sources of subscriptions.
+type Host struct {
+	Bindings []core.ResourceBinding
+	Policy   core.ResourcePolicy
+	// Changes are the change sources of subscriptions, for mcpsdk
+	// Options.Sources: a listener on the channel docs_keys, on which
+	// schema.sql's triggers NOTIFY a changed document's id (or * for a
+	// membership), and a poller of the report objects subscribed to.
+	Changes []core.ChangeSource
+	files   *s3store.Bucket
 }
 
 // ObjectSource is the object source the documents' rows reference their
-// files under: a gateway of [Definitions] registers the bucket's reader
-// under it with core.WithObjectSource, as New does.
+// files under: a gateway of a [Host]'s bindings registers the bucket's
+// reader under it with core.WithObjectSource, as [Host.Resources] does.
 const ObjectSource = "files"
 
-// Definitions returns the bindings and the policy that New serves, checked.
-func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]core.ResourceBinding, core.ResourcePolicy, error) {
-	fail := func(err error) ([]core.ResourceBinding, core.ResourcePolicy, error) {
-		return nil, core.ResourcePolicy{}, err
+// New returns the resources of [Open].
+func New(ctx context.Context, pool *pgxpool.Pool, files *s3store.Bucket) (*core.Resources, error) {
+	h, err := Open(ctx, pool, files)
+	if err != nil {
+		return nil, err
 	}
-	src, err := postgres.NewSource(db, postgres.SourceOptions{Name: "docs", Role: "docs_reader",
+	return h.Resources()
+}
+
+// Resources returns the gateway of h's bindings and policy, the bucket
+// registered as [ObjectSource].
+func (h *Host) Resources() (*core.Resources, error) {
+	return core.NewResources(h.Bindings, h.Policy, core.WithObjectSource(ObjectSource, core.ItemReader(h.files.Read)))
+}
+
+// Open checks the statements against pool and the bucket, and returns
+// the host: a document with its file, the file alone, a tenant's
+// documents, the tenant's reports at any depth up to six, and the listing
+// of a tenant's reports; completion of tenants and document ids;
+// subscriptions. They are the resources of resources.yaml. Open files
+// with s3store.Options{TypeByKey: true}, as a resources file does, so that
+// a report's type comes from its key, as its listing's items' do.
+func Open(ctx context.Context, pool *pgxpool.Pool, files *s3store.Bucket) (*Host, error) {
+	h, src, err := build(pool, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.Check(ctx); err != nil {
+		return nil, err
+	}
+	if err := files.Check(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// build builds the host of Open, unchecked, and returns its source.
+func build(pool *pgxpool.Pool, files *s3store.Bucket) (*Host, *postgres.Source, error) {
+	fail := func(err error) (*Host, *postgres.Source, error) { return nil, nil, err }
+	src, err := postgres.NewSource(pool, postgres.SourceOptions{Name: "docs", Role: "docs_reader",
 		Objects: map[string]string{ObjectSource: files.Name()}})
 	if err != nil {
 		return fail(err)
@@ -50,6 +90,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	document, err := src.Binding(postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}", Name: "document",
 			Description: "A document's body, then its file"},
+		Listen: "docs_keys",
 		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.title, octet_length(d.body) AS size,
 			d.s3_key AS object_key, d.s3_etag AS object_etag, true AS visible, true AS read, true AS disclose
 			FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
@@ -67,6 +108,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	file, err := src.Binding(postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents/{id}/object", Name: "document-file",
 			Description: "A document's file alone"},
+		Listen: "docs_keys",
 		Plan: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.s3_key AS object_key, d.s3_etag AS object_etag,
 			true AS visible, true AS read, true AS disclose FROM documents d WHERE d.tenant_id = $tenant AND d.id::text = $id`,
 		ObjectSource: ObjectSource,
@@ -77,6 +119,7 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	tenantDocs, err := src.Binding(postgres.SQLBinding{
 		Definition: core.ResourceDefinition{URITemplate: "doc://tenants/{tenant}/documents", Name: "tenant-documents",
 			Description: "A tenant's latest documents"},
+		Listen: "docs_keys",
 		Bundle: `SELECT d.id AS key, d.xmin AS version, d.content_type AS mime, d.title, d.tenant_id, d.id,
 			true AS visible, true AS read, true AS disclose FROM documents d WHERE d.tenant_id = $tenant ORDER BY d.updated_at DESC, d.id LIMIT 100`,
 		ItemURI: "doc://tenants/{tenant_id}/documents/{id}",
@@ -96,24 +139,37 @@ func Definitions(ctx context.Context, db postgres.DB, files *s3store.Bucket) ([]
 	}
 	// A report is granted, before any request to S3, to the members of the
 	// tenant its URI's decoded {tenant} names.
-	grant, err := src.KeyGrant("report", `SELECT 'tenants/' || m.tenant_id || '/reports/' AS prefix
-		FROM memberships m WHERE m.user_id = $principal AND m.tenant_id = $tenant`, []string{"tenant"})
+	const grantSQL = `SELECT 'tenants/' || m.tenant_id || '/reports/' AS prefix
+		FROM memberships m WHERE m.user_id = $principal AND m.tenant_id = $tenant`
+	grant, err := src.KeyGrant("report", grantSQL, []string{"tenant"})
 	if err != nil {
 		return fail(err)
 	}
-	reports, err := files.KeyBindings(s3store.KeyFamily{
-		Definition: core.ResourceDefinition{Name: "report", Description: "A tenant's report file"},
-		URI:        "report://tenants/{tenant}/reports/...", Prefix: "tenants/{tenant}/reports/", MaxDepth: 6,
+	family := s3store.KeyFamily{
+		Definition: core.ResourceDefinition{Name: "report", Description: "A tenant's report file",
+			Annotations: &core.Annotations{Audience: []string{"user", "assistant"}}},
+		URI: "report://tenants/{tenant}/reports/...", Prefix: "tenants/{tenant}/reports/", MaxDepth: 6,
 		Grant: grant,
-	})
+	}
+	reports, err := files.KeyBindings(family)
 	if err != nil {
 		return fail(err)
 	}
-	if err := src.Check(ctx); err != nil {
+	// The listing of a tenant's reports is gated as the reports are: the
+	// same statement, asked once about the listed prefix.
+	if family.Grant, err = src.PrefixGrant("reports", grantSQL, []string{"tenant"}); err != nil {
 		return fail(err)
 	}
-	if err := files.Check(ctx); err != nil {
+	listing, err := files.ListingBinding(s3store.KeyListing{Family: family,
+		Definition: core.ResourceDefinition{URITemplate: "report://tenants/{tenant}/reports", Name: "reports",
+			Description: "A tenant's report files, one item each, as report:// reads them"}})
+	if err != nil {
 		return fail(err)
 	}
-	return append([]core.ResourceBinding{document, file, tenantDocs}, reports...), policy, nil
+	listener, err := src.Listener(pool.Config().ConnConfig, nil)
+	if err != nil {
+		return fail(err)
+	}
+	return &Host{Bindings: append(append([]core.ResourceBinding{document, file, tenantDocs}, reports...), listing), Policy: policy,
+		Changes: []core.ChangeSource{listener, s3store.NewPoller(files, nil)}, files: files}, src, nil
 }

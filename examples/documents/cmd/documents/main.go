@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/examples/documents"
+	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk/oauth"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
@@ -43,15 +44,19 @@ func serve(ctx context.Context, env func(string) string) error {
 	if err != nil {
 		return err
 	}
-	files, err := s3store.OpenBucket(ctx, client, env("DOCS_BUCKET"), nil)
+	files, err := s3store.OpenBucket(ctx, client, env("DOCS_BUCKET"), &s3store.Options{TypeByKey: true})
 	if err != nil {
 		return err
 	}
-	res, err := documents.New(ctx, pool, files)
+	host, err := documents.Open(ctx, pool, files)
 	if err != nil {
 		return err
 	}
-	opts := &mcpsdk.Options{Completions: true}
+	res, err := host.Resources()
+	if err != nil {
+		return err
+	}
+	opts := &mcpsdk.Options{Completions: true, Live: &live.Options{}, Sources: host.Changes} // subscriptions
 	if env("DOCS_HTTP") == "" {
 		principal := env("DOCS_PRINCIPAL")
 		opts.Principal = func(context.Context, mcp.Request) string { return principal }
@@ -59,6 +64,7 @@ func serve(ctx context.Context, env func(string) string) error {
 	a := mcpsdk.New(res, opts)
 	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, a.ServerOptions(nil))
 	a.Install(server)
+	go a.Run(ctx)
 	if env("DOCS_HTTP") == "" {
 		return server.Run(ctx, &mcp.StdioTransport{})
 	}
