@@ -18,6 +18,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // section is one mapping of the file: the Go struct that models it, its
@@ -182,7 +185,11 @@ func describe(page *bytes.Buffer, typ string, fs []*ast.Field, doc string, struc
 		if meaning != "" {
 			p = append(obj{{"description", meaning}}, p...)
 		} else if typ == "Limits" {
-			meaning = "core.ResourceLimits." + field.Names[0].Name + "; absent or 0 keeps the default (`mcp-resources serve --help` lists them)"
+			d, err := limitDefault(field.Names[0].Name, goType)
+			if err != nil {
+				return nil, err
+			}
+			meaning = "core.ResourceLimits." + field.Names[0].Name + "; absent or 0 keeps the default, `" + d + "`"
 		}
 		props = append(props, kv{key, p})
 		req := ""
@@ -322,3 +329,28 @@ func oneLine(s string) string {
 
 // docLink is a Go doc link: [Name], [Name.Field], [pkg.Name].
 var docLink = regexp.MustCompile(`\[([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*)\]`)
+
+// limitDefault is the default of the core.ResourceLimits field name, taken
+// from core.DefaultResourceLimits, written as the file writes a value of
+// the model's type goType (a size with its binary suffix, a duration).
+func limitDefault(name, goType string) (string, error) {
+	v := reflect.ValueOf(core.DefaultResourceLimits()).FieldByName(name)
+	if !v.IsValid() || !v.CanInt() {
+		return "", fmt.Errorf("limits: core.ResourceLimits has no count, size or duration %s", name)
+	}
+	n := v.Int()
+	switch goType {
+	case "Duration":
+		return time.Duration(n).String(), nil
+	case "ByteSize":
+		for _, u := range []struct {
+			suffix string
+			size   int64
+		}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+			if n >= u.size && n%u.size == 0 {
+				return strconv.FormatInt(n/u.size, 10) + u.suffix, nil
+			}
+		}
+	}
+	return strconv.FormatInt(n, 10), nil
+}
