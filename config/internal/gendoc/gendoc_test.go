@@ -59,3 +59,23 @@ func TestReferenceNamesEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// Every limit row states the default core.DefaultResourceLimits gives, in
+// the file's own spelling, so that the page changes with the code.
+func TestReferenceStatesEveryLimitsDefault(t *testing.T) {
+	page, _, err := Files("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"max_uri_bytes": "2048", "max_item_bytes": "4MiB", "report_payload_bytes": "8KiB",
+		"read_timeout": "30s", "item_timeout": "10s", "list_page_bytes": "1MiB"} {
+		if !bytes.Contains(page, []byte("| `"+key+"` |")) || !bytes.Contains(page, []byte("keeps the default, `"+want+"` |")) {
+			t.Errorf("the row of %s does not state the default %s", key, want)
+		}
+	}
+	for _, line := range bytes.Split(page, []byte("\n")) {
+		if bytes.Contains(line, []byte("core.ResourceLimits.")) && !bytes.Contains(line, []byte("keeps the default, `")) {
+			t.Errorf("a limit row without its default: %s", line)
+		}
+	}
+}
