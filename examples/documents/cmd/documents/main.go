@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -81,5 +82,9 @@ func serve(ctx context.Context, env func(string) string) error {
 	mux.Handle("/mcp", oauth.RequireStaticToken(tokens.Verify, "documents")(
 		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 	hs := &http.Server{Addr: env("DOCS_HTTP"), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	return hs.ListenAndServe()
+	go func() { <-ctx.Done(); hs.Close() }()
+	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return ctx.Err()
 }
