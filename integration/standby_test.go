@@ -463,3 +463,64 @@ func TestStandbyServesPinnedBodiesWhileThePrimaryDecides(t *testing.T) {
 		t.Fatalf("%d wrong bodies, %d failures that are not retryable", wrong.Load(), unretryable.Load())
 	}
 }
+
+// TestStandbyServeFlagsServeBodiesFromTheStandbyAndReadinessIgnoresIt runs
+// serve --postgres with --postgres-standby as an operator would: a body
+// larger than a plan inlines is served from the standby (its metrics count
+// it under standby="0", never the URL), and a second server whose standby
+// refuses connections is ready all the same and serves the body from the
+// primary, counted as a down fallback.
+func TestStandbyServeFlagsServeBodiesFromTheStandbyAndReadinessIgnoresIt(t *testing.T) {
+	dbURL, _, flags := migratedAndSeeded(t)
+	standbyURL := standbyServer(t, dbURL)
+	admin := newPool(t, dbURL, nil)
+	big := "standby body " + strings.Repeat("b", 20<<10)
+	if _, err := admin.Exec(t.Context(), `INSERT INTO mcpres.assets (project_id, id, name, title, mime_type, body, body_is_text)
+		VALUES ('handbook', 'big', 'big.txt', 'Big', 'text/plain', convert_to($1, 'UTF8'), true)`, big); err != nil {
+		t.Fatal(err)
+	}
+	r := &standbyRig{primaryURL: dbURL, standbyURL: standbyURL, admin: admin}
+	r.waitReplayed(t)
+	tokens := tokensFile(t, "alice")
+	const uri = "asset://project/handbook/asset/big/body"
+	metric := func(srv *runningServer, name string) string {
+		_, body := srv.get(t, "/metrics")
+		if host := strings.Split(strings.Split(standbyURL, "@")[1], "/")[0]; strings.Contains(body, host) {
+			t.Fatalf("/metrics names the standby's address:\n%s", body)
+		}
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, name) {
+				return l
+			}
+		}
+		return ""
+	}
+	read := func(srv *runningServer) {
+		alice := srv.connect(t, "alice-token")
+		for range 5 {
+			got, err := readAll(t, alice, uri)
+			if err != nil || len(got.Contents) != 1 || got.Contents[0].Text != big {
+				t.Fatalf("read %s: %v", uri, err)
+			}
+		}
+	}
+
+	srv := startServer(t, append(flags, "--tokens="+tokens, "--postgres-standby="+standbyURL, "--standby-max-lag=1m")...)
+	read(srv)
+	if l := metric(srv, `mcpres_standby_bodies_total{source="postgres",standby="0"}`); l == "" || strings.HasSuffix(l, " 0") {
+		t.Fatalf("the standby served no body: %q", l)
+	}
+
+	dead := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", freePort(t))
+	down := startServer(t, append(flags, "--tokens="+tokens, "--postgres-standby="+dead)...)
+	if code, body := down.get(t, "/readyz"); code != 200 {
+		t.Fatalf("/readyz with the standby down: %d %s", code, body)
+	}
+	read(down)
+	if l := metric(down, `mcpres_standby_fallbacks_total{reason="down",source="postgres"}`); l == "" || strings.HasSuffix(l, " 0") {
+		t.Fatalf("no down fallback counted: %q", l)
+	}
+	if l := metric(down, `mcpres_standby_ready{source="postgres",standby="0"}`); !strings.HasSuffix(l, " 0") {
+		t.Fatalf("the dead standby is reported ready: %q", l)
+	}
+}
