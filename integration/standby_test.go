@@ -69,7 +69,7 @@ type standbyRig struct {
 
 // standbyServer returns the standby's URL for the database of primaryURL,
 // or skips (fails under require) without one.
-func standbyServer(t *testing.T, primaryURL string) string {
+func standbyServer(t testing.TB, primaryURL string) string {
 	t.Helper()
 	raw := os.Getenv(envStandbyURL)
 	if raw == "" {
@@ -126,7 +126,7 @@ func standbyBody(id string, ver int) string {
 	return head + strings.Repeat("x", 4096-len(head))
 }
 
-func newStandbyRig(t *testing.T) *standbyRig {
+func newStandbyRig(t testing.TB) *standbyRig {
 	t.Helper()
 	r := &standbyRig{primaryURL: harness.Postgres(t)}
 	r.standbyURL = standbyServer(t, r.primaryURL)
@@ -143,7 +143,7 @@ func newStandbyRig(t *testing.T) *standbyRig {
 
 // waitReplayed waits until the standby has replayed everything the
 // primary has written.
-func (r *standbyRig) waitReplayed(t *testing.T) {
+func (r *standbyRig) waitReplayed(t testing.TB) {
 	t.Helper()
 	var lsn string
 	if err := r.admin.QueryRow(t.Context(), `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
@@ -167,7 +167,7 @@ func (r *standbyRig) waitReplayed(t *testing.T) {
 	}
 }
 
-func (r *standbyRig) exec(t *testing.T, sql string, args ...any) {
+func (r *standbyRig) exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
 	if _, err := r.admin.Exec(t.Context(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -177,10 +177,16 @@ func (r *standbyRig) exec(t *testing.T, sql string, args ...any) {
 // source builds the source, its one binding and the gateway over them,
 // with the source's decide statement as the policy; resolved, when set,
 // runs after each plan.
-func (r *standbyRig) source(t *testing.T, opts postgres.SourceOptions, resolved func(uri string)) (*postgres.Source, *core.Resources) {
+func (r *standbyRig) source(t testing.TB, opts postgres.SourceOptions, resolved func(uri string)) (*postgres.Source, *core.Resources) {
+	t.Helper()
+	opts.Standbys = []postgres.DB{r.spool}
+	return r.sourceOn(t, opts, resolved)
+}
+
+// sourceOn is source with opts.Standbys as given.
+func (r *standbyRig) sourceOn(t testing.TB, opts postgres.SourceOptions, resolved func(uri string)) (*postgres.Source, *core.Resources) {
 	t.Helper()
 	opts.Role = "mcpres_standby_reader"
-	opts.Standbys = []postgres.DB{r.spool}
 	src, err := postgres.NewSource(r.pool, opts)
 	if err != nil {
 		t.Fatal(err)
