@@ -530,3 +530,78 @@ func TestStandbyServeFlagsServeBodiesFromTheStandbyAndReadinessIgnoresIt(t *test
 		t.Fatalf("the dead standby is reported ready: %q", l)
 	}
 }
+
+// TestStandbyNotUsedWhereTheDatabaseDecides: under postgres.DatabaseDecides
+// the body statement's row-level security is the decision, which a lagging
+// standby must not take: the bodies stay on the primary.
+func TestStandbyNotUsedWhereTheDatabaseDecides(t *testing.T) {
+	r := newStandbyRig(t)
+	r.exec(t, `INSERT INTO docs (id, body) VALUES ('d0', $1)`, standbyBody("d0", 1))
+	r.exec(t, `INSERT INTO grants (principal, doc_id) VALUES ('alice', 'd0')`)
+	r.waitReplayed(t)
+	src, err := postgres.NewSource(r.pool, postgres.SourceOptions{Role: "mcpres_standby_reader", Standbys: []postgres.DB{r.spool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Binding(postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "sb://docs/{id}", Name: "doc", MIMEType: "text/plain"},
+		Plan:       `SELECT id AS key, ver::text AS version, 'text/plain' AS mime FROM docs WHERE id = $id`,
+		Body:       `SELECT body, ver::text AS version FROM docs WHERE id = $key`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := core.NewResources([]core.ResourceBinding{b}, postgres.DatabaseDecides())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0 := r.standbyBodies.n.Load()
+	for range 20 {
+		if o := standbyRead(t.Context(), res, "alice", "d0"); o.body != standbyBody("d0", 1) {
+			t.Fatalf("read: %+v", o)
+		}
+	}
+	if st := src.StandbyStats(); r.standbyBodies.n.Load() != s0 || st.Standbys[0].Bodies != 0 || st.Standbys[0].State != "ready" {
+		t.Fatalf("the ready standby got %d bodies statements, served %d bodies; want none", r.standbyBodies.n.Load()-s0, st.Standbys[0].Bodies)
+	}
+}
+
+// TestStandbyWhoseLoginBypassesRowLevelSecurityIsRefused: each standby's
+// login passes the primary's role check: a source that keeps its login
+// role (LoginRole), whose standby URL logs in as a superuser, is refused
+// by Check, naming the standby.
+func TestStandbyWhoseLoginBypassesRowLevelSecurityIsRefused(t *testing.T) {
+	r := newStandbyRig(t)
+	r.exec(t, `DO $$ BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mcpres_standby_login') THEN
+			CREATE ROLE mcpres_standby_login LOGIN IN ROLE mcpres_standby_reader;
+		END IF; END $$`)
+	r.waitReplayed(t)
+	u, err := url.Parse(r.primaryURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("mcpres_standby_login")
+	login := newPool(t, u.String(), nil)
+	src, err := postgres.NewSource(login, postgres.SourceOptions{LoginRole: true, Standbys: []postgres.DB{r.spool}}) // spool logs in as the superuser
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Binding(postgres.SQLBinding{
+		Definition: core.ResourceDefinition{URITemplate: "sb://docs/{id}", Name: "doc", MIMEType: "text/plain"},
+		Plan:       `SELECT id AS key, ver::text AS version, 'text/plain' AS mime FROM docs WHERE id = $id`,
+		Body:       `SELECT body, ver::text AS version FROM docs WHERE id = $key`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = src.Check(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "standby 0") || !strings.Contains(err.Error(), "bypasses row-level security") {
+		t.Fatalf("Check: %v; want the standby's login refused", err)
+	}
+	if st := src.StandbyStats().Standbys[0].State; st != "refused" {
+		t.Fatalf("the standby is %s; want refused", st)
+	}
+}
