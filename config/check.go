@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,6 +83,10 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 	if p.Spans.has("listen_url") {
 		c.pgURL(p.ListenURL, p.Spans.of("listen_url"), path+".listen_url")
 	}
+	for i, sb := range p.Standbys {
+		key := "standbys." + strconv.Itoa(i)
+		c.pgURL(sb, p.Spans.of(key), path+"."+key)
+	}
 	switch {
 	case p.LoginRole && p.Spans.has("role"):
 		c.e.at(p.Spans.of("role"), path+".role", "give role or login_role: true, not both")
@@ -91,7 +96,8 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 	// The rest are the store's rules, checked by the store (a role whose
 	// presence is reported above is not checked again).
 	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole || !p.Spans.has("role"),
-		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Exempt: p.Exempt}
+		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Exempt: p.Exempt,
+		StandbyMaxLag: time.Duration(p.StandbyMaxLag)}
 	if err := postgres.CheckSource(opts); err != nil {
 		c.e.add(c.f.storeError(err, name, p.Spans.start()))
 	}

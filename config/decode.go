@@ -28,6 +28,7 @@ type decoder struct {
 
 var (
 	typeSecret   = reflect.TypeFor[Secret]()
+	typeSecrets  = reflect.TypeFor[[]Secret]()
 	typeEnv      = reflect.TypeFor[Env]()
 	typeDuration = reflect.TypeFor[Duration]()
 	typeByteSize = reflect.TypeFor[ByteSize]()
@@ -37,7 +38,7 @@ var (
 
 // secretFields names the fields where ${NAME} is expanded, for the error
 // that says so elsewhere.
-const secretFields = "url, listen_url, bucket, endpoint, region, access_key, secret_key, session_token and oauth's issuer, resource, jwks_url, client_id and client_secret"
+const secretFields = "url, listen_url, standbys, bucket, endpoint, region, access_key, secret_key, session_token and oauth's issuer, resource, jwks_url, client_id and client_secret"
 
 func pos(n *yaml.Node) Position { return Position{Line: n.Line, Column: n.Column} }
 
@@ -325,6 +326,31 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 		nv := reflect.New(t.Elem())
 		d.structValue(vn, nv.Elem(), path, pos(kn))
 		fv.Set(nv)
+	case t == typeSecrets:
+		if vn.Kind != yaml.SequenceNode {
+			d.e.at(pos(vn), path, "expects a list of URLs")
+			return
+		}
+		list := make([]Secret, 0, len(vn.Content))
+		for i, c := range vn.Content {
+			at := path + "[" + strconv.Itoa(i) + "]"
+			raw, ok := d.str(c, at, true)
+			if !ok {
+				return
+			}
+			val, bad := expand(raw, d.lookup)
+			switch {
+			case bad != "":
+				d.e.at(pos(c), at, "%s", bad)
+				return
+			case val == "":
+				d.e.at(pos(c), at, "is empty")
+				return
+			}
+			list = append(list, Secret{value: val, raw: raw, set: true})
+			spans.keys[key+"."+strconv.Itoa(i)] = pos(c)
+		}
+		fv.Set(reflect.ValueOf(list))
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		if vn.Kind != yaml.SequenceNode {
 			d.e.at(pos(vn), path, "expects a list of strings")

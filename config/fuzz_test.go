@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X}', role: r}}}\nresources: {r: {uri: 'a://b', source: a, policy: database, plan: 'SELECT $x', body: 'SELECT $key, $version'}}\n"))
 	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X:-postgres://h/db}', role: r, listen_url: '${Y:-}'}}}\n"))
+	f.Add([]byte("version: 1\nsources: {a: {postgres: {url: '${X}', role: r, standbys: ['${X}', 'host=h', '${Y:-}', 7], standby_max_lag: 2s}}}\n"))
 	f.Add([]byte("a: &x [1]\nb: *x\n"))
 	f.Add([]byte("version: 1\n---\nversion: 1\n"))
 	f.Add([]byte("version: 1\nsources:\n  a:\n\tpostgres: {}\n"))

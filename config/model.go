@@ -97,6 +97,20 @@ type PostgresSource struct {
 	// changes, when URL goes through a transaction-pooling PgBouncer.
 	// Empty means URL.
 	ListenURL Secret `yaml:"listen_url"`
+	// Standbys are the URLs of hot standbys of the database (streaming
+	// replicas, a managed PostgreSQL's read replicas), each ${NAME}
+	// expanded as url is, each its own pool under the same role. Only the
+	// bodies of reads go there, pinned to the version the primary planned
+	// (a body a standby does not hold at that version is read on the
+	// primary), and only where a decide statement of this source is the
+	// policy: plans, decisions, grants, listing, completion, the recheck
+	// and LISTEN stay on url. A standby that lags more than
+	// standby_max_lag, or is down, is skipped; readiness does not depend
+	// on them.
+	Standbys []Secret `yaml:"standbys"`
+	// StandbyMaxLag is the replay lag past which a standby is not used
+	// until it catches up; zero keeps the store's default (5s).
+	StandbyMaxLag Duration `yaml:"standby_max_lag"`
 	// LoginRole keeps the URL's login role instead of switching to Role
 	// (which must then be absent); the login role must not bypass
 	// row-level security.

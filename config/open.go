@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +106,10 @@ type Ready struct {
 	// again then. The connections of the start-up check count too. Nil
 	// for an S3 source.
 	Reconnected <-chan struct{}
+	// Standbys reports a PostgreSQL source's standbys (postgres
+	// Source.StandbyStats) for metrics; nil for a source without any and
+	// for an S3 source. Readiness does not depend on them.
+	Standbys func() postgres.StandbyStats
 }
 
 // ObjectSources returns the core.WithObjectSource option of each of
@@ -204,6 +209,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	buckets := map[string]*s3store.Bucket{}
 	objects := map[string]string{} // S3 source -> its bucket, for the rows that reference objects
 	pools := map[string]*pgxpool.Pool{}
+	standbyPools := map[string][]*pgxpool.Pool{}
 	for _, src := range f.Sources {
 		var check func(context.Context) error
 		if b := src.S3; b != nil {
@@ -221,6 +227,12 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			}
 			s.closers = append(s.closers, pool.Close)
 			pools[src.Name], check = pool, pool.Ping
+			if standbyPools[src.Name], err = f.openStandbys(ctx, src, opts); err != nil {
+				return nil, err
+			}
+			for _, sp := range standbyPools[src.Name] {
+				s.closers = append(s.closers, sp.Close)
+			}
 			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check, Pool: pool, Reconnected: watch.c})
 			continue
 		}
@@ -231,7 +243,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		if p := src.Postgres; p != nil {
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
 				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
-				UnusableGrantRows: opts.UnusableGrantRows, Logger: opts.Logger})
+				UnusableGrantRows: opts.UnusableGrantRows, Logger: opts.Logger, Standbys: standbyDBs(standbyPools[src.Name]), StandbyMaxLag: time.Duration(p.StandbyMaxLag)})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
 			}
@@ -239,6 +251,9 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 			for i := range s.Ready {
 				if s.Ready[i].Source == src.Name {
 					s.Ready[i].Prove = ps.Prove
+					if len(p.Standbys) > 0 {
+						s.Ready[i].Standbys = ps.StandbyStats
+					}
 				}
 			}
 		}
@@ -354,6 +369,44 @@ func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions, watc
 	}
 	watch.pool.Store(pool)
 	return pool, nil
+}
+
+// openStandbys opens a pool on each standby URL of the PostgreSQL source
+// src, sending no request (each as openPool does, without its reconnect
+// watch: the primary's decides the proof).
+func (f *File) openStandbys(ctx context.Context, src Source, opts *OpenOptions) ([]*pgxpool.Pool, error) {
+	var out []*pgxpool.Pool
+	for i, u := range src.Postgres.Standbys {
+		key := "standbys." + strconv.Itoa(i)
+		fail := func(format string, args ...any) ([]*pgxpool.Pool, error) {
+			for _, p := range out {
+				p.Close()
+			}
+			return nil, f.mistake(src.Postgres.Spans.of(key), "sources."+src.Name+".postgres."+key, format, args...)
+		}
+		cfg, err := pgxpool.ParseConfig(u.expanded())
+		if err != nil {
+			return fail("is not a valid PostgreSQL URL")
+		}
+		if opts.TracerProvider != nil {
+			cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return fail("%s", redact(err, src))
+		}
+		out = append(out, pool)
+	}
+	return out, nil
+}
+
+// standbyDBs are pools as the store's DB values.
+func standbyDBs(pools []*pgxpool.Pool) []postgres.DB {
+	out := make([]postgres.DB, len(pools))
+	for i, p := range pools {
+		out[i] = p
+	}
+	return out
 }
 
 // policy is the file's policy: each PostgreSQL source's decides its own
@@ -800,7 +853,7 @@ func (f *File) redactAll(s string) string {
 func redactSource(s string, src Source) string {
 	var secrets []Secret
 	if p := src.Postgres; p != nil {
-		secrets = []Secret{p.URL, p.ListenURL}
+		secrets = append([]Secret{p.URL, p.ListenURL}, p.Standbys...)
 	}
 	if b := src.S3; b != nil {
 		secrets = []Secret{b.AccessKey, b.SecretKey, b.SessionToken}
@@ -811,8 +864,10 @@ func redactSource(s string, src Source) string {
 		}
 	}
 	if p := src.Postgres; p != nil {
-		if cfg, err := pgconn.ParseConfig(p.URL.expanded()); err == nil && len(cfg.Password) >= 4 {
-			s = strings.ReplaceAll(s, cfg.Password, "[secret]")
+		for _, u := range append([]Secret{p.URL}, p.Standbys...) {
+			if cfg, err := pgconn.ParseConfig(u.expanded()); err == nil && len(cfg.Password) >= 4 {
+				s = strings.ReplaceAll(s, cfg.Password, "[secret]")
+			}
 		}
 	}
 	return s

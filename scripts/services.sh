@@ -17,6 +17,20 @@
 #   scripts/services.sh up      start them (idempotent), wait until they answer,
 #                               print the environment as `export VAR=...` lines
 #                               (PostgreSQL and versitygw)
+#   scripts/services.sh up --standby
+#                               the same, plus a streaming hot standby of the
+#                               cluster (pg_basebackup -R from the primary, on
+#                               its own free port), waited for until it is in
+#                               recovery and streaming; its URL is
+#                               MCPRES_POSTGRES_STANDBY_URL (MCPRES_STANDBY=1
+#                               asks for it too). The primary then loads
+#                               pg_stat_statements. Services running without
+#                               a standby are restarted with one.
+#   scripts/services.sh standby-stop
+#                               stop the standby at once (pg_ctl -m immediate:
+#                               a crash, as the standby tests need)
+#   scripts/services.sh standby-start
+#                               start it again and wait until it streams
 #   scripts/services.sh env     print the environment of the running services
 #   scripts/services.sh env minio
 #                               the same, with MinIO as the S3 server: its
@@ -157,6 +171,9 @@ vgw_pid() { # print the pid of our versitygw when it is alive
 	echo "$pid"
 }
 
+# standby_wanted: true when the caller asked for a standby.
+standby_wanted() { [ "${STANDBY:-0}" = 1 ] || [ "${MCPRES_STANDBY:-0}" = 1 ]; }
+
 pg_root() { # print the cluster directory recorded in the state
 	[ -f "$STATE/pgroot" ] || return 1
 	cat "$STATE/pgroot"
@@ -176,11 +193,17 @@ start_postgres() {
 		cat "$STATE/initdb.log" >&2
 		die "initdb failed"
 	fi
+	local extra=""
+	if standby_wanted; then
+		# A standby streams from it; pg_stat_statements lets a benchmark
+		# count what the primary executes.
+		extra="-c wal_level=replica -c max_wal_senders=10 -c shared_preload_libraries=pg_stat_statements"
+	fi
 	for attempt in 1 2 3; do
 		port=$(free_port "$@")
 		say "postgres: starting on 127.0.0.1:$port"
 		if as_pg "$PG_BIN/pg_ctl" -D "$root/data" -l "$root/postgres.log" -w -t 60 \
-			-o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+			-o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 $extra" \
 			start >/dev/null 9>&-; then
 			if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" -t 30; then
 				PG_PORT=$port
@@ -194,8 +217,88 @@ start_postgres() {
 	die "postgres did not start"
 }
 
+# ---------------------------------------------------------------- standby
+
+STANDBY_ROLE=mcpres_replicator
+
+# standby_port: print the standby's port recorded in the state, or fail.
+standby_port() {
+	[ -f "$STATE/standby.port" ] || return 1
+	cat "$STATE/standby.port"
+}
+
+# standby_streaming PORT: true when the server on PORT is in recovery and
+# its WAL receiver streams.
+standby_streaming() {
+	local out
+	out=$("$PG_BIN/psql" -XAtq -h 127.0.0.1 -p "$1" -U postgres -d postgres \
+		-c "SELECT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')" 2>/dev/null) || return 1
+	[ "$out" = t ]
+}
+
+# start_standby EXCLUDED-PORTS...: a streaming hot standby of the primary
+# on PG_PORT: a replication role and a loopback replication line in the
+# primary's pg_hba.conf, pg_basebackup -R into $root/standby, then the
+# standby started on a free port and waited for until it streams.
+start_standby() {
+	local root port attempt i
+	root=$(pg_root) || die "no primary cluster"
+	"$PG_BIN/psql" -Xq -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
+		-c "DO \$\$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$STANDBY_ROLE') THEN CREATE ROLE $STANDBY_ROLE REPLICATION LOGIN; END IF; END \$\$" >/dev/null
+	if ! grep -Eq "^host[[:space:]]+replication[[:space:]]+($STANDBY_ROLE|all)[[:space:]]+127\.0\.0\.1/32" "$root/data/pg_hba.conf"; then
+		printf 'host replication %s 127.0.0.1/32 trust\n' "$STANDBY_ROLE" | as_pg tee -a "$root/data/pg_hba.conf" >/dev/null
+		"$PG_BIN/psql" -Xq -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c 'SELECT pg_reload_conf()' >/dev/null
+	fi
+	say "standby: pg_basebackup -R into $root/standby"
+	if ! as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U "$STANDBY_ROLE" -D "$root/standby" \
+		-R -X stream -c fast --no-sync >"$STATE/basebackup.log" 2>&1; then
+		cat "$STATE/basebackup.log" >&2
+		die "pg_basebackup failed"
+	fi
+	for attempt in 1 2 3; do
+		port=$(free_port "$@")
+		echo "$port" >"$STATE/standby.port"
+		if run_standby "$port"; then
+			STANDBY_PORT=$port
+			return 0
+		fi
+		say "standby: start on port $port failed (attempt $attempt):"
+		tail -n 5 "$root/standby.log" >&2 || true
+		as_pg "$PG_BIN/pg_ctl" -D "$root/standby" -m immediate -w stop >/dev/null 2>&1 || true
+	done
+	die "the standby did not start"
+}
+
+# run_standby PORT: start the standby's cluster on PORT and wait (up to
+# 60 s) until it is in recovery and streaming.
+run_standby() {
+	local root i
+	root=$(pg_root) || return 1
+	say "standby: starting on 127.0.0.1:$1"
+	as_pg "$PG_BIN/pg_ctl" -D "$root/standby" -l "$root/standby.log" -w -t 60 \
+		-o "-p $1 -k $root -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 -c hot_standby=on -c shared_preload_libraries=pg_stat_statements" \
+		start >/dev/null 9>&- || return 1
+	for i in $(seq 1 300); do
+		standby_streaming "$1" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+stop_standby() {
+	local root
+	root=$(pg_root) || return 0
+	if [ -f "$root/standby/postmaster.pid" ]; then
+		say "standby: stopping ($root/standby)"
+		as_pg "$PG_BIN/pg_ctl" -D "$root/standby" -m "${1:-fast}" -w -t 30 stop >/dev/null 2>&1 ||
+			as_pg "$PG_BIN/pg_ctl" -D "$root/standby" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+}
+
 stop_postgres() {
 	local root
+	stop_standby
+	rm -f "$STATE/standby.port" "$STATE/basebackup.log"
 	root=$(pg_root) || return 0
 	case $root in */mcpres-pg.*) ;; *) die "refusing to remove unexpected cluster directory '$root'" ;; esac
 	if [ -f "$root/data/postmaster.pid" ]; then
@@ -395,6 +498,13 @@ running() {
 			http_ok "${p%%/*}" /health/ready
 		) || return 1
 	fi
+	# The standby, when it was started (and not stopped by standby-stop),
+	# must be streaming; one that was asked for must exist.
+	if grep -q MCPRES_POSTGRES_STANDBY_URL "$ENV_FILE"; then
+		[ -f "$STATE/standby.stopped" ] || standby_streaming "$(standby_port)" || return 1
+	elif standby_wanted; then
+		return 1
+	fi
 	# MinIO, when it was started, must still answer too.
 	if [ -f "$ENV_FILE.minio" ]; then
 		minio_pid >/dev/null || return 1
@@ -419,7 +529,7 @@ stop_all() {
 	stop_minio
 	stop_versitygw
 	stop_postgres
-	rm -f "$ENV_FILE"
+	rm -f "$ENV_FILE" "$STATE/standby.stopped"
 }
 
 cmd_up() {
@@ -438,13 +548,16 @@ cmd_up() {
 	S3_ACCESS=mcpresroot
 	S3_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 	start_postgres
-	start_versitygw "$PG_PORT"
+	if standby_wanted; then
+		start_standby "$PG_PORT"
+	fi
+	start_versitygw "$PG_PORT" ${STANDBY_PORT:+"$STANDBY_PORT"}
 	local minio
 	minio=$(find_minio)
 	if [ -n "$minio" ]; then
 		MINIO_ACCESS=mcpresminio
 		MINIO_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-		start_minio "$minio" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT"
+		start_minio "$minio" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT" ${STANDBY_PORT:+"$STANDBY_PORT"}
 		{
 			printf "export MCPRES_POSTGRES_URL='%s'\n" "postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 			printf "export MCPRES_S3_ENDPOINT='%s'\n" "http://127.0.0.1:$MINIO_PORT"
@@ -452,6 +565,9 @@ cmd_up() {
 			printf "export MCPRES_S3_SECRET_KEY='%s'\n" "$MINIO_SECRET"
 			printf "export MCPRES_S3_REGION='%s'\n" "$REGION"
 			printf "export MCPRES_S3_ADMIN_ENDPOINT='%s'\n" none
+			if [ -n "${STANDBY_PORT:-}" ]; then
+				printf "export MCPRES_POSTGRES_STANDBY_URL='%s'\n" "postgres://postgres@127.0.0.1:$STANDBY_PORT/postgres?sslmode=disable"
+			fi
 		} >"$ENV_FILE.minio"
 	else
 		say "minio: no binary found (scripts/tools.sh minio builds one); not started"
@@ -459,7 +575,7 @@ cmd_up() {
 	local hydra
 	hydra=$(find_hydra)
 	if [ -n "$hydra" ]; then
-		start_hydra "$hydra" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT" ${MINIO_PORT:+"$MINIO_PORT"}
+		start_hydra "$hydra" "$PG_PORT" "$S3_PORT" "$S3_ADMIN_PORT" ${MINIO_PORT:+"$MINIO_PORT"} ${STANDBY_PORT:+"$STANDBY_PORT"}
 	elif [ "${MCPRES_HYDRA:-}" = none ]; then
 		say "hydra: not started (MCPRES_HYDRA=none)"
 	else
@@ -472,6 +588,9 @@ cmd_up() {
 		printf "export MCPRES_S3_SECRET_KEY='%s'\n" "$S3_SECRET"
 		printf "export MCPRES_S3_REGION='%s'\n" "$REGION"
 		printf "export MCPRES_S3_ADMIN_ENDPOINT='%s'\n" "http://127.0.0.1:$S3_ADMIN_PORT"
+		if [ -n "${STANDBY_PORT:-}" ]; then
+			printf "export MCPRES_POSTGRES_STANDBY_URL='%s'\n" "postgres://postgres@127.0.0.1:$STANDBY_PORT/postgres?sslmode=disable"
+		fi
 		if [ -n "${HYDRA_PORT:-}" ]; then
 			printf "export MCPRES_OAUTH_ISSUER='%s'\n" "http://127.0.0.1:$HYDRA_PORT/"
 			printf "export MCPRES_OAUTH_ADMIN_URL='%s'\n" "http://127.0.0.1:$HYDRA_ADMIN_PORT"
@@ -481,7 +600,7 @@ cmd_up() {
 	mv "$ENV_FILE.tmp" "$ENV_FILE"
 	ok=1
 	trap - EXIT
-	say "up: postgres on 127.0.0.1:$PG_PORT, S3 on 127.0.0.1:$S3_PORT (admin 127.0.0.1:$S3_ADMIN_PORT)${HYDRA_PORT:+, hydra on 127.0.0.1:$HYDRA_PORT (admin 127.0.0.1:$HYDRA_ADMIN_PORT)}"
+	say "up: postgres on 127.0.0.1:$PG_PORT${STANDBY_PORT:+ (standby on 127.0.0.1:$STANDBY_PORT)}, S3 on 127.0.0.1:$S3_PORT (admin 127.0.0.1:$S3_ADMIN_PORT)${HYDRA_PORT:+, hydra on 127.0.0.1:$HYDRA_PORT (admin 127.0.0.1:$HYDRA_ADMIN_PORT)}"
 	cat "$ENV_FILE"
 }
 
@@ -507,6 +626,28 @@ cmd_env() {
 	esac
 }
 
+# cmd_standby stop|start: crash the running standby (pg_ctl -m immediate)
+# or start it again and wait until it streams.
+cmd_standby() {
+	lock
+	local port
+	port=$(standby_port) || die "no standby is running; start the services with: scripts/services.sh up --standby"
+	case $1 in
+	stop)
+		stop_standby immediate
+		touch "$STATE/standby.stopped"
+		;;
+	start)
+		if standby_streaming "$port"; then
+			say "standby: already streaming on 127.0.0.1:$port"
+		else
+			run_standby "$port" || die "the standby did not come back on port $port"
+		fi
+		rm -f "$STATE/standby.stopped"
+		;;
+	esac
+}
+
 cmd_status() {
 	if running; then
 		say "running"
@@ -517,12 +658,24 @@ cmd_status() {
 }
 
 case ${1:-} in
-up) cmd_up ;;
+up)
+	case ${2:-} in
+	--standby) STANDBY=1 ;;
+	"") ;;
+	*)
+		echo "usage: $0 up [--standby]" >&2
+		exit 2
+		;;
+	esac
+	cmd_up
+	;;
+standby-stop) cmd_standby stop ;;
+standby-start) cmd_standby start ;;
 down) cmd_down ;;
 env) cmd_env "${2:-}" ;;
 status) cmd_status ;;
 *)
-	echo "usage: $0 up|env [minio]|status|down" >&2
+	echo "usage: $0 up [--standby]|env [minio]|status|standby-stop|standby-start|down" >&2
 	exit 2
 	;;
 esac

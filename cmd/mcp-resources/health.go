@@ -17,6 +17,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
+	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // The bounds of the health of the sources while serving (docs/operations.md
@@ -65,6 +66,9 @@ type sourceReady struct {
 	prove       func(context.Context) error // nil: nothing to prove (S3, the demo)
 	reconnected <-chan struct{}             // nil: no pool to watch
 	pool        *pgxpool.Pool               // nil: no PostgreSQL pool
+	// standbys reports the source's hot standbys (standby.go's metrics);
+	// nil without any. Readiness does not depend on them.
+	standbys func() postgres.StandbyStats
 }
 
 // sourceHealth is one source's state while serving.
@@ -113,6 +117,9 @@ func newHealth(be *backend, interval time.Duration, log *slog.Logger, m *metrics
 		s := &sourceHealth{sourceReady: src, resolves: resolves[src.name]}
 		s.proofOK.Store(true)
 		h.sources = append(h.sources, s)
+		if src.standbys != nil {
+			standbyMetrics(m, src.name, src.standbys)
+		}
 		if src.prove == nil {
 			continue
 		}

@@ -44,6 +44,7 @@ type serveCmd struct {
 	OAuth oauthFlags `embed:"" group:"Identity provider (OAuth 2.1 resource server)"`
 
 	Storage storageFlags `embed:""`
+	Standby standbyFlags `embed:""` // standby.go
 	Limits  limitFlags   `embed:"" group:"Limits (0 keeps the default)"`
 	Audit   auditFlags   `embed:"" group:"Audit trail"` // audit.go
 
@@ -293,8 +294,12 @@ func sdkLogger(log *slog.Logger, component string) *slog.Logger {
 // embedded demo.
 func (s *serveCmd) backend(ctx context.Context, e *env) (*backend, error) {
 	if s.Config != "" {
+		if err := s.Standby.withConfig(); err != nil {
+			return nil, err
+		}
 		return s.configBackend(ctx, e)
 	}
+	s.Storage.standby = s.Standby
 	if err := s.Storage.checkCombination(); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,10 @@ type storageFlags struct {
 	Access   string `name:"bucket-access-key" env:"MCPRES_BUCKET_ACCESS_KEY" group:"Storage" help:"Static access key id; without it the AWS default credential chain."`
 	Secret   string `name:"bucket-secret-key" env:"MCPRES_BUCKET_SECRET_KEY" group:"Storage" help:"Secret of --bucket-access-key (prefer the environment variable)."`
 	Path     bool   `name:"bucket-path-style" env:"MCPRES_BUCKET_PATH_STYLE" group:"Storage" help:"Address the bucket as ENDPOINT/BUCKET/KEY (MinIO, versitygw and most S3-compatible servers need it)."`
+
+	// standby are serve's --postgres-standby and --standby-max-lag
+	// (standby.go), which serve copies here; not flags of their own.
+	standby standbyFlags
 }
 
 // connectTimeout bounds each start-up check of a dependency.
@@ -257,6 +261,9 @@ func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 	}
 	if f.Bucket == "" {
 		file.WithoutS3()
+	}
+	if err := f.standby.apply(file); err != nil {
+		return nil, err
 	}
 	return file, nil
 }

@@ -234,6 +234,10 @@ type bodyResult struct {
 	// row for the item's key, answer its answer.
 	decided bool
 	answer  flags
+	// rechecked says the statement that read it folded the recheck in
+	// (a body a standby served was read without it: the gateway's recheck
+	// asks the policy on the primary).
+	rechecked bool
 }
 
 // decision is the answer of the folded recheck for r's item, exactly as
@@ -335,7 +339,7 @@ func (s *session) bodies(ctx context.Context, st *bodiesStatement, items []bodyI
 				return fmt.Errorf("postgres: the bodies statement returned %d bytes for item %d past its limits", len(res.body), ord)
 			}
 		}
-		res.rows = prev.rows + 1
+		res.rows, res.rechecked = prev.rows+1, st.recheck
 		if prev.rows > 0 {
 			res.body = nil // an item of several rows is an error; keep none of them
 		}

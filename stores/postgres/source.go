@@ -82,6 +82,27 @@ type SourceOptions struct {
 	// called [Source.Check] and whose check at first use failed (see
 	// [Source]). Nil means slog.Default(), so that the line is seen.
 	Logger *slog.Logger
+	// Standbys are hot standbys of the database (streaming replicas, read
+	// replicas of a managed PostgreSQL), usually a *pgxpool.Pool each that
+	// the host opens on a standby's URL; each gets its own session under
+	// the same Role, LoginRole, Principal, claims and StatementTimeout as
+	// the primary. Only the bodies of the bindings' reads go to them, and
+	// only while the policy in force is a decide statement of this source
+	// ([Source.Policy]): plans, decide statements, grants, listing,
+	// completion, the recheck and LISTEN stay on the primary. A body is
+	// pinned to its planned version: one a standby does not hold at that
+	// version is read on the primary within the same read, so an old
+	// version is never served. A standby whose replay lags more than
+	// StandbyMaxLag, or that is down, is skipped; [Source.Check] runs the
+	// role check on each it reaches ([Source.StandbyStats] reports them).
+	Standbys []DB
+	// StandbyMaxLag is the replay lag past which a standby is not used
+	// until it catches up. Zero means [DefaultStandbyMaxLag].
+	StandbyMaxLag time.Duration
+	// StandbyProbeInterval is how often, while reads arrive, each
+	// standby's lag is probed (in the background, each probe bounded in
+	// time). Zero means [DefaultStandbyProbeInterval].
+	StandbyProbeInterval time.Duration
 }
 
 // Source is one PostgreSQL database that a host's own SQL statements serve:
@@ -124,6 +145,8 @@ type Source struct {
 	exempt  map[string]string // SourceOptions.Exempt
 	proveMu sync.Mutex        // one Check or Prove at a time
 	first   firstUse          // the check at first use, for a host that never calls Check
+	// standbys are SourceOptions.Standbys; nil without any.
+	standbys *standbys
 }
 
 // fold registers the statement that reads sb's bodies with p's recheck
@@ -174,8 +197,9 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if err := CheckSource(opts); err != nil {
 		return nil, err
 	}
-	s, err := newSession(db, &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
-		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
+	so := &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
+		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems}
+	s, err := newSession(db, so)
 	if err != nil {
 		var ce *core.ConfigError
 		if errors.As(err, &ce) {
@@ -193,13 +217,19 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	}
 	src := &Source{s: s, name: opts.Name, objects: objs, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}
 	src.first.log = cmp.Or(opts.Logger, slog.Default())
+	if len(opts.Standbys) > 0 {
+		if src.standbys, err = newStandbys(opts, so); err != nil {
+			return nil, err
+		}
+	}
 	return src, nil
 }
 
 // CheckSource checks opts as NewSource does, without a database: Role is
 // required unless LoginRole is set, and is a role name, 1 to 63 bytes of
 // UTF-8 without control characters; StatementTimeout and MaxPlanItems are
-// not negative (zero picks the default); each Exempt name is qualified
+// not negative (zero picks the default), nor are StandbyMaxLag and
+// StandbyProbeInterval; each Exempt name is qualified
 // (schema.name) and has a reason.
 func CheckSource(opts SourceOptions) error {
 	for _, name := range slices.Sorted(maps.Keys(opts.Exempt)) {
@@ -216,6 +246,10 @@ func CheckSource(opts SourceOptions) error {
 		return sourceError(opts.Name, "StatementTimeout", "", "must not be negative")
 	case opts.MaxPlanItems < 0:
 		return sourceError(opts.Name, "MaxPlanItems", "", "must not be negative")
+	case opts.StandbyMaxLag < 0:
+		return sourceError(opts.Name, "StandbyMaxLag", "", "must not be negative")
+	case opts.StandbyProbeInterval < 0:
+		return sourceError(opts.Name, "StandbyProbeInterval", "", "must not be negative")
 	case opts.LoginRole:
 		return nil
 	case opts.Role == "":
@@ -384,26 +418,27 @@ func (src *Source) check(ctx context.Context) error {
 		}
 		st.ready.Store(p)
 	}
-	return nil
+	return src.probeStandbys(ctx)
 }
 
 // roleConn returns a connection to check or prove statements on, once
 // the role has passed checkRole.
 func (src *Source) roleConn(ctx context.Context) (*pgx.Conn, func(), error) {
-	conn, release, err := src.conn(ctx)
+	conn, release, err := dbConn(ctx, src.s.db, src.name)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := src.checkRole(ctx, conn); err != nil {
+	if err := src.checkRole(ctx, conn, src.s.role); err != nil {
 		release()
 		return nil, nil, err
 	}
 	return conn, release, nil
 }
 
-// conn returns a connection of the source's DB to check statements on.
-func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
-	switch db := src.s.db.(type) {
+// dbConn returns a connection of db, a DB of the source name, to check
+// statements on.
+func dbConn(ctx context.Context, db DB, name string) (*pgx.Conn, func(), error) {
+	switch db := db.(type) {
 	case *pgx.Conn:
 		return db, func() {}, nil
 	case interface { // a *pgxpool.Pool
@@ -411,11 +446,11 @@ func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 	}:
 		c, err := db.Acquire(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("postgres: source %s: acquire a connection to check: %w", src.name, err)
+			return nil, nil, fmt.Errorf("postgres: source %s: acquire a connection to check: %w", name, err)
 		}
 		return c.Conn(), c.Release, nil
 	}
-	return nil, nil, sourceError(src.name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
+	return nil, nil, sourceError(name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
 }
 
 // parallelProof is the fewest statements whose proof runs on a second
@@ -447,13 +482,14 @@ const sqlCheckRole = `SELECT current_user::text, l.rolsuper, l.rolbypassrls,
 FROM pg_roles l LEFT JOIN pg_roles r ON r.rolname = $1::text
 WHERE l.rolname = current_user`
 
-func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
+// checkRole checks role ("" for the login role) on conn, a connection of
+// the primary or of a standby.
+func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn, role string) error {
 	var (
 		login                            string
 		loginSuper, loginBypass          bool
 		exists, roleBypasses, memberOfIt bool
 	)
-	role := src.s.role
 	if err := conn.QueryRow(ctx, sqlCheckRole, role).Scan(&login, &loginSuper, &loginBypass, &exists, &roleBypasses, &memberOfIt); err != nil {
 		return fmt.Errorf("postgres: source %s: check the role: %w", src.name, err)
 	}

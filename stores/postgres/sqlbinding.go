@@ -824,10 +824,22 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 			}
 		}
 	}
+	// The bodies may go to a standby when the policy in force is one of
+	// this source's decide statements, which the recheck runs on the
+	// primary; there the statement without the recheck folded in is sent.
+	plain := p.bodies
+	_, routed := sb.src.own(req.Policy)
+	if routed && pol != nil {
+		bp, err := sb.body.load()
+		if err != nil {
+			return fail(err)
+		}
+		plain = bp.bodies
+	}
 	budget := req.Budget
 	for start := 0; start < len(items); start += sb.src.s.maxItems {
 		end := min(start+sb.src.s.maxItems, len(items))
-		res, err := sb.src.s.bodies(ctx, p.bodies, items[start:end], budget, bodiesPass{binding: sb.name})
+		res, err := sb.src.routedBodies(ctx, routed, p.bodies, plain, items[start:end], budget, bodiesPass{binding: sb.name})
 		if err != nil {
 			return fail(err)
 		}
@@ -835,7 +847,7 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 			it, ref := items[start+k], refs[start+k]
 			o := &out[at[start+k]]
 			o.Payload, o.Err = r.payload(it, ref.MIME, ref.Text)
-			if p.bodies.recheck {
+			if p.bodies.recheck && r.rechecked {
 				if o.Decision = r.decision(); o.Decision != nil {
 					o.Decision.Policy = pol
 				}

@@ -50,6 +50,7 @@ var modelTypes = map[string]struct {
 	"Duration":          {"duration (`30s`, `1m30s`)", obj{{"$ref", "#/$defs/duration"}}},
 	"ByteSize":          {"size (`512`, `64KiB`, `4MiB`)", obj{{"$ref", "#/$defs/byteSize"}}},
 	"[]string":          {name: "list of strings"},
+	"[]Secret":          {name: "list of strings with `${NAME}` (secrets: their values never printed)"},
 	"map[string]string": {name: "mapping of capture name to SQL"},
 	"*Policy":           {name: "`database`, or a policy mapping"},
 }

@@ -141,6 +141,8 @@ func fieldSchema(typ, key string, tags map[string]string) (obj, error) {
 		o, err = ref(tags["ref"])
 	case typ == "*Policy":
 		o = obj{{"oneOf", []any{obj{{"const", "database"}}, obj{{"$ref", "#/$defs/policy"}}}}}
+	case typ == "[]Secret":
+		o = obj{{"type", "array"}, {"items", obj{{"$ref", "#/$defs/env"}}}}
 	case strings.HasPrefix(typ, "[]") && elem != "string":
 		// A keyed list of a struct: a mapping of names to it.
 		o = obj{{"type", "object"}, {"propertyNames", obj{{"$ref", "#/$defs/name"}}},
