@@ -430,3 +430,63 @@ func TestAuditExactlyOnceUnderFaults(t *testing.T) {
 		})
 	}
 }
+
+// With the audit table's grant revoked for a while under load: in refuse
+// mode every read is either refused as a retryable outage or audited
+// exactly once with what it served; in continue mode every read is served
+// and the dropped count equals the reads missing from the table.
+func TestAuditCutUnderLoad(t *testing.T) {
+	for _, mode := range []string{"refuse", "continue"} {
+		t.Run(mode, func(t *testing.T) {
+			r := newFaultRig(t)
+			srv := startServer(t, append(r.flags, "--tokens="+tokensFile(t, "alice"), "--audit-postgres="+r.dbURL,
+				"--audit-on-failure="+mode, "--audit-timeout=1s", "--audit-batch=16")...)
+			cuts := 0
+			reads := r.run(t, srv, func(stop <-chan struct{}) {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(400 * time.Millisecond):
+					}
+					cutAudit(t, r.dbURL, true)
+					cuts++
+					time.Sleep(300 * time.Millisecond)
+					cutAudit(t, r.dbURL, false)
+				}
+			})
+			dropped := auditMetric(t, srv, "mcpres_audit_events_dropped_total")
+			stopServer(t, srv)
+			audited, events := auditedTableItems(t, r.dbURL)
+			refused := 0
+			for msg, n := range reads.failures {
+				if strings.HasSuffix(msg, outageMessage) {
+					refused += n
+				}
+			}
+			failed := 0
+			for _, n := range reads.failures {
+				failed += n
+			}
+			t.Logf("%s: %d reads answered (%d items), %d refused as an outage, %d failed, %d events, %d dropped, %d cuts",
+				mode, reads.reads, len(reads.items), refused, failed, len(events), dropped, cuts)
+			if cuts == 0 || reads.reads < 30 {
+				t.Fatalf("the run was too small: %d reads, %d cuts", reads.reads, cuts)
+			}
+			switch mode {
+			case "refuse":
+				if refused == 0 || dropped != 0 {
+					t.Fatalf("refuse: %d reads refused, %d dropped; want some refused and none dropped", refused, dropped)
+				}
+				sameItems(t, reads.items, audited) // nothing served unaudited, nothing audited unserved
+			case "continue":
+				if failed != 0 {
+					t.Fatalf("continue: %d reads failed (%v), want every read served", failed, reads.failures)
+				}
+				if dropped == 0 || reads.reads-len(events) != dropped {
+					t.Fatalf("continue: %d reads, %d events, %d dropped: want the dropped count to be what the table misses", reads.reads, len(events), dropped)
+				}
+			}
+		})
+	}
+}
