@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,6 +68,9 @@ type Served struct {
 	closers []func()
 	checks  []sourceCheck   // the start-up checks, one per source (see Check)
 	lines   func() []string // Lines, from what the proof found
+	// deciders is the last column of Lines, by binding, for DecidedBy
+	// while Check may set Lines again (decided.go).
+	deciders atomic.Pointer[[]string]
 }
 
 // Binding is one binding of a file and the source it reads.
@@ -150,6 +154,7 @@ func (s *Served) Check(ctx context.Context) error {
 	}
 	if s.lines != nil {
 		s.Lines = s.lines()
+		s.deciders.Store(deciders(s.Lines))
 	}
 	return nil
 }
@@ -312,6 +317,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		return out
 	}
 	s.Lines = s.lines()
+	s.deciders.Store(deciders(s.Lines))
 	for _, src := range f.Sources {
 		if src.Postgres == nil {
 			continue

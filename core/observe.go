@@ -79,6 +79,36 @@ type PhaseEnd struct {
 	// [ObjectRef] pin and private authorization data), for an audit
 	// record; a trace observer must not copy it into a span.
 	Target ResourceTarget
+	// Served is, for a [PhaseItem] admitted from a body its source read,
+	// the object version the source served it at
+	// ([ResourcePayload.ObjectVersion]): for an object its plan did not
+	// pin, the identity the source pinned or found as it read. Zero for a
+	// row's body.
+	Served ObjectVersion
+	// Definition is the matched definition at the end of the "selection"
+	// phase, else the zero definition.
+	Definition ResourceDefinition
+	// Removed counts, at the end of the "assembly" phase, the planned
+	// items the read did not serve, by the step that removed them and
+	// their issue code (hidden items included, which no client learns
+	// of), for an audit record; like Target it is not for a span.
+	Removed []RemovedItems
+}
+
+// RemovedItems counts the planned items of a read that it did not serve
+// for one reason: the step that removed them and their issue code.
+type RemovedItems struct {
+	// Stage is the decision pass that removed them: [PassBeforeReads]
+	// (hidden or denied before any body read) or [PassRecheck] (hidden,
+	// revoked or newly visible at the recheck, including by a decision
+	// storage took with the body); zero when the body read itself did not
+	// deliver them (storage refused or failed, a limit, bad content).
+	Stage PassStage
+	// Code is their issue code; empty for hidden items, which have none.
+	Code IssueCode
+	// Count is how many items (a truncated plan's left-out items count
+	// as one, as its issue does).
+	Count int
 }
 
 // Observer sees the phases of [Resources.Read], for example to record

@@ -16,7 +16,31 @@ type ResourcePayload struct {
 	text     string
 	blob     []byte
 	kind     payloadKind
+	version  ObjectVersion
 }
+
+// ObjectVersion is the identity of the stored object version a source
+// served a payload from: its ETag and, in a versioned bucket, its version
+// id. It is for audit records (an object read unpinned, or pinned by the
+// source as it read, is served at a version its plan does not name).
+type ObjectVersion struct {
+	ETag, VersionID string
+}
+
+// IsZero reports whether v names no version.
+func (v ObjectVersion) IsZero() bool { return v == ObjectVersion{} }
+
+// WithObjectVersion returns p recording that it was served from the object
+// version v. The gateway passes it to observers ([PhaseEnd].Served); the
+// client never sees it.
+func (p ResourcePayload) WithObjectVersion(v ObjectVersion) ResourcePayload {
+	p.version = v
+	return p
+}
+
+// ObjectVersion returns the version [ResourcePayload.WithObjectVersion]
+// recorded, or the zero version.
+func (p ResourcePayload) ObjectVersion() ObjectVersion { return p.version }
 
 type payloadKind uint8
 

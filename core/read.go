@@ -113,12 +113,50 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 	}); err != nil {
 		return nil, err
 	}
-	var res *ResourceResult
-	err = observed(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)}, func(context.Context) (err error) {
-		res, err = r.assemble(st, plan.truncated, sizeOf)
-		return err
-	})
+	_, end := startPhase(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)})
+	res, err := r.assemble(st, plan.truncated, sizeOf)
+	if o != nil {
+		end(PhaseEnd{Err: err, Removed: removed(st, plan.truncated)})
+	}
 	return res, err
+}
+
+// removed counts the items of st that the read did not serve, by the step
+// that removed them and their issue code, in the order assemble reads
+// them, and a truncated plan's left-out items as one.
+func removed(st []itemState, truncated bool) []RemovedItems {
+	var out []RemovedItems
+	add := func(stage PassStage, code IssueCode) {
+		for k := range out {
+			if out[k].Stage == stage && out[k].Code == code {
+				out[k].Count++
+				return
+			}
+		}
+		out = append(out, RemovedItems{Stage: stage, Code: code, Count: 1})
+	}
+	for i := range st {
+		s := &st[i]
+		switch {
+		case !s.final.vis.Visible && !s.first.vis.Visible:
+			add(PassBeforeReads, "")
+		case !s.final.vis.Visible:
+			add(PassRecheck, "")
+		case !s.first.vis.Visible:
+			add(PassRecheck, IssueUnavailable) // newly visible
+		case !s.first.allowed:
+			add(PassBeforeReads, IssueUnavailable)
+		case !s.final.allowed:
+			add(PassRecheck, IssueUnavailable) // revoked
+		case s.admitted:
+		default:
+			add(0, s.code)
+		}
+	}
+	if truncated {
+		add(0, IssueBudgetExceeded)
+	}
+	return out
 }
 
 // prepare takes a read of uri up to its first body read: it selects the
@@ -126,10 +164,16 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 // decides it before the reads, each step a phase that o (when not nil)
 // observes. st follows the plan's items, with their first decisions.
 func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m ResourceMatch, plan ResourceReadPlan, st []itemState, err error) {
-	if err = observed(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1}, func(context.Context) (err error) {
-		m, err = r.sel.match(uri)
-		return err
-	}); err != nil {
+	_, end := startPhase(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1})
+	m, err = r.sel.match(uri)
+	if o != nil {
+		pe := PhaseEnd{Err: err}
+		if err == nil {
+			pe.Definition = m.def.description()
+		}
+		end(pe)
+	}
+	if err != nil {
 		return m, plan, nil, err
 	}
 	if err = observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
@@ -467,7 +511,7 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, 
 			}
 		}
 		k++
-		end(PhaseEnd{Issue: s.code, Target: s.target})
+		end(PhaseEnd{Issue: s.code, Target: s.target, Served: s.payload.version})
 	}
 	return nil
 }

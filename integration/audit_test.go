@@ -294,7 +294,7 @@ func TestAuditSectionOfAResourcesFile(t *testing.T) {
 	if err := os.WriteFile(cfg, append(src, []byte("audit:\n  file: "+trail+"\n  on_failure: refuse\n")...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "--config", cfg, "--tokens", tokensFile(t, "alice"))
+	s := startServer(t, "--config", cfg, "--tokens", tokensFile(t, "alice", "bob"))
 	alice := s.connect(t, "alice-token")
 	doc := docURI("acme", id)
 	if _, err := readAll(t, alice, doc); err != nil {
@@ -317,5 +317,22 @@ func TestAuditSectionOfAResourcesFile(t *testing.T) {
 	}
 	if strings.Contains(string(b), "the plan") || strings.Contains(string(b), "# the file") {
 		t.Fatalf("the audit line holds a body: %s", b)
+	}
+	// bob is no member of acme: the grant statement refuses its report
+	// before any request to S3, and the event says so in check's words.
+	if _, err := readAll(t, s.connect(t, "bob-token"), "report://tenants/acme/reports/q3.pdf"); err == nil {
+		t.Fatal("bob read acme's report")
+	}
+	ev := auditLines(t, trail)
+	out := mustRun(t, "", "check", "--config", cfg)
+	var decider string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Split(l, "\t"); len(f) == 5 && f[1] == "report" {
+			decider = f[4]
+		}
+	}
+	if last := ev[len(ev)-1]; decider == "" || last.Principal != "bob" || last.Result != "error" || len(last.Removed) != 1 ||
+		last.Removed[0].Kind != "requested" || last.Removed[0].DecidedBy != decider || last.Removed[0].Count != 1 {
+		t.Fatalf("bob's refused read audited as %+v; check says the report is decided by %q:\n%s", last, decider, out)
 	}
 }

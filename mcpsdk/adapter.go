@@ -105,6 +105,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 	h.tools = newToolSurface(a.opts.Tools, h.complete) // tools.go
 	h.trace = newTracing(a.opts.Tracing)               // trace.go
 	h.audit = a.opts.Auditor                           // audit.go
+	h.auditBy = a.opts.AuditDecidedBy
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

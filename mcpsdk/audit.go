@@ -1,6 +1,7 @@
 package mcpsdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -77,6 +78,32 @@ type AuditEvent struct {
 	// without a detailed issue ([core.ResourceResult.IssuesOmitted]).
 	Missing          map[string]int `json:"missing,omitempty"`
 	MissingUncounted int            `json:"missing_uncounted,omitempty"`
+	// Removed counts what a read refused or did not serve, by kind and by
+	// what decided it, hidden items included (which the client never
+	// learns of), and a requested target refused by a decision pass.
+	Removed []AuditRemoved `json:"removed,omitempty"`
+}
+
+// AuditRemoved counts the items of a read removed for one reason.
+type AuditRemoved struct {
+	// Kind is the items' issue code (unavailable, read_failed, timeout,
+	// budget_exceeded, invalid_content), "hidden" for items hidden from
+	// the caller, or "requested" for the requested target itself, whose
+	// refusal refused the whole read.
+	Kind string `json:"kind"`
+	// Stage is the step that removed them: "decide" (the decision before
+	// the reads), "recheck" (the decision after them, or storage's taken
+	// with the body) or "read" (the body read did not deliver them); for
+	// the requested target also "discovery" or "plan" (the plan or grant
+	// statement found no row or key the caller may read).
+	Stage string `json:"stage"`
+	// DecidedBy is what decided them as mcp-resources check names it
+	// ([Options.AuditDecidedBy]): the grant statement, the plan or decide
+	// statement, or public. Empty for what no access decision removed (a
+	// failed or timed-out read, a limit, bad content) or when the host
+	// gives no namer.
+	DecidedBy string `json:"decided_by,omitempty"`
+	Count     int    `json:"count"`
 }
 
 // AuditItem is one item a read served: its URI, the version storage
@@ -127,7 +154,19 @@ var ErrAuditRefused = errors.New("mcpsdk: the audit sink did not accept the even
 type auditRecorder struct {
 	next    core.Observer
 	mu      sync.Mutex
-	targets map[string]core.ResourceTarget
+	targets map[string]servedTarget
+	def     core.ResourceDefinition
+	removed []core.RemovedItems
+	// refusedIn is the phase that refused the requested target as
+	// unavailable (discovery, plan, decide or recheck), else "".
+	refusedIn string
+}
+
+// servedTarget is an admitted item's target and the object version its
+// source served it at.
+type servedTarget struct {
+	core.ResourceTarget
+	served core.ObjectVersion
 }
 
 // Start implements [core.Observer].
@@ -135,6 +174,28 @@ func (r *auditRecorder) Start(ctx context.Context, p core.PhaseStart) (context.C
 	end := func(core.PhaseEnd) {}
 	if r.next != nil {
 		ctx, end = r.next.Start(ctx, p)
+	}
+	switch p.Phase.String() {
+	case "selection", "assembly":
+		return ctx, func(e core.PhaseEnd) {
+			end(e)
+			r.mu.Lock()
+			if p.Phase.String() == "selection" {
+				r.def = e.Definition
+			} else {
+				r.removed = e.Removed
+			}
+			r.mu.Unlock()
+		}
+	case "discovery", "plan", "decide", "recheck":
+		return ctx, func(e core.PhaseEnd) {
+			end(e)
+			if e.Err != nil && core.KindOf(e.Err) == core.FailureUnavailable {
+				r.mu.Lock()
+				r.refusedIn = p.Phase.String()
+				r.mu.Unlock()
+			}
+		}
 	}
 	if p.Phase != core.PhaseItem {
 		return ctx, end
@@ -144,16 +205,62 @@ func (r *auditRecorder) Start(ctx context.Context, p core.PhaseStart) (context.C
 		if e.Err == nil && e.Issue == "" && !e.Target.IsZero() {
 			r.mu.Lock()
 			if r.targets == nil {
-				r.targets = map[string]core.ResourceTarget{}
+				r.targets = map[string]servedTarget{}
 			}
-			r.targets[e.Target.URI()] = e.Target
+			r.targets[e.Target.URI()] = servedTarget{e.Target, e.Served}
 			r.mu.Unlock()
 		}
 	}
 }
 
+// removals returns what the read removed, by kind, stage and what decided
+// it, as decidedBy names it (nil: no names).
+func (r *auditRecorder) removals(decidedBy func(core.ResourceDefinition, core.PassStage) string) []AuditRemoved {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []AuditRemoved
+	add := func(kind, name string, stage core.PassStage, n int, decision bool) {
+		a := AuditRemoved{Kind: kind, Stage: name, Count: n}
+		if decision && decidedBy != nil {
+			a.DecidedBy = decidedBy(r.def, stage)
+		}
+		out = append(out, a)
+	}
+	switch r.refusedIn {
+	case "discovery": // the policy's Discover, which check does not name
+		add("requested", r.refusedIn, 0, 1, false)
+	case "plan": // the plan (or grant) statement, before the reads
+		add("requested", r.refusedIn, core.PassBeforeReads, 1, true)
+	case "decide":
+		add("requested", r.refusedIn, core.PassBeforeReads, 1, true)
+	case "recheck":
+		add("requested", r.refusedIn, core.PassRecheck, 1, true)
+	}
+	for _, g := range r.removed {
+		kind := string(g.Code)
+		if kind == "" {
+			kind = "hidden"
+		}
+		// An access decision removed them: a pass's, or storage's own
+		// refusal of the body read (unavailable).
+		add(kind, auditStage(g.Stage), g.Stage, g.Count, g.Stage != 0 || g.Code == core.IssueUnavailable)
+	}
+	return out
+}
+
+// auditStage names a stage of [AuditRemoved].
+func auditStage(s core.PassStage) string {
+	switch s {
+	case core.PassBeforeReads:
+		return "decide"
+	case core.PassRecheck:
+		return "recheck"
+	}
+	return "read"
+}
+
 // target returns the target of the item at uri, if the read reported it.
-func (r *auditRecorder) target(uri string) (core.ResourceTarget, bool) {
+func (r *auditRecorder) target(uri string) (servedTarget, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t, ok := r.targets[uri]
@@ -210,6 +317,9 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 	if o.Err != nil { // the gateway's failure, not its wire form
 		err = o.Err
 	}
+	if rec != nil {
+		e.Removed = rec.removals(a.auditBy)
+	}
 	if err != nil {
 		e.Result, e.ErrorKind = "error", "internal"
 		var f *core.Failure
@@ -239,7 +349,9 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 				if t, ok := rec.target(it.URI()); ok {
 					ai.Version = t.Version()
 					if obj, ok := t.Object(); ok {
-						ai.ETag, ai.VersionID = obj.ETag, obj.VersionID
+						// The version served: the plan's pin, or the one
+						// the source pinned or found (an unpinned ref).
+						ai.ETag, ai.VersionID = cmp.Or(t.served.ETag, obj.ETag), cmp.Or(t.served.VersionID, obj.VersionID)
 					}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,11 +61,26 @@ func objectResources(t *testing.T) *core.Resources {
 			return core.ResourcePayload{}, errors.New("unused")
 		}),
 	}
+	// An object its row does not pin: the source reads the current one
+	// and says which version it served.
+	unpinned := obj
+	unpinned.Definition = core.ResourceDefinition{URI: "obj://unpinned", Name: "unpinned"}
+	unpinned.Resolver = core.ResolverFunc(func(_ context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+		it, err := target(t, "obj://unpinned/file").WithObject(core.ObjectRef{Source: "s3", Key: "u", Size: -1, Unpinned: true})
+		if err != nil {
+			return core.ResourceReadPlan{}, err
+		}
+		return core.NewResourceReadPlan(target(t, m.URI()), it)
+	})
 	h := &testHost{slow: make(chan struct{})}
 	t.Cleanup(func() { close(h.slow) })
-	r, err := core.NewResources(append(h.bindings(t), obj), h.policy(),
-		core.WithObjectSource("s3", core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
-			return core.BlobPayload("application/pdf", []byte("%PDF-secret-body")), nil
+	r, err := core.NewResources(append(h.bindings(t), obj, unpinned), h.policy(),
+		core.WithObjectSource("s3", core.ItemReader(func(_ context.Context, it core.ReadItem) (core.ResourcePayload, error) {
+			p := core.BlobPayload("application/pdf", []byte("%PDF-secret-body"))
+			if ref, _ := it.Target.Object(); ref.Key == "u" {
+				p = p.WithObjectVersion(core.ObjectVersion{ETag: `"served"`, VersionID: "v9"})
+			}
+			return p, nil
 		})))
 	if err != nil {
 		t.Fatal(err)
@@ -209,4 +225,45 @@ func TestAuditTextIsStorable(t *testing.T) {
 	if ev := aud.all(); len(ev) != 1 || ev[0].URI != "notes://a\uFFFDb" || ev[0].Result != "error" {
 		t.Fatalf("events %+v", ev)
 	}
+}
+
+// A read's event counts what it removed by kind and stage, named by the
+// host's namer where an access decision removed it, and an object read
+// with no pin records the version its source served.
+func TestAuditEventsSayWhatDecidedTheRemovedItems(t *testing.T) {
+	r := objectResources(t)
+	aud := &recordingAuditor{}
+	by := func(d core.ResourceDefinition, s core.PassStage) string {
+		return "namer of " + d.URI + " at " + s.String()
+	}
+	c := connect(t, newServer(r, &Options{Auditor: aud, AuditDecidedBy: by}), inMemory, "", "")
+	ctx := context.Background()
+	if _, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "bundle://partial"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "obj://unpinned"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := aud.all()
+	if len(ev) != 2 {
+		t.Fatalf("%d events", len(ev))
+	}
+	want := []AuditRemoved{
+		{Kind: "unavailable", Stage: "decide", DecidedBy: "namer of bundle://partial at " + core.PassBeforeReads.String(), Count: 1},
+		{Kind: "read_failed", Stage: "read", Count: 1},
+		{Kind: "unavailable", Stage: "read", DecidedBy: "namer of bundle://partial at " + core.PassStage(0).String(), Count: 1},
+	}
+	got := ev[0].Removed
+	sortRemoved(got)
+	sortRemoved(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("removed %+v\nwant    %+v", got, want)
+	}
+	if it := ev[1].Items; len(it) != 1 || it[0].ETag != `"served"` || it[0].VersionID != "v9" {
+		t.Errorf("unpinned object audited as %+v, want the served version", it)
+	}
+}
+
+func sortRemoved(rs []AuditRemoved) {
+	slices.SortFunc(rs, func(a, b AuditRemoved) int { return strings.Compare(a.Kind+a.Stage, b.Kind+b.Stage) })
 }

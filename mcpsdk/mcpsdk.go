@@ -243,6 +243,12 @@ type Options struct {
 	// does not accept refuses the request as a retryable storage outage.
 	// See [Auditor]. Off when nil.
 	Auditor Auditor
+	// AuditDecidedBy, if set, names what decided the items a read of
+	// definition d removed at stage (zero for the body read itself), for
+	// [AuditRemoved].DecidedBy: a host serving a resources file passes
+	// config's Served.DecidedBy, in the words of mcp-resources check.
+	// It must be safe for concurrent use and must not block.
+	AuditDecidedBy func(d core.ResourceDefinition, stage core.PassStage) string
 }
 
 // Observation describes one request the adapter answered. It is for the
@@ -343,6 +349,7 @@ type adapter struct {
 	tools          *toolSurface // nil: no tool surface
 	trace          *tracing     // nil: no spans (trace.go)
 	audit          Auditor      // nil: no audit events (audit.go)
+	auditBy        func(core.ResourceDefinition, core.PassStage) string
 }
 
 // PanicMessage is the message of the internal error a request that

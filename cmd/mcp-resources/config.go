@@ -100,7 +100,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File, flags core.Resou
 		// A binding's reader reads only its own source's targets: the
 		// gateway routes object items to the object source's reader, which
 		// metrics.objectSources times under that source's name.
-		storeOf: func(i int) string { return served.Bindings[i].Source }, grants: grants}
+		storeOf: func(i int) string { return served.Bindings[i].Source }, grants: grants, decidedBy: served.DecidedBy}
 	var names []string // the sources, in file order
 	for _, r := range served.Ready {
 		be.stores = append(be.stores, sourceReady{name: r.Source, check: r.Check, prove: r.Prove, reconnected: r.Reconnected, pool: r.Pool, standbys: r.Standbys})

@@ -207,21 +207,6 @@ func (x *explainer) resource(i int) *config.Resource {
 	return nil
 }
 
-// decider names what decides binding i's targets at stage, in check's
-// words: before the reads the first part of a decider "A, then B", at the
-// recheck the second.
-func (x *explainer) decider(i int, stage core.PassStage) string {
-	d := x.field(i, 4)
-	before, after, ok := strings.Cut(d, ", then ")
-	switch {
-	case !ok:
-		return d
-	case stage == core.PassRecheck:
-		return after
-	}
-	return before
-}
-
 // bindingOf is the index of the binding whose definition is d, or -1.
 func (x *explainer) bindingOf(d core.ResourceDefinition) int {
 	for i, b := range x.served.Bindings {
@@ -316,8 +301,7 @@ func (x *explainer) discovered(d core.ResourceDefinition, err error) {
 }
 
 func (x *explainer) decided(pass core.PolicyPass, ds []core.TargetDecision, err error) {
-	i := x.bindingOf(pass.Definition)
-	s := explainStep{Step: "decide", Summary: fmt.Sprintf("%s: %s in one pass", pass.Stage, plural(len(pass.Targets), "target")), By: x.decider(i, pass.Stage)}
+	s := explainStep{Step: "decide", Summary: fmt.Sprintf("%s: %s in one pass", pass.Stage, plural(len(pass.Targets), "target")), By: x.served.DecidedBy(pass.Definition, pass.Stage)}
 	if pass.Stage == core.PassRecheck {
 		s.Step = "recheck"
 	}

@@ -83,6 +83,9 @@ type backend struct {
 	// grants reports a resources file's unusable grant rows (grantwarn.go);
 	// nil for the embedded demo.
 	grants *unusableGrants
+	// decidedBy names what decided an audited read's removed items, in
+	// check's words (config Served.DecidedBy); nil for the embedded demo.
+	decidedBy func(core.ResourceDefinition, core.PassStage) string
 }
 
 // logNotes logs the backend's notes; call it once serving has started.
@@ -223,7 +226,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		return err
 	}
 	defer closeTrail(trail, s.Grace)
-	adapter := mcpsdk.New(res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Completions: true, Auditor: auditor(trail),
+	adapter := mcpsdk.New(res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Completions: true, Auditor: auditor(trail), AuditDecidedBy: be.decidedBy,
 		Live: &live.Options{Logger: e.log.With("component", "live"),
 			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout},
 		Sources: be.sources, ListenOnly: s.HTTP != "" && s.Stateless,

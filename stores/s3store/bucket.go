@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -295,7 +296,7 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 			if obj.Size > 0 {
 				return core.ResourcePayload{}, fmt.Errorf("%w: the planned object was not empty", ErrChanged)
 			}
-			return payload(b.contentType(planned, declared, ""), nil), nil
+			return payload(b.contentType(planned, declared, ""), nil).WithObjectVersion(core.ObjectVersion{ETag: obj.ETag, VersionID: obj.VersionID}), nil
 		}
 		return core.ResourcePayload{}, err
 	}
@@ -320,7 +321,10 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 	if total >= 0 && int64(len(data)) != total {
 		return core.ResourcePayload{}, fmt.Errorf("%w: body of %d bytes for an object of %d", errServer, len(data), total)
 	}
-	return payload(b.contentType(planned, declared, aws.ToString(out.ContentType)), data), nil
+	// The version served: what S3 answered (the plan's or the pin's, which
+	// sameIdentity checked, or for an unpinned ref the current one).
+	served := core.ObjectVersion{ETag: cmp.Or(aws.ToString(out.ETag), obj.ETag), VersionID: cmp.Or(aws.ToString(out.VersionId), obj.VersionID)}
+	return payload(b.contentType(planned, declared, aws.ToString(out.ContentType)), data).WithObjectVersion(served), nil
 }
 
 // pin returns obj, a reference's object that pins no identity, pinned to
