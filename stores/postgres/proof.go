@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
@@ -100,7 +101,7 @@ type BindingProof struct {
 // grant was made with); ok is false before [Source.Check] has proved any.
 func (src *Source) Proof(binding string) (BindingProof, bool) {
 	src.mu.Lock()
-	stmts := append([]*statement(nil), src.stmts...)
+	stmts := append([]*statement(nil), src.byBinding[binding]...)
 	src.mu.Unlock()
 	var out BindingProof
 	found := false
@@ -159,12 +160,13 @@ func (src *Source) prove(ctx context.Context) error {
 		}
 	}
 	src.mu.Unlock()
-	return src.proveStatements(ctx, conn, stmts)
+	return src.proveStatements(ctx, conn, stmts, func() {})
 }
 
 // proveStatements proves stmts (none derived) in one transaction that is
-// rolled back, and records what it found in each.
-func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []*statement) error {
+// rolled back, and records what it found in each; progress is called as
+// each of its statements is answered.
+func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []*statement, progress func()) error {
 	if proofOff.Load() || len(stmts) == 0 {
 		return nil
 	}
@@ -197,7 +199,13 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	}
 	// The views in one round trip (the simple protocol runs them in order
 	// and stops at the first that fails, which names the statement).
-	results, err := conn.PgConn().Exec(ctx, strings.Join(views, ";\n")).ReadAll()
+	var results []*pgconn.Result
+	mrr := conn.PgConn().Exec(ctx, strings.Join(views, ";\n"))
+	for mrr.NextResult() {
+		results = append(results, mrr.ResultReader().Read())
+		progress()
+	}
+	err = mrr.Close()
 	if err != nil {
 		st := first[min(len(results), len(first)-1)]
 		for i, r := range results {
@@ -216,6 +224,7 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	if err != nil {
 		return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 	}
+	progress()
 	found := make([][]proofRow, len(views))
 	for rows.Next() {
 		var r proofRow
