@@ -47,18 +47,22 @@ func File(n, shapes int, role string) []byte {
 		if shapes > 0 {
 			shape = i % shapes
 		}
-		fmt.Fprintf(&b, `  item-%d:
-    template: big%d://items/{id}
-    description: Item of shape %d
-    source: big
-    plan: |
-      SELECT i.id AS key, i.xmin AS version, 'text/plain' AS mime, true AS visible, true AS read, true AS disclose
-      FROM big_items i WHERE i.shape = %d AND i.id = $id
-    body: SELECT i.body, i.xmin AS version FROM big_items i WHERE i.shape = %d AND i.id = $key
-`, i, i, shape, shape, shape)
+		fmt.Fprintf(&b, "  item-%d:\n    template: big%d://items/{id}\n    description: Item of shape %d\n    source: big\n    plan: |\n      %s\n    body: %s\n",
+			i, i, shape, strings.ReplaceAll(Plan(shape), "\n", "\n      "), Body(shape))
 	}
 	return []byte(b.String())
 }
 
 // URI is the URI of row id-1 through template i of [File].
 func URI(i int) string { return fmt.Sprintf("big%d://items/id-1", i) }
+
+// Plan is the plan statement of the templates of shape shape.
+func Plan(shape int) string {
+	return fmt.Sprintf("SELECT i.id AS key, i.xmin AS version, 'text/plain' AS mime, true AS visible, true AS read, true AS disclose\n"+
+		"FROM big_items i WHERE i.shape = %d AND i.id = $id", shape)
+}
+
+// Body is the body statement of the templates of shape shape.
+func Body(shape int) string {
+	return fmt.Sprintf("SELECT i.body, i.xmin AS version FROM big_items i WHERE i.shape = %d AND i.id = $key", shape)
+}

@@ -301,6 +301,11 @@ func (st *statement) load() (*prepared, error) {
 // source, the binding, the statement and the column, relation, view,
 // function or grant, or an error wrapping the database's when the database
 // cannot be reached. A statement it accepts starts serving.
+//
+// The statements are sent in pipelined batches, each distinct text once.
+// Each is bounded by SourceOptions.StatementTimeout (the check ends with
+// an error when the database answers nothing for that long); the check
+// as a whole is bounded only by ctx, however many statements it holds.
 func (src *Source) Check(ctx context.Context) error {
 	src.proveMu.Lock()
 	defer src.proveMu.Unlock()
