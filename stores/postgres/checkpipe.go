@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // This file is how [Source.Check] prepares and runs its statements: in
@@ -44,6 +46,19 @@ func stallGuard(ctx context.Context, d time.Duration) (_ context.Context, progre
 	ctx, cancel := context.WithCancelCause(ctx)
 	t := time.AfterFunc(d, func() { cancel(fmt.Errorf("%w (%s)", errStalled, d)) })
 	return ctx, func() { t.Reset(d) }, func() { t.Stop(); cancel(nil) }
+}
+
+// stalled returns err, which ended a check under ctx, saying so when
+// the check's stall guard cut it off (a *core.ConfigError is kept as it
+// is: it names the statement).
+func stalled(ctx context.Context, source string, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(context.Cause(ctx), errStalled) || errors.Is(err, errStalled) {
+		return err
+	}
+	if _, ok := errors.AsType[*core.ConfigError](err); ok {
+		return err
+	}
+	return fmt.Errorf("postgres: source %s: %w: %w", source, context.Cause(ctx), err)
 }
 
 // hostAnswer is the server's answer to the preparation of one host
@@ -285,16 +300,13 @@ func (c *checker) sync(pl *pgconn.Pipeline) error {
 }
 
 // closePipeline closes pl and returns err, or the error of closing it,
-// naming the source (and the check's stall, when that cut it off).
-func (c *checker) closePipeline(ctx context.Context, pl *pgconn.Pipeline, err error) error {
+// naming the source.
+func (c *checker) closePipeline(_ context.Context, pl *pgconn.Pipeline, err error) error {
 	if cerr := pl.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		return nil
-	}
-	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-		return fmt.Errorf("postgres: source %s: check: %w: %w", c.src.name, cause, err)
 	}
 	return fmt.Errorf("postgres: source %s: check: %w", c.src.name, err)
 }

@@ -7,7 +7,9 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -20,6 +22,7 @@ import (
 // wireCount counts what a pool's connections send: each write is one
 // flush of the client, so one round trip of a request and its answer.
 type wireCount struct {
+	drop   atomic.Bool // once set, nothing more reaches the server
 	mu     sync.Mutex
 	writes int
 	sent   bytes.Buffer
@@ -44,6 +47,9 @@ type countedConn struct {
 }
 
 func (c countedConn) Write(p []byte) (int, error) {
+	if c.w.drop.Load() {
+		return len(p), nil
+	}
 	c.w.mu.Lock()
 	c.w.writes++
 	c.w.sent.Write(p)
@@ -53,8 +59,9 @@ func (c countedConn) Write(p []byte) (int, error) {
 
 // bigSource is a source over the schema of internal/bigfile with a
 // binding of plan and body for each of n templates, template i of shape
-// i mod shapes (shapes 0: each its own), and what its pool sends.
-func bigSource(t *testing.T, n, shapes int) (*postgres.Source, *wireCount) {
+// i mod shapes (shapes 0: each its own), each statement bounded by
+// timeout (0: the default), and what its pool sends.
+func bigSource(t *testing.T, n, shapes int, timeout time.Duration) (*postgres.Source, *wireCount) {
 	t.Helper()
 	url := bigDatabase(t, "mcpres_bigfile", max(shapes, n))
 	cfg, err := pgxpool.ParseConfig(url)
@@ -79,7 +86,7 @@ func bigSource(t *testing.T, n, shapes int) (*postgres.Source, *wireCount) {
 	if err := pool.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	src, err := postgres.NewSource(pool, postgres.SourceOptions{Name: "big", Role: "mcpres_bigfile"})
+	src, err := postgres.NewSource(pool, postgres.SourceOptions{Name: "big", Role: "mcpres_bigfile", StatementTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +109,7 @@ func bigSource(t *testing.T, n, shapes int) (*postgres.Source, *wireCount) {
 // of one statement after another costs (6 a statement).
 func TestCheckIsBatched(t *testing.T) {
 	const n = 300
-	src, w := bigSource(t, n, 0)
+	src, w := bigSource(t, n, 0, 0)
 	w.reset()
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatal(err)
@@ -122,7 +129,7 @@ func TestCheckIsBatched(t *testing.T) {
 // it, run once, proved), not a few times for each of the 300.
 func TestCheckSendsEachStatementTextOnce(t *testing.T) {
 	const n = 300
-	src, w := bigSource(t, n, 1)
+	src, w := bigSource(t, n, 1, 0)
 	w.reset()
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatal(err)
@@ -181,5 +188,26 @@ func TestBatchedCheckNamesTheFirstMistakeAsOneAfterAnother(t *testing.T) {
 	}
 	if !strings.HasPrefix(batched, want) || !strings.Contains(batched, "item-200") || strings.Contains(batched, "\n") {
 		t.Errorf("error %q is not one line at %q naming item-200", batched, want)
+	}
+}
+
+// TestCheckOfAStalledDatabaseEndsAfterOneStatementTimeout proves that the
+// deadline of a check belongs to each statement: a check under a context
+// without a deadline, whose database stops answering, ends with an error
+// that says so once one statement timeout (300 ms here) has passed
+// without an answer, rather than waiting for ever.
+func TestCheckOfAStalledDatabaseEndsAfterOneStatementTimeout(t *testing.T) {
+	src, w := bigSource(t, 50, 0, 300*time.Millisecond)
+	w.drop.Store(true)
+	t.Cleanup(func() { w.drop.Store(false) }) // before the pool closes
+	done := make(chan error, 1)
+	go func() { done <- src.Check(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "answered no statement of the check within the statement timeout (300ms)") {
+			t.Errorf("Check of a database that stopped answering: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Check of a database that stopped answering has not ended in a minute")
 	}
 }

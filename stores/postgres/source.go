@@ -306,11 +306,12 @@ func (st *statement) load() (*prepared, error) {
 // Each is bounded by SourceOptions.StatementTimeout (the check ends with
 // an error when the database answers nothing for that long); the check
 // as a whole is bounded only by ctx, however many statements it holds.
-func (src *Source) Check(ctx context.Context) error {
+func (src *Source) Check(ctx context.Context) (err error) {
 	src.proveMu.Lock()
 	defer src.proveMu.Unlock()
 	ctx, progress, stop := stallGuard(ctx, src.s.timeout)
 	defer stop()
+	defer func() { err = stalled(ctx, src.name, err) }()
 	conn, release, err := src.roleConn(ctx)
 	if err != nil {
 		return err
