@@ -40,7 +40,9 @@ type SourceOptions struct {
 	// statement names it. Nil means [core.ContextPrincipal].
 	Principal core.PrincipalFunc
 	// StatementTimeout bounds each statement when the context has no
-	// deadline. Zero means [DefaultStatementTimeout].
+	// deadline, and each statement of [Source.Check] (the check ends when
+	// the database answers none for that long). Zero means
+	// [DefaultStatementTimeout].
 	StatementTimeout time.Duration
 	// MaxPlanItems bounds the items one plan or bundle statement plans (a
 	// row with an object item is two). A bundle with more is cut there,
