@@ -11,13 +11,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// maxFileBytes bounds the size of a resources file.
-const maxFileBytes = 1 << 20
+// maxFileBytes bounds the size of a resources file: 16 MiB holds some
+// 40,000 templates of a plan and a body statement each.
+const maxFileBytes = 16 << 20
 
 // decoder turns the YAML tree into the model, strictly: every key must be
 // a field, every value of the field's type; it records where each key was.
@@ -153,9 +155,24 @@ type keyedField struct {
 	key   string
 }
 
+// keyedCache holds keyedFields' answer for each type it was asked about:
+// the decoder asks for every key of a file, and a file may hold many
+// thousands.
+var keyedCache sync.Map // reflect.Type -> []keyedField
+
 // keyedFields lists the keyed fields of struct type t in declaration
-// order, those of a field tagged yaml:",inline" in its place.
+// order, those of a field tagged yaml:",inline" in its place. The slice
+// is shared: callers must not change it.
 func keyedFields(t reflect.Type) []keyedField {
+	if v, ok := keyedCache.Load(t); ok {
+		return v.([]keyedField)
+	}
+	out := listKeyedFields(t)
+	keyedCache.Store(t, out)
+	return out
+}
+
+func listKeyedFields(t reflect.Type) []keyedField {
 	var out []keyedField
 	for i := range t.NumField() {
 		f := t.Field(i)

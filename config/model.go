@@ -116,7 +116,9 @@ type PostgresSource struct {
 	// row-level security.
 	LoginRole bool `yaml:"login_role"`
 	// StatementTimeout bounds each statement when the request has no
-	// deadline; zero keeps the store's default.
+	// deadline, and each statement of the start-up check (which has no
+	// bound of its own as a whole, however many statements the file
+	// holds); zero keeps the store's default, 10s.
 	StatementTimeout Duration `yaml:"statement_timeout"`
 	// MaxPlanItems bounds the items one plan or bundle statement may
 	// plan (a row with an object is two), at most limits.max_plan_items;

@@ -24,7 +24,11 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
-// openTimeout bounds the start-up check of each source ([Served.Check]).
+// openTimeout bounds each request of the start-up check ([Served.Check])
+// that is not a statement: a connection, a ping, a bucket's check. The
+// statements of a PostgreSQL source are bounded one by one by postgres
+// Source.Check (each within the source's statement_timeout), so that a
+// file of many statements is not cut off by one bound on all of them.
 const openTimeout = 10 * time.Second
 
 // Served is what a file serves once [File.Open] has opened its sources
@@ -134,15 +138,16 @@ type sourceCheck func(ctx context.Context) *Error
 // answers, holds its role and prepares every statement with the columns it
 // must return, the catalog proves that it enforces access for each
 // (postgres Source.Check, with the source's exempt), its listen_url
-// connects, each bucket answers. It waits for
+// connects, each bucket answers. Each connection, ping and bucket check
+// is bounded by 10 s, each statement by its source's statement_timeout;
+// nothing bounds the whole check, however many statements it holds. It
+// waits for
 // all of them and returns the first mistake in file order, as one
 // [*Error], or nil. Until a source's check has passed, its statements
 // serve nothing (postgres.ErrNotChecked). [File.Open] calls it unless
 // [OpenOptions].Deferred is set; a server that defers it may answer
 // clients meanwhile and call it once.
 func (s *Served) Check(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, openTimeout) // one bound for the checks, which run at once
-	defer cancel()
 	found := make([]*Error, len(s.checks))
 	var wg sync.WaitGroup
 	for i, c := range s.checks {
@@ -527,7 +532,7 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 	return func(ctx context.Context) *Error {
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
-		if err := pool.Ping(ctx); err != nil {
+		if err := pingWithin(ctx, pool); err != nil {
 			return f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, pgCause(err, src))
 		}
 		if err := ps.Check(ctx); err != nil {
@@ -536,7 +541,9 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		if direct == nil {
 			return nil
 		}
-		conn, err := pgx.ConnectConfig(ctx, direct)
+		cctx, cancel := context.WithTimeout(ctx, openTimeout)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(cctx, direct)
 		if err != nil {
 			return f.mistake(p.Spans.of("listen_url"), "sources."+src.Name+".postgres.listen_url", "cannot reach PostgreSQL at %s:%d: %s", direct.Host, direct.Port, pgCause(err, src))
 		}
@@ -545,9 +552,18 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 	}
 }
 
+// pingWithin pings pool within openTimeout.
+func pingWithin(ctx context.Context, pool *pgxpool.Pool) error {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	return pool.Ping(ctx)
+}
+
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
 func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
 	return func(ctx context.Context) *Error {
+		ctx, cancel := context.WithTimeout(ctx, openTimeout)
+		defer cancel()
 		err := bucket.Check(ctx)
 		if err == nil {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"go.phpboyscout.uk/mcp/resources/core"
 )
@@ -100,7 +101,7 @@ type BindingProof struct {
 // grant was made with); ok is false before [Source.Check] has proved any.
 func (src *Source) Proof(binding string) (BindingProof, bool) {
 	src.mu.Lock()
-	stmts := append([]*statement(nil), src.stmts...)
+	stmts := append([]*statement(nil), src.byBinding[binding]...)
 	src.mu.Unlock()
 	var out BindingProof
 	found := false
@@ -159,12 +160,13 @@ func (src *Source) prove(ctx context.Context) error {
 		}
 	}
 	src.mu.Unlock()
-	return src.proveStatements(ctx, conn, stmts)
+	return src.proveStatements(ctx, conn, stmts, func() {})
 }
 
 // proveStatements proves stmts (none derived) in one transaction that is
-// rolled back, and records what it found in each.
-func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []*statement) error {
+// rolled back, and records what it found in each; progress is called as
+// each of its statements is answered.
+func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []*statement, progress func()) error {
 	if proofOff.Load() || len(stmts) == 0 {
 		return nil
 	}
@@ -197,7 +199,13 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	}
 	// The views in one round trip (the simple protocol runs them in order
 	// and stops at the first that fails, which names the statement).
-	results, err := conn.PgConn().Exec(ctx, strings.Join(views, ";\n")).ReadAll()
+	var results []*pgconn.Result
+	mrr := conn.PgConn().Exec(ctx, strings.Join(views, ";\n"))
+	for mrr.NextResult() {
+		results = append(results, mrr.ResultReader().Read())
+		progress()
+	}
+	err = mrr.Close()
 	if err != nil {
 		st := first[min(len(results), len(first)-1)]
 		for i, r := range results {
@@ -212,24 +220,15 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	for n := range src.exempt {
 		exempt = append(exempt, n)
 	}
-	rows, err := tx.Query(ctx, sqlProof, len(views), exempt)
-	if err != nil {
-		return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
-	}
 	found := make([][]proofRow, len(views))
-	for rows.Next() {
-		var r proofRow
-		if err := rows.Scan(&r.view, &r.kind, &r.name, &r.relkind, &r.exempt, &r.rls, &r.force, &r.owned, &r.invoker,
-			&r.permissive, &r.dependent, &r.secdef, &r.transparent, &r.language); err != nil {
-			rows.Close()
-			return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
+	// The catalog is walked from proofChunk views at a time, so that no
+	// one statement's time grows with the file.
+	for from := 1; from <= len(views); from += proofChunk {
+		to := min(from+proofChunk-1, len(views))
+		if err := src.walkViews(ctx, tx, from, to, exempt, found); err != nil {
+			return err
 		}
-		if r.view >= 1 && r.view <= len(views) {
-			found[r.view-1] = append(found[r.view-1], r)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
+		progress()
 	}
 	if err := src.checkExemptions(ctx, tx); err != nil {
 		return err
@@ -244,6 +243,34 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	}
 	for i, st := range stmts {
 		st.proof.Store(proofs[i])
+	}
+	return nil
+}
+
+// proofChunk bounds the views one walk of the catalog (sqlProof) starts
+// from.
+const proofChunk = 256
+
+// walkViews runs sqlProof from views from to to, adding what each reads
+// and calls to found.
+func (src *Source) walkViews(ctx context.Context, tx pgx.Tx, from, to int, exempt []string, found [][]proofRow) error {
+	rows, err := tx.Query(ctx, sqlProof, to, exempt, from)
+	if err != nil {
+		return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r proofRow
+		if err := rows.Scan(&r.view, &r.kind, &r.name, &r.relkind, &r.exempt, &r.rls, &r.force, &r.owned, &r.invoker,
+			&r.permissive, &r.dependent, &r.secdef, &r.transparent, &r.language); err != nil {
+			return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
+		}
+		if r.view >= from && r.view <= to {
+			found[r.view-1] = append(found[r.view-1], r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 	}
 	return nil
 }
@@ -407,7 +434,7 @@ const sqlExemptKnown = `SELECT x FROM unnest($1::text[]) AS x
 WHERE EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname || '.' || c.relname = x)
    OR EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname || '.' || p.proname = x)`
 
-// sqlProof walks what the temporary views mcpres_proof_1 ... _$1 read and
+// sqlProof walks what the temporary views mcpres_proof_$3 ... _$1 read and
 // call, and returns one row per relation or function of each (view), with
 // what the rules need; $2 are the exempt names, whose views and functions
 // are not walked. Objects of pg_catalog and information_schema are pinned
@@ -416,7 +443,7 @@ const sqlProof = `WITH RECURSIVE
 setting AS (SELECT 'mcp\.(principal|claims)' AS re),
 views AS (
   SELECT v.n::int AS view, c.oid
-  FROM generate_series(1, $1::int) AS v(n)
+  FROM generate_series($3::int, $1::int) AS v(n)
   JOIN pg_class c ON c.oid = to_regclass('pg_temp.mcpres_proof_' || v.n)),
 obj(view, cls, oid) AS (
   SELECT view, 'pg_class'::regclass::oid, oid FROM views

@@ -42,7 +42,9 @@ type SourceOptions struct {
 	// statement names it. Nil means [core.ContextPrincipal].
 	Principal core.PrincipalFunc
 	// StatementTimeout bounds each statement when the context has no
-	// deadline. Zero means [DefaultStatementTimeout].
+	// deadline, and each statement of [Source.Check] (the check ends when
+	// the database answers none for that long). Zero means
+	// [DefaultStatementTimeout].
 	StatementTimeout time.Duration
 	// MaxPlanItems bounds the items one plan or bundle statement plans (a
 	// row with an object item is two). A bundle with more is cut there,
@@ -133,9 +135,10 @@ type Source struct {
 	// unusable is SourceOptions.UnusableGrantRows.
 	unusable func(binding string, rows int64)
 
-	mu     sync.Mutex
-	stmts  []*statement
-	listen map[string]string // binding name -> channel
+	mu        sync.Mutex
+	stmts     []*statement
+	byBinding map[string][]*statement // the host statements of stmts, by path.Binding
+	listen    map[string]string       // binding name -> channel
 	// bodied are the bindings with a body statement, policies the
 	// policies made by [Source.Policy]: each binding has a bodies statement
 	// with each policy's recheck folded in (see [Source.fold]).
@@ -319,6 +322,10 @@ func sourceError(name, field, key, reason string) *core.ConfigError {
 func (src *Source) add(st *statement) {
 	src.mu.Lock()
 	src.stmts = append(src.stmts, st)
+	if src.byBinding == nil {
+		src.byBinding = map[string][]*statement{}
+	}
+	src.byBinding[st.path.Binding] = append(src.byBinding[st.path.Binding], st)
 	src.mu.Unlock()
 }
 
@@ -351,26 +358,39 @@ func (st *statement) load() (*prepared, error) {
 // function or grant, or an error wrapping the database's when the database
 // cannot be reached. A statement it accepts starts serving. Once Check has
 // been called, reads no longer check at first use (see [Source]).
+//
+// The statements are sent in pipelined batches, each distinct text once.
+// Each is bounded by SourceOptions.StatementTimeout (the check ends with
+// an error when the database answers nothing for that long); the check
+// as a whole is bounded only by ctx, however many statements it holds.
 func (src *Source) Check(ctx context.Context) error {
 	src.first.explicit.Store(true)
 	return src.check(ctx)
 }
 
 // check is [Source.Check] without marking the host's call.
-func (src *Source) check(ctx context.Context) error {
+func (src *Source) check(ctx context.Context) (err error) {
 	src.proveMu.Lock()
 	defer src.proveMu.Unlock()
+	ctx, progress, stop := stallGuard(ctx, src.s.timeout)
+	defer stop()
+	defer func() { err = stalled(ctx, src.name, err) }()
 	conn, release, err := src.roleConn(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
+	progress()
 	src.mu.Lock()
 	stmts := append([]*statement(nil), src.stmts...)
 	src.mu.Unlock()
-	var hosts []*statement
+	var hosts, derived []*statement
 	for _, st := range stmts {
-		if st.ready.Load() == nil && !st.derived {
+		switch {
+		case st.ready.Load() != nil:
+		case st.derived:
+			derived = append(derived, st) // the statements built from checked ones
+		default:
 			hosts = append(hosts, st)
 		}
 	}
@@ -381,26 +401,23 @@ func (src *Source) check(ctx context.Context) error {
 	if conn2, release2, ok := src.secondConn(ctx, len(hosts)); ok {
 		go func() {
 			defer release2()
-			proved <- src.proveStatements(ctx, conn2, hosts)
+			proved <- src.proveStatements(ctx, conn2, hosts, progress)
 		}()
 	} else {
 		proved = nil
 	}
-	checked := make([]*prepared, len(hosts))
-	for i, st := range hosts {
-		p, err := src.checkStatement(ctx, conn, st)
-		if err != nil {
-			if proved != nil {
-				<-proved
-			}
-			return err
+	c := src.newChecker(conn, progress)
+	checked, err := c.checkStatements(ctx, hosts)
+	if err != nil {
+		if proved != nil {
+			<-proved
 		}
-		checked[i] = p
+		return err
 	}
 	if proved != nil {
 		err = <-proved
 	} else {
-		err = src.proveStatements(ctx, conn, hosts)
+		err = src.proveStatements(ctx, conn, hosts, progress)
 	}
 	if err != nil {
 		return err
@@ -408,15 +425,12 @@ func (src *Source) check(ctx context.Context) error {
 	for i, st := range hosts {
 		st.ready.Store(checked[i])
 	}
-	for _, st := range stmts { // the statements built from checked ones
-		if st.ready.Load() != nil || !st.derived {
-			continue
-		}
-		p, err := src.checkStatement(ctx, conn, st)
-		if err != nil {
-			return err
-		}
-		st.ready.Store(p)
+	checked, err = c.checkStatements(ctx, derived)
+	if err != nil {
+		return err
+	}
+	for i, st := range derived {
+		st.ready.Store(checked[i])
 	}
 	return src.probeStandbys(ctx)
 }

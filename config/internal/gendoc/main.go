@@ -129,6 +129,7 @@ file, and [examples/documents/resources.yaml](../examples/documents/resources.ya
 and [migrations/resources.yaml](../migrations/resources.yaml)
 are complete ones. A key not listed here is an error at its position;
 ` + "`${NAME}`" + ` is expanded from the environment only where the type says so.
+A file is at most 16 MiB (some 40,000 resources of a plan and a body each).
 The [rules](#rules-what-the-statements-return-and-what-is-refused) at the
 end say what the statements must return and what ` + "`check`" + ` refuses.
 `)

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"go.phpboyscout.uk/mcp/resources/internal/bigfile"
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
+)
+
+// TestServeBigFileFirstRead starts the built server over stdio with a
+// generated resources file of 10,000 templates (internal/bigfile, over
+// 4 MiB, 10 shapes of statements) against the real PostgreSQL of
+// MCPRES_POSTGRES_URL, and reads through the last template: the file is
+// checked (every statement, the proof) and served. It logs the time from
+// exec to the read's answer; it asserts none.
+func TestServeBigFileFirstRead(t *testing.T) {
+	pgURL := os.Getenv("MCPRES_POSTGRES_URL")
+	if pgURL == "" {
+		if os.Getenv("MCPRES_INTEGRATION") == "require" {
+			t.Fatal("MCPRES_INTEGRATION=require and MCPRES_POSTGRES_URL is unset")
+		}
+		t.Skip("needs MCPRES_POSTGRES_URL (eval \"$(scripts/services.sh up)\")")
+	}
+	const n = 10000
+	file, env := bigServeFile(t, pgURL, n)
+	took := execToBigRead(t, binary(t), file, env, n)
+	t.Logf("%d templates: exec to the first read's answer %s", n, took.Round(time.Millisecond))
+}
+
+// BenchmarkExecToFirstReadBigFile measures, for a generated file of
+// MCPRES_BENCH_TEMPLATES templates (default 10,000; internal/bigfile, 10
+// shapes of statements), the time from exec of serve --config over stdio
+// to the answer of a read through its last template, which waits for
+// the start-up check of the file. Each iteration starts every binary
+// once, in turn (this package's, built now, and those of
+// MCPRES_BENCH_BINARIES, NAME=PATH,...), and it reports each binary's
+// median in ms:
+//
+//	MCPRES_BENCH_TEMPLATES=2000 MCPRES_BENCH_BINARIES=old=/tmp/old go test -run X -bench ExecToFirstReadBigFile -benchtime 5x ./cmd/mcp-resources/
+func BenchmarkExecToFirstReadBigFile(b *testing.B) {
+	pgURL := os.Getenv("MCPRES_POSTGRES_URL")
+	if pgURL == "" {
+		b.Skip("needs MCPRES_POSTGRES_URL (eval \"$(scripts/services.sh up)\")")
+	}
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("MCPRES_BENCH_TEMPLATES")); err == nil && v > 0 {
+		n = v
+	}
+	bins := [][2]string{{"this", binary(b)}}
+	for _, nb := range strings.Split(os.Getenv("MCPRES_BENCH_BINARIES"), ",") {
+		if name, path, ok := strings.Cut(nb, "="); ok {
+			bins = append(bins, [2]string{name, path})
+		}
+	}
+	file, env := bigServeFile(b, pgURL, n)
+	samples := make([][]time.Duration, len(bins))
+	b.ResetTimer()
+	for range b.N {
+		for i, bin := range bins {
+			samples[i] = append(samples[i], execToBigRead(b, bin[1], file, env, n))
+		}
+	}
+	b.StopTimer()
+	for i, bin := range bins {
+		s := slices.Clone(samples[i])
+		slices.Sort(s)
+		b.ReportMetric(float64(s[len(s)/2].Microseconds())/1000, "ms-median-"+bin[0])
+	}
+}
+
+// bigServeFile writes the file of n templates and a fresh database of
+// its schema on the server of pgURL, and returns the file's path and the
+// environment that names the database.
+func bigServeFile(tb testing.TB, pgURL string, n int) (string, []string) {
+	tb.Helper()
+	ctx := context.Background()
+	const db, role = "mcpres_bench_bigfile", "mcpres_bigfile"
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, sql := range []string{"DROP DATABASE IF EXISTS " + db + " WITH (FORCE)", "CREATE DATABASE " + db} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	_ = conn.Close(ctx)
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.Path = "/" + db
+	if conn, err = pgx.Connect(ctx, u.String()); err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.PgConn().Exec(ctx, bigfile.Schema(role, 10)).ReadAll(); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "big.yaml")
+	if err := os.WriteFile(path, bigfile.File(n, 10, role), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path, append(serverproc.Env(), "BIG_DATABASE_URL="+u.String())
+}
+
+// execToBigRead starts bin serve --config file over stdio, sends
+// initialize, then a read through the last of the file's n templates,
+// and returns the time from exec to that read's answer, which must hold
+// the row's body; then it closes stdin and waits for exit 0.
+func execToBigRead(tb testing.TB, bin, file string, env []string, n int) time.Duration {
+	tb.Helper()
+	cmd := exec.Command(bin, "serve", "--principal=alice", "--config="+file)
+	cmd.Env = env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bigfile","version":"1"}}}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":%q}}`+"\n", bigfile.URI(n-1))
+	lines := bufio.NewReader(out)
+	var line string
+	for !strings.Contains(line, `"id":2`) {
+		if line, err = lines.ReadString('\n'); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			tb.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+		}
+	}
+	took := time.Since(start)
+	if want := fmt.Sprintf("body of shape %d", (n-1)%10); !strings.Contains(line, want) {
+		tb.Errorf("%s: the read answered %.300q, not the row's body %q\n%s", bin, line, want, stderr.String())
+	}
+	in.Close()
+	_, _ = io.Copy(io.Discard, lines)
+	if err := cmd.Wait(); err != nil {
+		tb.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+	}
+	return took
+}
