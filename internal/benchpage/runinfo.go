@@ -44,7 +44,6 @@ func (ri RunInfo) Outcome(name string) (Outcome, bool) {
 // Write writes ri in the form [ParseRunInfo] reads: one "key: value" a
 // line.
 func (ri RunInfo) Write(w io.Writer) error {
-	one := func(v string) string { return strings.Join(strings.Fields(v), " ") }
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"commit", ri.Commit}, {"dirty", strconv.FormatBool(ri.Dirty)}, {"baseline", ri.Baseline},
@@ -62,7 +61,7 @@ func (ri RunInfo) Write(w io.Writer) error {
 }
 
 // ParseRunInfo reads what [RunInfo.Write] wrote; unknown keys and
-// malformed entry lines are ignored.
+// malformed entry lines are ignored, white space in a value is folded.
 func ParseRunInfo(r io.Reader) (RunInfo, error) {
 	var ri RunInfo
 	sc := bufio.NewScanner(r)
@@ -72,7 +71,7 @@ func ParseRunInfo(r io.Reader) (RunInfo, error) {
 		if !ok {
 			continue
 		}
-		v = strings.TrimSpace(v)
+		v = one(v)
 		switch k {
 		case "commit":
 			ri.Commit = v
@@ -108,6 +107,10 @@ func ParseRunInfo(r io.Reader) (RunInfo, error) {
 	}
 	return ri, sc.Err()
 }
+
+// one folds the white space of a value, so that it stays on one line and
+// reads back as written.
+func one(v string) string { return strings.Join(strings.Fields(v), " ") }
 
 func parseOutcome(v string) (Outcome, bool) {
 	f := strings.Fields(v)
