@@ -19,7 +19,7 @@ import (
 // with a note (the page's tables come from the first lines anyway).
 const maxRaw = 512 << 10
 
-// Timeout is the bound of e's command in mode: its Timeout, half of it in
+// timeout is the bound of e's command in mode: its Timeout, half of it in
 // quick mode, ten minutes when it has none.
 func (e Entry) timeout(mode string) time.Duration {
 	d := e.Timeout
