@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# plot-latency.sh renders the latency-against-concurrency plot of
-# BENCHMARKS.md from the CSV that `mcp-load --sweep ... --csv FILE` writes.
+# plot-latency.sh renders a latency-against-concurrency plot from the CSV
+# that `mcp-load --sweep ... --csv FILE` writes.
 #
 # Usage:
 #   scripts/plot-latency.sh [CSV] [PNG]
-#     CSV  default docs/load/latency.csv
-#     PNG  default docs/load/latency.png
+#     CSV  default .cache/latency.csv
+#     PNG  default .cache/latency.png
 #
 # Needs gnuplot with the pngcairo terminal (Debian: apt-get install gnuplot-nox).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-csv=${1:-docs/load/latency.csv}
-png=${2:-docs/load/latency.png}
+csv=${1:-.cache/latency.csv}
+png=${2:-.cache/latency.png}
 command -v gnuplot >/dev/null || {
 	echo "plot-latency.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2
 	exit 1

@@ -12,8 +12,8 @@ import (
 // requests pays for every collection cycle with thread wake-ups as well as
 // the marking itself; its live heap is small and bounded by its limits
 // (items, bytes, concurrent requests), so a higher GOGC trades a few
-// megabytes of heap for markedly less CPU per request (BENCHMARKS.md,
-// "Runtime settings"). The soft memory limit keeps that trade from
+// megabytes of heap for markedly less CPU per request (cmd/mcp-peers, the
+// same build run at GOGC=100 as its --baseline). The soft memory limit keeps that trade from
 // growing the heap towards the container's limit: near it the collector
 // runs as often as it must.
 const (

@@ -1,0 +1,467 @@
+package benchpage
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// MaxLines is the most lines the page may have.
+const MaxLines = 250
+
+// maxRows bounds the rows of one table at first; [Page] lowers it until
+// the page fits in [MaxLines].
+const maxRows = 12
+
+// Status is what the page says of one entry.
+type Status struct {
+	// Ran is true when the entry has a table.
+	Ran bool
+	// Text is "ok", "failed (...)" or "not run: why".
+	Text string
+}
+
+// table is a Markdown table: a header and rows of cells.
+type table struct {
+	head []string
+	rows [][]string
+}
+
+func (t table) String() string { return t.text(maxRows) }
+
+// text is the table with at most limit rows; a last row says how many
+// more the raw output has.
+func (t table) text(limit int) string {
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + strings.ReplaceAll(c, "|", `\|`) + " |")
+		}
+		b.WriteString("\n")
+	}
+	line(t.head)
+	sep := make([]string, len(t.head))
+	for i := range sep {
+		sep[i] = "---:"
+	}
+	sep[0] = "---"
+	b.WriteString("|" + strings.Join(sep, "|") + "|\n")
+	for i, r := range t.rows {
+		if i == limit {
+			line(append([]string{fmt.Sprintf("(%d more rows in the raw output)", len(t.rows)-limit)}, make([]string, len(t.head)-1)...))
+			break
+		}
+		line(r)
+	}
+	return b.String()
+}
+
+// Command returns the command of e for mode ("quick" or "full").
+func (e Entry) Command(mode string) string {
+	if mode == "quick" {
+		return e.Quick
+	}
+	return e.Full
+}
+
+// Build reads the raw output of e (nil when there is none) and returns its
+// table and status. outcome is how its command ended, if it ran.
+func Build(e Entry, raw []byte, outcome Outcome, ran bool) (string, Status) {
+	t, st := build(e, raw, outcome, ran)
+	if !st.Ran {
+		return "", st
+	}
+	return t.String(), st
+}
+
+func build(e Entry, raw []byte, outcome Outcome, ran bool) (table, Status) {
+	switch {
+	case e.Pending != "":
+		return table{}, Status{Text: "not run: " + e.Pending}
+	case !ran || raw == nil:
+		return table{}, Status{Text: "not run: not part of this run"}
+	}
+	var t table
+	var why string
+	switch e.Kind {
+	case GoBench:
+		gb, _ := ParseGoBench(bytes.NewReader(raw))
+		t = goBenchTable(e, gb)
+		if len(gb.Skips) > 0 {
+			why = "skipped: " + gb.Skips[0].Reason
+		}
+	case LoadAB:
+		runs, _ := ParseLoadAB(bytes.NewReader(raw))
+		t = loadABTable(runs)
+	case Load:
+		run, _ := ParseLoad(bytes.NewReader(raw))
+		t = loadTable(run)
+	case Peers:
+		rows, _ := ParsePeers(bytes.NewReader(raw))
+		t = peersTable(rows)
+	}
+	if why == "" {
+		why = lastLine(raw)
+	}
+	switch {
+	case outcome.TimedOut && len(t.rows) == 0:
+		return table{}, Status{Text: fmt.Sprintf("not run: stopped at its timeout after %.0f s", outcome.Seconds)}
+	case len(t.rows) == 0:
+		return table{}, Status{Text: fmt.Sprintf("not run: exit %d, %s", outcome.Exit, why)}
+	case outcome.TimedOut:
+		return t, Status{Ran: true, Text: fmt.Sprintf("failed: stopped at its timeout after %.0f s; partial table", outcome.Seconds)}
+	case outcome.Exit != 0:
+		return t, Status{Ran: true, Text: fmt.Sprintf("failed: exit %d, %s; partial table", outcome.Exit, why)}
+	}
+	return t, Status{Ran: true, Text: "ok"}
+}
+
+// lastLine is the last non-empty line of raw, cut to a short reason.
+func lastLine(raw []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !strings.HasPrefix(l, "#") && l != "FAIL" && !strings.HasPrefix(l, "FAIL\t") && !strings.HasPrefix(l, "exit status") {
+			return shorten(l)
+		}
+	}
+	return "no output"
+}
+
+func shorten(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "`", "'")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:117]) + "..."
+	}
+	return s
+}
+
+// unitHead is how a unit heads a column: times in µs rather than ns
+// (unitScale), except per item.
+func unitHead(u string) string {
+	switch u {
+	case "cpu-ns/op":
+		return "CPU µs/op"
+	case "srv-ns/op":
+		return "server µs/op"
+	}
+	if unitScale(u) != 1 {
+		return strings.Replace(u, "ns/", "µs/", 1)
+	}
+	return u
+}
+
+func unitScale(u string) float64 {
+	if strings.HasSuffix(u, "ns/op") || strings.HasSuffix(u, "ns/read") {
+		return 1e-3
+	}
+	return 1
+}
+
+// ratioHead heads the column of e.Ratio: the two units without their
+// common prefix ("this / base" for ms-median-this and ms-median-base).
+func ratioHead(r [2]string) string {
+	a, b := r[0], r[1]
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	if n == len(a) || n == len(b) {
+		n = 0
+	}
+	return a[n:] + " / " + b[n:]
+}
+
+// timesInTurns says whether r times two operations in turns in one loop
+// (benchutil.Ratio reports NAME/base): its ns/op is of both, so it is not
+// divided by a sibling.
+func timesInTurns(r BenchResult) bool {
+	return slices.ContainsFunc(r.Metrics, func(m Metric) bool { return strings.HasSuffix(m.Unit, "/base") })
+}
+
+// goBenchTable has a row per benchmark (medians over its -count runs), a
+// column per unit, the per-run ratios to the sibling named e.Sibling and
+// of e.Ratio's two units, and the number of runs.
+func goBenchTable(e Entry, gb BenchOutput) table {
+	var names []string
+	byName := map[string][]BenchResult{}
+	var seen []string
+	for _, r := range gb.Results {
+		if _, ok := byName[r.Name]; !ok {
+			names = append(names, r.Name)
+		}
+		byName[r.Name] = append(byName[r.Name], r)
+		for _, m := range r.Metrics {
+			if !slices.Contains(seen, m.Unit) {
+				seen = append(seen, m.Unit)
+			}
+		}
+	}
+	units := e.Units
+	if len(units) == 0 {
+		units = seen
+	}
+	units = slices.DeleteFunc(slices.Clone(units), func(u string) bool { return !slices.Contains(seen, u) })
+	t := table{head: []string{"benchmark"}}
+	for _, u := range units {
+		t.head = append(t.head, unitHead(u))
+	}
+	cpu := slices.Contains(seen, "cpu-ns/op")
+	if e.Sibling != "" {
+		t.head = append(t.head, "time x "+e.Sibling)
+		if cpu {
+			t.head = append(t.head, "CPU x "+e.Sibling)
+		}
+	}
+	if e.Ratio[0] != "" {
+		t.head = append(t.head, ratioHead(e.Ratio))
+	}
+	t.head = append(t.head, "runs")
+	for _, name := range names {
+		rs := byName[name]
+		row := []string{"`" + strings.TrimPrefix(name, "Benchmark") + "`"}
+		for _, u := range units {
+			if v := median(values(rs, u)); !math.IsNaN(v) {
+				row = append(row, fmtNum(v*unitScale(u)))
+			} else {
+				row = append(row, "")
+			}
+		}
+		if e.Sibling != "" {
+			sib := siblingOf(name, e.Sibling)
+			base, ok := byName[sib]
+			var tr, cr string
+			if ok && sib != name && !timesInTurns(rs[0]) {
+				tr, cr = fmtRatio(pairRatios(rs, base, "ns/op")), fmtRatio(pairRatios(rs, base, "cpu-ns/op"))
+			}
+			row = append(row, tr)
+			if cpu {
+				row = append(row, cr)
+			}
+		}
+		if e.Ratio[0] != "" {
+			var rat []float64
+			for _, r := range rs {
+				a, okA := r.Value(e.Ratio[0])
+				b, okB := r.Value(e.Ratio[1])
+				if okA && okB && b > 0 {
+					rat = append(rat, a/b)
+				}
+			}
+			row = append(row, fmtRatio(rat))
+		}
+		row = append(row, fmt.Sprint(len(rs)))
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// siblingOf is name with its last element replaced by sib.
+func siblingOf(name, sib string) string {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return sib
+	}
+	return name[:i+1] + sib
+}
+
+// values returns the values of unit in rs, in run order.
+func values(rs []BenchResult, unit string) []float64 {
+	var vs []float64
+	for _, r := range rs {
+		if v, ok := r.Value(unit); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// pairRatios divides the i-th run of rs by the i-th run of base, in unit:
+// run in rounds of -count 1, the i-th runs of two siblings ran in the
+// same round, one after the other.
+func pairRatios(rs, base []BenchResult, unit string) []float64 {
+	var out []float64
+	for i := range min(len(rs), len(base)) {
+		a, okA := rs[i].Value(unit)
+		b, okB := base[i].Value(unit)
+		if okA && okB && b > 0 {
+			out = append(out, a/b)
+		}
+	}
+	return out
+}
+
+// median of vs (NaN when empty); it sorts a copy.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// fmtRatio is the median of ratios, with their range when there are
+// several: "1.52x (1.34-2.10)".
+func fmtRatio(ratios []float64) string {
+	if len(ratios) == 0 {
+		return ""
+	}
+	m := fmt.Sprintf("%.2fx", median(ratios))
+	if len(ratios) > 1 {
+		m += fmt.Sprintf(" (%.2f-%.2f)", slices.Min(ratios), slices.Max(ratios))
+	}
+	return m
+}
+
+// fmtNum prints v to about three significant digits, with thousands
+// separators.
+func fmtNum(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1000:
+		s := fmt.Sprintf("%.0f", a)
+		var b strings.Builder
+		for i, c := range s {
+			if i > 0 && (len(s)-i)%3 == 0 {
+				b.WriteByte(',')
+			}
+			b.WriteRune(c)
+		}
+		if v < 0 {
+			return "-" + b.String()
+		}
+		return b.String()
+	case a >= 100 || v == math.Trunc(v):
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// loadABTable puts the baseline's runs and this commit's side by side,
+// with the ratio of their medians.
+func loadABTable(runs []ABRun) table {
+	t := table{head: []string{"", "baseline", "this commit", "ratio of medians"}}
+	if len(runs) == 0 {
+		return t
+	}
+	col := func(label string, f func(ABRun) float64) ([]float64, string) {
+		var vs []float64
+		var ss []string
+		for _, r := range runs {
+			if r.Label == label {
+				vs = append(vs, f(r))
+				ss = append(ss, fmtNum(f(r)))
+			}
+		}
+		return vs, strings.Join(ss, ", ")
+	}
+	for _, m := range []struct {
+		name string
+		f    func(ABRun) float64
+		less bool
+	}{
+		{"req/s", func(r ABRun) float64 { return r.RPS }, false},
+		{"server CPU/request ms", func(r ABRun) float64 { return r.ServerCPU }, true},
+		{"PostgreSQL CPU/request ms", func(r ABRun) float64 { return r.PGCPU }, true},
+		{"driver CPU/request ms", func(r ABRun) float64 { return r.Driver }, true},
+	} {
+		ov, oldS := col("old", m.f)
+		nv, newS := col("new", m.f)
+		ratio := ""
+		if mo, mn := median(ov), median(nv); mo > 0 && mn > 0 {
+			ratio = fmt.Sprintf("%.2fx", mn/mo)
+		}
+		t.rows = append(t.rows, []string{m.name, oldS, newS, ratio})
+	}
+	wrong, bad := 0, 0
+	for _, r := range runs {
+		wrong += r.Wrong
+		if r.Exit != 0 {
+			bad++
+		}
+	}
+	t.rows = append(t.rows, []string{"wrong answers, runs not exiting 0", "", "", fmt.Sprintf("%d, %d of %d", wrong, bad, len(runs))})
+	return t
+}
+
+// loadTable has a row per measured phase and, for the load phase, one per
+// kind of request.
+func loadTable(run LoadRun) table {
+	t := table{head: []string{"phase", "clients", "s", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "unexpected", "wrong"}}
+	for _, p := range run.Phases {
+		if p.Name == "warm-up" {
+			continue
+		}
+		t.rows = append(t.rows, []string{p.Name, fmt.Sprint(p.Clients), fmtNum(p.Seconds), fmtNum(float64(p.Requests)),
+			fmtNum(p.RPS), fmtNum(p.P50), fmtNum(p.P95), fmtNum(p.P99), fmt.Sprint(p.Unexpected), fmt.Sprint(p.Wrong)})
+		if p.Name != "load" {
+			continue
+		}
+		for _, k := range p.Kinds {
+			t.rows = append(t.rows, []string{p.Name + ": " + k.Kind, "", "", fmtNum(float64(k.Requests)), "",
+				fmtNum(k.P50), fmtNum(k.P95), fmtNum(k.P99), "", ""})
+		}
+	}
+	if len(t.rows) > 0 && (run.Result != "" || run.Faults != "") {
+		v := "verdict: " + or(run.Result, "none")
+		if run.Faults != "" {
+			v += "; faults injected: " + run.Faults
+		}
+		t.rows = append(t.rows, []string{v, "", "", "", "", "", "", "", "", ""})
+	}
+	return t
+}
+
+// peersTable has a row per server, with its p50 against ours.
+func peersTable(rows []PeerRow) table {
+	t := table{head: []string{"server", "calls", "wrong", "failed", "p50 ms", "p90 ms", "p99 ms", "CPU/call ms", "exec to initialize ms", "ours / it, p50"}}
+	var ours float64
+	for _, r := range rows {
+		if r.Server == "ours" {
+			ours = r.P50
+		}
+	}
+	for _, r := range rows {
+		ratio := ""
+		if r.Server != "ours" && ours > 0 && r.P50 > 0 {
+			ratio = fmt.Sprintf("%.2fx", ours/r.P50)
+		}
+		start := ""
+		if r.StartMS > 0 {
+			start = fmtNum(r.StartMS)
+		}
+		t.rows = append(t.rows, []string{r.Server, fmt.Sprint(r.Calls), fmt.Sprint(r.Wrong), fmt.Sprint(r.Failed),
+			fmtNum(r.P50), fmtNum(r.P90), fmtNum(r.P99), fmtNum(r.CPU), start, ratio})
+	}
+	return t
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// ReadRaw reads the raw output of e from dir, nil when there is none.
+func ReadRaw(dir string, e Entry) []byte {
+	b, err := os.ReadFile(filepath.Join(dir, e.Name+".txt"))
+	if err != nil {
+		return nil
+	}
+	return b
+}
