@@ -54,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 
 if ! scripts/services.sh status >/dev/null 2>&1; then started=1; fi
-eval "$(scripts/services.sh up)"
+eval "$(scripts/services.sh up --standby)"
 export MCPRES_VERSITYGW=${MCPRES_VERSITYGW:-$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")}
 
 say "building mcp-resources at $(git rev-parse --short HEAD) and at the baseline $base"

@@ -22,7 +22,7 @@ const (
 )
 
 // Section names the page's sections, in their order on the page.
-var Sections = []string{"Peers", "Baselines", "Raw storage", "Round trips", "Load", "Start-up", "Fleet", "Still to come"}
+var Sections = []string{"Peers", "Baselines", "Raw storage", "Round trips", "Load", "Start-up", "Fleet", "Standbys"}
 
 // Entry is one benchmark of the page: where its table goes, the shell
 // commands that run it (Full for the page, Quick for trying the script
@@ -186,10 +186,27 @@ var Entries = []Entry{
 		Full:  gobench("BenchmarkFleetScaling$", "-benchtime 1000x -count 3", "./integration/"),
 		Quick: gobench("BenchmarkFleetScaling$", "-benchtime 100x -count 1", "./integration/"),
 	},
-	// Still to come: benchmarks other work is writing now. Give each its
-	// Kind, Full and Quick (and move it to its section) and drop Pending.
-	{Name: "standbys", Section: "Still to come", Title: "Reads from standbys", Pending: "no benchmark yet"},
-	{Name: "audit-cost", Section: "Still to come", Title: "What the audit log adds to a read", Pending: "no benchmark yet"},
-	{Name: "session-memory", Section: "Still to come", Title: "Memory held per session", Pending: "no benchmark yet"},
-	{Name: "big-files", Section: "Still to come", Title: "Reads of big objects", Pending: "no benchmark yet"},
+	{
+		Name: "standbys", Section: "Standbys", Kind: GoBench, Timeout: 6 * time.Minute,
+		Units: []string{"primary-exec-µs/read", "primary-stmts/read", "standby-byte-fraction", "ns/op"},
+		Title: "The primary's work per read with and without a hot standby serving the bodies",
+		About: "a 16 KiB body read through the gateway; the primary's execution time from pg_stat_statements, the bytes the standby served.",
+		Full:  gobench("BenchmarkStandbyPrimaryCost$", "-benchtime 2000x -count 3", "./integration/"),
+		Quick: gobench("BenchmarkStandbyPrimaryCost$", "-benchtime 200x -count 1", "./integration/"),
+	},
+	{
+		Name: "audit-cost", Section: "Load", Kind: LoadAB, Timeout: 8 * time.Minute,
+		Title: "The audit trail to PostgreSQL against none, interleaved pairs at 64 clients",
+		About: "scripts/audit-cost.sh: A serves without an audit trail, B with --audit-postgres and --audit-on-failure refuse.",
+		Full:  `scripts/audit-cost.sh 3 64 15s`,
+		Quick: `scripts/audit-cost.sh 1 16 4s`,
+	},
+	{
+		Name: "big-files", Section: "Start-up", Kind: GoBench, Timeout: 8 * time.Minute,
+		Title: "The start-up check of a big resources file, per template: one statement after another against batched",
+		About: "internal/bigfile's generated file (10 statement shapes, and all distinct), Source.Check on real PostgreSQL.",
+		Full:  "MCPRES_BENCH_TEMPLATES=1000,10000 " + gobench("BenchmarkBigFileCheck$", "-benchtime 1x -count 1", "./stores/postgres/"),
+		Quick: "MCPRES_BENCH_TEMPLATES=1000 " + gobench("BenchmarkBigFileCheck$", "-benchtime 1x -count 1", "./stores/postgres/"),
+	},
+	{Name: "session-memory", Section: "Round trips", Title: "Memory held per session", Pending: "no benchmark yet"},
 }
