@@ -122,13 +122,14 @@ type Subscriptions struct {
 // and one recheck may notify every subscription of the session at once.
 const NotifyQueueLength = 64
 
-// outbox is one session's queue of notifications, written by its own
-// goroutine.
+// outbox is one session's queue of notifications, written by a goroutine
+// of its own that runs only while the queue holds some: an idle session
+// keeps no writer (nor its stack).
 type outbox struct {
 	mu      sync.Mutex
 	pending []queued
-	wake    chan struct{}
-	done    chan struct{}
+	writing bool // a writer runs: ob.mu
+	ended   bool // the session ended: ob.mu
 	dropped bool // ob.mu
 }
 
@@ -280,24 +281,25 @@ func (s *Subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeReq
 	return nil
 }
 
-// watch releases a session's subscriptions when it ends, and starts its
-// notification writer.
+// watch releases a session's subscriptions when it ends, and gives it its
+// notification queue.
 func (s *Subscriptions) watch(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	_, seen := s.watched[ss]
 	var ob *outbox
 	if !seen {
-		ob = &outbox{wake: make(chan struct{}, 1), done: make(chan struct{})}
+		ob = &outbox{}
 		s.watched[ss] = ob
 	}
 	s.mu.Unlock()
 	if seen {
 		return
 	}
-	go s.write(ss, ob)
 	go func() {
 		_ = ss.Wait()
-		close(ob.done)
+		ob.mu.Lock()
+		ob.ended, ob.pending = true, nil
+		ob.mu.Unlock()
 		s.forgetSession(ss)
 		s.hub.EndSession(ss)
 		s.mu.Lock()
@@ -386,7 +388,7 @@ func (s *Subscriptions) enqueue(ss *mcp.ServerSession, q queued) {
 		return
 	}
 	ob.mu.Lock()
-	if ob.dropped {
+	if ob.dropped || ob.ended {
 		ob.mu.Unlock()
 		return
 	}
@@ -401,59 +403,56 @@ func (s *Subscriptions) enqueue(ss *mcp.ServerSession, q queued) {
 	if !replaced && !full {
 		ob.pending = append(ob.pending, q)
 	}
+	start := !full && !ob.writing
+	ob.writing = ob.writing || start
 	ob.mu.Unlock()
 	if full {
 		s.drop(ss, ob, "notification queue full")
 		return
 	}
-	select {
-	case ob.wake <- struct{}{}:
-	default:
+	if start {
+		go s.write(ss, ob)
 	}
 }
 
 // write delivers ss's queued notifications one at a time, each within the
-// write deadline, until the session ends.
+// write deadline, until the queue is empty or the session ends. One runs
+// per session at most (ob.writing).
 func (s *Subscriptions) write(ss *mcp.ServerSession, ob *outbox) {
 	timeout := s.hub.Options().WriteTimeout
 	for {
-		select {
-		case <-ob.done:
-			return
-		case <-ob.wake:
-		}
-		for {
-			ob.mu.Lock()
-			if len(ob.pending) == 0 {
-				ob.mu.Unlock()
-				break
-			}
-			q := ob.pending[0]
-			ob.pending = ob.pending[1:]
+		ob.mu.Lock()
+		if len(ob.pending) == 0 || ob.ended || ob.dropped {
+			ob.writing = false
+			ob.pending = nil // an idle session keeps no queue's array
 			ob.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			// A transport that ignores ctx (the SDK's HTTP streams write to
-			// the connection directly) is stopped by ending the session.
-			stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob, "write deadline missed") })
-			_, err := q.next(ctx, NotificationResourceUpdated, q.req)
-			late := !stuck.Stop()
-			missed := err != nil && ctx.Err() != nil // before cancel, which sets ctx.Err
-			cancel()
-			switch {
-			case late:
-				return
-			case missed:
-				s.drop(ss, ob, "write deadline missed")
-				return
-			case err != nil:
-				// The transport refused it and the session goes on, as
-				// the SDK's own notifications do: a stateful streamable
-				// HTTP session without a standalone GET stream (optional
-				// for the client) has nowhere to put it.
-				s.mu.Lock()
-				s.undelivered++
-				s.mu.Unlock()
-			}
+			return
+		}
+		q := ob.pending[0]
+		ob.pending = ob.pending[1:]
+		ob.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		// A transport that ignores ctx (the SDK's HTTP streams write to
+		// the connection directly) is stopped by ending the session.
+		stuck := time.AfterFunc(timeout, func() { s.drop(ss, ob, "write deadline missed") })
+		_, err := q.next(ctx, NotificationResourceUpdated, q.req)
+		late := !stuck.Stop()
+		missed := err != nil && ctx.Err() != nil // before cancel, which sets ctx.Err
+		cancel()
+		switch {
+		case late:
+			return
+		case missed:
+			s.drop(ss, ob, "write deadline missed")
+			return
+		case err != nil:
+			// The transport refused it and the session goes on, as
+			// the SDK's own notifications do: a stateful streamable
+			// HTTP session without a standalone GET stream (optional
+			// for the client) has nowhere to put it.
+			s.mu.Lock()
+			s.undelivered++
+			s.mu.Unlock()
 		}
 	}
 }

@@ -24,14 +24,16 @@ func resultType(version string) string {
 // privateCache marks every result: what a caller sees depends on who asks.
 var privateCache = mcp.Cacheable{CacheScope: "private"}
 
-// readResult is the resources/read result on the wire. Contents are encoded
-// before the result leaves the adapter (inside the request scope), in the
-// item shape core sized.
+// readResult is the resources/read result on the wire, in the item shape
+// core sized. Contents are values, not JSON encoded in advance: the SDK
+// encodes the result once, and a json.RawMessage in it would be scanned
+// and compacted again by encoding/json on its way out (the whole body,
+// once more per read).
 type readResult struct {
 	mcp.ResultBase
 	mcp.Cacheable
-	Contents   json.RawMessage `json:"contents"`
-	ResultType string          `json:"resultType,omitempty"`
+	Contents   []content `json:"contents"`
+	ResultType string    `json:"resultType,omitempty"`
 }
 
 // content is one entry of contents: exactly one of Text and Blob is set,
@@ -50,11 +52,7 @@ func newReadResult(r *core.ResourceResult, version string) (*readResult, error) 
 	for i, it := range items {
 		cs[i] = newContent(it)
 	}
-	enc, err := marshal(cs)
-	if err != nil {
-		return nil, err
-	}
-	out := &readResult{Cacheable: privateCache, Contents: enc, ResultType: resultType(version)}
+	out := &readResult{Cacheable: privateCache, Contents: cs, ResultType: resultType(version)}
 	// A fresh map for every result: the SDK writes into it (serverInfo).
 	out.Meta = mcp.Meta{core.ReportMetaKey: json.RawMessage(r.Report())}
 	return out, nil
