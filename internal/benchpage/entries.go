@@ -208,5 +208,11 @@ var Entries = []Entry{
 		Full:  "MCPRES_BENCH_TEMPLATES=1000,10000 " + gobench("BenchmarkBigFileCheck$", "-benchtime 1x -count 1", "./stores/postgres/"),
 		Quick: "MCPRES_BENCH_TEMPLATES=1000 " + gobench("BenchmarkBigFileCheck$", "-benchtime 1x -count 1", "./stores/postgres/"),
 	},
-	{Name: "session-memory", Section: "Round trips", Title: "Memory held per session", Pending: "no benchmark yet"},
+	{
+		Name: "session-memory", Section: "Round trips", Kind: GoBench, Timeout: 4 * time.Minute,
+		Title: "Memory a stateful streamable-HTTP session holds, with one subscription",
+		About: "1,000 sessions open on the adapter over the memory store; heap and goroutine stacks after a GC, per session.",
+		Full:  gobench("BenchmarkSessionMemory$", "-benchtime 1x -count 3", "./mcpsdk/"),
+		Quick: gobench("BenchmarkSessionMemory$", "-benchtime 1x -count 1", "./mcpsdk/"),
+	},
 }
