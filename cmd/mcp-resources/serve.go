@@ -229,9 +229,8 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions(),
 		MaxListensPerSession: s.Guard.MaxListensPerSession, MaxListensPerPrincipal: s.Guard.MaxListensPerPrincipal})
 	be.notes = append(be.notes, s.subscriptionsNote())
-	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
-		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")}))
-	adapter.Install(server)
+	server := adapter.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")})
 	go func() { // stops with ctx, like the server; its change sources need the checked storage
 		if be.startup.wait(ctx) == nil {
 			_ = adapter.Run(ctx)

@@ -48,7 +48,6 @@ func serve(ctx context.Context, env func(string) string) error {
 	principal := env("DOCS_PRINCIPAL")
 	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true,
 		Principal: func(context.Context, mcp.Request) string { return principal }})
-	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, nil)
 	return server.Run(ctx, &mcp.StdioTransport{})
 }
