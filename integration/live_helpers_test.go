@@ -90,8 +90,7 @@ func liveServer(t *testing.T, res *core.Resources, sources []core.ChangeSource, 
 		Principal:   func(context.Context, mcp.Request) string { return principal },
 		Completions: true, Live: opts, Sources: sources,
 	})
-	server := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()

@@ -125,8 +125,7 @@ func connectAs(t *testing.T, res *core.Resources, principal string) *mcp.ClientS
 	t.Helper()
 	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true,
 		Principal: func(context.Context, mcp.Request) string { return principal }})
-	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "documents", Version: "v0"}, nil)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(context.Background(), st, nil)
 	if err != nil {

@@ -69,8 +69,7 @@ func TestTracedPartialReadIsOneNestedTraceWithoutPrivateValues(t *testing.T) {
 		Principal: func(ctx context.Context, req mcp.Request) string { return principal },
 		Tracing:   &mcpsdk.Tracing{Provider: tp},
 	})
-	server := mcp.NewServer(&mcp.Implementation{Name: "traced"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "traced"}, nil)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	srv := httptest.NewServer(mcpsdk.TraceHTTP(h, tp))
 	defer srv.Close()

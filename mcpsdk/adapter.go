@@ -10,13 +10,11 @@ import (
 )
 
 // Adapter is a [core.Resources] gateway served over MCP, as one value a
-// host creates once with [New]: it gives the server options (handlers and
-// capabilities, declared once), installs itself on the server built with
-// them, and runs its change sources:
+// host creates once with [New]: it builds the server that serves it
+// (handlers and capabilities, declared once) and runs its change sources:
 //
 //	a := mcpsdk.New(res, &mcpsdk.Options{Completions: true, Live: &live.Options{}, Sources: sources})
-//	server := mcp.NewServer(impl, a.ServerOptions(nil))
-//	a.Install(server)
+//	server := a.NewServer(impl, nil)
 //	go a.Run(ctx)
 type Adapter struct {
 	res     *core.Resources
@@ -45,12 +43,34 @@ func New(res *core.Resources, opts *Options) *Adapter {
 	return a
 }
 
-// ServerOptions returns a copy of base (nil: the SDK's defaults) with what
-// the adapter serves: the resources capability, subscribe and the
-// subscribe and unsubscribe handlers when it serves subscriptions, and the
-// completions capability with [Options.Completions]. The SDK takes these
-// at [mcp.NewServer], so pass the result there. base is not modified.
-func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
+// NewServer is [mcp.NewServer] of impl and opts (nil: the SDK's defaults;
+// opts is not modified) with what the adapter serves: the resources
+// capability, subscribe and the subscribe and unsubscribe handlers when it
+// serves subscriptions, the completions capability with
+// [Options.Completions], and receiving middleware that answers
+// resources/list, resources/templates/list and resources/read (see the
+// package documentation for what else it takes over); every other method
+// passes through to the SDK.
+//
+// No single request can end the process through the adapter: a panic in
+// the adapter, in a host callback or in the SDK handler of any method (the
+// adapter's middleware wraps every method) is recovered, logged once to
+// [Options.Logger] with a fresh request id, and answered as internal
+// error (-32603) with the fixed message [PanicMessage] and the request id
+// as the error's data, never the panic's text. Middleware the host adds
+// to the server wraps the adapter and is not covered.
+//
+// Call it once. Panics if impl is nil, or if the adapter's subscriptions
+// already serve another server.
+func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
+	s := mcp.NewServer(impl, a.serverOptions(opts))
+	a.install(s)
+	return s
+}
+
+// serverOptions returns a copy of base with the capabilities and handlers
+// of [Adapter.NewServer].
+func (a *Adapter) serverOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
 	var o mcp.ServerOptions
 	if base != nil {
 		o = *base
@@ -72,25 +92,8 @@ func (a *Adapter) ServerOptions(base *mcp.ServerOptions) *mcp.ServerOptions {
 	return &o
 }
 
-// Install makes s, built with [Adapter.ServerOptions], serve the gateway:
-// receiving middleware answers resources/list, resources/templates/list
-// and resources/read (see the package documentation for what else it
-// takes over), and every other method passes through to the SDK.
-//
-// No single request can end the process through the adapter: a panic in
-// the adapter, in a host callback or in the SDK handler of any method (the
-// adapter's middleware wraps every method) is recovered, logged once to
-// [Options.Logger] with a fresh request id, and answered as internal
-// error (-32603) with the fixed message [PanicMessage] and the request id
-// as the error's data, never the panic's text. Middleware the host adds
-// after Install wraps the adapter and is not covered.
-//
-// Call it once, before s accepts sessions. Panics if s is nil, or if the
-// adapter's subscriptions already serve another server.
-func (a *Adapter) Install(s *mcp.Server) {
-	if s == nil {
-		panic("mcpsdk: Install with a nil *mcp.Server")
-	}
+// install makes s, built with [Adapter.serverOptions], serve the gateway.
+func (a *Adapter) install(s *mcp.Server) {
 	h := &adapter{r: a.res, timeout: a.res.Limits().ReadTimeout, principal: TokenPrincipal, subs: a.subs, listens: a.listens}
 	if a.opts.Principal != nil {
 		h.principal = a.opts.Principal
@@ -126,7 +129,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 
 // Run runs the change sources and delivers notifications until ctx ends,
 // then returns ctx's error; without subscriptions it just waits for ctx.
-// Call it once, after Install.
+// Call it once, after NewServer.
 func (a *Adapter) Run(ctx context.Context) error {
 	if a.subs == nil {
 		<-ctx.Done()

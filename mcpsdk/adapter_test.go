@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 )
 
 // rawContents decodes the contents of a read result exactly as written.
@@ -459,11 +460,20 @@ func TestResultTypeAndServerInfoFollowTheProtocol(t *testing.T) {
 	}
 }
 
-func TestInstallPanicsOnNilArguments(t *testing.T) {
+// TestAdapterPanicsOnMisuse proves that New refuses a nil gateway, and
+// NewServer a nil implementation and a second server for one adapter's
+// subscriptions.
+func TestAdapterPanicsOnMisuse(t *testing.T) {
 	r, _ := newResources(t, core.ResourceLimits{})
+	impl := &mcp.Implementation{Name: "x"}
 	for name, fn := range map[string]func(){
-		"nil server":    func() { New(r, nil).Install(nil) },
-		"nil resources": func() { New(nil, nil) },
+		"nil implementation": func() { New(r, nil).NewServer(nil, nil) },
+		"nil resources":      func() { New(nil, nil) },
+		"second server": func() {
+			a := New(r, &Options{Live: &live.Options{}})
+			a.NewServer(impl, nil)
+			a.NewServer(impl, nil)
+		},
 	} {
 		func() {
 			defer func() {

@@ -176,8 +176,7 @@ func TestAuditSubscriptions(t *testing.T) {
 		aud := &recordingAuditor{refuse: refuse}
 		a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
 			Live: &live.Options{}, Sources: []core.ChangeSource{st}, Auditor: aud})
-		s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, a.ServerOptions(nil))
-		a.Install(s)
+		s := a.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, nil)
 		lc := connectLive(t, s, "2025-11-25")
 		ctx := context.Background()
 		err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: liveDoc("a")})

@@ -53,8 +53,7 @@ func ExampleAuditor() {
 		Auditor:   printAuditor{},
 		Principal: func(context.Context, mcp.Request) string { return "alice" },
 	})
-	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1.0.0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "notes", Version: "v1.0.0"}, nil)
 
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()

@@ -38,8 +38,7 @@ func ExampleSubscriptions() {
 		Sources:     []core.ChangeSource{st},
 		Completions: true,
 	})
-	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "notes", Version: "v1"}, nil)
 	go a.Run(ctx)
 
 	updated := make(chan string, 100)

@@ -48,8 +48,7 @@ func Example() {
 	}
 
 	a := mcpsdk.New(res, nil)
-	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "v1.0.0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "notes", Version: "v1.0.0"}, nil)
 
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()

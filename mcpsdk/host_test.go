@@ -190,13 +190,11 @@ func newResources(t testing.TB, limits core.ResourceLimits, extra ...core.Resour
 	return r, h
 }
 
-// adapted wires r as a host does: the adapter of [New] with opts, a
-// server built with its options over base, the adapter installed on it.
+// adapted wires r as a host does: the adapter of [New] with opts, and the
+// server it builds over base.
 func adapted(impl *mcp.Implementation, base *mcp.ServerOptions, r *core.Resources, opts *Options) (*mcp.Server, *Adapter) {
 	a := New(r, opts)
-	s := mcp.NewServer(impl, a.ServerOptions(base))
-	a.Install(s)
-	return s, a
+	return a.NewServer(impl, base), a
 }
 
 // newServer returns a server with the gateway installed and one tool the

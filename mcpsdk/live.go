@@ -51,8 +51,7 @@ const SubscriptionLimitMessage = "too many resource subscriptions"
 // [Options.Sources]:
 //
 //	a := mcpsdk.New(res, &mcpsdk.Options{Live: &live.Options{}, Sources: []core.ChangeSource{store}})
-//	server := mcp.NewServer(impl, a.ServerOptions(&mcp.ServerOptions{...}))
-//	a.Install(server)
+//	server := a.NewServer(impl, &mcp.ServerOptions{...})
 //	go a.Run(ctx) // until the server stops
 //
 // Notifications need a stream to the client: the session (stdio, stateful
@@ -179,7 +178,7 @@ func listens(ss *mcp.ServerSession) bool {
 // report changes themselves (Hub().Changed).
 func (s *Subscriptions) Hub() *live.Hub[*mcp.ServerSession] { return s.hub }
 
-// install binds s to server; Install calls it.
+// install binds s to server; [Adapter.install] calls it.
 func (s *Subscriptions) install(server *mcp.Server, a *adapter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,7 +236,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	if s.listenOnly && !listens(req.Session) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "resources/subscribe needs a session: use subscriptions/listen"}
 	}
-	// The principal is already in ctx: Install's middleware put it there for
+	// The principal is already in ctx: the adapter's middleware put it there for
 	// resources/subscribe and subscriptions/listen alike (the SDK calls this
 	// handler from inside either, with a request that may lack Extra).
 	err := s.hub.Subscribe(ctx, req.Session, req.Params.URI)

@@ -48,8 +48,7 @@ func liveServer(t *testing.T, st *memory.Store, res *core.Resources, principal s
 	t.Helper()
 	a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return principal }, Completions: true,
 		Live: &live.Options{}, Sources: []core.ChangeSource{st}})
-	s := mcp.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, a.ServerOptions(&hostComplete))
-	a.Install(s)
+	s := a.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, &hostComplete)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()

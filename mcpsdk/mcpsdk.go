@@ -6,8 +6,7 @@
 //		Completions: true,                             // completion/complete for the templates
 //		Live:        &live.Options{}, Sources: sources, // resource subscriptions, fed by the stores' changes
 //	})
-//	server := mcp.NewServer(impl, a.ServerOptions(nil)) // handlers and capabilities, declared once
-//	a.Install(server)
+//	server := a.NewServer(impl, nil) // handlers and capabilities, declared once
 //	go a.Run(ctx) // the change sources, until ctx ends
 //
 // The adapter takes over three methods of an [mcp.Server] with receiving
@@ -115,7 +114,7 @@
 //
 // # Hostile clients
 //
-// No request ends the process through the adapter: see [Adapter.Install]
+// No request ends the process through the adapter: see [Adapter.NewServer]
 // for the recovered panics, and [Subscriptions] for why a client that
 // stops reading delays only itself. A refused initialize (a duplicate) is
 // answered -32600 and the session goes on.
@@ -165,7 +164,7 @@ type Options struct {
 
 	// ScopeKey is the host's part of every default pagination scope key:
 	// the whole key for requests without principal and session. It is
-	// copied by Install.
+	// copied by NewServer.
 	ScopeKey []byte
 
 	// Scope, if set, replaces the default scope rule: it returns the
@@ -191,7 +190,7 @@ type Options struct {
 
 	// Live, if set, makes [New] serve resource subscriptions (see
 	// [Subscriptions]) with these bounds, coalescing and rate limits (an
-	// empty value: live's defaults), fed by Sources. Install ignores it.
+	// empty value: live's defaults), fed by Sources; only [New] reads it.
 	Live *live.Options
 
 	// Sources are the change sources of the subscriptions that Live asks
@@ -217,7 +216,7 @@ type Options struct {
 	Completions bool
 
 	// Logger receives one record for every request that panicked inside
-	// the adapter or the SDK handlers it wraps (see [Adapter.Install]). Nil
+	// the adapter or the SDK handlers it wraps (see [Adapter.NewServer]). Nil
 	// discards them.
 	Logger *slog.Logger
 

@@ -61,8 +61,7 @@ func benchSessionMemory(b *testing.B, stream bool) {
 	}
 	a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
 		Live: &live.Options{MaxPerPrincipal: 2 * sessionMemoryN, MaxTotal: 2 * sessionMemoryN}, Sources: []core.ChangeSource{st}})
-	s := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "v0"}, a.ServerOptions(nil))
-	a.Install(s)
+	s := a.NewServer(&mcp.Implementation{Name: "mem", Version: "v0"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()

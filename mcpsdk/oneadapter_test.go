@@ -12,8 +12,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
 )
 
-// TestAdapterServerOptionsDeclareWhatItServesOnce proves that the one
-// value's ServerOptions declare resources, subscribe (with the handlers)
+// TestAdapterServerOptionsDeclareWhatItServesOnce proves that the options
+// the one value builds its server with declare resources, subscribe (with the handlers)
 // only when Live asks for subscriptions, and completions only with
 // Completions, keep the host's own capabilities and leave base alone; and
 // that Run without subscriptions returns when its context ends.
@@ -36,7 +36,7 @@ func TestAdapterServerOptionsDeclareWhatItServesOnce(t *testing.T) {
 		{"live and completions", &Options{Live: &live.Options{}, Completions: true}, true, true},
 	} {
 		a := New(res, c.opts)
-		o := a.ServerOptions(base)
+		o := a.serverOptions(base)
 		caps := o.Capabilities
 		if caps.Resources == nil || caps.Resources.Subscribe != c.subscribe || !caps.Resources.ListChanged || caps.Prompts == nil {
 			t.Errorf("%s: resources %+v, prompts %v; want subscribe=%v and the host's listChanged and prompts kept", c.name, caps.Resources, caps.Prompts, c.subscribe)
@@ -49,7 +49,7 @@ func TestAdapterServerOptionsDeclareWhatItServesOnce(t *testing.T) {
 		}
 	}
 	if base.Capabilities.Resources.Subscribe || base.Capabilities.Completions != nil || base.SubscribeHandler != nil {
-		t.Fatal("ServerOptions modified base")
+		t.Fatal("serverOptions modified base")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -124,7 +124,7 @@ const (
 type ToolOptions struct {
 	// NamePrefix goes before each tool's name, such as "db_" for
 	// db_read_resource. It may hold ASCII letters, digits, '_', '-' and
-	// '.'; Install panics on any other byte or a prefix over 64 bytes.
+	// '.'; NewServer panics on any other byte or a prefix over 64 bytes.
 	NamePrefix string
 }
 

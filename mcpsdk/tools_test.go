@@ -812,7 +812,7 @@ func TestToolCallsAreObservedAsTheOperationsTheyRun(t *testing.T) {
 	}
 }
 
-func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
+func TestNamePrefixIsCheckedAtNewServer(t *testing.T) {
 	r, _ := newResources(t, core.ResourceLimits{})
 	for _, bad := range []string{"db ", "ü_", "a/b", strings.Repeat("p", 65)} {
 		func() {
@@ -821,10 +821,10 @@ func TestNamePrefixIsCheckedAtInstall(t *testing.T) {
 					t.Errorf("prefix %q: no panic", bad)
 				}
 			}()
-			New(r, &Options{Tools: &ToolOptions{NamePrefix: bad}}).Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil))
+			New(r, &Options{Tools: &ToolOptions{NamePrefix: bad}}).NewServer(&mcp.Implementation{Name: "x"}, nil)
 		}()
 	}
-	New(r, &Options{Tools: &ToolOptions{NamePrefix: "My-db.v2_"}}).Install(mcp.NewServer(&mcp.Implementation{Name: "x"}, nil))
+	New(r, &Options{Tools: &ToolOptions{NamePrefix: "My-db.v2_"}}).NewServer(&mcp.Implementation{Name: "x"}, nil)
 }
 
 // TestToolReadBytesStayWithinWhatCoreAdmitted is the parity test of reads

@@ -4,24 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
-	"go.phpboyscout.uk/mcp/resources/internal/httpguard"
-	"go.phpboyscout.uk/mcp/resources/internal/linetransport"
-	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 )
 
@@ -159,131 +152,15 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 			err = cerr
 		}
 	}()
-
-	opts := []core.Option{core.WithResourceLimits(fileLimits(be.limits, s.Limits.limits()))}
-	key, err := s.cursorKey()
-	if err != nil {
+	srv := &server{flags: s, e: e, be: be, stopServing: stopServing}
+	defer srv.close()
+	if err := srv.compose(ctx); err != nil {
 		return err
 	}
-	if key != nil {
-		opts = append(opts, core.WithCursorKey(key))
-	}
-	m := newMetrics()
-	if be.grants != nil {
-		m.reg.MustRegister(be.grants.counter)
-	}
-	opts = append(opts, m.objectSources(be.objects)...)
-	// Once the start-up checks pass, each PostgreSQL source is proved again
-	// on a schedule and after its pool reconnects (health.go).
-	be.health = newHealth(be, s.ProofInterval, e.log.With("component", "health"), m)
-	be.health.start(ctx)
-	defer be.health.stop()
-	res, err := core.NewResources(m.instrument(be.bindings, be.storeOf), be.policy, opts...)
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-
-	if s.oauth, err = s.OAuth.newOAuth(s.HTTP, s.Tokens, be.file, m, e); err != nil { // oauth.go
-		return err
-	}
-	if s.oauth != nil {
-		be.ready = append(be.ready, s.oauth.ready())
-	}
-	var tokens *tokenTable
-	if s.Tokens != "" {
-		if s.HTTP == "" {
-			return errors.New("--tokens needs --http: stdio has no bearer tokens")
-		}
-		f, err := os.Open(s.Tokens)
-		if err != nil {
-			return fmt.Errorf("tokens file: %w", err)
-		}
-		tokens, err = parseTokens(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("tokens file %s: %w", s.Tokens, err)
-		}
-	}
-
-	anonWarn, err := s.checkAnonymous(tokens != nil || s.oauth != nil) // anon.go
-	if err != nil {
-		return err
-	}
-	if anonWarn != "" {
-		e.log.Warn(anonWarn)
-	}
-	principal := func(ctx context.Context, req mcp.Request) string { return s.Principal }
-	if tokens != nil || s.oauth != nil {
-		principal = mcpsdk.TokenPrincipal
-	}
-	// Subscriptions are served on every transport, each over the stream it
-	// has: the session (stdio, stateful HTTP: resources/subscribe of
-	// 2025-11-25 and earlier) or a subscriptions/listen response stream
-	// (stateless HTTP: 2026-07-28). Every replica feeds its own streams from
-	// its own change sources.
-	trail, err := s.Audit.withFile(be.file).trail(ctx, m, e.log.With("component", "audit")) // audit.go
-	if err != nil {
-		return err
-	}
-	defer closeTrail(trail, s.Grace)
-	adapter := mcpsdk.New(res, &mcpsdk.Options{Principal: principal, Observe: m.observe, Completions: true, Auditor: auditor(trail), AuditDecidedBy: be.decidedBy,
-		Live: &live.Options{Logger: e.log.With("component", "live"),
-			MaxPerPrincipal: s.Guard.MaxSubscriptionsPerPrincipal, WriteTimeout: s.Guard.WriteTimeout},
-		Sources: be.sources, ListenOnly: s.HTTP != "" && s.Stateless,
-		Tools: s.toolOptions(), Logger: e.log.With("component", "mcpsdk"), Tracing: tracingOptions(),
-		MaxListensPerSession: s.Guard.MaxListensPerSession, MaxListensPerPrincipal: s.Guard.MaxListensPerPrincipal})
-	be.notes = append(be.notes, s.subscriptionsNote())
-	server := mcp.NewServer(&mcp.Implementation{Name: "mcp-resources", Version: version()},
-		adapter.ServerOptions(&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Logger: sdkLogger(e.log, "mcp")}))
-	adapter.Install(server)
-	go func() { // stops with ctx, like the server; its change sources need the checked storage
-		if be.startup.wait(ctx) == nil {
-			_ = adapter.Run(ctx)
-		}
-	}()
-	// A shutdown starts by answering the open subscriptions/listen
-	// streams (and any opened later), which would otherwise hold it for
-	// the whole grace period.
-	defer context.AfterFunc(ctx, adapter.EndListens)()
-	// Outermost: every request's context ends when the grace period does,
-	// so a read still running then fails as canceled instead of holding
-	// the process.
-	hardStop, stopAll := context.WithCancel(context.Background())
-	defer stopAll()
-	server.AddReceivingMiddleware(be.startup.gate(be.listFree))
-	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			ctx, cancel := context.WithCancel(ctx)
-			defer context.AfterFunc(hardStop, cancel)()
-			defer cancel()
-			return next(ctx, method, req)
-		}
-	})
-	m.watchSessions(server)
-	var idle time.Duration
-	if s.HTTP != "" && !s.Stateless {
-		idle = s.Guard.SessionTimeout
-	}
-	// A stateless server's sessions last one request each: its listen
-	// streams are logged by the adapter instead.
-	sessions := newSessionLog(e.log, idle)
-	if s.HTTP == "" || !s.Stateless {
-		server.AddReceivingMiddleware(sessions.middleware)
-	}
-	defer context.AfterFunc(ctx, sessions.shutdown)()
-	watchSubscriptions(m, adapter)
-
 	if s.HTTP == "" {
-		// A failed check ends the input, as if stdin had ended, so that
-		// the requests read before it are answered first.
-		in, endInput := endableInput(e.stdin)
-		go be.startup.started(ctx, endInput, func() {
-			be.logNotes(e)
-			e.log.Info("serving MCP over stdio", "backend", be.name, "principal", s.Principal, "revision", res.Revision())
-		})
-		return serveStdio(ctx, server, adapter, in, e.stdout, int(s.Guard.MaxBodyBytes), s.Grace)
+		return srv.serveStdio(ctx)
 	}
-	return s.serveHTTP(ctx, e, server, adapter, sessions, tokens, be, m, stopAll, stopServing)
+	return srv.serveHTTP(ctx)
 }
 
 // sdkLogger is the logger handed to the SDK as component: its records that
@@ -341,181 +218,6 @@ func (s *serveCmd) cursorKey() ([]byte, error) {
 		return nil, fmt.Errorf("the cursor key must be at least 32 bytes, got %d", len(key))
 	}
 	return key, nil
-}
-
-// serveStdio serves one session on the given streams until the client
-// closes them or ctx ends. Lines are framed by the command (package
-// linetransport): a malformed line or a batch is answered with an error
-// and the session goes on.
-func serveStdio(ctx context.Context, server *mcp.Server, adapter *mcpsdk.Adapter, stdin io.Reader, stdout io.Writer, maxLine int, grace time.Duration) error {
-	// When stdin ends, the requests read before it are answered within
-	// the same grace as a signal's; an open subscriptions/listen, which
-	// would hold the whole grace, is answered at once, as on a signal.
-	t := &linetransport.Transport{In: stdin, Out: stdout, MaxMessageBytes: maxLine, DrainTimeout: max(grace, time.Nanosecond),
-		CheckParams: mcpsdk.CheckParams, // a fixed message for wrongly typed params, not the SDK's, which quotes them
-		InputEnded:  adapter.EndListens}
-	err := server.Run(ctx, t)
-	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// serveHTTP serves streamable HTTP at /mcp (and /), with /healthz, /readyz
-// and /metrics outside authentication (on --metrics-addr when it is set),
-// until ctx ends; then it stops accepting and gives in-flight requests
-// Grace to finish.
-func (s *serveCmd) serveHTTP(ctx context.Context, e *env, server *mcp.Server, adapter *mcpsdk.Adapter, sessions *sessionLog, tokens *tokenTable, be *backend, m *metrics, stopAll, stop context.CancelFunc) error {
-	ln, err := net.Listen("tcp", s.HTTP)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.HTTP, err)
-	}
-	defer ln.Close()
-	var opsLn net.Listener
-	if s.Guard.MetricsAddr != "" {
-		if opsLn, err = net.Listen("tcp", s.Guard.MetricsAddr); err != nil {
-			return fmt.Errorf("listen on --metrics-addr %s: %w", s.Guard.MetricsAddr, err)
-		}
-		defer opsLn.Close()
-	}
-	g := s.Guard
-	sopts := &mcp.StreamableHTTPOptions{Stateless: s.Stateless, Logger: sdkLogger(e.log, "http"),
-		MaxRequestBodyBytes: int64(g.MaxBodyBytes)}
-	if !s.Stateless {
-		sopts.SessionTimeout = g.SessionTimeout
-	}
-	// A subscriptions/listen request ends with the HTTP request that
-	// carries it.
-	handler := adapter.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, sopts))
-	gopts := httpguard.Options{MaxBodyBytes: int64(g.MaxBodyBytes), AllowedOrigins: g.AllowedOrigins, WriteTimeout: g.WriteTimeout,
-		CheckParams: mcpsdk.CheckParams, // as over stdio
-		OnWriteTimeout: func(id string) {
-			for ss := range server.Sessions() {
-				if ss.ID() == id {
-					e.log.Warn("ending a session that stopped reading its stream", "write_timeout", g.WriteTimeout)
-					sessions.because(id, "stopped reading its stream")
-					go ss.Close()
-				}
-			}
-		}}
-	if !s.Stateless {
-		gopts.MaxSessions, gopts.MaxSessionsPerPrincipal = g.MaxSessions, g.MaxSessionsPerPrincipal
-		gopts.Open = func() map[string]bool {
-			open := map[string]bool{}
-			for ss := range server.Sessions() {
-				open[ss.ID()] = true
-			}
-			return open
-		}
-		gopts.Principal = func(r *http.Request) string {
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-				return "token\x00" + ti.UserID
-			}
-			host, _, _ := net.SplitHostPort(r.RemoteAddr) // without tokens: one principal per client address
-			return "addr\x00" + host
-		}
-	}
-	handler = httpguard.Handler(sessions.deletes(handler), gopts)
-	if tokens != nil {
-		handler = tokens.protect(handler) // tokens.go
-	}
-	if s.oauth != nil {
-		handler = s.oauth.rs.Protect(handler)
-	}
-	handler = httpguard.OneAuthorization(handler)
-	drain := &drainer{}
-	handler = drain.track(traceHTTP(handler))
-	ops := http.NewServeMux()
-	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	ops.HandleFunc("GET /readyz", be.health.readyz) // health.go
-	ops.Handle("GET /metrics", m.handler())
-	opsHandler := httpguard.LoopbackHostOnly(ops)
-	mux := http.NewServeMux()
-	if s.oauth != nil {
-		s.oauth.rs.Register(mux) // the protected resource metadata, unauthenticated
-	}
-	mux.Handle("/mcp", handler)
-	mux.Handle("/", handler)
-	var opsServer *http.Server
-	if opsLn == nil {
-		for _, p := range []string{"GET /healthz", "GET /readyz", "GET /metrics"} {
-			mux.Handle(p, opsHandler)
-		}
-	} else {
-		opsServer = &http.Server{Handler: opsHandler, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout,
-			WriteTimeout: g.ReadTimeout + 10*time.Second, IdleTimeout: g.IdleTimeout}
-	}
-
-	// No server-wide WriteTimeout: it would cut every SSE stream at a fixed
-	// age. httpguard gives each write its own deadline instead. ReadTimeout
-	// bounds receiving a request only; a long SSE response outlives it.
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: g.readHeaderTimeout(), ReadTimeout: g.ReadTimeout, IdleTimeout: g.IdleTimeout}
-	authn := "bearer tokens from " + s.Tokens
-	if s.oauth != nil {
-		authn = s.oauth.describe()
-	} else if tokens == nil {
-		authn = "none: every request is served as principal " + s.Principal
-	}
-	attrs := []any{"addr", ln.Addr().String(), "stateless", s.Stateless, "backend", be.name, "authentication", authn}
-	if opsLn != nil {
-		attrs = append(attrs, "metrics_addr", opsLn.Addr().String())
-	}
-	// The serving line waits for the start-up checks, as it did when they
-	// ran first: tools take it for "ready". The server answers before it;
-	// the address is logged at debug level at once, past the holding.
-	slog.New(be.startup.log.out).Debug("listening for MCP over streamable HTTP", "addr", ln.Addr().String())
-	go be.startup.started(ctx, stop, func() {
-		be.logNotes(e)
-		e.log.Info("serving MCP over streamable HTTP", attrs...)
-	})
-
-	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
-	if opsServer != nil {
-		go func() { errc <- opsServer.Serve(opsLn) }()
-		defer opsServer.Close()
-	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	e.log.Info("shutting down", "grace", s.Grace)
-	sctx, cancel := context.WithTimeout(context.Background(), s.Grace)
-	defer cancel()
-	// Stop accepting and let in-flight requests finish. Past the grace
-	// period, cancel those still running: they answer with an error. Then
-	// end the sessions, whose standalone SSE streams would otherwise hold
-	// their connections open, and close what remains.
-	shut := make(chan error, 1)
-	go func() { shut <- hs.Shutdown(sctx) }()
-	drained := drain.wait(sctx)
-	if drained {
-		e.log.Info("in-flight requests finished")
-	} else {
-		e.log.Warn("grace period over: canceling the requests still in flight")
-		stopAll()
-		cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
-		drain.wait(cctx)
-		ccancel()
-	}
-	closed := make(chan struct{})
-	go func() {
-		for ss := range server.Sessions() {
-			ss.Close()
-		}
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(cancelWait):
-	}
-	select {
-	case <-shut:
-	case <-time.After(cancelWait):
-	}
-	hs.Close()
-	return nil
 }
 
 // cancelWait bounds each step of the shutdown after the grace period.

@@ -89,8 +89,7 @@ func connect(t *testing.T, h served, principal string, updated chan<- string) *m
 		opts.Live, opts.Sources = &live.Options{}, h.changes
 	}
 	a := mcpsdk.New(h.res, opts)
-	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "documents", Version: "v0"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go a.Run(ctx)

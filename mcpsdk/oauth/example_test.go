@@ -32,8 +32,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	a := mcpsdk.New(res, nil) // the default Principal is the token's UserID
-	server := mcp.NewServer(&mcp.Implementation{Name: "host", Version: "1"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "host", Version: "1"}, nil)
 
 	mux := http.NewServeMux()
 	rs.Register(mux)

@@ -80,8 +80,7 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 
 	for _, stateless := range []bool{false, true} {
 		a := mcpsdk.New(res, nil)
-		server := mcp.NewServer(&mcp.Implementation{Name: "host", Version: "1"}, a.ServerOptions(nil))
-		a.Install(server)
+		server := a.NewServer(&mcp.Implementation{Name: "host", Version: "1"}, nil)
 		mux := http.NewServeMux()
 		rs.Register(mux)
 		mux.Handle("/mcp", rs.Protect(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },

@@ -63,8 +63,7 @@ func serve(ctx context.Context, env func(string) string) error {
 		opts.Principal = func(context.Context, mcp.Request) string { return principal }
 	} // else the default: the bearer token's principal
 	a := mcpsdk.New(res, opts)
-	server := mcp.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, a.ServerOptions(nil))
-	a.Install(server)
+	server := a.NewServer(&mcp.Implementation{Name: "documents", Version: "v0.1.0"}, nil)
 	go a.Run(ctx)
 	if env("DOCS_HTTP") == "" {
 		return server.Run(ctx, &mcp.StdioTransport{})
