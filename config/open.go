@@ -160,9 +160,8 @@ func (s *Served) Close() {
 // OpenOptions configure [File.Open]. A nil *OpenOptions selects every
 // default.
 type OpenOptions struct {
-	// Principal returns the caller of a request; nil means
-	// core.ContextPrincipal.
-	Principal core.PrincipalFunc
+	// Caller returns the caller of a request; nil means [core.CallerFrom].
+	Caller core.CallerFunc
 	// Logger receives the listeners' disconnects and reconnects; nil
 	// discards them.
 	Logger *slog.Logger
@@ -227,7 +226,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	for _, src := range f.Sources {
 		if p := src.Postgres; p != nil {
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
+				Caller: opts.Caller, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
 				UnusableGrantRows: opts.UnusableGrantRows})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
@@ -326,7 +325,7 @@ func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*
 	if err != nil {
 		return nil, f.mistake(src.Spans.start(), "sources."+src.Name, "the S3 client: %s", redact(err, src))
 	}
-	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
+	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Caller: opts.Caller, TypeByKey: true})
 	if err != nil {
 		return nil, f.mistake(b.Spans.of("bucket"), "sources."+src.Name+".s3.bucket", "%s", reason(err, src))
 	}

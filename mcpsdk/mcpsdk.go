@@ -65,8 +65,9 @@
 // context: for every request the adapter calls [Options.Principal] (by
 // default [TokenPrincipal], the UserID of the bearer token that the SDK's
 // auth.RequireBearerToken middleware verified) and stores a non-empty
-// result with [core.WithPrincipal]; policies and stores read it back with
-// [core.ContextPrincipal]. A host whose principal is not the token's UserID
+// result, with the scopes and claims of the token, as the request's
+// [core.Caller] ([core.WithCaller]); policies and stores read it back with
+// [core.CallerFrom]. A host whose principal is not the token's UserID
 // (a tenant-qualified name, a claim in TokenInfo.Extra, a header) supplies
 // its own function:
 //
@@ -424,13 +425,11 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			var p string
 			if a.subs != nil || method == MethodSubscriptionsListen {
 				var ok bool
-				if p, ok = a.safePrincipal(ctx, req); !ok {
+				if ctx, ok = a.safeCaller(ctx, req); !ok {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 				}
-				if p != "" {
-					ctx = core.WithPrincipal(ctx, p)
-				}
-				ctx = withTokenClaims(ctx, req)
+				c, _ := core.CallerFrom(ctx)
+				p = c.Principal
 				ctx = withTokenExpiry(ctx, req)
 			}
 			if a.audit != nil {
@@ -551,10 +550,7 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 			a.observe(ctx, o)
 		}
 	}()
-	if p := a.principal(ctx, req); p != "" {
-		ctx = core.WithPrincipal(ctx, p)
-	}
-	ctx = withTokenClaims(ctx, req)
+	ctx = a.withCaller(ctx, req)
 	switch method {
 	case MethodReadResource:
 		return a.read(ctx, req, &o)
@@ -635,7 +631,8 @@ func (a *adapter) scopeKey(ctx context.Context, req mcp.Request) []byte {
 	if a.scope != nil {
 		return a.scope(ctx, req)
 	}
-	principal, _ := core.ContextPrincipal(ctx)
+	caller, _ := core.CallerFrom(ctx)
+	principal := caller.Principal
 	var session string
 	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
 		session = s.ID()

@@ -307,10 +307,7 @@ func (a *adapter) callTool(ctx context.Context, name string, args json.RawMessag
 			a.observe(context.WithValue(ctx, toolKey{}, name), o)
 		}
 	}()
-	if p := a.principal(ctx, req); p != "" {
-		ctx = core.WithPrincipal(ctx, p)
-	}
-	ctx = withTokenClaims(ctx, req)
+	ctx = a.withCaller(ctx, req)
 	var err error
 	switch name {
 	case a.tools.read:
@@ -603,11 +600,7 @@ func (a *adapter) describeURIs(ctx context.Context, req mcp.Request) (desc, exam
 	defer cancel()
 	var ds []core.ResourceDefinition
 	more := false
-	if p, ok := a.safePrincipal(ctx, req); ok {
-		if p != "" {
-			ctx = core.WithPrincipal(ctx, p)
-		}
-		ctx = withTokenClaims(ctx, req)
+	if ctx, ok := a.safeCaller(ctx, req); ok {
 		ds, more = a.discoverable(ctx, req)
 	}
 	if len(ds) == 0 && !more {

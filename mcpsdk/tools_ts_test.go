@@ -216,7 +216,7 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 	}
 	ctx := context.Background()
 	if principal != "(none)" {
-		ctx = core.WithPrincipal(ctx, principal)
+		ctx = core.WithCaller(ctx, core.Caller{Principal: principal})
 	}
 	res := func(i int) *tsResult {
 		t.Helper()
@@ -232,7 +232,7 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 			msg := core.NewFailure(kind, nil).Error()
 			ctx := context.Background()
 			if principal != "(none)" {
-				ctx = core.WithPrincipal(ctx, principal)
+				ctx = core.WithCaller(ctx, core.Caller{Principal: principal})
 			}
 			_, readErr := r.Read(ctx, uri)
 			if core.KindOf(readErr) != kind {

@@ -17,7 +17,7 @@
 //	b := st.Binding(core.ResourceDefinition{URITemplate: "mem://docs/{key}", Name: "doc"}, memory.KeyFromVar("key"))
 //	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
 //	...
-//	result, err := res.Read(core.WithPrincipal(ctx, "alice"), "mem://docs/readme")
+//	result, err := res.Read(core.WithCaller(ctx, core.Caller{Principal: "alice"}), "mem://docs/readme")
 package memory
 
 import (
@@ -69,15 +69,14 @@ type Access struct {
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
-	// Principal returns the caller of a request. Nil means
-	// core.ContextPrincipal.
-	Principal core.PrincipalFunc
+	// Caller returns the caller of a request. Nil means [core.CallerFrom].
+	Caller core.CallerFunc
 }
 
 // Store is a concurrent in-memory store. The zero value is not usable;
 // build one with New.
 type Store struct {
-	principal core.PrincipalFunc
+	caller core.CallerFunc
 
 	mu      sync.RWMutex
 	items   map[string]*entry
@@ -100,11 +99,17 @@ type entry struct {
 
 // New returns an empty Store.
 func New(opts *Options) *Store {
-	s := &Store{items: map[string]*entry{}, principal: core.ContextPrincipal}
-	if opts != nil && opts.Principal != nil {
-		s.principal = opts.Principal
+	s := &Store{items: map[string]*entry{}, caller: core.CallerFrom}
+	if opts != nil && opts.Caller != nil {
+		s.caller = opts.Caller
 	}
 	return s
+}
+
+// principal returns the principal of the request's caller.
+func (s *Store) principal(ctx context.Context) (string, error) {
+	c, err := s.caller(ctx)
+	return c.Principal, err
 }
 
 // Put stores it under key as a new version and returns that version.

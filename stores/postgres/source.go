@@ -35,10 +35,11 @@ type SourceOptions struct {
 	// [Source.Check] then verifies that the login role is neither a
 	// superuser nor BYPASSRLS.
 	LoginRole bool
-	// Principal returns the principal of the request in ctx, set as
-	// mcp.principal for every statement and bound as $principal where a
-	// statement names it. Nil means [core.ContextPrincipal].
-	Principal core.PrincipalFunc
+	// Caller returns the caller of the request in ctx: its principal is
+	// set as mcp.principal for every statement and bound as $principal
+	// where a statement names it, its claims are set as mcp.claims. Nil
+	// means [core.CallerFrom].
+	Caller core.CallerFunc
 	// StatementTimeout bounds each statement when the context has no
 	// deadline. Zero means [DefaultStatementTimeout].
 	StatementTimeout time.Duration
@@ -156,7 +157,7 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if err := CheckSource(opts); err != nil {
 		return nil, err
 	}
-	s, err := newSession(db, &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
+	s, err := newSession(db, &sessionOptions{Caller: opts.Caller, Role: opts.Role, LoginRole: opts.LoginRole,
 		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems})
 	if err != nil {
 		var ce *core.ConfigError

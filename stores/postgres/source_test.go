@@ -33,7 +33,7 @@ func TestSourceStatementsServeNothingUntilChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = res.Read(core.WithPrincipal(context.Background(), "alice"), "doc://t/1")
+	_, err = res.Read(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), "doc://t/1")
 	if !errors.Is(err, ErrNotChecked) {
 		t.Fatalf("read: %v, want a failure whose cause is ErrNotChecked", err)
 	}

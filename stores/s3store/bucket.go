@@ -18,10 +18,10 @@ import (
 
 // Options configure [OpenBucket]. A nil *Options selects every default.
 type Options struct {
-	// Principal returns who is asking; it is called on every resolve and
-	// read. Nil means core.ContextPrincipal (what core.WithPrincipal put
-	// into the request context).
-	Principal core.PrincipalFunc
+	// Caller returns who is asking; it is called on every resolve and
+	// read. Nil means [core.CallerFrom] (what [core.WithCaller] put into
+	// the request context).
+	Caller core.CallerFunc
 	// Client returns the client whose credentials sign principal's HEAD,
 	// listing and GET requests, so that S3 itself enforces that principal's
 	// access. It must be cheap (cache clients, which are safe for
@@ -55,7 +55,7 @@ type Options struct {
 type Bucket struct {
 	client    *s3.Client
 	name      string
-	principal core.PrincipalFunc
+	caller    core.CallerFunc
 	clientFor func(ctx context.Context, principal string) (*s3.Client, error)
 	check     func(ctx context.Context, principal string, obj Object) error
 	maxList   int
@@ -74,10 +74,10 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 	if err := checkBucket(bucket); err != nil {
 		return nil, core.NewConfigError("bucket", "bucket name "+err.Error(), nil)
 	}
-	b := &Bucket{client: client, name: bucket, principal: core.ContextPrincipal, maxList: 100}
+	b := &Bucket{client: client, name: bucket, caller: core.CallerFrom, maxList: 100}
 	if opts != nil {
-		if opts.Principal != nil {
-			b.principal = opts.Principal
+		if opts.Caller != nil {
+			b.caller = opts.Caller
 		}
 		b.clientFor, b.check, b.typeByKey = opts.Client, opts.Check, opts.TypeByKey
 		switch {
@@ -98,10 +98,11 @@ func (b *Bucket) Name() string { return b.name }
 // access returns the principal asking in ctx and the client that signs its
 // requests.
 func (b *Bucket) access(ctx context.Context) (string, *s3.Client, error) {
-	principal, err := b.principal(ctx)
+	who, err := b.caller(ctx)
 	if err != nil {
 		return "", nil, err
 	}
+	principal := who.Principal
 	if b.clientFor == nil {
 		return principal, b.client, nil
 	}
