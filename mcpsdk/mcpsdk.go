@@ -23,7 +23,7 @@
 // {"uri","mimeType","text"|"blob","_meta"?} with empty text and empty blobs
 // kept as "text":"" and "blob":"" (blobs are padded standard base64); a
 // partial result starts with core's warning item; the result _meta carries
-// core's report under [core.ReportMetaKey], in a map built fresh for every
+// core's report under "go.phpboyscout.uk/mcp.resourceRead", in a map built fresh for every
 // result. Results are marked cacheScope "private" with ttlMs 0, because what
 // a caller sees depends on who asks; [mcp.ServerOptions.SetCacheable] is not
 // consulted for these three methods, and a 2026-07-28 SDK client never
