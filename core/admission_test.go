@@ -147,7 +147,7 @@ func TestFinalRemovalDoesNotFreeSpaceForRefill(t *testing.T) {
 func TestReaderTooLargeIsOversizedOrStopsBySize(t *testing.T) {
 	tooLarge := func(size int64) func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return func(context.Context, ResourceTarget) (ResourcePayload, error) {
-			return ResourcePayload{}, TooLarge(size)
+			return ResourcePayload{}, &TooLargeError{Size: size}
 		}
 	}
 	t.Run("over the item maximum: later items still read", func(t *testing.T) {

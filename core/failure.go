@@ -289,9 +289,6 @@ func configErr(field, reason string) *ConfigError { return NewConfigError(field,
 // does not know it.
 type TooLargeError struct{ Size int64 }
 
-// TooLarge returns a *[TooLargeError] for an item of size bytes (-1: unknown).
-func TooLarge(size int64) error { return &TooLargeError{Size: size} }
-
 // Error describes the oversized item.
 func (e *TooLargeError) Error() string {
 	if e.Size < 0 {

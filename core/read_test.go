@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/internal/wire"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Tests of the contract's sections "Selection and identity" (plans, targets,
@@ -1163,8 +1165,8 @@ func TestPayloadMIMETypeValidation(t *testing.T) {
 		"text/pl ain": false, "text/plain;": true, "text/plain; charset": false, "tëxt/plain": false,
 		"text/plain\n": false, "a/b/c": false,
 	} {
-		if got := ValidMediaType(s); got != want {
-			t.Errorf("ValidMediaType(%q) = %v, want %v", s, got, want)
+		if got := mediatype.Valid(s); got != want {
+			t.Errorf("mediatype.Valid(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Resources is the gateway: an immutable set of bindings and a policy. It
@@ -142,7 +144,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 			return nil, fail(f.field, "must be valid UTF-8")
 		}
 	}
-	if d.MIMEType != "" && !ValidMediaType(d.MIMEType) {
+	if d.MIMEType != "" && !mediatype.Valid(d.MIMEType) {
 		return nil, fail("MIMEType", "is not a valid media type")
 	}
 	if d.Meta != nil {

@@ -600,7 +600,7 @@ func (h *Hub[S]) track() {
 	h.mu.Unlock()
 	slices.Sort(keys)
 	for _, src := range h.sources {
-		if tr, ok := src.(core.ChangeTracker); ok {
+		if tr, ok := src.(Tracker); ok {
 			tr.TrackKeys(keys)
 		}
 	}
@@ -773,4 +773,14 @@ func (h *Hub[S]) check(ctx context.Context, batch []*sub[S]) {
 		h.mu.Unlock()
 	}
 	h.poke()
+}
+
+// Tracker is an optional capability of a [core.ChangeSource] that must be
+// told what to watch, such as a poller: the hub calls TrackKeys with the
+// full set of change keys that current subscriptions depend on (from every
+// source: ignore keys you did not make), whenever that set changes. The
+// slice is the hub's; copy what you keep.
+type Tracker interface {
+	core.ChangeSource
+	TrackKeys(keys []string)
 }

@@ -30,6 +30,8 @@ import (
 	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // ErrChanged is the cause of a read whose item has a newer version than the
@@ -120,7 +122,7 @@ func (s *Store) Put(key string, it Item) (uint64, error) {
 	switch {
 	case it.Text && !utf8.Valid(it.Body):
 		return 0, fmt.Errorf("memory: item %q: text body is not valid UTF-8", key)
-	case !core.ValidMediaType(it.MIMEType):
+	case !mediatype.Valid(it.MIMEType):
 		return 0, fmt.Errorf("memory: item %q: invalid MIME type", key)
 	}
 	body := append([]byte{}, it.Body...)
@@ -318,7 +320,7 @@ func (s *Store) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayl
 	case e.version != p.Version:
 		return core.ResourcePayload{}, ErrChanged
 	case int64(len(e.body)) > item.Limit:
-		return core.ResourcePayload{}, core.TooLarge(int64(len(e.body)))
+		return core.ResourcePayload{}, &core.TooLargeError{Size: int64(len(e.body))}
 	}
 	if err := ctx.Err(); err != nil {
 		return core.ResourcePayload{}, err

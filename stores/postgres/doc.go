@@ -45,7 +45,7 @@
 //   - not visible (revoked, deleted, never granted): [core.Unavailable];
 //   - visible with another version: [ErrChanged], which the gateway reports as
 //     the retryable read_failed;
-//   - larger than the limit: [core.TooLarge] with the stored size, and the
+//   - larger than the limit: [*core.TooLargeError] with the stored size, and the
 //     content is never transferred;
 //   - a statement past its timeout: [ErrStatementTimeout], which matches
 //     [context.DeadlineExceeded] (the item's timeout);

@@ -747,7 +747,7 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 		obj.Size = size
 	}
 	obj.MIMEType, _ = r.str("object_mime")
-	if obj.MIMEType != "" && !core.ValidMediaType(obj.MIMEType) {
+	if obj.MIMEType != "" && !mediatype.Valid(obj.MIMEType) {
 		obj.MIMEType = "" // the object source chooses, as for none
 	}
 	rowKey, _ := r.str("key")

@@ -237,7 +237,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //   - a text payload for a textual MIME type (see the package doc), else a
 //     blob, with the planned MIME type; an empty object is empty text or an
 //     empty blob (a 416 answer to the range is an empty object);
-//   - core.TooLarge(total) when the object is over the limit, without
+//   - &core.TooLargeError{Size: total} when the object is over the limit, without
 //     reading the rest of the body;
 //   - core.Unavailable for 403, 404 (to the pinning HEAD too), a missing
 //     version (or one S3 cannot parse), a delete marker, or a denial by
@@ -312,7 +312,7 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 		return core.ResourcePayload{}, fmt.Errorf("%w: size differs from the plan", ErrChanged)
 	}
 	if total > limit {
-		return core.ResourcePayload{}, core.TooLarge(total)
+		return core.ResourcePayload{}, &core.TooLargeError{Size: total}
 	}
 	data, err := readBody(out.Body, aws.ToInt64(out.ContentLength), out.ContentLength != nil, limit)
 	if err != nil {
@@ -446,7 +446,7 @@ func contentRangeTotal(cr string) (int64, bool) {
 func readBody(body io.Reader, length int64, known bool, limit int64) ([]byte, error) {
 	if known {
 		if length < 0 || length > limit {
-			return nil, core.TooLarge(-1)
+			return nil, &core.TooLargeError{Size: -1}
 		}
 		data := make([]byte, length)
 		if _, err := io.ReadFull(body, data); err != nil {
@@ -459,7 +459,7 @@ func readBody(body io.Reader, length int64, known bool, limit int64) ([]byte, er
 		return nil, fmt.Errorf("%w: read body: %w", errServer, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, core.TooLarge(-1)
+		return nil, &core.TooLargeError{Size: -1}
 	}
 	return data, nil
 }
