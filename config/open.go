@@ -680,7 +680,7 @@ func (f *File) storeError(err error, source string, def Position) *Error {
 	}
 	pl, ok := f.locate(p)
 	if !ok {
-		return f.mistake(def, "", "%s: %s", ce.Field, reason)
+		return f.mistake(def, "", "%s: %s", ce.Path, reason)
 	}
 	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {

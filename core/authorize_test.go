@@ -262,7 +262,7 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 		b.Completer = nilComp
 		_, err := NewResources([]ResourceBinding{b}, pol)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != "Completer" || ce.Definition != 0 {
+		if !errors.As(err, &ce) || ce.Path.Field != "Completer" || ce.Definition != 0 {
 			t.Fatalf("%s: err = %v, want a ConfigError about Completer of definition 0", name, err)
 		}
 	}

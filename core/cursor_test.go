@@ -334,7 +334,7 @@ func TestCursorOptions(t *testing.T) {
 	} {
 		_, err := NewResources(bs, pol, tc.opt)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field || ce.Definition != -1 {
+		if !errors.As(err, &ce) || ce.Path.Field != tc.field || ce.Definition != -1 {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}

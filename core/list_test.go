@@ -488,7 +488,7 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 	// and failed every non-empty listing, is now refused at construction.
 	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: wire.ReserveBytes + minListEnvelopeBytes}))
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "ListPageBytes" {
+	if !errors.As(err, &ce) || ce.Path.Field != "ListPageBytes" {
 		t.Fatalf("a page budget with no description room: %v, want a *ConfigError on ListPageBytes", err)
 	}
 	calls.check(t)
@@ -792,7 +792,7 @@ func TestListPageBytesFloorHoldsOneSmallDescription(t *testing.T) {
 	// One byte below the floor is a configuration error.
 	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: floor - 1}))
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "ListPageBytes" {
+	if !errors.As(err, &ce) || ce.Path.Field != "ListPageBytes" {
 		t.Fatalf("ListPageBytes one below the floor: %v, want a *ConfigError on ListPageBytes", err)
 	}
 }

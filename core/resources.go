@@ -125,7 +125,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		name = d.Name
 	}
 	fail := func(field, reason string) error {
-		return &ConfigError{Definition: i, Name: name, Field: field, Reason: reason}
+		return &ConfigError{Definition: i, Name: name, Path: ConfigPath{Field: field}, Reason: reason}
 	}
 	switch {
 	case isNilCallback(b.Resolver):
@@ -170,7 +170,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	cloneDefinitionExtras(&d)
 	if d.URI != "" {
 		if err := checkURI(d.URI, limits.MaxURIBytes); err != nil {
-			return nil, &ConfigError{Definition: i, Name: name, Field: "URI", Reason: err.Error(), Err: err}
+			return nil, &ConfigError{Definition: i, Name: name, Path: ConfigPath{Field: "URI"}, Reason: err.Error(), Err: err}
 		}
 	}
 	if n := definitionSize(d); n > maxDefinitionBytes {

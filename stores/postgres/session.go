@@ -108,7 +108,7 @@ type session struct {
 
 func newSession(db DB, opts *sessionOptions) (*session, error) {
 	if db == nil {
-		return nil, core.NewConfigError("db", "is nil", nil)
+		return nil, core.ConfigPath{Field: "db"}.Reject("is nil", nil)
 	}
 	if err := checkQueryMode(db); err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func checkQueryMode(db DB) error {
 		return nil
 	}
 	if mode == pgx.QueryExecModeSimpleProtocol {
-		return core.NewConfigError("db", "uses the simple protocol; stores bind arguments with the extended protocol only", nil)
+		return core.ConfigPath{Field: "db"}.Reject("uses the simple protocol; stores bind arguments with the extended protocol only", nil)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func accept(t testing.TB, src *Source) {
 		}
 		p, err := st.prepare(&pgconn.StatementDescription{Fields: f})
 		if err != nil {
-			t.Fatalf("accept %s: %v", st.field(), err)
+			t.Fatalf("accept %s: %v", st.path, err)
 		}
 		st.ready.Store(p)
 	}

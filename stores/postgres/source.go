@@ -118,7 +118,7 @@ func (src *Source) fold(sb *sqlBinding, p *sqlPolicy) {
 	if p.st.named.paramIndex("captures") != 0 {
 		return
 	}
-	st := &statement{owner: sb.body.owner, kind: "body", path: sb.body.path, named: sb.body.named, derived: true, callerBound: sb.body.callerBound}
+	st := &statement{kind: "body", path: sb.body.path, named: sb.body.named, derived: true, callerBound: sb.body.callerBound}
 	st.prepare = func(*pgconn.StatementDescription) (*prepared, error) { return sb.prepareFolded(p) }
 	sb.folded.Store(p, st)
 	src.stmts = append(src.stmts, st)
@@ -162,15 +162,14 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if err != nil {
 		var ce *core.ConfigError
 		if errors.As(err, &ce) {
-			ce.Path = core.ConfigPath{Source: opts.Name, Field: strings.TrimPrefix(ce.Field, "Options.")}
-			ce.Field = "source " + opts.Name + ": " + ce.Field
+			ce.Path.Source = opts.Name
 		}
 		return nil, err
 	}
 	objs := make(map[string]string, len(opts.Objects))
 	for name, bucket := range opts.Objects {
 		if name == "" {
-			return nil, sourceError(opts.Name, "Objects", name, "an object source needs a name")
+			return nil, core.ConfigPath{Source: opts.Name, Field: "Objects", Key: name}.Reject("an object source needs a name", nil)
 		}
 		objs[name] = bucket
 	}
@@ -187,22 +186,22 @@ func CheckSource(opts SourceOptions) error {
 		schema, rel, ok := strings.Cut(name, ".")
 		switch {
 		case !ok || schema == "" || rel == "" || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
-			return sourceError(opts.Name, "Exempt", name, "is not a qualified name such as public.tenants (schema.table, schema.view or schema.function)")
+			return core.ConfigPath{Source: opts.Name, Field: "Exempt", Key: name}.Reject("is not a qualified name such as public.tenants (schema.table, schema.view or schema.function)", nil)
 		case strings.TrimSpace(opts.Exempt[name]) == "":
-			return sourceError(opts.Name, "Exempt", name, "needs a reason: say why it may be read without row-level security")
+			return core.ConfigPath{Source: opts.Name, Field: "Exempt", Key: name}.Reject("needs a reason: say why it may be read without row-level security", nil)
 		}
 	}
 	switch {
 	case opts.StatementTimeout < 0:
-		return sourceError(opts.Name, "StatementTimeout", "", "must not be negative")
+		return core.ConfigPath{Source: opts.Name, Field: "StatementTimeout"}.Reject("must not be negative", nil)
 	case opts.MaxPlanItems < 0:
-		return sourceError(opts.Name, "MaxPlanItems", "", "must not be negative")
+		return core.ConfigPath{Source: opts.Name, Field: "MaxPlanItems"}.Reject("must not be negative", nil)
 	case opts.LoginRole:
 		return nil
 	case opts.Role == "":
-		return sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
+		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("is required: name the role statements run as (or set LoginRole)", nil)
 	case len(opts.Role) > 63 || !utf8.ValidString(opts.Role) || strings.ContainsFunc(opts.Role, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return sourceError(opts.Name, "Role", "", "a role name is 1 to 63 bytes of UTF-8 without control characters")
+		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("a role name is 1 to 63 bytes of UTF-8 without control characters", nil)
 	}
 	return nil
 }
@@ -213,7 +212,6 @@ func (src *Source) Name() string { return src.name }
 // statement is one host statement of a source: its rewritten SQL, what it
 // must return, and, once Check accepted it, the statement the store sends.
 type statement struct {
-	owner string // "binding \"document\"", "policy"
 	kind  string // "plan", "body", "complete \"id\"", "decide"
 	path  core.ConfigPath
 	named namedSQL
@@ -244,23 +242,8 @@ type prepared struct {
 	sentReason string
 }
 
-func (st *statement) field() string { return st.owner + ": " + st.kind }
-
 func (st *statement) configError(reason string, err error) *core.ConfigError {
-	ce := core.NewConfigError(st.field(), reason, err)
-	ce.Path = st.path
-	return ce
-}
-
-// sourceError is a *core.ConfigError about field of source name's options.
-func sourceError(name, field, key, reason string) *core.ConfigError {
-	words := field
-	if key != "" {
-		words += "[" + key + "]"
-	}
-	ce := core.NewConfigError("source "+name+": "+words, reason, nil)
-	ce.Path = core.ConfigPath{Source: name, Field: field, Key: key}
-	return ce
+	return st.path.Reject(reason, err)
 }
 
 func (src *Source) add(st *statement) {
@@ -273,7 +256,7 @@ func (src *Source) add(st *statement) {
 func (st *statement) load() (*prepared, error) {
 	p := st.ready.Load()
 	if p == nil {
-		return nil, fmt.Errorf("%w (%s)", ErrNotChecked, st.field())
+		return nil, fmt.Errorf("%w (%s)", ErrNotChecked, st.path)
 	}
 	return p, nil
 }
@@ -389,7 +372,7 @@ func (src *Source) conn(ctx context.Context) (*pgx.Conn, func(), error) {
 		}
 		return c.Conn(), c.Release, nil
 	}
-	return nil, nil, sourceError(src.name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
+	return nil, nil, core.ConfigPath{Source: src.name, Field: "db"}.Reject("cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn", nil)
 }
 
 // parallelProof is the fewest statements whose proof runs on a second
@@ -433,17 +416,17 @@ func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn) error {
 	}
 	if role == "" { // LoginRole
 		if loginSuper || loginBypass {
-			return sourceError(src.name, "LoginRole", "", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login))
+			return core.ConfigPath{Source: src.name, Field: "LoginRole"}.Reject(fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login), nil)
 		}
 		return nil
 	}
 	switch {
 	case !exists:
-		return sourceError(src.name, "Role", "", fmt.Sprintf("role %q does not exist", role))
+		return core.ConfigPath{Source: src.name, Field: "Role"}.Reject(fmt.Sprintf("role %q does not exist", role), nil)
 	case roleBypasses:
-		return sourceError(src.name, "Role", "", fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role))
+		return core.ConfigPath{Source: src.name, Field: "Role"}.Reject(fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role), nil)
 	case !memberOfIt:
-		return sourceError(src.name, "Role", "", fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login))
+		return core.ConfigPath{Source: src.name, Field: "Role"}.Reject(fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login), nil)
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 		panic("s3store: OpenBucket with a nil *s3.Client")
 	}
 	if err := checkBucket(bucket); err != nil {
-		return nil, core.NewConfigError("bucket", "bucket name "+err.Error(), nil)
+		return nil, core.ConfigPath{Field: "bucket"}.Reject("bucket name "+err.Error(), nil)
 	}
 	b := &Bucket{client: client, name: bucket, caller: core.CallerFrom, maxList: 100}
 	if opts != nil {
@@ -82,7 +82,7 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 		b.clientFor, b.check, b.typeByKey = opts.Client, opts.Check, opts.TypeByKey
 		switch {
 		case opts.MaxListKeys < 0:
-			return nil, core.NewConfigError("Options.MaxListKeys", "must not be negative", nil)
+			return nil, core.ConfigPath{Field: "MaxListKeys"}.Reject("must not be negative", nil)
 		case opts.MaxListKeys > 1000:
 			b.maxList = 1000
 		case opts.MaxListKeys > 0:
