@@ -161,7 +161,7 @@ func (s *Served) Close() {
 // default.
 type OpenOptions struct {
 	// Caller returns the caller of a request; nil means [core.CallerFrom].
-	Caller core.CallerFunc
+	Caller func(context.Context) (core.Caller, error)
 	// Logger receives the listeners' disconnects and reconnects; nil
 	// discards them.
 	Logger *slog.Logger

@@ -29,12 +29,6 @@ type Caller struct {
 	Claims json.RawMessage
 }
 
-// CallerFunc returns the caller that the host authenticated for the
-// request carried by ctx. Stores take one in their options ([CallerFrom]
-// when it is nil) and call it on every resolve and read. Return an
-// [Unavailable] error when ctx carries no principal.
-type CallerFunc func(ctx context.Context) (Caller, error)
-
 // ErrNoPrincipal is the private cause of the [Unavailable] error that
 // [CallerFrom] returns when ctx carries no principal.
 var ErrNoPrincipal = errors.New("core: the request context carries no principal")
@@ -48,8 +42,10 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
-// CallerFrom is the [CallerFunc] that returns the caller set by
-// [WithCaller]. When that caller has no principal, or there is none, it
+// CallerFrom returns the caller set by [WithCaller]; stores call it on
+// every resolve and read unless their options supply a function of the
+// same signature (which returns an [Unavailable] error when ctx carries no
+// principal). When that caller has no principal, or there is none, it
 // returns what there is (its scopes and claims) with an [Unavailable] error
 // wrapping [ErrNoPrincipal].
 func CallerFrom(ctx context.Context) (Caller, error) {

@@ -113,7 +113,7 @@ type refOptions struct {
 	Objects          *s3store.Bucket
 	LoginRole        bool
 	StatementTimeout time.Duration
-	Caller           core.CallerFunc
+	Caller           func(context.Context) (core.Caller, error)
 	// Keyed serves the bindings as a resources file does, under the
 	// store's policy by its key (core.ResourcePolicy.Key): their reads
 	// take its recheck with the bodies. Unset, the policy is the store's

@@ -72,13 +72,13 @@ type Access struct {
 // Options configure a Store. The zero value is usable.
 type Options struct {
 	// Caller returns the caller of a request. Nil means [core.CallerFrom].
-	Caller core.CallerFunc
+	Caller func(context.Context) (core.Caller, error)
 }
 
 // Store is a concurrent in-memory store. The zero value is not usable;
 // build one with New.
 type Store struct {
-	caller core.CallerFunc
+	caller func(context.Context) (core.Caller, error)
 
 	mu      sync.RWMutex
 	items   map[string]*entry

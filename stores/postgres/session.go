@@ -34,7 +34,7 @@ type DB interface {
 type sessionOptions struct {
 	// Caller returns the caller of the request in ctx; it is called on
 	// every resolve, read and policy check. Nil means [core.CallerFrom].
-	Caller core.CallerFunc
+	Caller func(context.Context) (core.Caller, error)
 	// Role is the role every transaction switches to, with
 	// set_config('role', $1, true), before its statement runs. Empty means
 	// [ReaderRole]. The login role of the pool must be a member of it that
@@ -96,9 +96,9 @@ var (
 // session holds what every transaction of a store needs.
 type session struct {
 	db       DB
-	from     core.CallerFunc // the request's caller, before core.CheckPrincipal
-	role     string          // "" keeps the login role
-	roleArg  any             // role, boxed once as the set-up's argument
+	from     func(context.Context) (core.Caller, error) // the request's caller, before core.CheckPrincipal
+	role     string                                     // "" keeps the login role
+	roleArg  any                                        // role, boxed once as the set-up's argument
 	timeout  time.Duration
 	maxItems int
 	// broken is set while the source's last Prove failed: every

@@ -39,7 +39,7 @@ type SourceOptions struct {
 	// set as mcp.principal for every statement and bound as $principal
 	// where a statement names it, its claims are set as mcp.claims. Nil
 	// means [core.CallerFrom].
-	Caller core.CallerFunc
+	Caller func(context.Context) (core.Caller, error)
 	// StatementTimeout bounds each statement when the context has no
 	// deadline. Zero means [DefaultStatementTimeout].
 	StatementTimeout time.Duration

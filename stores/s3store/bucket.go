@@ -21,7 +21,7 @@ type Options struct {
 	// Caller returns who is asking; it is called on every resolve and
 	// read. Nil means [core.CallerFrom] (what [core.WithCaller] put into
 	// the request context).
-	Caller core.CallerFunc
+	Caller func(context.Context) (core.Caller, error)
 	// Client returns the client whose credentials sign principal's HEAD,
 	// listing and GET requests, so that S3 itself enforces that principal's
 	// access. It must be cheap (cache clients, which are safe for
@@ -55,7 +55,7 @@ type Options struct {
 type Bucket struct {
 	client    *s3.Client
 	name      string
-	caller    core.CallerFunc
+	caller    func(context.Context) (core.Caller, error)
 	clientFor func(ctx context.Context, principal string) (*s3.Client, error)
 	check     func(ctx context.Context, principal string, obj Object) error
 	maxList   int
