@@ -557,7 +557,7 @@ func (c *checker) gateway() {
 		c.e.at(at, "resources."+o.r.Name+"."+key, "%s", reason)
 		return
 	case errors.As(err, &ce) && f.Limits != nil:
-		key := limitKey(ce.Field)
+		key := limitKey(ce.Path.Field)
 		c.e.at(f.Limits.Spans.of(key), "limits."+key, "%s", ce.Reason)
 		return
 	case err != nil:
@@ -567,7 +567,7 @@ func (c *checker) gateway() {
 	if len(overlaps) > 0 {
 		o := overlaps[0]
 		a, b := origins[o.FirstBinding], origins[o.SecondBinding]
-		_, at, _ := c.definitionField(b, &core.ConfigError{Field: "URI"})
+		_, at, _ := c.definitionField(b, &core.ConfigError{Path: core.ConfigPath{Field: "URI"}})
 		what := "resource " + a.r.Name
 		c.e.at(at, "resources."+b.r.Name, "its template %s and the template %s of %s both match %s: make them differ by a literal segment or a segment count",
 			o.Second, o.First, what, o.Example)
@@ -582,13 +582,13 @@ func (c *checker) gateway() {
 // field's name before the reason.
 func (c *checker) definitionField(o origin, ce *core.ConfigError) (key string, at Position, reason string) {
 	v, key, at := reflect.ValueOf(*o.r), "", Position{}
-	for name := range strings.SplitSeq(ce.Field, ".") {
+	for name := range strings.SplitSeq(ce.Path.Field, ".") {
 		k := keyOf(v.Type(), name)
-		if ce.Field == "URI" {
+		if ce.Path.Field == "URI" {
 			return o.key, o.r.Spans.of(o.key), ce.Reason
 		}
 		if k == "" {
-			return o.key, o.r.Spans.of(o.key), ce.Field + " " + ce.Reason
+			return o.key, o.r.Spans.of(o.key), ce.Path.Field + " " + ce.Reason
 		}
 		sp := v.FieldByName("Spans").Interface().(Spans)
 		key, at = strings.TrimPrefix(key+"."+k, "."), sp.of(k)

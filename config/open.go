@@ -175,9 +175,8 @@ func (s *Served) Close() {
 // OpenOptions configure [File.Open]. A nil *OpenOptions selects every
 // default.
 type OpenOptions struct {
-	// Principal returns the caller of a request; nil means
-	// core.ContextPrincipal.
-	Principal core.PrincipalFunc
+	// Caller returns the caller of a request; nil means [core.CallerFrom].
+	Caller func(context.Context) (core.Caller, error)
 	// Logger receives the listeners' disconnects and reconnects (nil
 	// discards them) and, for a [OpenOptions].Deferred host that never
 	// calls [Served.Check], the one ERROR line of a PostgreSQL source whose
@@ -252,7 +251,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	for _, src := range f.Sources {
 		if p := src.Postgres; p != nil {
 			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-				Principal: opts.Principal, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
+				Caller: opts.Caller, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
 				UnusableGrantRows: opts.UnusableGrantRows, Logger: opts.Logger, Standbys: standbyDBs(standbyPools[src.Name]), StandbyMaxLag: time.Duration(p.StandbyMaxLag)})
 			if err != nil {
 				return nil, f.storeError(err, src.Name, src.Spans.start())
@@ -355,7 +354,7 @@ func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*
 	if err != nil {
 		return nil, f.mistake(src.Spans.start(), "sources."+src.Name, "the S3 client: %s", redact(err, src))
 	}
-	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Principal: opts.Principal, TypeByKey: true})
+	bucket, err := s3store.OpenBucket(ctx, client, string(b.Bucket), &s3store.Options{Caller: opts.Caller, TypeByKey: true})
 	if err != nil {
 		return nil, f.mistake(b.Spans.of("bucket"), "sources."+src.Name+".s3.bucket", "%s", reason(err, src))
 	}
@@ -759,7 +758,7 @@ func (f *File) storeError(err error, source string, def Position) *Error {
 	}
 	pl, ok := f.locate(p)
 	if !ok {
-		return f.mistake(def, "", "%s: %s", ce.Field, reason)
+		return f.mistake(def, "", "%s: %s", ce.Path, reason)
 	}
 	at := pl.spans.of(pl.key)
 	if se, ok := errors.AsType[*postgres.SQLError](err); ok && pl.sql != "" {

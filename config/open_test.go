@@ -123,7 +123,7 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := func(p string) context.Context { return core.WithPrincipal(t.Context(), p) }
+	as := func(p string) context.Context { return core.WithCaller(t.Context(), core.Caller{Principal: p}) }
 	docURI := "doc://tenants/acme/documents/" + r.doc
 
 	got, err := res.Read(as("alice"), docURI)

@@ -70,7 +70,7 @@ func TestOpenServesTheReferenceSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := core.WithPrincipal(ctx, "alice")
+	alice := core.WithCaller(ctx, core.Caller{Principal: "alice"})
 	idx, err := res.Read(alice, "asset://projects")
 	if err != nil {
 		t.Fatalf("index: %v", err)
@@ -98,7 +98,7 @@ func TestOpenServesTheReferenceSchema(t *testing.T) {
 	if err != nil || body.Items()[0].Text() != "the body" {
 		t.Fatalf("body: %v", err)
 	}
-	if _, err := res.Read(core.WithPrincipal(ctx, "mallory"), "asset://project/p1/asset/a1"); core.KindOf(err) != core.FailureUnavailable {
+	if _, err := res.Read(core.WithCaller(ctx, core.Caller{Principal: "mallory"}), "asset://project/p1/asset/a1"); core.KindOf(err) != core.FailureUnavailable {
 		t.Fatalf("mallory without a grant: %v; want unavailable", err)
 	}
 }

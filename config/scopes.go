@@ -15,7 +15,7 @@ var errScope = errors.New("config: the caller's token lacks a scope that the res
 // gateScopes makes the policy's discovery check, which the gateway asks
 // before every read, listing entry, completion and subscription of a
 // definition, refuse the definitions of a resource with scopes to a caller
-// whose token lacks one of them (core.ContextScopes).
+// whose token lacks one of them ([core.Caller].Scopes).
 func (f *File) gateScopes(p core.ResourcePolicy) core.ResourcePolicy {
 	want := map[string][]string{}
 	for _, r := range f.Resources {
@@ -29,7 +29,8 @@ func (f *File) gateScopes(p core.ResourcePolicy) core.ResourcePolicy {
 	discover := p.Discover
 	p.Discover = func(ctx context.Context, d core.ResourceDefinition) error {
 		if sc := want[d.Name]; sc != nil {
-			have := core.ContextScopes(ctx)
+			c, _ := core.CallerFrom(ctx)
+			have := c.Scopes
 			for _, s := range sc {
 				if !slices.Contains(have, s) {
 					return core.Unavailable(errScope)

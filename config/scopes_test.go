@@ -29,8 +29,8 @@ func TestScopesGateDiscovery(t *testing.T) {
 	}{
 		{"no scopes, open", bg, "open", true},
 		{"no scopes, secret", bg, "secret", false},
-		{"one of two scopes", core.WithScopes(bg, []string{"read"}), "secret", false},
-		{"both scopes", core.WithScopes(bg, []string{"secret", "other", "read"}), "secret", true},
+		{"one of two scopes", core.WithCaller(bg, core.Caller{Scopes: []string{"read"}}), "secret", false},
+		{"both scopes", core.WithCaller(bg, core.Caller{Scopes: []string{"secret", "other", "read"}}), "secret", true},
 	} {
 		err := p.Discover(c.ctx, core.ResourceDefinition{Name: c.def})
 		if c.wantOK != (err == nil) {
@@ -40,7 +40,7 @@ func TestScopesGateDiscovery(t *testing.T) {
 			t.Errorf("%s: %v, want Unavailable(errScope)", c.name, err)
 		}
 	}
-	if err := p.Discover(core.WithScopes(bg, []string{"read", "secret"}), core.ResourceDefinition{Name: "denied"}); err != denied {
+	if err := p.Discover(core.WithCaller(bg, core.Caller{Scopes: []string{"read", "secret"}}), core.ResourceDefinition{Name: "denied"}); err != denied {
 		t.Fatalf("the wrapped policy's answer: %v", err)
 	}
 	if q := (&File{Resources: []Resource{{Name: "open"}}}).gateScopes(p); q.Discover == nil {

@@ -13,18 +13,13 @@ import (
 
 // TestStoreErrorsLandAtThePathTheyName proves a store's mistake goes to
 // the key its core.ConfigPath names, and inside a statement to the byte an
-// *postgres.SQLError names, with no reading of the error's text: each
-// error's Field says nothing about where it belongs.
+// *postgres.SQLError names, with no reading of the error's text.
 func TestStoreErrorsLandAtThePathTheyName(t *testing.T) {
 	f, err := Parse("good.yaml", []byte(good), testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := func(p core.ConfigPath, cause error) error {
-		ce := core.NewConfigError("mute", "broken", cause)
-		ce.Path = p
-		return ce
-	}
+	at := func(p core.ConfigPath, cause error) error { return p.Reject("broken", cause) }
 	cases := []struct {
 		err    error
 		source string
@@ -42,7 +37,7 @@ func TestStoreErrorsLandAtThePathTheyName(t *testing.T) {
 		{at(core.ConfigPath{Field: "SecretAccessKey"}, nil), "files", "good.yaml:12:19: sources.files.s3.secret_key: broken"},
 		{at(core.ConfigPath{Field: "Bucket"}, nil), "files", "good.yaml:9:15: sources.files.s3.bucket: broken"},
 		{at(core.ConfigPath{Source: "db", Field: "StatementTimeout"}, nil), "db", "good.yaml:4:5: sources.db.postgres.statement_timeout: broken"},
-		{at(core.ConfigPath{Field: "Principal"}, nil), "db", "good.yaml:3:3: mute: broken"}, // no key of the file writes it
+		{at(core.ConfigPath{Field: "Principal"}, nil), "db", "good.yaml:3:3: Principal: broken"}, // no key of the file writes it: the words of the path
 		{fmt.Errorf("no store said where"), "db", "good.yaml:3:3: no store said where"},
 	}
 	for i, tc := range cases {

@@ -11,6 +11,8 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // Tests of "Admission, deadlines and reporting space".
@@ -145,7 +147,7 @@ func TestFinalRemovalDoesNotFreeSpaceForRefill(t *testing.T) {
 func TestReaderTooLargeIsOversizedOrStopsBySize(t *testing.T) {
 	tooLarge := func(size int64) func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return func(context.Context, ResourceTarget) (ResourcePayload, error) {
-			return ResourcePayload{}, TooLarge(size)
+			return ResourcePayload{}, &TooLargeError{Size: size}
 		}
 	}
 	t.Run("over the item maximum: later items still read", func(t *testing.T) {
@@ -352,7 +354,7 @@ func TestItemSizeMatchesEncodingJSONByteForByte(t *testing.T) {
 		}
 		var meta []byte
 		if i%3 == 0 {
-			meta = []byte(warningMeta)
+			meta = []byte(wire.WarningMeta)
 			c.Meta = meta
 		}
 		want := len(jsonOf(t, c))
@@ -382,7 +384,7 @@ func TestAdmissionProperties(t *testing.T) {
 			MaxResponseEncodedBytes: 0,
 		}
 		l.MaxResponseBytes = l.ReportPayloadBytes + 1 + int64(rng.IntN(8000))
-		l.MaxResponseEncodedBytes = l.ReportEncodedBytes + WireReserveBytes + ConfigOverheadBytes + int64(rng.IntN(12000))
+		l.MaxResponseEncodedBytes = l.ReportEncodedBytes + wire.ReserveBytes + wire.ConfigOverheadBytes + int64(rng.IntN(12000))
 		n := rng.IntN(16)
 		uris := make([]string, n)
 		payloads := map[string]ResourcePayload{}
@@ -436,8 +438,8 @@ func TestAdmissionProperties(t *testing.T) {
 			t.Fatalf("iteration %d: issues %d + omitted %d, want %d", iter, len(res.Issues()), res.IssuesOmitted(), visibleFailures)
 		}
 		out := encodeResult(t, res)
-		if int64(len(out)) > lim.MaxResponseEncodedBytes-WireReserveBytes {
-			t.Fatalf("iteration %d: encoded result %d > %d", iter, len(out), lim.MaxResponseEncodedBytes-WireReserveBytes)
+		if int64(len(out)) > lim.MaxResponseEncodedBytes-wire.ReserveBytes {
+			t.Fatalf("iteration %d: encoded result %d > %d", iter, len(out), lim.MaxResponseEncodedBytes-wire.ReserveBytes)
 		}
 		var payload int64
 		for _, it := range res.Items() {
@@ -451,7 +453,7 @@ func TestAdmissionProperties(t *testing.T) {
 			if int64(len(w.Text())) > lim.ReportPayloadBytes {
 				t.Fatalf("iteration %d: warning %d > reserve %d", iter, len(w.Text()), lim.ReportPayloadBytes)
 			}
-			if w.Text() != WarningPrefix+string(res.Report()) {
+			if w.Text() != wire.WarningPrefix+string(res.Report()) {
 				t.Fatalf("iteration %d: warning text is not the report", iter)
 			}
 		}
@@ -463,7 +465,7 @@ func TestAdmissionProperties(t *testing.T) {
 // overflows the remaining aggregate stopping admission.
 func modelAdmission(t testing.TB, l ResourceLimits, uris []string, payloads map[string]ResourcePayload, denied map[string]bool) ([]string, int) {
 	payCap := l.MaxResponseBytes - l.ReportPayloadBytes
-	encCap := l.MaxResponseEncodedBytes - WireReserveBytes - ConfigOverheadBytes - l.ReportEncodedBytes
+	encCap := l.MaxResponseEncodedBytes - wire.ReserveBytes - wire.ConfigOverheadBytes - l.ReportEncodedBytes
 	payLeft, encLeft := payCap, encCap
 	var admitted []string
 	failures := 0
@@ -504,9 +506,7 @@ func modelAdmission(t testing.TB, l ResourceLimits, uris []string, payloads map[
 // sizedRead reads uri through r with an adapter's sizer, as the module's
 // adapter does (through itemsize.Read).
 func sizedRead(r *Resources, f itemsize.Func, uri string) (*ResourceResult, error) {
-	v, err := itemsize.Read(context.Background(), r, uri, f)
-	res, _ := v.(*ResourceResult)
-	return res, err
+	return itemsize.Read[*Resources, *ResourceResult](context.Background(), r, uri, f)
 }
 
 // truncating makes the rig's resolver plan its items and mark the plan

@@ -257,13 +257,20 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 			t.Fatalf("%s: read: %v", c.name, err)
 		}
 	}
-	for name, nilComp := range map[string]Completer{"nil CompleterFunc": CompleterFunc(nil), "nil pointer": (*listCompleter)(nil)} {
+	for name, nilComp := range map[string]Completer{"nil func": completerFunc(nil), "nil pointer": (*listCompleter)(nil)} {
 		b := base
 		b.Completer = nilComp
 		_, err := NewResources([]ResourceBinding{b}, pol)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != "Completer" || ce.Definition != 0 {
+		if !errors.As(err, &ce) || ce.Path.Field != "Completer" || ce.Definition != 0 {
 			t.Fatalf("%s: err = %v, want a ConfigError about Completer of definition 0", name, err)
 		}
 	}
+}
+
+// completerFunc is a host's func type that adapts a function to Completer.
+type completerFunc func(ctx context.Context, req CompletionRequest) (Completion, error)
+
+func (f completerFunc) Complete(ctx context.Context, req CompletionRequest) (Completion, error) {
+	return f(ctx, req)
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 )
 
-// BatchResolver is a [Resolver] that also plans several requests of its
+// batchResolver is a [Resolver] that also plans several requests of its
 // definition at once, for [Resources.AuthorizeAll]: a store that can plan
-// them in one round trip saves one per request. A [Binding]'s Resolver may
-// implement it; reads still call Resolve.
-type BatchResolver interface {
+// them in one round trip saves one per request. A binding's Resolver may
+// have the method; reads still call Resolve.
+type batchResolver interface {
 	Resolver
 	// ResolveAll plans every match of ms, all of the binding's definition,
 	// in order: plans[i] and errs[i] answer ms[i] exactly as
@@ -26,8 +26,11 @@ type BatchResolver interface {
 // failure.
 //
 // It asks once where one question serves several URIs: discovery once per
-// definition, and the plans of a definition whose Resolver is a
-// [BatchResolver] in one ResolveAll call. The decision before the reads
+// definition, and the plans of a definition whose Resolver also has the
+// method ResolveAll(ctx, ms []ResourceMatch) (plans []ResourceReadPlan,
+// errs []error) in one ResolveAll call (plans[i] and errs[i] answer ms[i]
+// exactly as Resolve(ctx, ms[i]) would; an error that fails the whole
+// batch is errs[i] for every i). The decision before the reads
 // stays one [ResourcePolicy].Decide pass per URI, as each URI has a plan of
 // its own (a policy that takes its answer from the plans, as the Postgres
 // store's does, asks storage nothing there). Adapters use it to recheck
@@ -98,11 +101,11 @@ func (r *Resources) authorizeAll(ctx context.Context, uris []string) ([]Authoriz
 }
 
 // resolveAll plans ms[i] for every i of idx, all matches of def: in one
-// ResolveAll call when def's resolver is a [BatchResolver] and there are
+// ResolveAll call when def's resolver is a batchResolver and there are
 // several, else one Resolve each. Every plan is validated as a read's.
 func (r *Resources) resolveAll(ctx context.Context, def *definition, ms []ResourceMatch, idx []int) ([]ResourceReadPlan, []error) {
 	plans, errs := make([]ResourceReadPlan, len(idx)), make([]error, len(idx))
-	br, ok := def.resolver.(BatchResolver)
+	br, ok := def.resolver.(batchResolver)
 	if !ok || len(idx) < 2 {
 		for k, i := range idx {
 			plans[k], errs[k] = r.resolve(ctx, def, ms[i])

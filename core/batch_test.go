@@ -197,7 +197,7 @@ func TestNativeBatchReaderContradictingItsLimitIsReadFailed(t *testing.T) {
 	// contradicts itself.
 	b.answer = func(req ReadRequest, k int) ReadResult {
 		if k == 0 {
-			return ReadResult{Err: TooLarge(req.Items[k].Limit)}
+			return ReadResult{Err: &TooLargeError{Size: req.Items[k].Limit}}
 		}
 		return ReadResult{Payload: TextPayload("text/plain", "x")}
 	}
@@ -222,7 +222,7 @@ func TestNativeBatchReaderPastItsBudgetStopsAdmission(t *testing.T) {
 	// stops admission (the third is unattempted).
 	b.answer = func(req ReadRequest, k int) ReadResult {
 		if k == 1 {
-			return ReadResult{Err: TooLarge(600)}
+			return ReadResult{Err: &TooLargeError{Size: 600}}
 		}
 		return ReadResult{Payload: TextPayload("text/plain", body)}
 	}

@@ -244,8 +244,6 @@ func isNilCallback(v any) bool {
 		return f == nil
 	case itemReader:
 		return f == nil
-	case CompleterFunc:
-		return f == nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {

@@ -53,9 +53,9 @@ func TestNewResourcesRejectsNilCallbackHeldInAnInterface(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("NewResources accepted %s: %v", c.name, err)
 			}
-			if ce.Definition != 1 || ce.Name != "test://second" || ce.Field != c.field {
+			if ce.Definition != 1 || ce.Name != "test://second" || ce.Path.Field != c.field {
 				t.Fatalf("ConfigError names binding %d (%q) field %q; want binding 1 (%q) field %q",
-					ce.Definition, ce.Name, ce.Field, "test://second", c.field)
+					ce.Definition, ce.Name, ce.Path.Field, "test://second", c.field)
 			}
 		})
 	}

@@ -34,13 +34,3 @@ type ChangeSource interface {
 	// and never does I/O.
 	ChangeKeys(t ResourceTarget) []string
 }
-
-// ChangeTracker is an optional capability of a ChangeSource that must be
-// told what to watch, such as a poller: whoever runs the source calls
-// TrackKeys with the full set of change keys that current subscriptions
-// depend on (from every source: ignore keys you did not make), whenever
-// that set changes. The slice is the caller's; copy what you keep.
-type ChangeTracker interface {
-	ChangeSource
-	TrackKeys(keys []string)
-}

@@ -52,7 +52,7 @@ func TestCheckDefinitions(t *testing.T) {
 		t.Run(tc.rule, func(t *testing.T) {
 			_, err := core.CheckDefinitions(tc.defs, tc.limits)
 			var ce *core.ConfigError
-			if !errors.As(err, &ce) || ce.Definition != tc.index || ce.Field != tc.field {
+			if !errors.As(err, &ce) || ce.Definition != tc.index || ce.Path.Field != tc.field {
 				t.Fatalf("err = %#v, want a *ConfigError about definition %d, field %s", err, tc.index, tc.field)
 			}
 			_, gwErr := core.NewResources(bindingsOf(tc.defs), storetest.AllowAll(), core.WithResourceLimits(tc.limits))

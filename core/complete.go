@@ -54,14 +54,6 @@ type Completer interface {
 	Complete(ctx context.Context, req CompletionRequest) (Completion, error)
 }
 
-// CompleterFunc adapts a function to [Completer].
-type CompleterFunc func(ctx context.Context, req CompletionRequest) (Completion, error)
-
-// Complete calls f.
-func (f CompleterFunc) Complete(ctx context.Context, req CompletionRequest) (Completion, error) {
-	return f(ctx, req)
-}
-
 // Complete returns values for variable of the registered template tmpl
 // (its URITemplate, byte for byte) that match prefix, for the caller
 // that ctx identifies. args holds values already chosen for other

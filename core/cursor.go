@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // listCursorLifetime is how long a list cursor stays valid after the page
@@ -130,7 +132,7 @@ func (l *listing) encodeCursor(m listMethod, pos int, scope *[sha256.Size]byte) 
 // definitions, and returns its position (0 < position < n). The error says
 // why a cursor was refused; it is private.
 func (l *listing) decodeCursor(s string, m listMethod, scope *[sha256.Size]byte, n int) (int, error) {
-	if len(s) > MaxCursorBytes {
+	if len(s) > wire.MaxCursorBytes {
 		return 0, errCursorTooLong
 	}
 	if len(s) != cursorTextBytes {

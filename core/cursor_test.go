@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 var cursorTestKey = []byte("0123456789abcdef0123456789abcdef")
@@ -107,11 +109,11 @@ func TestCursorRefusals(t *testing.T) {
 	validTmpl := cursorFirst(t, r.ListTemplates, listScope)
 
 	t.Run("over 4 KiB fails before decoding", func(t *testing.T) {
-		long := valid + strings.Repeat("A", MaxCursorBytes+1-len(valid))
+		long := valid + strings.Repeat("A", wire.MaxCursorBytes+1-len(valid))
 		cursorRefused(t, r.List, listScope, long, errCursorTooLong)
 		cursorRefused(t, r.List, listScope, strings.Repeat("\xff", 1<<20), errCursorTooLong)
 		// 4 KiB exactly is decoded (and is malformed).
-		cursorRefused(t, r.List, listScope, strings.Repeat("A", MaxCursorBytes), errCursorMalformed)
+		cursorRefused(t, r.List, listScope, strings.Repeat("A", wire.MaxCursorBytes), errCursorMalformed)
 	})
 	t.Run("malformed", func(t *testing.T) {
 		for _, c := range []string{
@@ -332,7 +334,7 @@ func TestCursorOptions(t *testing.T) {
 	} {
 		_, err := NewResources(bs, pol, tc.opt)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field || ce.Definition != -1 {
+		if !errors.As(err, &ce) || ce.Path.Field != tc.field || ce.Definition != -1 {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
@@ -378,7 +380,7 @@ func FuzzDecodeCursor(f *testing.F) {
 		for _, m := range []listMethod{listMethodResources, listMethodTemplates} {
 			pos, err := r.list.decodeCursor(s, m, &scope, n)
 			if err != nil {
-				if len(s) > MaxCursorBytes && !errors.Is(err, errCursorTooLong) {
+				if len(s) > wire.MaxCursorBytes && !errors.Is(err, errCursorTooLong) {
 					t.Fatalf("over-long cursor: %v", err)
 				}
 				continue

@@ -231,7 +231,7 @@ func (g *decisionRig) resources() *Resources {
 			g.mu.Unlock()
 			p := g.bodyOf(it.Target.URI())
 			if p.Len() > it.Limit {
-				return ResourcePayload{}, TooLarge(p.Len())
+				return ResourcePayload{}, &TooLargeError{Size: p.Len()}
 			}
 			return p, nil
 		})

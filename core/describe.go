@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Annotations are the optional client hints that MCP lists with a resource
@@ -112,7 +114,7 @@ func checkDefinitionExtras(d *ResourceDefinition) (field, reason string) {
 		if err := checkURI(ic.Src, maxDefinitionBytes); err != nil {
 			return "Icons.Src", err.Error()
 		}
-		if ic.MIMEType != "" && !ValidMediaType(ic.MIMEType) {
+		if ic.MIMEType != "" && !mediatype.Valid(ic.MIMEType) {
 			return "Icons.MIMEType", "is not a valid media type"
 		}
 		for _, s := range ic.Sizes {

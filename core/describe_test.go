@@ -98,7 +98,7 @@ func TestDefinitionExtrasAreValidatedAtNewResources(t *testing.T) {
 		tc.edit(&d)
 		_, err := NewResources([]ResourceBinding{calls.binding(d)}, calls.policy(listAllowAll))
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field || ce.Definition != 0 {
+		if !errors.As(err, &ce) || ce.Path.Field != tc.field || ce.Definition != 0 {
 			t.Errorf("%s: got %v, want a *ConfigError on %s", tc.name, err, tc.field)
 		}
 	}

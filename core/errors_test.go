@@ -57,13 +57,13 @@ func TestDeveloperErrorsCarryTheCorePrefix(t *testing.T) {
 }
 
 // TestConfigErrorNamesTheDefinitionWithoutAnIndex proves a *ConfigError about
-// no binding index (Definition -1, as [NewConfigError] builds it) still names
+// no binding index (Definition -1, as [ConfigPath.Reject] builds it) still names
 // the definition when a store sets Name, and that each shape of the message
 // keeps what it was given.
 func TestConfigErrorNamesTheDefinitionWithoutAnIndex(t *testing.T) {
-	named := NewConfigError("URITemplate", "needs a variable", nil)
+	named := ConfigPath{Field: "URITemplate"}.Reject("needs a variable", nil)
 	named.Name = "docs"
-	nameOnly := NewConfigError("", "is empty", nil)
+	nameOnly := ConfigPath{Field: ""}.Reject("is empty", nil)
 	nameOnly.Name = "docs"
 	for _, c := range []struct {
 		err  *ConfigError
@@ -71,17 +71,22 @@ func TestConfigErrorNamesTheDefinitionWithoutAnIndex(t *testing.T) {
 	}{
 		{named, `core: "docs": URITemplate: needs a variable`},
 		{nameOnly, `core: "docs": is empty`},
-		{NewConfigError("db", "is nil", nil), "core: db: is nil"},
-		{NewConfigError("", "r", nil), "core: r"},
-		{&ConfigError{Definition: 2, Name: "docs", Field: "URI", Reason: "bad"}, `core: binding 2 ("docs"): URI: bad`},
-		{&ConfigError{Definition: 0, Field: "URI", Reason: "bad"}, "core: binding 0: URI: bad"},
+		{ConfigPath{Field: "db"}.Reject("is nil", nil), "core: db: is nil"},
+		{ConfigPath{Field: ""}.Reject("r", nil), "core: r"},
+		{&ConfigError{Definition: 2, Name: "docs", Path: ConfigPath{Field: "URI"}, Reason: "bad"}, `core: binding 2 ("docs"): URI: bad`},
+		{&ConfigError{Definition: 0, Path: ConfigPath{Field: "URI"}, Reason: "bad"}, "core: binding 0: URI: bad"},
+		// A store's path in words: statements by their kind, keys and columns.
+		{ConfigPath{Source: "desk", Binding: "note", Field: "Plan"}.Reject("bad", nil), `core: source desk: binding "note": plan: bad`},
+		{ConfigPath{Source: "desk", Binding: "note", Field: "Complete", Key: "id"}.Reject("bad", nil), `core: source desk: binding "note": complete "id": bad`},
+		{ConfigPath{Source: "desk", Field: "Exempt", Key: "public.t"}.Reject("bad", nil), `core: source desk: Exempt[public.t]: bad`},
+		{ConfigPath{Source: "desk", Binding: "note", Field: "ItemURI", Column: "slug"}.Reject("bad", nil), `core: source desk: binding "note": ItemURI: column slug: bad`},
 	} {
 		if got := c.err.Error(); got != c.want {
 			t.Errorf("Error() = %q, want %q", got, c.want)
 		}
 	}
 	cause := errors.New("cause")
-	if err := NewConfigError("f", "r", cause); !errors.Is(err, cause) || err.Definition != -1 {
-		t.Errorf("NewConfigError(…, cause) = %+v: want Definition -1 wrapping the cause", err)
+	if err := (ConfigPath{Field: "f"}).Reject("r", cause); !errors.Is(err, cause) || err.Definition != -1 {
+		t.Errorf("Reject(…, cause) = %+v: want Definition -1 wrapping the cause", err)
 	}
 }

@@ -28,7 +28,7 @@ func ExampleItemReader() {
 			return core.ResourcePayload{}, core.Unavailable(errors.New("no such blob"))
 		}
 		if size := int64(len(stored)); size > item.Limit {
-			return core.ResourcePayload{}, core.TooLarge(size) // nothing fetched
+			return core.ResourcePayload{}, &core.TooLargeError{Size: size} // nothing fetched
 		}
 		fetched += len(stored) // the body read
 		return core.BlobPayload("application/octet-stream", stored), nil
@@ -100,7 +100,7 @@ func ExampleReader() {
 			case !ok:
 				out[i].Err = core.Unavailable(errors.New("no such document"))
 			case size > min(it.Limit, left):
-				out[i].Err = core.TooLarge(size)
+				out[i].Err = &core.TooLargeError{Size: size}
 			default:
 				out[i].Payload = core.TextPayload("text/plain", body)
 				left -= size

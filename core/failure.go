@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // FailureKind says why a whole operation (a read, a list page) produced no
@@ -222,29 +223,29 @@ func isUnavailable(err error) bool { return KindOf(err) == FailureUnavailable }
 
 // ConfigError reports a rejected argument of [NewResources], a constructor, or
 // [WithResourceLimits]. It is meant for the host developer, never for a client:
-// it names the definition and the rule that was broken.
+// it names the definition and the rule that was broken. Path is the one
+// address of the mistake; the words of Error are derived from it.
 type ConfigError struct {
 	// Definition is the index of the offending binding, or -1.
 	Definition int
 	// Name is the offending definition's URI, template or name, if any.
 	Name string
-	// Field names the offending field or limit.
-	Field string
+	// Path locates the mistake by structure: the field or limit of a
+	// definition or a constructor, or a store's source, binding, field,
+	// key and column, for a caller that maps it back to where it was
+	// written (a configuration file).
+	Path ConfigPath
 	// Reason says which rule was broken.
 	Reason string
-	// Path locates a store's mistake by structure, for a caller that maps
-	// it back to where it was written (a configuration file); zero when
-	// the error is about no store's definitions.
-	Path ConfigPath
 	// Err is the underlying error, such as the URI rule a definition broke, or nil.
 	Err error
 }
 
-// ConfigPath locates a mistake in what a store was given: the source, the
-// binding (by its definition's name), the Go field of the store's binding or
-// options that holds it (such as "Plan", "ItemURI", "Prefix" or "Role"), the
-// key of that field when it is a map, and the result column. Empty parts
-// are not part of the path. Field's text describes the same place in words.
+// ConfigPath locates a mistake in what a store or [NewResources] was given:
+// the source, the binding (by its definition's name), the Go field of the
+// binding, options or limits that holds it (such as "Plan", "ItemURI",
+// "Prefix", "Role" or "MaxItems"), the key of that field when it is a map,
+// and the result column. Empty parts are not part of the path.
 type ConfigPath struct {
 	Source  string
 	Binding string
@@ -253,44 +254,71 @@ type ConfigPath struct {
 	Column  string
 }
 
+// Reject returns the *[ConfigError] of a mistake at p, about no binding
+// index, as stores and other constructors report them: reason is the rule
+// it breaks, err the underlying error or nil.
+func (p ConfigPath) Reject(reason string, err error) *ConfigError {
+	return &ConfigError{Definition: -1, Path: p, Reason: reason, Err: err}
+}
+
+// String is p in words, as [ConfigError.Error] prints it: `source S`,
+// `binding "B"`, the field (a statement by its kind: plan, bundle, body,
+// decide, grant, `complete "K"`; any other field by its Go name, with
+// [K] after it for a key), and `column C`, joined by ": ".
+func (p ConfigPath) String() string {
+	var parts []string
+	if p.Source != "" {
+		parts = append(parts, "source "+p.Source)
+	}
+	if p.Binding != "" {
+		parts = append(parts, "binding "+strconv.Quote(p.Binding))
+	}
+	switch {
+	case p.Field == "Complete":
+		parts = append(parts, "complete "+strconv.Quote(p.Key))
+	case p.Field == "Plan" || p.Field == "Bundle" || p.Field == "Body" || p.Field == "Decide" || p.Field == "Grant":
+		parts = append(parts, strings.ToLower(p.Field))
+	case p.Field != "" && p.Key != "":
+		parts = append(parts, p.Field+"["+p.Key+"]")
+	case p.Field != "":
+		parts = append(parts, p.Field)
+	}
+	if p.Column != "" {
+		parts = append(parts, "column "+p.Column)
+	}
+	return strings.Join(parts, ": ")
+}
+
 // Unwrap returns the underlying error, if any.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Error describes the rejected configuration.
 func (e *ConfigError) Error() string {
+	where := e.Path.String()
 	switch {
 	case e.Definition >= 0 && e.Name != "":
-		return fmt.Sprintf("core: binding %d (%q): %s: %s", e.Definition, e.Name, e.Field, e.Reason)
+		return fmt.Sprintf("core: binding %d (%q): %s: %s", e.Definition, e.Name, where, e.Reason)
 	case e.Definition >= 0:
-		return fmt.Sprintf("core: binding %d: %s: %s", e.Definition, e.Field, e.Reason)
-	case e.Name != "" && e.Field != "":
-		return fmt.Sprintf("core: %q: %s: %s", e.Name, e.Field, e.Reason)
+		return fmt.Sprintf("core: binding %d: %s: %s", e.Definition, where, e.Reason)
+	case e.Name != "" && where != "":
+		return fmt.Sprintf("core: %q: %s: %s", e.Name, where, e.Reason)
 	case e.Name != "":
 		return fmt.Sprintf("core: %q: %s", e.Name, e.Reason)
-	case e.Field != "":
-		return fmt.Sprintf("core: %s: %s", e.Field, e.Reason)
+	case where != "":
+		return fmt.Sprintf("core: %s: %s", where, e.Reason)
 	}
 	return "core: " + e.Reason
 }
 
-// NewConfigError returns a *[ConfigError] that is about no binding index,
-// as stores and other constructors report them: field names what is wrong
-// (a column, an option, a statement) and reason the rule it breaks; err is
-// the underlying error or nil.
-func NewConfigError(field, reason string, err error) *ConfigError {
-	return &ConfigError{Definition: -1, Field: field, Reason: reason, Err: err}
+func configErr(field, reason string) *ConfigError {
+	return ConfigPath{Field: field}.Reject(reason, nil)
 }
-
-func configErr(field, reason string) *ConfigError { return NewConfigError(field, reason, nil) }
 
 // TooLargeError is what a reader returns when the stored item is larger
 // than its [ReadItem] Limit (or what the request's Budget leaves) allowed
 // it to fetch. Size is the stored size in bytes, or -1 when the reader
 // does not know it.
 type TooLargeError struct{ Size int64 }
-
-// TooLarge returns a *[TooLargeError] for an item of size bytes (-1: unknown).
-func TooLarge(size int64) error { return &TooLargeError{Size: size} }
 
 // Error describes the oversized item.
 func (e *TooLargeError) Error() string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // Fixed bounds of the contract. They are not configurable.
@@ -14,14 +16,6 @@ const (
 	maxMetaBytes = 64 << 10
 	// maxAuthorizationBytes bounds a target's private authorization JSON.
 	maxAuthorizationBytes = 64 << 10
-	// MaxCursorBytes bounds list cursor input; longer input fails before decoding.
-	MaxCursorBytes = 4 << 10
-	// WireReserveBytes is reserved in every response for final wire framing.
-	WireReserveBytes = 8 << 10
-	// ConfigOverheadBytes is reserved for the fixed result envelope.
-	ConfigOverheadBytes = 256
-	// WarningURIBytes is the length of a generated warning URI.
-	WarningURIBytes = len(warningURIPrefix) + 32
 	// maxDisclosedURIBytes bounds an issue URI; longer ones are omitted.
 	maxDisclosedURIBytes = 256
 
@@ -33,10 +27,8 @@ const (
 	// of up to 255 encoded bytes plus its separating comma always fits.
 	minListDescriptionBytes = 256
 	// minListPageBytes is the floor of ListPageBytes (8 KiB + 512 = 8704).
-	minListPageBytes = WireReserveBytes + minListEnvelopeBytes + minListDescriptionBytes
+	minListPageBytes = wire.ReserveBytes + minListEnvelopeBytes + minListDescriptionBytes
 )
-
-const warningURIPrefix = "mcp-warning://read/"
 
 // ResourceLimits are the configurable limits of a [Resources] value. A zero
 // field selects its default; a negative field is rejected. Raising one limit
@@ -126,20 +118,20 @@ func (l ResourceLimits) resolve() (ResourceLimits, error) {
 		return ResourceLimits{}, err
 	}
 	switch {
-	case r.MaxURIBytes < WarningURIBytes:
-		return ResourceLimits{}, configErr("MaxURIBytes", fmt.Sprintf("must fit the %d-byte warning URI, got %d", WarningURIBytes, r.MaxURIBytes))
+	case r.MaxURIBytes < wire.WarningURIBytes:
+		return ResourceLimits{}, configErr("MaxURIBytes", fmt.Sprintf("must fit the %d-byte warning URI, got %d", wire.WarningURIBytes, r.MaxURIBytes))
 	case r.ReportPayloadBytes < minReportPayloadBytes:
 		return ResourceLimits{}, configErr("ReportPayloadBytes", fmt.Sprintf("must be at least %d, got %d", minReportPayloadBytes, r.ReportPayloadBytes))
 	case r.ReportEncodedBytes < minReportEncodedBytes:
 		return ResourceLimits{}, configErr("ReportEncodedBytes", fmt.Sprintf("must be at least %d, got %d", minReportEncodedBytes, r.ReportEncodedBytes))
 	case r.MaxResponseBytes < r.ReportPayloadBytes+1:
 		return ResourceLimits{}, configErr("MaxResponseBytes", fmt.Sprintf("must exceed ReportPayloadBytes (%d), got %d", r.ReportPayloadBytes, r.MaxResponseBytes))
-	case r.MaxResponseEncodedBytes < r.ReportEncodedBytes+WireReserveBytes+ConfigOverheadBytes:
+	case r.MaxResponseEncodedBytes < r.ReportEncodedBytes+wire.ReserveBytes+wire.ConfigOverheadBytes:
 		return ResourceLimits{}, configErr("MaxResponseEncodedBytes", fmt.Sprintf("must fit ReportEncodedBytes (%d) + %d wire reserve + %d overhead, got %d",
-			r.ReportEncodedBytes, WireReserveBytes, ConfigOverheadBytes, r.MaxResponseEncodedBytes))
+			r.ReportEncodedBytes, wire.ReserveBytes, wire.ConfigOverheadBytes, r.MaxResponseEncodedBytes))
 	case r.ListPageBytes < minListPageBytes:
 		return ResourceLimits{}, configErr("ListPageBytes", fmt.Sprintf("must be at least %d (the %d wire reserve, %d of envelope and %d for one description), got %d",
-			minListPageBytes, WireReserveBytes, minListEnvelopeBytes, minListDescriptionBytes, r.ListPageBytes))
+			minListPageBytes, wire.ReserveBytes, minListEnvelopeBytes, minListDescriptionBytes, r.ListPageBytes))
 	case r.ListPageSize > r.MaxListPageSize:
 		return ResourceLimits{}, configErr("ListPageSize", fmt.Sprintf("default %d exceeds MaxListPageSize %d", r.ListPageSize, r.MaxListPageSize))
 	}

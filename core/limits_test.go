@@ -37,7 +37,7 @@ func TestLimitsNegativeValuesFail(t *testing.T) {
 			reflect.ValueOf(&l).Elem().Field(i).SetInt(-1)
 			err := newWithLimits(t, l)
 			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Field != name {
+			if !errors.As(err, &ce) || ce.Path.Field != name {
 				t.Fatalf("negative %s: %v", name, err)
 			}
 		})
@@ -99,7 +99,7 @@ func TestLimitValidationBoundaries(t *testing.T) {
 			}
 			err := newWithLimits(t, c.overEdge)
 			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Field != c.field {
+			if !errors.As(err, &ce) || ce.Path.Field != c.field {
 				t.Fatalf("one over the edge: %v", err)
 			}
 		})

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // ListRequest asks for one page of List or ListTemplates.
@@ -127,7 +129,7 @@ func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revisio
 //
 // A cursor is valid for ten minutes and only for the same method,
 // registry revision and ScopeKey; any other cursor, and any cursor over
-// [MaxCursorBytes], fails with [FailureInvalidCursor] and never restarts the
+// 4 KiB, fails with [FailureInvalidCursor] and never restarts the
 // listing. A cursor does not make the listing a snapshot: descriptions are
 // rechecked under the policy in force when each page is produced.
 //
@@ -180,7 +182,7 @@ func (r *Resources) listPage(ctx context.Context, m listMethod, req ListRequest)
 
 // fillPage checks discovery from start on and fills one page.
 func (r *Resources) fillPage(ctx context.Context, m listMethod, entries []listEntry, start, size int, scope *[sha256.Size]byte) (ListPage, error) {
-	budget := r.limits.ListPageBytes - WireReserveBytes - minListEnvelopeBytes
+	budget := r.limits.ListPageBytes - wire.ReserveBytes - minListEnvelopeBytes
 	out := make([]ResourceDefinition, 0, min(size, len(entries)-start))
 	used := int64(0)
 	next := len(entries)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // listCalls counts callbacks that a list must never make.
@@ -246,7 +248,7 @@ func listWalkPages(t *testing.T, list listFunc, wireKey string, req, eff int, pa
 		if len(p.Descriptions) > eff {
 			t.Fatalf("page %d holds %d descriptions, page size %d", pages, len(p.Descriptions), eff)
 		}
-		if n := int64(len(listEncodePage(t, wireKey, p))); n > pageBytes-WireReserveBytes {
+		if n := int64(len(listEncodePage(t, wireKey, p))); n > pageBytes-wire.ReserveBytes {
 			t.Fatalf("page %d encodes to %d bytes, over %d - wire reserve", pages, n, pageBytes)
 		}
 		all = append(all, p.Descriptions...)
@@ -281,7 +283,7 @@ func TestListWalksEveryPageOnceInOrder(t *testing.T) {
 	t.Parallel() // independent and CPU-bound: overlaps the tests that wait
 	defs := listCorpus(60, 25, 1)
 	wantRes, wantTmpl := listExpected(defs, false), listExpected(defs, true)
-	for _, pageBytes := range []int64{0, WireReserveBytes + minListEnvelopeBytes + 700, WireReserveBytes + minListEnvelopeBytes + 2000} {
+	for _, pageBytes := range []int64{0, wire.ReserveBytes + minListEnvelopeBytes + 700, wire.ReserveBytes + minListEnvelopeBytes + 2000} {
 		var calls listCalls
 		r := listNew(t, &calls, defs, listHideNamed, WithResourceLimits(ResourceLimits{ListPageBytes: pageBytes, ListPageSize: 10, MaxListPageSize: 70}))
 		lim := r.Limits()
@@ -295,7 +297,7 @@ func TestListWalksEveryPageOnceInOrder(t *testing.T) {
 		// Zero selects the default page size.
 		got, byteCut := listWalkPages(t, r.List, "resources", 0, lim.ListPageSize, lim.ListPageBytes)
 		listSame(t, got, wantRes)
-		if small := pageBytes != 0 && pageBytes < 2000+WireReserveBytes; small && byteCut == 0 {
+		if small := pageBytes != 0 && pageBytes < 2000+wire.ReserveBytes; small && byteCut == 0 {
 			t.Fatalf("ListPageBytes %d: no page was cut by the byte budget", pageBytes)
 		}
 		calls.check(t)
@@ -442,7 +444,7 @@ func TestListPageFullAtEndHasNoCursor(t *testing.T) {
 
 func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 	room := int64(300)
-	pageBytes := WireReserveBytes + minListEnvelopeBytes + room
+	pageBytes := wire.ReserveBytes + minListEnvelopeBytes + room
 	small := ResourceDefinition{URI: "a://1", Name: "small"}
 	// Exactly fills the room: size + comma == room.
 	fits := ResourceDefinition{URI: "a://2", Name: "fits"}
@@ -469,7 +471,7 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 	if err != nil || len(p2.Descriptions) != 1 || p2.Descriptions[0].Name != "fits" || p2.NextCursor == "" {
 		t.Fatalf("page 2 = %+v, %v", p2, err)
 	}
-	if n := int64(len(listEncodePage(t, "resources", p2))); n > pageBytes-WireReserveBytes {
+	if n := int64(len(listEncodePage(t, "resources", p2))); n > pageBytes-wire.ReserveBytes {
 		t.Fatalf("page 2 encodes to %d bytes", n)
 	}
 	p3, err := r.List(context.Background(), ListRequest{ScopeKey: listScope, Cursor: p2.NextCursor})
@@ -484,9 +486,9 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 	}
 	// A budget with no room for any description, which used to be the floor
 	// and failed every non-empty listing, is now refused at construction.
-	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: WireReserveBytes + minListEnvelopeBytes}))
+	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: wire.ReserveBytes + minListEnvelopeBytes}))
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "ListPageBytes" {
+	if !errors.As(err, &ce) || ce.Path.Field != "ListPageBytes" {
 		t.Fatalf("a page budget with no description room: %v, want a *ConfigError on ListPageBytes", err)
 	}
 	calls.check(t)
@@ -776,8 +778,8 @@ func TestListPageBytesFloorHoldsOneSmallDescription(t *testing.T) {
 		t.Fatalf("page 2 = %+v, %v", p2, err)
 	}
 	for i, p := range []ListPage{p1, p2} {
-		if n := len(listEncodePage(t, "resources", p)); n > floor-WireReserveBytes {
-			t.Fatalf("page %d encodes to %d bytes, more than %d", i+1, n, floor-WireReserveBytes)
+		if n := len(listEncodePage(t, "resources", p)); n > floor-wire.ReserveBytes {
+			t.Fatalf("page %d encodes to %d bytes, more than %d", i+1, n, floor-wire.ReserveBytes)
 		}
 	}
 
@@ -790,7 +792,7 @@ func TestListPageBytesFloorHoldsOneSmallDescription(t *testing.T) {
 	// One byte below the floor is a configuration error.
 	_, err = NewResources(nil, calls.policy(listAllowAll), WithResourceLimits(ResourceLimits{ListPageBytes: floor - 1}))
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "ListPageBytes" {
+	if !errors.As(err, &ce) || ce.Path.Field != "ListPageBytes" {
 		t.Fatalf("ListPageBytes one below the floor: %v, want a *ConfigError on ListPageBytes", err)
 	}
 }

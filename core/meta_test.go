@@ -36,7 +36,7 @@ func TestDefinitionMetaMustBeValidUTF8AndIJSON(t *testing.T) {
 			meta := c.meta
 			_, err := build(meta)
 			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Field != "Meta" || ce.Definition != 0 {
+			if !errors.As(err, &ce) || ce.Path.Field != "Meta" || ce.Definition != 0 {
 				t.Fatalf("metadata %q: got %v; want a *ConfigError on field Meta of binding 0", meta, err)
 			}
 		})

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // maxObjectFieldBytes bounds each text field of an [ObjectRef].
@@ -42,7 +44,7 @@ func (t ResourceTarget) WithObject(ref ObjectRef) (ResourceTarget, error) {
 		return ResourceTarget{}, fmt.Errorf("core: object reference needs a source and a key")
 	case ref.Size < -1:
 		return ResourceTarget{}, fmt.Errorf("core: object reference size must be -1 (unknown) or more")
-	case ref.MIMEType != "" && !ValidMediaType(ref.MIMEType):
+	case ref.MIMEType != "" && !mediatype.Valid(ref.MIMEType):
 		return ResourceTarget{}, fmt.Errorf("core: object reference MIME type is not a valid media type")
 	}
 	for _, s := range [...]string{ref.Source, ref.Key, ref.ETag, ref.VersionID, ref.MIMEType} {

@@ -123,7 +123,7 @@ func TestWithObjectSourceRejectsBadRegistrations(t *testing.T) {
 		"twice":      {WithObjectSource("files", ok), WithObjectSource("files", ok)},
 	} {
 		var ce *ConfigError
-		if _, err := NewResources(nil, objectPolicy(), opts...); !errors.As(err, &ce) || !strings.Contains(ce.Field, "WithObjectSource") {
+		if _, err := NewResources(nil, objectPolicy(), opts...); !errors.As(err, &ce) || !strings.Contains(ce.Path.Field, "WithObjectSource") {
 			t.Errorf("%s: %v, want a ConfigError naming WithObjectSource", name, err)
 		}
 	}

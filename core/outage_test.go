@@ -205,7 +205,7 @@ func TestNoItemsFailureCarriesTheSafeReportBounded(t *testing.T) {
 			return TextPayload("text/plain", "\xff CANARY"), nil
 		}
 		g.item("test://c").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
-			return ResourcePayload{}, TooLarge(1 << 40)
+			return ResourcePayload{}, &TooLargeError{Size: 1 << 40}
 		}
 		g.disclose[1]["test://b"] = true
 		g.disclose[0]["test://c"] = true // only the final decision counts

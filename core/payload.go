@@ -2,9 +2,9 @@ package core
 
 import (
 	"bytes"
-	"mime"
-	"strings"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // ResourcePayload is the body a [Reader] returns for one target: text or a
@@ -91,43 +91,8 @@ func (p ResourcePayload) Len() int64 {
 
 // valid reports whether the payload keeps the construction rules.
 func (p ResourcePayload) valid() bool {
-	if p.kind == payloadNone || !ValidMediaType(p.mimeType) {
+	if p.kind == payloadNone || !mediatype.Valid(p.mimeType) {
 		return false
 	}
 	return p.kind == payloadBlob || utf8.ValidString(p.text)
-}
-
-// ValidMediaType reports whether s is a MIME type the gateway accepts for a
-// definition, an icon or a payload: a type/subtype with optional
-// parameters, at most 255 bytes, without control characters. Stores can use
-// it to refuse a bad type when content is stored rather than when it is
-// read (where the gateway reports invalid_content).
-func ValidMediaType(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	if slash := strings.IndexByte(s, '/'); slash > 0 && isToken(s[:slash]) && isToken(s[slash+1:]) {
-		return true // type/subtype without parameters: the common case, no allocation
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < ' ' || s[i] == 0x7f {
-			return false
-		}
-	}
-	_, _, err := mime.ParseMediaType(s)
-	return err == nil && strings.Contains(s, "/")
-}
-
-// isToken reports whether s is a non-empty RFC 2045 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?=`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // Read selects, resolves, authorizes and reads the resource at uri for the
@@ -51,15 +53,14 @@ func (r *Resources) Read(ctx context.Context, uri string) (*ResourceResult, erro
 
 // The module's adapter reads with its own sizer through itemsize.Read.
 func init() {
-	itemsize.Read = func(ctx context.Context, res any, uri string, f itemsize.Func) (any, error) {
-		r := res.(*Resources)
+	itemsize.Install(func(ctx context.Context, r *Resources, uri string, f itemsize.Func) (*ResourceResult, error) {
 		sizeOf := func(uri string, p ResourcePayload, meta []byte) int64 {
 			return f(itemsize.Item{URI: uri, MIMEType: p.mimeType, Text: p.text, Blob: p.blob, IsBlob: p.kind == payloadBlob, Meta: meta})
 		}
 		return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (*ResourceResult, error) {
 			return r.read(ctx, uri, sizeOf)
 		})
-	}
+	})
 }
 
 // itemState follows one planned target through a read.
@@ -100,7 +101,7 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 	l := r.limits
 	b := budget{
 		payloadCap: l.MaxResponseBytes - l.ReportPayloadBytes,
-		encodedCap: l.MaxResponseEncodedBytes - WireReserveBytes - ConfigOverheadBytes - l.ReportEncodedBytes,
+		encodedCap: l.MaxResponseEncodedBytes - wire.ReserveBytes - wire.ConfigOverheadBytes - l.ReportEncodedBytes,
 		itemsLeft:  l.MaxItems,
 	}
 	b.payloadLeft, b.encodedLeft = b.payloadCap, b.encodedCap
@@ -656,7 +657,7 @@ func (r *Resources) assemble(st []itemState, truncated bool, sizeOf itemSizeFunc
 		encodedSum += sizeOf(warning.uri, warning.payload, warning.meta)
 	}
 	encodedSum += int64(len(resultEnvelope)) + metaSize(res.report)
-	if payloadSum > r.limits.MaxResponseBytes || encodedSum > r.limits.MaxResponseEncodedBytes-WireReserveBytes {
+	if payloadSum > r.limits.MaxResponseBytes || encodedSum > r.limits.MaxResponseEncodedBytes-wire.ReserveBytes {
 		return nil, NewFailure(FailureSize, errors.New("assembled result exceeds the response limits"))
 	}
 	return res, nil
@@ -702,7 +703,7 @@ func (r *Resources) noItems(issues []ResourceIssue) error {
 var completeReport = appendReport(nil, false, nil, 0)
 
 // metaSize is the encoded size of the result _meta that carries report.
-func metaSize(report []byte) int64 { return int64(len(`{"`+ReportMetaKey+`":}`) + len(report)) }
+func metaSize(report []byte) int64 { return int64(len(`{"`+wire.ReportMetaKey+`":}`) + len(report)) }
 
 // warning builds the warning item with the most detailed report that fits
 // the reserved payload, encoded and metadata space, and says how many
@@ -711,7 +712,7 @@ func (r *Resources) warning(issues []ResourceIssue, sizeOf itemSizeFunc) (Resour
 	uri := newWarningURI()
 	build := func(k int) (ResourceItem, []byte, bool) {
 		report := appendReport(nil, true, issues[:k], len(issues)-k)
-		w := ResourceItem{uri: uri, payload: TextPayload("text/plain", WarningPrefix+string(report)), meta: []byte(warningMeta)}
+		w := ResourceItem{uri: uri, payload: TextPayload("text/plain", wire.WarningPrefix+string(report)), meta: []byte(wire.WarningMeta)}
 		meta := metaSize(report)
 		enc := sizeOf(uri, w.payload, w.meta) + meta
 		fits := w.payload.Len() <= r.limits.ReportPayloadBytes && enc <= r.limits.ReportEncodedBytes && meta <= maxMetaBytes
@@ -733,5 +734,5 @@ func (r *Resources) warning(issues []ResourceIssue, sizeOf itemSizeFunc) (Resour
 func newWarningURI() string {
 	var b [16]byte
 	rand.Read(b[:])
-	return warningURIPrefix + hex.EncodeToString(b[:])
+	return wire.WarningURIPrefix + hex.EncodeToString(b[:])
 }

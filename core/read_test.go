@@ -12,6 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Tests of the contract's sections "Selection and identity" (plans, targets,
@@ -862,7 +866,7 @@ func TestWarningTextIsIncompleteBundleThenIdenticalReport(t *testing.T) {
 		t.Fatalf("warning text = %q", w.Text())
 	}
 	var meta map[string]json.RawMessage
-	if err := json.Unmarshal(res.Meta(), &meta); err != nil || string(meta[ReportMetaKey]) != report {
+	if err := json.Unmarshal(res.Meta(), &meta); err != nil || string(meta[wire.ReportMetaKey]) != report {
 		t.Fatalf("result meta = %s (%v)", res.Meta(), err)
 	}
 	if string(res.Report()) != report {
@@ -876,7 +880,7 @@ func TestWarningURIIs128RandomBitsInLowercaseHex(t *testing.T) {
 	seen := map[string]bool{}
 	for range 50 {
 		u := mustRead(t, g).Items()[0].URI()
-		if !warningURIPattern.MatchString(u) || len(u) != WarningURIBytes || seen[u] {
+		if !warningURIPattern.MatchString(u) || len(u) != wire.WarningURIBytes || seen[u] {
 			t.Fatalf("warning URI %q (len %d, seen %v)", u, len(u), seen[u])
 		}
 		seen[u] = true
@@ -1161,8 +1165,8 @@ func TestPayloadMIMETypeValidation(t *testing.T) {
 		"text/pl ain": false, "text/plain;": true, "text/plain; charset": false, "tëxt/plain": false,
 		"text/plain\n": false, "a/b/c": false,
 	} {
-		if got := ValidMediaType(s); got != want {
-			t.Errorf("ValidMediaType(%q) = %v, want %v", s, got, want)
+		if got := mediatype.Valid(s); got != want {
+			t.Errorf("mediatype.Valid(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

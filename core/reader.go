@@ -12,7 +12,7 @@ type ReadItem struct {
 	// Limit is how many payload bytes this item's body may hold: the
 	// smaller of MaxItemBytes and what is left of the aggregate payload
 	// budget. A store bounds the storage read itself with it (an SQL
-	// octet_length check, an S3 Range) and returns [TooLarge] when the
+	// octet_length check, an S3 Range) and returns a *[TooLargeError] when the
 	// stored item is bigger.
 	Limit int64
 }
@@ -34,7 +34,7 @@ type ReadRequest struct {
 }
 
 // ReadResult is a [Reader]'s answer for one item: a payload, or an error
-// ([Unavailable] to deny, [TooLarge] with the item's size when it does not
+// ([Unavailable] to deny, a *[TooLargeError] with the item's size when it does not
 // fit, any other error for a failed read), and optionally the policy's
 // decision for the item taken with it.
 type ReadResult struct {
@@ -61,7 +61,7 @@ type ReadResult struct {
 // and allow concurrent calls. It returns one result per item of the
 // request, in order, and a body only when it fits its item's Limit and the
 // sum of the bodies it returns stays within the request's Budget: an item
-// past the Budget is [TooLarge] with its size. An error instead of results
+// past the Budget is a *[TooLargeError] with its size. An error instead of results
 // is the same error for every item. The gateway admits the results in plan
 // order exactly as it would the items read one by one; one request runs
 // under one ItemTimeout.

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // Resources is the gateway: an immutable set of bindings and a policy. It
@@ -123,7 +125,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		name = d.Name
 	}
 	fail := func(field, reason string) error {
-		return &ConfigError{Definition: i, Name: name, Field: field, Reason: reason}
+		return &ConfigError{Definition: i, Name: name, Path: ConfigPath{Field: field}, Reason: reason}
 	}
 	switch {
 	case isNilCallback(b.Resolver):
@@ -142,7 +144,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 			return nil, fail(f.field, "must be valid UTF-8")
 		}
 	}
-	if d.MIMEType != "" && !ValidMediaType(d.MIMEType) {
+	if d.MIMEType != "" && !mediatype.Valid(d.MIMEType) {
 		return nil, fail("MIMEType", "is not a valid media type")
 	}
 	if d.Meta != nil {
@@ -168,7 +170,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	cloneDefinitionExtras(&d)
 	if d.URI != "" {
 		if err := checkURI(d.URI, limits.MaxURIBytes); err != nil {
-			return nil, &ConfigError{Definition: i, Name: name, Field: "URI", Reason: err.Error(), Err: err}
+			return nil, &ConfigError{Definition: i, Name: name, Path: ConfigPath{Field: "URI"}, Reason: err.Error(), Err: err}
 		}
 	}
 	if n := definitionSize(d); n > maxDefinitionBytes {

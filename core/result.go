@@ -4,18 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
-
-// ReportMetaKey is the reserved metadata key under which every read result
-// carries its report, and under which the warning item is marked diagnostic.
-const ReportMetaKey = "go.phpboyscout.uk/mcp.resourceRead"
-
-// WarningPrefix starts the text of the warning item of a partial result; the
-// report JSON follows it.
-const WarningPrefix = "Incomplete bundle.\n"
-
-// warningMeta is the fixed _meta object of the warning item.
-const warningMeta = `{"` + ReportMetaKey + `":{"diagnostic":true,"inlineOnly":true}}`
 
 // IssueCode classifies why a visible item is missing from a result.
 type IssueCode string
@@ -118,13 +109,13 @@ func (r *ResourceResult) IssuesOmitted() int { return r.omitted }
 func (r *ResourceResult) Report() json.RawMessage { return bytes.Clone(r.report) }
 
 // Meta returns a fresh copy of the result metadata: the report under
-// [ReportMetaKey].
+// "go.phpboyscout.uk/mcp.resourceRead".
 func (r *ResourceResult) Meta() json.RawMessage { return resultMeta(r.report) }
 
 func resultMeta(report []byte) []byte {
-	b := make([]byte, 0, len(ReportMetaKey)+len(report)+6)
+	b := make([]byte, 0, len(wire.ReportMetaKey)+len(report)+6)
 	b = append(b, `{"`...)
-	b = append(b, ReportMetaKey...)
+	b = append(b, wire.ReportMetaKey...)
 	b = append(b, `":`...)
 	b = append(b, report...)
 	return append(b, '}')

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // The rig is a scripted host: one bundle definition whose plan names items,
@@ -270,7 +272,7 @@ func (g *rig) readCtx(ctx context.Context) (*ResourceResult, error) {
 func itemURIs(res *ResourceResult) []string {
 	var out []string
 	for _, it := range res.Items() {
-		if !strings.HasPrefix(it.URI(), warningURIPrefix) {
+		if !strings.HasPrefix(it.URI(), wire.WarningURIPrefix) {
 			out = append(out, it.URI())
 		}
 	}

@@ -317,7 +317,7 @@ func TestNewSelectorRejectsDuplicates(t *testing.T) {
 	for _, tc := range tests {
 		_, err := newSelector(selDefs(tc.entries...), 2048)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field || ce.Definition != tc.index || !strings.Contains(ce.Reason, "twice") {
+		if !errors.As(err, &ce) || ce.Path.Field != tc.field || ce.Definition != tc.index || !strings.Contains(ce.Reason, "twice") {
 			t.Errorf("%s: %v", tc.rule, err)
 		}
 	}
@@ -378,7 +378,7 @@ func TestSelectorThroughResources(t *testing.T) {
 	_, err = NewResources([]ResourceBinding{long}, selPolicy(), WithResourceLimits(ResourceLimits{MaxURIBytes: 64}))
 	var ue *uriError
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "URITemplate" || !strings.Contains(ce.Reason, uriReasonTooLong.String()) {
+	if !errors.As(err, &ce) || ce.Path.Field != "URITemplate" || !strings.Contains(ce.Reason, uriReasonTooLong.String()) {
 		t.Fatalf("template over MaxURIBytes: %v (%v)", err, errors.As(err, &ue))
 	}
 }

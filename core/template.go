@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Reasons a URI template is rejected (ConfigError.Reason, Field
+// Reasons a URI template is rejected (ConfigError.Reason, Path.Field
 // "URITemplate"). Each names the unsupported form.
 const (
 	tmplUnclosed       = "template has a '{' without a closing '}'"

@@ -138,7 +138,7 @@ func TestNewResourcesRejectsTemplatesWithConfigError(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Fatalf("NewResources(%q) = %v, want *ConfigError", tc.tmpl, err)
 		}
-		if ce.Definition != 1 || ce.Name != tc.tmpl || ce.Field != "URITemplate" || !strings.Contains(ce.Reason, tc.reason) {
+		if ce.Definition != 1 || ce.Name != tc.tmpl || ce.Path.Field != "URITemplate" || !strings.Contains(ce.Reason, tc.reason) {
 			t.Errorf("NewResources(%q) = %+v, want binding 1, field URITemplate, reason %q", tc.tmpl, ce, tc.reason)
 		}
 	}

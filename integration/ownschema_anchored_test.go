@@ -50,7 +50,7 @@ func TestOwnSchemaAnchoredBundleTellsAMissingTenantFromAnEmptyOne(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := core.WithPrincipal(t.Context(), "alice")
+	alice := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	for _, c := range []struct {
 		uri   string
 		items int // -1: unavailable

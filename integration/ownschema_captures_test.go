@@ -18,7 +18,7 @@ func TestOwnSchemaDecideSeesDecodedCaptures(t *testing.T) {
 	t.Parallel()
 	r := newDocsRig(t)
 	id := r.document(t, "acme", "Plan", "the plan", "", "", nil)
-	alice := core.WithPrincipal(t.Context(), "alice")
+	alice := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	res, err := r.res.Read(alice, "doc://tenants/%61cme/documents/"+id)
 	if err != nil || res.Partial() || len(res.Items()) != 1 || res.Items()[0].Text() != "the plan" {
 		t.Fatalf("alice reads her document under the encoded tenant: %v %v", res, err)
@@ -63,7 +63,7 @@ func TestSQLPolicyBindsTheDecodedCapturesAsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := core.WithPrincipal(t.Context(), "alice")
+	alice := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	for _, c := range []struct {
 		captures map[string]string
 		visible  bool

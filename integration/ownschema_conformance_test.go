@@ -148,7 +148,7 @@ func (h *sqlHarness) Delete(ctx context.Context, uri string) error {
 }
 
 func (h *sqlHarness) Context(ctx context.Context, principal string) context.Context {
-	return core.WithPrincipal(ctx, principal)
+	return core.WithCaller(ctx, core.Caller{Principal: principal})
 }
 
 func (h *sqlHarness) BodyReads() int64 { return h.bodies.n.Load() }

@@ -203,7 +203,7 @@ func TestOwnSchemaPolicyDecidesAWholePlanInOneStatement(t *testing.T) {
 	id := r.document(t, "acme", "plan", "body", "files/p.txt", "text/plain", []byte("file"))
 	putObject(t, r.root, r.env.Bucket, "tenants/acme/reports/x.txt", "text/plain", []byte("acme report"))
 	putObject(t, r.root, r.env.Bucket, "tenants/globex/reports/y.txt", "text/plain", []byte("globex report"))
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	auth, err := r.res.Authorize(ctx, docURI("acme", id))
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestOwnSchemaPolicyDecidesAWholePlanInOneStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	globexReport, err := r.res.Authorize(core.WithPrincipal(context.Background(), "bob"), "report://tenants/globex/reports/y.txt")
+	globexReport, err := r.res.Authorize(core.WithCaller(context.Background(), core.Caller{Principal: "bob"}), "report://tenants/globex/reports/y.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestOwnSchemaPolicyDecidesAWholePlanInOneStatement(t *testing.T) {
 		{"alice", []bool{true, true, true, true}},
 		{"bob", []bool{false, false, true, true}},
 	} {
-		ctx := core.WithPrincipal(context.Background(), c.principal)
+		ctx := core.WithCaller(context.Background(), core.Caller{Principal: c.principal})
 		before := r.stmts.n.Load()
 		got, err := policy.Decide(ctx, core.PolicyPass{Stage: core.PassRecheck, Targets: targets, Captures: map[string]string{"tenant": "acme"}})
 		if err != nil {
@@ -265,7 +265,7 @@ func TestOwnSchemaListingTypesEachObjectWithoutARequestPerObject(t *testing.T) {
 		putObject(t, r.root, r.env.Bucket, "tenants/acme/reports/"+k, "", []byte(k))
 	}
 	r.wire.reset()
-	objs, _, err := r.files.List(core.WithPrincipal(context.Background(), "alice"), "tenants/acme/reports/")
+	objs, _, err := r.files.List(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), "tenants/acme/reports/")
 	if err != nil {
 		t.Fatalf("%v: %v", err, errors.Unwrap(err))
 	}

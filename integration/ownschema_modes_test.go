@@ -74,16 +74,16 @@ func TestOwnSchemaCompletionOffersOnlyWhatRowLevelSecurityShows(t *testing.T) {
 	r.document(t, "globex", "g", "g", "", "", nil)
 	tmpl := "doc://tenants/{tenant}/documents/{id}"
 	for principal, want := range map[string][]string{"alice": {"acme"}, "bob": {"globex"}} {
-		c, err := r.res.Complete(core.WithPrincipal(context.Background(), principal), tmpl, "tenant", "", nil)
+		c, err := r.res.Complete(core.WithCaller(context.Background(), core.Caller{Principal: principal}), tmpl, "tenant", "", nil)
 		if err != nil || !slices.Equal(c.Values, want) {
 			t.Errorf("%s: tenants %v, %v; want %v", principal, c.Values, err, want)
 		}
 	}
-	c, err := r.res.Complete(core.WithPrincipal(context.Background(), "alice"), tmpl, "id", acme[:4], map[string]string{"tenant": "acme"})
+	c, err := r.res.Complete(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), tmpl, "id", acme[:4], map[string]string{"tenant": "acme"})
 	if err != nil || !slices.Equal(c.Values, []string{acme}) {
 		t.Errorf("alice's documents: %v, %v; want [%s]", c.Values, err, acme)
 	}
-	c, err = r.res.Complete(core.WithPrincipal(context.Background(), "bob"), tmpl, "id", "", map[string]string{"tenant": "acme"})
+	c, err = r.res.Complete(core.WithCaller(context.Background(), core.Caller{Principal: "bob"}), tmpl, "id", "", map[string]string{"tenant": "acme"})
 	if err != nil || len(c.Values) != 0 {
 		t.Errorf("bob offered acme's documents: %v, %v", c.Values, err)
 	}

@@ -156,7 +156,7 @@ func (h *pgHarness) Delete(ctx context.Context, uri string) error {
 }
 
 func (h *pgHarness) Context(ctx context.Context, principal string) context.Context {
-	return core.WithPrincipal(ctx, principal)
+	return core.WithCaller(ctx, core.Caller{Principal: principal})
 }
 
 func (h *pgHarness) BodyReads() int64 { return h.bodies.n.Load() }

@@ -113,7 +113,7 @@ type refOptions struct {
 	Objects          *s3store.Bucket
 	LoginRole        bool
 	StatementTimeout time.Duration
-	Principal        core.PrincipalFunc
+	Caller           func(context.Context) (core.Caller, error)
 	// Keyed serves the bindings as a resources file does, under the
 	// store's policy by its key (core.ResourcePolicy.Key): their reads
 	// take its recheck with the bodies. Unset, the policy is the store's
@@ -153,7 +153,7 @@ func newRefStore(db postgres.DB, opts *refOptions) (*refStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Principal: o.Principal, StatementTimeout: o.StatementTimeout}
+	so := postgres.SourceOptions{Name: "postgres", LoginRole: o.LoginRole, Caller: o.Caller, StatementTimeout: o.StatementTimeout}
 	if !o.LoginRole {
 		so.Role = postgres.ReaderRole
 	}
@@ -374,7 +374,7 @@ func objectsOf(bucket *s3store.Bucket) core.Option {
 
 // as returns a context carrying principal.
 func as(ctx context.Context, principal string) context.Context {
-	return core.WithPrincipal(ctx, principal)
+	return core.WithCaller(ctx, core.Caller{Principal: principal})
 }
 
 // itemTexts returns the URI and text of every application item of r.

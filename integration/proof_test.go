@@ -234,7 +234,7 @@ func TestProofBrokenWhileServingStopsTheSourceUntilItHoldsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(context.Background(), "amy")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "amy"})
 	read := func() (*core.ResourceResult, error) { return res.Read(ctx, "ticket://u/acme/1") }
 	if got, err := read(); err != nil || len(got.Items()) != 1 {
 		t.Fatalf("read before: %+v, %v", got, err)

@@ -340,7 +340,7 @@ func TestS3StorePlanningDuringAnOutageIsARetryableStorageOutage(t *testing.T) {
 	if got != want || sub != want {
 		t.Fatalf("during the outage: read %s, subscribe %s; want %s", got, sub, want)
 	}
-	_, direct := res.Read(core.WithPrincipal(t.Context(), "host"), uri)
+	_, direct := res.Read(core.WithCaller(t.Context(), core.Caller{Principal: "host"}), uri)
 	if core.KindOf(direct) != core.FailureOutage || !isOutageOf(direct, "s3store") {
 		t.Fatalf("core's failure %v: want FailureOutage with the store's cause behind Unwrap", direct)
 	}

@@ -69,14 +69,14 @@ func TestS3StoreAccessIsEnforcedByS3PerPrincipal(t *testing.T) {
 	res := gateway(t, policy, core.ResourceLimits{}, bundleBinding(store, "s3bundle://test/ab", "docs/a.txt", "docs/b.txt"))
 	read := func(ctx context.Context) (*core.ResourceResult, error) { return res.Read(ctx, "s3bundle://test/ab") }
 
-	got, err := read(core.WithPrincipal(t.Context(), "alice"))
+	got, err := read(core.WithCaller(t.Context(), core.Caller{Principal: "alice"}))
 	if err != nil || got.Partial() || len(bodies(got)) != 2 {
 		t.Fatalf("alice with both grants: %v, %v", bodies(got), err)
 	}
 
 	for name, ctx := range map[string]context.Context{
-		"bob, a user without a grant":   core.WithPrincipal(t.Context(), "bob"),
-		"carol, without an S3 user":     core.WithPrincipal(t.Context(), "carol"),
+		"bob, a user without a grant":   core.WithCaller(t.Context(), core.Caller{Principal: "bob"}),
+		"carol, without an S3 user":     core.WithCaller(t.Context(), core.Caller{Principal: "carol"}),
 		"a request without a principal": t.Context(),
 	} {
 		w.reset()
@@ -90,7 +90,7 @@ func TestS3StoreAccessIsEnforcedByS3PerPrincipal(t *testing.T) {
 
 	revokeNow.Store(true)
 	w.reset()
-	got, err = read(core.WithPrincipal(t.Context(), "alice"))
+	got, err = read(core.WithCaller(t.Context(), core.Caller{Principal: "alice"}))
 	if err != nil {
 		t.Fatalf("alice, b revoked between plan and read: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestS3StoreAccessIsEnforcedByS3PerPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	revokeNow.Store(false)
-	if got, err := read(core.WithPrincipal(t.Context(), "alice")); err != nil || got.Partial() {
+	if got, err := read(core.WithCaller(t.Context(), core.Caller{Principal: "alice"})); err != nil || got.Partial() {
 		t.Fatalf("alice after the grant was restored: %v, %v", codes(got), err)
 	}
 }
@@ -144,12 +144,12 @@ func TestS3StoreHostCheckRunsImmediatelyBeforeTheGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := gateway(t, allowAll(), core.ResourceLimits{}, binding)
-	if _, err := res.Read(core.WithPrincipal(t.Context(), "alice"), "s3obj://docs/a.txt"); err != nil || seen.Load() != "alice docs/a.txt" {
+	if _, err := res.Read(core.WithCaller(t.Context(), core.Caller{Principal: "alice"}), "s3obj://docs/a.txt"); err != nil || seen.Load() != "alice docs/a.txt" {
 		t.Fatalf("alice: %v, check saw %v", err, seen.Load())
 	}
 	w.reset()
-	_, missing := res.Read(core.WithPrincipal(t.Context(), "mallory"), "s3obj://docs/never.txt")
-	if _, err := res.Read(core.WithPrincipal(t.Context(), "mallory"), "s3obj://docs/a.txt"); core.KindOf(err) != core.FailureUnavailable ||
+	_, missing := res.Read(core.WithCaller(t.Context(), core.Caller{Principal: "mallory"}), "s3obj://docs/never.txt")
+	if _, err := res.Read(core.WithCaller(t.Context(), core.Caller{Principal: "mallory"}), "s3obj://docs/a.txt"); core.KindOf(err) != core.FailureUnavailable ||
 		err.Error() != missing.Error() || w.gets.Load() != 0 {
 		t.Fatalf("mallory: %v after %d GETs, want what a missing object gets (%v) without a GET", err, w.gets.Load(), missing)
 	}

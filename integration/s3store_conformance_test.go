@@ -155,7 +155,7 @@ func (h *s3Harness) Delete(ctx context.Context, uri string) error {
 }
 
 func (h *s3Harness) Context(ctx context.Context, principal string) context.Context {
-	return core.WithPrincipal(ctx, principal)
+	return core.WithCaller(ctx, core.Caller{Principal: principal})
 }
 
 // BodyReads counts the GETs that the principals' clients sent: the only

@@ -27,7 +27,9 @@ func rootStore(t *testing.T, env harness.S3Env, w *wire) (*s3store.Bucket, *s3.C
 	return b, c
 }
 
-func asHost(ctx context.Context) context.Context { return core.WithPrincipal(ctx, "host") }
+func asHost(ctx context.Context) context.Context {
+	return core.WithCaller(ctx, core.Caller{Principal: "host"})
+}
 
 // TestS3StoreObjectOverwrittenBetweenPlanAndReadIsNeverServed proves that
 // S3 itself refuses the new version (412 to If-Match on the planned ETag):

@@ -135,7 +135,7 @@ func TestS3StoreServerStoppedMidBundleFailsOnlyThatItemAndRecovers(t *testing.T)
 		}
 	}
 	w.afterResponse.Store(&kill)
-	got, err := res.Read(core.WithPrincipal(ctx, "host"), "s3bundle://outage")
+	got, err := res.Read(core.WithCaller(ctx, core.Caller{Principal: "host"}), "s3bundle://outage")
 	w.afterResponse.Store(nil)
 	if err != nil {
 		t.Fatalf("read during the outage: %v, want a partial bundle", err)
@@ -155,7 +155,7 @@ func TestS3StoreServerStoppedMidBundleFailsOnlyThatItemAndRecovers(t *testing.T)
 	t.Logf("during the outage: %v", c)
 
 	srv.start()
-	got, err = res.Read(core.WithPrincipal(ctx, "host"), "s3bundle://outage")
+	got, err = res.Read(core.WithCaller(ctx, core.Caller{Principal: "host"}), "s3bundle://outage")
 	if err != nil || got.Partial() {
 		t.Fatalf("read after the restart: %v, %v; want a complete bundle", codes(got), err)
 	}

@@ -18,6 +18,8 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
+
+	wirefmt "go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // Fixed public messages of the whole-read failures these tests meet.
@@ -215,7 +217,7 @@ func TestServerSingleReadOfAnOverwrittenObjectSaysReadFailedRetryable(t *testing
 	if err != nil || len(contentURIs(bundle)) != 1 {
 		t.Fatalf("the joined bundle: %v, want its fields and a warning", err)
 	}
-	report, _ := json.Marshal(bundle.Meta[core.ReportMetaKey])
+	report, _ := json.Marshal(bundle.Meta[wirefmt.ReportMetaKey])
 	if !strings.Contains(string(report), `"code":"read_failed"`) {
 		t.Fatalf("the joined bundle's report %s: want the object's read_failed", report)
 	}

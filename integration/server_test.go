@@ -17,8 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/integration/harness"
+
+	wirefmt "go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // seededState is what the seed wrote: every asset's version and pinned
@@ -149,7 +150,7 @@ func TestServerAfterMigrateAndSeedServesEachTokenItsOwnGrants(t *testing.T) {
 	if got := contentURIs(bb); !slices.Equal(got, wantBob) || !strings.HasPrefix(bb.Contents[0].URI, "mcp-warning:") {
 		t.Errorf("bob's handbook bundle %q: want the warning and four assets", got)
 	}
-	report, _ := json.Marshal(bb.Meta[core.ReportMetaKey])
+	report, _ := json.Marshal(bb.Meta[wirefmt.ReportMetaKey])
 	if want := `"issues":[{"code":"unavailable","message":"The resource is unavailable.","retryable":false,"uri":"asset://project/handbook/asset/salaries"}]`; !strings.Contains(string(report), want) {
 		t.Errorf("bob's report %s: want salaries as a disclosed unavailable omission", report)
 	}

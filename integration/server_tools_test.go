@@ -8,8 +8,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+
+	wirefmt "go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // TestServerToolsReadEachTokensOwnRowsAndObjects runs the built binary with
@@ -73,10 +74,10 @@ func TestServerToolsReadEachTokensOwnRowsAndObjects(t *testing.T) {
 	}
 
 	bundle := read(bob, hb)
-	if w := item(bundle, 0); !strings.HasPrefix(w.URI, "mcp-warning://read/") || !strings.HasPrefix(w.Text, core.WarningPrefix) {
+	if w := item(bundle, 0); !strings.HasPrefix(w.URI, "mcp-warning://read/") || !strings.HasPrefix(w.Text, wirefmt.WarningPrefix) {
 		t.Errorf("bob's handbook bundle starts with %+v, not the warning", w)
 	}
-	report, _ := json.Marshal(bundle.Meta[core.ReportMetaKey])
+	report, _ := json.Marshal(bundle.Meta[wirefmt.ReportMetaKey])
 	if want := `"uri":"asset://project/handbook/asset/salaries"`; !strings.Contains(string(report), want) || !strings.Contains(string(report), `"partial":true`) {
 		t.Errorf("bob's report %s", report)
 	}

@@ -56,7 +56,7 @@ func BenchmarkStandbyPrimaryCost(b *testing.B) {
 			} else {
 				src, res = r.sourceOn(b, opts, nil)
 			}
-			ctx := core.WithPrincipal(context.Background(), "alice")
+			ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 			for i := range docs { // warm both pools' prepared statements
 				if _, err := res.Read(ctx, fmt.Sprintf("sb://docs/d%d", i)); err != nil {
 					b.Fatal(err)

@@ -233,7 +233,7 @@ type readOutcome struct {
 }
 
 func standbyRead(ctx context.Context, res *core.Resources, principal, id string) readOutcome {
-	ctx, cancel := context.WithTimeout(core.WithPrincipal(ctx, principal), 10*time.Second)
+	ctx, cancel := context.WithTimeout(core.WithCaller(ctx, core.Caller{Principal: principal}), 10*time.Second)
 	defer cancel()
 	got, err := res.Read(ctx, "sb://docs/"+id)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
+
+	wirefmt "go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // bearerTransport sends a token with every request.
@@ -87,7 +89,7 @@ func TestTracedPartialReadIsOneNestedTraceWithoutPrivateValues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if len(out.Contents) < 2 || !strings.HasPrefix(out.Contents[0].Text, core.WarningPrefix) {
+	if len(out.Contents) < 2 || !strings.HasPrefix(out.Contents[0].Text, wirefmt.WarningPrefix) {
 		t.Fatalf("read returned %d contents: want the warning first (partial)", len(out.Contents))
 	}
 	tp.ForceFlush(t.Context())

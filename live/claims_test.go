@@ -23,7 +23,7 @@ func TestReauthorizationKeepsTheSubscribersClaims(t *testing.T) {
 	p := st.Policy()
 	decide := p.Decide // wrapped below: it needs the claim
 	p.Decide = func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
-		if string(core.ContextClaims(ctx)) != `{"groups":["eng"]}` || !slices.Contains(core.ContextScopes(ctx), "read") {
+		if c, _ := core.CallerFrom(ctx); string(c.Claims) != `{"groups":["eng"]}` || !slices.Contains(c.Scopes, "read") {
 			return make([]core.TargetDecision, len(pass.Targets)), nil // all hidden
 		}
 		return decide(ctx, pass)
@@ -46,7 +46,7 @@ func TestReauthorizationKeepsTheSubscribersClaims(t *testing.T) {
 	go func() { hub.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	sctx := core.WithScopes(core.WithClaims(core.WithPrincipal(context.Background(), "alice"), json.RawMessage(`{"groups":["eng"]}`)), []string{"read"})
+	sctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice", Claims: json.RawMessage(`{"groups":["eng"]}`), Scopes: []string{"read"}})
 	if err := hub.Subscribe(sctx, "s1", doc("a")); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -193,9 +192,7 @@ type session[S comparable] struct {
 type sub[S comparable] struct {
 	sess      *session[S]
 	uri       string
-	principal string
-	claims    json.RawMessage // core.ContextClaims at Subscribe, for every re-authorization
-	scopes    []string        // core.ContextScopes at Subscribe, likewise
+	caller    core.Caller // core.CallerFrom at Subscribe, for every re-authorization
 	keys      []string
 	fp        [32]byte
 	force     bool // notify after the next successful check, whatever the fingerprint
@@ -292,16 +289,15 @@ func (h *Hub[S]) OnRevoked(f func(s S, remaining int)) {
 func (h *Hub[S]) Options() Options { return h.o }
 
 // Subscribe admits a subscription of session to uri for the caller that
-// ctx identifies (its principal, core.ContextPrincipal, its claims,
-// core.ContextClaims, and its scopes, core.ContextScopes, are kept for
-// every later re-authorization). It authorizes uri exactly like a read: any
+// ctx identifies (its [core.Caller], principal, claims and scopes, is kept
+// for every later re-authorization). It authorizes uri exactly like a read: any
 // error of Authorize is returned as it is, so a URI the caller may not
 // read fails like a read of it. Then the bounds apply (ErrSessionLimit,
 // ErrPrincipalLimit, ErrHubLimit). Subscribing again to the same URI in the same session
 // replaces the earlier subscription and counts once.
 func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
-	principal, _ := core.ContextPrincipal(ctx)
-	claims, scopes := core.ContextClaims(ctx), core.ContextScopes(ctx)
+	caller, _ := core.CallerFrom(ctx)
+	principal := caller.Principal
 	h.mu.Lock()
 	seq := h.seq
 	h.mu.Unlock()
@@ -319,12 +315,12 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 	if ss != nil {
 		if old := ss.subs[uri]; old != nil {
 			h.unindex(old)
-			h.perPrinc[old.principal]--
-			if h.perPrinc[old.principal] <= 0 {
-				delete(h.perPrinc, old.principal)
+			h.perPrinc[old.caller.Principal]--
+			if h.perPrinc[old.caller.Principal] <= 0 {
+				delete(h.perPrinc, old.caller.Principal)
 			}
 			h.perPrinc[principal]++
-			old.principal, old.claims, old.scopes, old.keys, old.fp = principal, claims, scopes, keys, fp
+			old.caller, old.keys, old.fp = caller, keys, fp
 			h.reindex(old)
 			if h.seq != seq {
 				h.dirty[old] = struct{}{}
@@ -345,7 +341,7 @@ func (h *Hub[S]) Subscribe(ctx context.Context, s S, uri string) error {
 		ss = &session[S]{id: s, subs: map[string]*sub[S]{}, tokens: float64(h.o.SessionBurst), refill: time.Now()}
 		h.sessions[s] = ss
 	}
-	x := &sub[S]{sess: ss, uri: uri, principal: principal, claims: claims, scopes: scopes, keys: keys, fp: fp}
+	x := &sub[S]{sess: ss, uri: uri, caller: caller, keys: keys, fp: fp}
 	ss.subs[uri] = x
 	h.total++
 	h.perPrinc[principal]++
@@ -453,8 +449,8 @@ func (h *Hub[S]) remove(x *sub[S]) {
 	delete(h.dirty, x)
 	delete(x.sess.subs, x.uri)
 	h.total--
-	if h.perPrinc[x.principal]--; h.perPrinc[x.principal] <= 0 {
-		delete(h.perPrinc, x.principal)
+	if h.perPrinc[x.caller.Principal]--; h.perPrinc[x.caller.Principal] <= 0 {
+		delete(h.perPrinc, x.caller.Principal)
 	}
 	if len(x.sess.subs) == 0 && h.sessions[x.sess.id] == x.sess {
 		delete(h.sessions, x.sess.id)
@@ -604,7 +600,7 @@ func (h *Hub[S]) track() {
 	h.mu.Unlock()
 	slices.Sort(keys)
 	for _, src := range h.sources {
-		if tr, ok := src.(core.ChangeTracker); ok {
+		if tr, ok := src.(Tracker); ok {
 			tr.TrackKeys(keys)
 		}
 	}
@@ -682,7 +678,7 @@ func (h *Hub[S]) dispatch(ctx context.Context, wg *sync.WaitGroup) time.Duration
 
 // sameCaller reports whether a and b are rechecked as the same caller.
 func sameCaller[S comparable](a, b *sub[S]) bool {
-	return a.principal == b.principal && string(a.claims) == string(b.claims) && slices.Equal(a.scopes, b.scopes)
+	return a.caller.Principal == b.caller.Principal && string(a.caller.Claims) == string(b.caller.Claims) && slices.Equal(a.caller.Scopes, b.caller.Scopes)
 }
 
 // recheck authorizes the URIs of batch, subscriptions of one caller, in
@@ -690,13 +686,13 @@ func sameCaller[S comparable](a, b *sub[S]) bool {
 // [BatchAuthorizer].
 func (h *Hub[S]) recheck(ctx context.Context, batch []*sub[S]) ([]core.Authorization, []error) {
 	h.mu.Lock()
-	principal, claims, scopes := batch[0].principal, batch[0].claims, batch[0].scopes
+	caller := batch[0].caller
 	uris := make([]string, len(batch))
 	for i, x := range batch {
 		uris[i] = x.uri
 	}
 	h.mu.Unlock()
-	cctx, cancel := context.WithTimeout(core.WithScopes(core.WithClaims(core.WithPrincipal(ctx, principal), claims), scopes), h.o.CheckTimeout)
+	cctx, cancel := context.WithTimeout(core.WithCaller(ctx, caller), h.o.CheckTimeout)
 	defer cancel()
 	as, errs := make([]core.Authorization, len(uris)), make([]error, len(uris))
 	if ba, ok := h.auth.(BatchAuthorizer); ok && len(uris) > 1 {
@@ -777,4 +773,14 @@ func (h *Hub[S]) check(ctx context.Context, batch []*sub[S]) {
 		h.mu.Unlock()
 	}
 	h.poke()
+}
+
+// Tracker is an optional capability of a [core.ChangeSource] that must be
+// told what to watch, such as a poller: the hub calls TrackKeys with the
+// full set of change keys that current subscriptions depend on (from every
+// source: ignore keys you did not make), whenever that set changes. The
+// slice is the hub's; copy what you keep.
+type Tracker interface {
+	core.ChangeSource
+	TrackKeys(keys []string)
 }

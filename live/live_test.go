@@ -95,7 +95,7 @@ func (g *rig) put(id, body string) {
 }
 
 func (g *rig) sub(session, principal, id string) error {
-	return g.hub.Subscribe(core.WithPrincipal(context.Background(), principal), session, doc(id))
+	return g.hub.Subscribe(core.WithCaller(context.Background(), core.Caller{Principal: principal}), session, doc(id))
 }
 
 func (g *rig) count() int {
@@ -143,7 +143,7 @@ func TestSubscribeToHiddenOrMissingURIFailsExactlyLikeARead(t *testing.T) {
 	g := newRig(t, nil)
 	g.put("secret", "x")
 	g.st.Grant("secret", "bob", memory.Access{Read: true})
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	for _, id := range []string{"secret", "missing"} {
 		_, rerr := g.res.Read(ctx, doc(id))
 		serr := g.hub.Subscribe(ctx, "s1", doc(id))
@@ -178,7 +178,7 @@ func TestSubscribeToABundleOfOnlyReadDeniedItemsFailsLikeItsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	hub := New(res, func(string, string) {}, []core.ChangeSource{st}, nil)
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	_, rerr := res.Read(ctx, "mem://bundle")
 	_, merr := res.Read(ctx, "mem://nothing")
 	serr := hub.Subscribe(ctx, "s1", "mem://bundle")
@@ -384,7 +384,7 @@ func TestAStormIsOneRecheckPerSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			st.Grant(id, p, memory.Access{Read: true})
-			if err := h.Subscribe(core.WithPrincipal(context.Background(), p), fmt.Sprint("sess", s), doc(id)); err != nil {
+			if err := h.Subscribe(core.WithCaller(context.Background(), core.Caller{Principal: p}), fmt.Sprint("sess", s), doc(id)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -521,7 +521,7 @@ func TestAChangeWhileSubscribingIsNotMissed(t *testing.T) {
 	go func() { h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	waitWatching(t, st)
-	if err := h.Subscribe(core.WithPrincipal(context.Background(), "alice"), "s1", doc("a")); err != nil {
+	if err := h.Subscribe(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), "s1", doc("a")); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 	"go.phpboyscout.uk/mcp/resources/live"
 )
 
@@ -75,7 +76,7 @@ func TestClientSeesEveryCoreBehaviour(t *testing.T) {
 				t.Fatalf("cacheable %+v, want private with ttl 0", res.Cacheable)
 			}
 			if c.tap != nil {
-				got := rawMeta(t, c.tap.last(t).Result)[core.ReportMetaKey]
+				got := rawMeta(t, c.tap.last(t).Result)[wire.ReportMetaKey]
 				if want := direct("notes://readme").Report(); !bytes.Equal(got, want) {
 					t.Fatalf("report on the wire %s, core %s", got, want)
 				}
@@ -99,10 +100,10 @@ func TestClientSeesEveryCoreBehaviour(t *testing.T) {
 				t.Fatalf("contents %+v", res.Contents)
 			}
 			w := res.Contents[0]
-			if !strings.HasPrefix(w.URI, "mcp-warning://read/") || len(w.URI) != core.WarningURIBytes || w.MIMEType != "text/plain" {
+			if !strings.HasPrefix(w.URI, "mcp-warning://read/") || len(w.URI) != wire.WarningURIBytes || w.MIMEType != "text/plain" {
 				t.Fatalf("warning item %+v", w)
 			}
-			if w.Text != core.WarningPrefix+string(want.Report()) {
+			if w.Text != wire.WarningPrefix+string(want.Report()) {
 				t.Fatalf("warning text %q, want the prefix and %s", w.Text, want.Report())
 			}
 			if res.Contents[1].Text != "fine" || res.Contents[1].URI != "bundle://partial/ok" {
@@ -113,10 +114,10 @@ func TestClientSeesEveryCoreBehaviour(t *testing.T) {
 			}
 			if c.tap != nil {
 				raw := c.tap.last(t).Result
-				if got := rawMeta(t, raw)[core.ReportMetaKey]; !bytes.Equal(got, want.Report()) {
+				if got := rawMeta(t, raw)[wire.ReportMetaKey]; !bytes.Equal(got, want.Report()) {
 					t.Fatalf("report on the wire %s, core %s", got, want.Report())
 				}
-				if got := rawContents(t, raw)[0]["_meta"]; string(got) != `{"`+core.ReportMetaKey+`":{"diagnostic":true,"inlineOnly":true}}` {
+				if got := rawContents(t, raw)[0]["_meta"]; string(got) != `{"`+wire.ReportMetaKey+`":{"diagnostic":true,"inlineOnly":true}}` {
 					t.Fatalf("warning _meta %s", got)
 				}
 			}

@@ -283,7 +283,8 @@ func (a *adapter) auditStart(ctx context.Context) (context.Context, *auditRecord
 // auditEvent builds the event of a request the adapter answered.
 func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Time, o Observation, err error, rec *auditRecorder) *AuditEvent {
 	e := &AuditEvent{Time: start.UTC(), Duration: time.Since(start), Method: o.Method, Revision: a.r.Revision(), Result: "complete"}
-	e.Principal, _ = core.ContextPrincipal(ctx)
+	c, _ := core.CallerFrom(ctx)
+	e.Principal = c.Principal
 	if ti := tokenInfo(req); ti != nil {
 		iss, _ := ti.Extra[TokenIssuerKey].(string)
 		sub, _ := ti.Extra[TokenSubjectKey].(string)

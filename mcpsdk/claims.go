@@ -11,23 +11,32 @@ import (
 
 // TokenClaimsKey is the key of auth.TokenInfo.Extra whose value, a
 // json.RawMessage holding one JSON object, the adapter hands to the stores
-// as the request's claims ([core.WithClaims]) beside its principal. The
+// as the request's claims ([core.Caller].Claims) beside its principal. The
 // verifier of package mcpsdk/oauth puts the claims the operator named
 // there; a host with its own verifier may do the same.
 const TokenClaimsKey = "mcpres.claims"
 
-// withTokenClaims returns ctx carrying the claims ([core.WithClaims]) and
-// the scopes ([core.WithScopes]) of req's token, when it has any.
-func withTokenClaims(ctx context.Context, req mcp.Request) context.Context {
-	ti := tokenInfo(req)
-	if ti == nil {
-		return ctx
+// withCaller returns ctx carrying the caller of req ([core.WithCaller]):
+// the principal of [Options.Principal], with the scopes and the claims of
+// req's token when it has any. It is the one place the adapter builds a
+// caller; a panic of the host's function goes to the caller of withCaller
+// (see safeCaller).
+func (a *adapter) withCaller(ctx context.Context, req mcp.Request) context.Context {
+	c := core.Caller{Principal: a.principal(ctx, req)}
+	if ti := tokenInfo(req); ti != nil {
+		c.Scopes = ti.Scopes
+		c.Claims, _ = ti.Extra[TokenClaimsKey].(json.RawMessage)
 	}
-	if len(ti.Scopes) > 0 {
-		ctx = core.WithScopes(ctx, ti.Scopes)
-	}
-	if c, ok := ti.Extra[TokenClaimsKey].(json.RawMessage); ok && len(c) > 0 {
-		return core.WithClaims(ctx, c)
-	}
-	return ctx
+	return core.WithCaller(ctx, c)
+}
+
+// safeCaller is withCaller turning a panic of the host's function into
+// ok == false.
+func (a *adapter) safeCaller(ctx context.Context, req mcp.Request) (cctx context.Context, ok bool) {
+	defer func() {
+		if recover() != nil {
+			cctx, ok = ctx, false
+		}
+	}()
+	return a.withCaller(ctx, req), true
 }

@@ -59,7 +59,7 @@ func TestOutageAnswersRetryableDataOnReadSubscribeAndComplete(t *testing.T) {
 		}
 		return inner.Resolve(ctx, m)
 	})
-	b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+	b.Completer = completerFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 		if down.Load() {
 			return core.Completion{}, core.Outage(canaryErr("connection refused"))
 		}
@@ -140,4 +140,11 @@ func TestItemStorageRefusedAnswersExactlyLikeAMissingResource(t *testing.T) {
 	if got := read("changed"); got != wantChanged {
 		t.Fatalf("item changed since the plan: %s, want %s", got, wantChanged)
 	}
+}
+
+// completerFunc adapts a function to core.Completer.
+type completerFunc func(ctx context.Context, req core.CompletionRequest) (core.Completion, error)
+
+func (f completerFunc) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+	return f(ctx, req)
 }

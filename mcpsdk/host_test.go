@@ -134,11 +134,11 @@ func (h *testHost) bindings(t testing.TB) []core.ResourceBinding {
 		bundle(t, core.ResourceDefinition{URI: "secret://hidden", Name: "hidden"}, []string{"{uri}"}, text("s")),
 		bundle(t, core.ResourceDefinition{URI: "who://ami", Name: "whoami"}, []string{"{uri}"},
 			func(ctx context.Context, _ string) (core.ResourcePayload, error) {
-				p, err := core.ContextPrincipal(ctx)
+				c, err := core.CallerFrom(ctx)
 				if err != nil {
-					p = "(none)"
+					c.Principal = "(none)"
 				}
-				return core.TextPayload("text/plain", p), nil
+				return core.TextPayload("text/plain", c.Principal), nil
 			}),
 		bundle(t, core.ResourceDefinition{URI: "own://alice/1", Name: "alice-1"}, []string{"{uri}"}, text("a1")),
 		bundle(t, core.ResourceDefinition{URI: "own://alice/2", Name: "alice-2"}, []string{"{uri}"}, text("a2")),
@@ -155,7 +155,7 @@ func (h *testHost) policy() core.ResourcePolicy {
 			}
 			for _, who := range []string{"alice", "bob"} {
 				if strings.HasPrefix(d.Name, who+"-") {
-					if p, _ := core.ContextPrincipal(ctx); p != who {
+					if c, _ := core.CallerFrom(ctx); c.Principal != who {
 						return core.Unavailable(canaryErr("not " + who))
 					}
 				}

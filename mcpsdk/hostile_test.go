@@ -336,7 +336,7 @@ func TestScopeKeyFollowsPrincipalSessionAndHostKey(t *testing.T) {
 	key := func(principal string, req mcp.Request) string {
 		ctx := context.Background()
 		if principal != "" {
-			ctx = core.WithPrincipal(ctx, principal)
+			ctx = core.WithCaller(ctx, core.Caller{Principal: principal})
 		}
 		return string(a.scopeKey(ctx, req))
 	}
@@ -347,7 +347,7 @@ func TestScopeKeyFollowsPrincipalSessionAndHostKey(t *testing.T) {
 	}
 	// Length prefixes keep principal and host key apart.
 	b := &adapter{hostKey: []byte("")}
-	ctx := core.WithPrincipal(context.Background(), "alicehost")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alicehost"})
 	if string(b.scopeKey(ctx, req)) == alice {
 		t.Fatal("principal and host key run together")
 	}

@@ -542,14 +542,3 @@ func (s *Subscriptions) honoured(res mcp.Result) bool {
 	}
 	return true
 }
-
-// safePrincipal calls the host's Principal function, turning a panic into
-// ok == false.
-func (a *adapter) safePrincipal(ctx context.Context, req mcp.Request) (p string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			p, ok = "", false
-		}
-	}()
-	return a.principal(ctx, req), true
-}

@@ -22,7 +22,7 @@
 // {"uri","mimeType","text"|"blob","_meta"?} with empty text and empty blobs
 // kept as "text":"" and "blob":"" (blobs are padded standard base64); a
 // partial result starts with core's warning item; the result _meta carries
-// core's report under [core.ReportMetaKey], in a map built fresh for every
+// core's report under "go.phpboyscout.uk/mcp.resourceRead", in a map built fresh for every
 // result. Results are marked cacheScope "private" with ttlMs 0, because what
 // a caller sees depends on who asks; [mcp.ServerOptions.SetCacheable] is not
 // consulted for these three methods, and a 2026-07-28 SDK client never
@@ -64,8 +64,9 @@
 // context: for every request the adapter calls [Options.Principal] (by
 // default [TokenPrincipal], the UserID of the bearer token that the SDK's
 // auth.RequireBearerToken middleware verified) and stores a non-empty
-// result with [core.WithPrincipal]; policies and stores read it back with
-// [core.ContextPrincipal]. A host whose principal is not the token's UserID
+// result, with the scopes and claims of the token, as the request's
+// [core.Caller] ([core.WithCaller]); policies and stores read it back with
+// [core.CallerFrom]. A host whose principal is not the token's UserID
 // (a tenant-qualified name, a claim in TokenInfo.Extra, a header) supplies
 // its own function:
 //
@@ -430,13 +431,11 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			var p string
 			if a.subs != nil || method == MethodSubscriptionsListen {
 				var ok bool
-				if p, ok = a.safePrincipal(ctx, req); !ok {
+				if ctx, ok = a.safeCaller(ctx, req); !ok {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalMessage}
 				}
-				if p != "" {
-					ctx = core.WithPrincipal(ctx, p)
-				}
-				ctx = withTokenClaims(ctx, req)
+				c, _ := core.CallerFrom(ctx)
+				p = c.Principal
 				ctx = withTokenExpiry(ctx, req)
 			}
 			if a.audit != nil {
@@ -557,10 +556,7 @@ func (a *adapter) serve(ctx context.Context, method string, req mcp.Request) (re
 			a.observe(ctx, o)
 		}
 	}()
-	if p := a.principal(ctx, req); p != "" {
-		ctx = core.WithPrincipal(ctx, p)
-	}
-	ctx = withTokenClaims(ctx, req)
+	ctx = a.withCaller(ctx, req)
 	switch method {
 	case MethodReadResource:
 		return a.read(ctx, req, &o)
@@ -641,7 +637,8 @@ func (a *adapter) scopeKey(ctx context.Context, req mcp.Request) []byte {
 	if a.scope != nil {
 		return a.scope(ctx, req)
 	}
-	principal, _ := core.ContextPrincipal(ctx)
+	caller, _ := core.CallerFrom(ctx)
+	principal := caller.Principal
 	var session string
 	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
 		session = s.ID()

@@ -14,6 +14,8 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // randomBinding serves rand://r/{n}: a bundle whose items are drawn from a
@@ -218,7 +220,7 @@ func TestWireBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 				msg := c.tap.last(t)
 				admitted := admittedSize(want)
 				got := int64(len(msg.Result))
-				if got > admitted+core.WireReserveBytes {
+				if got > admitted+wire.ReserveBytes {
 					t.Fatalf("%s: %d bytes on the wire, core admitted %d", uri, got, admitted)
 				}
 				margin, msgMargin := got-admitted, int64(len(msg.Raw))-admitted
@@ -238,7 +240,7 @@ func TestWireBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 			}
 			t.Logf("protocol %q: result margin over core's admitted size %d..%d bytes, whole JSON-RPC message %d..%d bytes",
 				v, minM, maxM, minMsg, maxMsg)
-			if maxM > core.ConfigOverheadBytes || minM < 0 {
+			if maxM > wire.ConfigOverheadBytes || minM < 0 {
 				t.Errorf("margin %d..%d is not the small fixed one", minM, maxM)
 			}
 			seen.check(t)

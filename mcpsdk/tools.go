@@ -16,6 +16,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
 	"go.phpboyscout.uk/mcp/resources/internal/requestscope"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // The tool methods the tool surface takes part in.
@@ -82,7 +84,7 @@ const (
 //     "mimeType","text"|"blob","_meta"?}}), empty text and empty blob kept
 //     as "text":"" and "blob":""; a partial bundle starts with core's
 //     warning item; the result _meta carries core's report under
-//     [core.ReportMetaKey]. Core admits the items with a sizer for exactly
+//     "go.phpboyscout.uk/mcp.resourceRead". Core admits the items with a sizer for exactly
 //     this shape, so the result is never larger than what core admitted
 //     for it, plus the fields the SDK adds (resultType and, at 2026-07-28,
 //     serverInfo in _meta), which the wire reserve covers.
@@ -307,10 +309,7 @@ func (a *adapter) callTool(ctx context.Context, name string, args json.RawMessag
 			a.observe(context.WithValue(ctx, toolKey{}, name), o)
 		}
 	}()
-	if p := a.principal(ctx, req); p != "" {
-		ctx = core.WithPrincipal(ctx, p)
-	}
-	ctx = withTokenClaims(ctx, req)
+	ctx = a.withCaller(ctx, req)
 	var err error
 	switch name {
 	case a.tools.read:
@@ -419,7 +418,7 @@ func (a *adapter) toolRead(ctx context.Context, args json.RawMessage, version st
 	}
 	out := &toolResult{Content: enc, ResultType: resultType(version)}
 	// A fresh map for every result: the SDK writes into it (serverInfo).
-	out.Meta = mcp.Meta{core.ReportMetaKey: json.RawMessage(result.Report())}
+	out.Meta = mcp.Meta{wire.ReportMetaKey: json.RawMessage(result.Report())}
 	return out, nil
 }
 
@@ -565,7 +564,7 @@ func (a *adapter) toolDefinitions(ctx context.Context, req mcp.Request) []*mcp.T
 			Name: t.list, Title: "List resources", Annotations: ann("List resources"),
 			Description: fmt.Sprintf(listToolDescription, t.read),
 			InputSchema: map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
-				"cursor": map[string]any{"type": "string", "maxLength": core.MaxCursorBytes + len(toolCursorTemplates),
+				"cursor": map[string]any{"type": "string", "maxLength": wire.MaxCursorBytes + len(toolCursorTemplates),
 					"description": "The nextCursor of the previous page; leave it out for the first page."},
 			}},
 		},
@@ -603,11 +602,7 @@ func (a *adapter) describeURIs(ctx context.Context, req mcp.Request) (desc, exam
 	defer cancel()
 	var ds []core.ResourceDefinition
 	more := false
-	if p, ok := a.safePrincipal(ctx, req); ok {
-		if p != "" {
-			ctx = core.WithPrincipal(ctx, p)
-		}
-		ctx = withTokenClaims(ctx, req)
+	if ctx, ok := a.safeCaller(ctx, req); ok {
 		ds, more = a.discoverable(ctx, req)
 	}
 	if len(ds) == 0 && !more {
@@ -718,7 +713,5 @@ func clip(s string, n int) string {
 // sizedRead is r.Read with the sizer f of this adapter's wire shape, handed
 // to the gateway as an argument through the module-internal itemsize.Read.
 func sizedRead(ctx context.Context, r *core.Resources, uri string, f itemsize.Func) (*core.ResourceResult, error) {
-	v, err := itemsize.Read(ctx, r, uri, f)
-	res, _ := v.(*core.ResourceResult)
-	return res, err
+	return itemsize.Read[*core.Resources, *core.ResourceResult](ctx, r, uri, f)
 }

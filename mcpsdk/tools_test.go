@@ -17,6 +17,8 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // toolBindings are the bindings the tool tests add to the test host: a
@@ -25,7 +27,7 @@ import (
 func toolBindings(t testing.TB) []core.ResourceBinding {
 	completing := func(def core.ResourceDefinition, values []string) core.ResourceBinding {
 		b := bundle(t, def, []string{"{uri}"}, text("doc"))
-		b.Completer = core.CompleterFunc(func(_ context.Context, req core.CompletionRequest) (core.Completion, error) {
+		b.Completer = completerFunc(func(_ context.Context, req core.CompletionRequest) (core.Completion, error) {
 			var out []string
 			for _, v := range values {
 				if strings.HasPrefix(v, req.Prefix) {
@@ -175,7 +177,7 @@ func TestReadResourceToolShowsWhatAResourceReadShows(t *testing.T) {
 						t.Errorf("%s item %d: tool %s, read %s", uri, i, got, want)
 					}
 				}
-				if got, want := rawMeta(t, raw)[core.ReportMetaKey], rawMeta(t, readRaw)[core.ReportMetaKey]; !bytes.Equal(got, want) || len(got) == 0 {
+				if got, want := rawMeta(t, raw)[wire.ReportMetaKey], rawMeta(t, readRaw)[wire.ReportMetaKey]; !bytes.Equal(got, want) || len(got) == 0 {
 					t.Errorf("%s: report through the tool %s, through the read %s", uri, got, want)
 				}
 			}
@@ -188,24 +190,24 @@ func TestReadResourceToolShowsWhatAResourceReadShows(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := res.Content[0].(*mcp.EmbeddedResource).Resource
-			if !strings.HasPrefix(w.URI, "mcp-warning://read/") || w.Text != core.WarningPrefix+string(want.Report()) || w.MIMEType != "text/plain" {
+			if !strings.HasPrefix(w.URI, "mcp-warning://read/") || w.Text != wire.WarningPrefix+string(want.Report()) || w.MIMEType != "text/plain" {
 				t.Fatalf("warning item %+v", w)
 			}
 			if ok := res.Content[1].(*mcp.EmbeddedResource).Resource; ok.URI != "bundle://partial/ok" || ok.Text != "fine" || len(res.Content) != 2 {
 				t.Fatalf("items %+v", res.Content)
 			}
-			if !sameJSON(t, res.Meta[core.ReportMetaKey], want.Report()) {
-				t.Errorf("report %v, core %s", res.Meta[core.ReportMetaKey], want.Report())
+			if !sameJSON(t, res.Meta[wire.ReportMetaKey], want.Report()) {
+				t.Errorf("report %v, core %s", res.Meta[wire.ReportMetaKey], want.Report())
 			}
 			if raw != nil {
-				if got := rawMeta(t, raw)[core.ReportMetaKey]; !bytes.Equal(got, want.Report()) {
+				if got := rawMeta(t, raw)[wire.ReportMetaKey]; !bytes.Equal(got, want.Report()) {
 					t.Errorf("report on the wire %s, core %s", got, want.Report())
 				}
 				var resource struct {
 					Meta json.RawMessage `json:"_meta"`
 				}
 				json.Unmarshal(rawToolContent(t, raw)[0]["resource"], &resource)
-				if string(resource.Meta) != `{"`+core.ReportMetaKey+`":{"diagnostic":true,"inlineOnly":true}}` {
+				if string(resource.Meta) != `{"`+wire.ReportMetaKey+`":{"diagnostic":true,"inlineOnly":true}}` {
 					t.Errorf("warning _meta %s", resource.Meta)
 				}
 			}
@@ -374,7 +376,7 @@ func TestListResourcesToolPagesBothListsLikeTheListMethods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, bad := range []string{string(flip), "x:" + cursors[0][2:], cursors[0][2:], "r:", "t:" + cursors[0][2:], "r:" + strings.Repeat("A", core.MaxCursorBytes+1), "\x00\x7f"} {
+			for _, bad := range []string{string(flip), "x:" + cursors[0][2:], cursors[0][2:], "r:", "t:" + cursors[0][2:], "r:" + strings.Repeat("A", wire.MaxCursorBytes+1), "\x00\x7f"} {
 				res, _ := callTool(t, c, ToolListResources, map[string]any{"cursor": bad})
 				checkToolFailure(t, fmt.Sprintf("cursor %.20q", bad), res, core.FailureInvalidCursor)
 			}
@@ -865,7 +867,7 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 					admitted += toolItemSize(itemOf(it))
 				}
 				got := int64(len(msg.Result))
-				if got > admitted+core.WireReserveBytes {
+				if got > admitted+wire.ReserveBytes {
 					t.Fatalf("%s: %d bytes on the wire, core admitted %d", uri, got, admitted)
 				}
 				margin := got - admitted
@@ -886,7 +888,7 @@ func TestToolReadBytesStayWithinWhatCoreAdmitted(t *testing.T) {
 				}
 			}
 			t.Logf("protocol %q: tool result margin over core's admitted size %d..%d bytes", v, minM, maxM)
-			if maxM > core.ConfigOverheadBytes || minM < -2 {
+			if maxM > wire.ConfigOverheadBytes || minM < -2 {
 				t.Errorf("margin %d..%d is not the small fixed one", minM, maxM)
 			}
 			seen.check(t)
@@ -929,7 +931,7 @@ func TestToolReadsAreAdmittedForTheToolShape(t *testing.T) {
 	item := strings.Repeat("x", 4000)
 	two := bundle(t, core.ResourceDefinition{URI: "two://x", Name: "two"}, []string{"two://x/1", "two://x/2"}, text(item))
 	limits := core.DefaultResourceLimits()
-	base := limits.ReportEncodedBytes + core.WireReserveBytes + core.ConfigOverheadBytes
+	base := limits.ReportEncodedBytes + wire.ReserveBytes + wire.ConfigOverheadBytes
 	var found bool
 	for extra := int64(7000); extra < 10000 && !found; extra++ {
 		l := core.ResourceLimits{MaxResponseEncodedBytes: base + extra}

@@ -19,6 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // The TypeScript SDK client (@modelcontextprotocol/sdk, pinned with its
@@ -216,7 +218,7 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 	}
 	ctx := context.Background()
 	if principal != "(none)" {
-		ctx = core.WithPrincipal(ctx, principal)
+		ctx = core.WithCaller(ctx, core.Caller{Principal: principal})
 	}
 	res := func(i int) *tsResult {
 		t.Helper()
@@ -232,7 +234,7 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 			msg := core.NewFailure(kind, nil).Error()
 			ctx := context.Background()
 			if principal != "(none)" {
-				ctx = core.WithPrincipal(ctx, principal)
+				ctx = core.WithCaller(ctx, core.Caller{Principal: principal})
 			}
 			_, readErr := r.Read(ctx, uri)
 			if core.KindOf(readErr) != kind {
@@ -248,11 +250,11 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 		if err != nil || got.IsError {
 			t.Fatalf("%s: %+v, core %v", uri, got, err)
 		}
-		if len(got.Meta[core.ReportMetaKey]) == 0 {
+		if len(got.Meta[wire.ReportMetaKey]) == 0 {
 			t.Fatalf("%s: no report in _meta %v", uri, got.Meta)
 		}
-		if !sameJSON(t, got.Meta[core.ReportMetaKey], want.Report()) {
-			t.Errorf("%s: report %s, core %s", uri, got.Meta[core.ReportMetaKey], want.Report())
+		if !sameJSON(t, got.Meta[wire.ReportMetaKey], want.Report()) {
+			t.Errorf("%s: report %s, core %s", uri, got.Meta[wire.ReportMetaKey], want.Report())
 		}
 		items := want.Items()
 		if len(got.Content) != len(items) {
@@ -274,7 +276,7 @@ func checkTSRun(t *testing.T, r *core.Resources, out tsOutput, principal string)
 		}
 	}
 	// What the cases are for, spelled out.
-	if w := res(2).resource(t, 0); !strings.HasPrefix(jsonString(w["uri"]), "mcp-warning://read/") || !strings.HasPrefix(jsonString(w["text"]), core.WarningPrefix) {
+	if w := res(2).resource(t, 0); !strings.HasPrefix(jsonString(w["uri"]), "mcp-warning://read/") || !strings.HasPrefix(jsonString(w["text"]), wire.WarningPrefix) {
 		t.Errorf("partial bundle: the first item is %v, not the warning", w)
 	}
 	empty := res(3)

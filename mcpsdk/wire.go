@@ -8,6 +8,8 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/itemsize"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // newProtocolVersion is the first protocol version whose results carry
@@ -54,7 +56,7 @@ func newReadResult(r *core.ResourceResult, version string) (*readResult, error) 
 	}
 	out := &readResult{Cacheable: privateCache, Contents: cs, ResultType: resultType(version)}
 	// A fresh map for every result: the SDK writes into it (serverInfo).
-	out.Meta = mcp.Meta{core.ReportMetaKey: json.RawMessage(r.Report())}
+	out.Meta = mcp.Meta{wire.ReportMetaKey: json.RawMessage(r.Report())}
 	return out, nil
 }
 

@@ -128,7 +128,7 @@ func demoPolicy(st *memory.Store) core.ResourcePolicy {
 		if err := discover(ctx, d); err != nil {
 			return err
 		}
-		if who, _ := core.ContextPrincipal(ctx); who == guestPrincipal && d.URI != demoReadme {
+		if who, _ := core.CallerFrom(ctx); who.Principal == guestPrincipal && d.URI != demoReadme {
 			return core.Unavailable(errors.New("demo: guest discovers only the readme"))
 		}
 		return nil

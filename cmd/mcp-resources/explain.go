@@ -47,17 +47,15 @@ func (c *explainCmd) Run(ctx context.Context, e *env) error {
 	if len(c.URI) > 64<<10 {
 		return errors.New("the URI is too long")
 	}
-	ctx = core.WithPrincipal(ctx, c.Principal)
+	caller := core.Caller{Principal: c.Principal, Scopes: c.Scopes}
 	if c.Claims != "" {
 		var obj map[string]json.RawMessage
 		if len(c.Claims) > maxClaimsBytes || json.Unmarshal([]byte(c.Claims), &obj) != nil || obj == nil {
 			return errors.New("--claims must be a JSON object of at most 64 KiB")
 		}
-		ctx = core.WithClaims(ctx, json.RawMessage(c.Claims))
+		caller.Claims = json.RawMessage(c.Claims)
 	}
-	if len(c.Scopes) > 0 {
-		ctx = core.WithScopes(ctx, c.Scopes)
-	}
+	ctx = core.WithCaller(ctx, caller)
 	f, err := config.Load(c.Config, nil)
 	if err != nil {
 		return err

@@ -88,7 +88,7 @@ func checkLimitCombination(l core.ResourceLimits) error {
 		resp = d.MaxResponseBytes
 	}
 	if item > resp && l.MaxItemBytes >= 0 && l.MaxResponseBytes >= 0 {
-		return fmt.Errorf("configuration: %w", core.NewConfigError("MaxItemBytes",
+		return fmt.Errorf("configuration: %w", core.ConfigPath{Field: "MaxItemBytes"}.Reject(
 			fmt.Sprintf("%d exceeds MaxResponseBytes %d: no item that large could be served", item, resp), nil))
 	}
 	return nil

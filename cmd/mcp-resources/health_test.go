@@ -275,7 +275,7 @@ func TestProofThatBreaksLogsOneErrorLineAndRecovers(t *testing.T) {
 	if got := metric(`mcpres_source_proof_ok{source="desk"}`); got != "1" {
 		t.Fatalf("proof_ok before any run: %q", got)
 	}
-	ce := core.NewConfigError(`source desk: binding "note": plan`, `reads relation public.notes, whose row-level security is disabled`, nil)
+	ce := core.ConfigPath{Source: "desk", Binding: "note", Field: "Plan"}.Reject(`reads relation public.notes, whose row-level security is disabled`, nil)
 	p.failWith(ce)
 	h.start(t.Context())
 	eventually(t, "the source is refused", func() bool { return s.failures.Load() >= 3 })

@@ -129,7 +129,7 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) stri
 			return p, err
 		})
 		if completer != nil {
-			b.Completer = core.CompleterFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+			b.Completer = completerFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 				start := time.Now()
 				c, err := completer.Complete(ctx, req)
 				m.storeCall(store, "complete", start, err)
@@ -251,4 +251,12 @@ func (c *hubCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(s)))
 	}
+}
+
+// completerFunc adapts a function to [core.Completer].
+type completerFunc func(ctx context.Context, req core.CompletionRequest) (core.Completion, error)
+
+// Complete calls f.
+func (f completerFunc) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+	return f(ctx, req)
 }

@@ -87,7 +87,7 @@ func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	c, err := res.Complete(ctx, "mem://notes/{id}", "id", "al", nil)
 	if err != nil || strings.Join(c.Values, ",") != "alpha" {
 		t.Fatalf("completion through the wrapper = %q, %v; want [alpha]", c.Values, err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 var (
@@ -158,10 +158,10 @@ func TestStdioServesEveryDemoResource(t *testing.T) {
 		!slices.Equal(got[1:], []string{demoReadme, demoLogo, "demo://notes/1"}) {
 		t.Fatalf("bundle items %q: want the warning, then readme, logo and note 1", got)
 	}
-	if !strings.HasPrefix(b.Contents[0].Text, core.WarningPrefix) {
+	if !strings.HasPrefix(b.Contents[0].Text, wire.WarningPrefix) {
 		t.Errorf("the warning item says %q", b.Contents[0].Text)
 	}
-	report, _ := json.Marshal(b.Meta[core.ReportMetaKey])
+	report, _ := json.Marshal(b.Meta[wire.ReportMetaKey])
 	want := `{"issues":[{"code":"unavailable","message":"The resource is unavailable.","retryable":false,"uri":"demo://revoked"}],"issuesOmitted":0,"partial":true,"version":1}`
 	if string(report) != want {
 		t.Errorf("report %s, want %s", report, want)

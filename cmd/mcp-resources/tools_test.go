@@ -16,8 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 func toolText(t *testing.T, res *mcp.CallToolResult) string {
@@ -103,7 +104,7 @@ func TestStdioToolsServeTheDemo(t *testing.T) {
 				t.Errorf("%s item %d: tool %+v, read %+v", uri, i, got, w)
 			}
 		}
-		if a, b := res.Meta[core.ReportMetaKey], want.Meta[core.ReportMetaKey]; a == nil || !sameValue(a, b) {
+		if a, b := res.Meta[wire.ReportMetaKey], want.Meta[wire.ReportMetaKey]; a == nil || !sameValue(a, b) {
 			t.Errorf("%s: report %v, read %v", uri, a, b)
 		}
 	}

@@ -46,8 +46,20 @@ func Exact(it Item) int64 {
 // separators included. It must be pure and cheap.
 type Func func(item Item) int64
 
-// Read is the gateway's read of uri through res (a *core.Resources) with
-// the adapter's sizer f: it returns a *core.ResourceResult. core installs
-// it when it is initialized, so that an adapter of this module hands its
+// read is the function [Install] set.
+var read any
+
+// Install sets the gateway's read of uri through res with an adapter's
+// sizer f, which [Read] calls. core installs it when it is initialized,
+// with R *core.Resources and T *core.ResourceResult (this package cannot
+// name them: core imports it), so that an adapter of this module hands its
 // sizer over as an argument, never through a context or a public option.
-var Read func(ctx context.Context, res any, uri string, f Func) (any, error)
+func Install[R, T any](f func(ctx context.Context, res R, uri string, f Func) (T, error)) { read = f }
+
+// Read is the gateway's read of uri through res with the adapter's sizer
+// f, as core installed it: R and T are *core.Resources and
+// *core.ResourceResult, and any other pair panics (a programming error of
+// this module, which the adapter's first read shows).
+func Read[R, T any](ctx context.Context, res R, uri string, f Func) (T, error) {
+	return read.(func(context.Context, R, string, Func) (T, error))(ctx, res, uri, f)
+}

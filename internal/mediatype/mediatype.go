@@ -1,6 +1,7 @@
-// Package mediatype holds the one rule the stores share for MIME types:
-// which types are served as text, and the type of an object named only by
-// its key's extension.
+// Package mediatype holds the rules core and the stores share for MIME
+// types: which types are valid at all ([Valid]), which are served as text,
+// and the type of an object named only by its key's extension. It imports
+// nothing but the standard library, like core.
 package mediatype
 
 import (
@@ -61,4 +62,39 @@ func ByExtension(key string) string {
 		return t
 	}
 	return mime.TypeByExtension(ext)
+}
+
+// Valid reports whether s is a MIME type the gateway accepts for a
+// definition, an icon or a payload: a type/subtype with optional
+// parameters, at most 255 bytes, without control characters. Stores can use
+// it to refuse a bad type when content is stored rather than when it is
+// read (where the gateway reports invalid_content).
+func Valid(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	if slash := strings.IndexByte(s, '/'); slash > 0 && isToken(s[:slash]) && isToken(s[slash+1:]) {
+		return true // type/subtype without parameters: the common case, no allocation
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
+	_, _, err := mime.ParseMediaType(s)
+	return err == nil && strings.Contains(s, "/")
+}
+
+// isToken reports whether s is a non-empty RFC 2045 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?=`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -15,8 +15,8 @@ import (
 // issuer's access tokens for this server's resource URI and passes the
 // groups claim on; the resource server answers 401 and 403 with the
 // challenge clients discover the issuer from, and serves the metadata.
-// Stores see the token's principal and claims (core.ContextPrincipal,
-// core.ContextClaims); the PostgreSQL store sets them as mcp.principal and
+// Stores see the token's principal and claims (core.CallerFrom,
+// its Principal and Claims); the PostgreSQL store sets them as mcp.principal and
 // mcp.claims.
 func Example() {
 	var res *core.Resources // the host's gateway

@@ -31,7 +31,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // A Go host wires the verifier and the resource server around its
 // streamable HTTP handler and nothing else: the token's principal and the
 // named claims reach the gateway's stores through the request context
-// (core.ContextPrincipal, core.ContextClaims), on stateful and stateless
+// (core.CallerFrom), on stateful and stateless
 // servers alike.
 func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
@@ -51,8 +51,8 @@ func TestHostGetsPrincipalAndClaimsInTheStoreContext(t *testing.T) {
 			return core.NewResourceReadPlan(tg, tg)
 		}),
 		Reader: core.ItemReader(func(ctx context.Context, _ core.ReadItem) (core.ResourcePayload, error) {
-			p, _ := core.ContextPrincipal(ctx)
-			return core.TextPayload("application/json", p+" "+string(core.ContextClaims(ctx))), nil
+			c, _ := core.CallerFrom(ctx)
+			return core.TextPayload("application/json", c.Principal+" "+string(c.Claims)), nil
 		}),
 	}
 	allow := core.PerTarget(core.TargetPolicy{

@@ -20,7 +20,7 @@
 // Principal function and the SDK's session binding use; the claims the
 // operator names ([Options].Claims) travel as JSON in TokenInfo.Extra under
 // [ClaimsKey] (the same key as mcpsdk.TokenClaimsKey), and the adapter hands them to the stores
-// (core.WithClaims).
+// ([core.Caller].Claims).
 package oauth
 
 import (

@@ -36,7 +36,7 @@ func BenchmarkMemoryStoreRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	st.Grant("doc", "alice", memory.Access{Read: true})
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	const uri = "mem://docs/doc"
 	bind := st.Binding(core.ResourceDefinition{URITemplate: "mem://docs/{key}", Name: "doc"}, memory.KeyFromVar("key"))
 	open := func(p core.ResourcePolicy) *core.Resources {
@@ -125,7 +125,7 @@ func BenchmarkMemoryStoreOverLimit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	read := func() any {
 		res, err := r.Read(ctx, "mem://bundle")
 		if err != nil || !res.Partial() || len(res.Items()) != 2 || len(res.Issues()) != 2 {

@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	alice := core.WithPrincipal(context.Background(), "alice")
+	alice := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 
 	r, err := res.Read(alice, "mem://docs/readme")
 	fmt.Println(r.Items()[0].MIMEType(), r.Items()[0].Text(), err)

@@ -30,7 +30,7 @@ func FuzzReadRefusesTargetsItDidNotPlan(f *testing.F) {
 		if err != nil {
 			return // not a target the gateway would pass
 		}
-		p, err := st.Read(core.WithPrincipal(t.Context(), principal), whole(target))
+		p, err := st.Read(core.WithCaller(t.Context(), core.Caller{Principal: principal}), whole(target))
 		if err != nil {
 			if !p.IsZero() {
 				t.Fatalf("an error came with a payload")

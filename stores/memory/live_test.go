@@ -51,7 +51,7 @@ func TestChangeKeysNameThePinnedItemOnly(t *testing.T) {
 	s := New(nil)
 	s.Put("a", Item{MIMEType: "text/plain", Text: true})
 	s.Grant("a", "alice", Access{Read: true})
-	tg, err := s.Target(core.WithPrincipal(context.Background(), "alice"), "mem://a", "a")
+	tg, err := s.Target(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), "mem://a", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestKeyBindingCompletesOnlyGrantedKeysUnderItsPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	complete := func(p, prefix string) []string {
-		c, err := res.Complete(core.WithPrincipal(context.Background(), p), "mem://notes/{id}", "id", prefix, nil)
+		c, err := res.Complete(core.WithCaller(context.Background(), core.Caller{Principal: p}), "mem://notes/{id}", "id", prefix, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestKeyBindingCompletionIsBoundedWithTotal(t *testing.T) {
 	}
 	b := s.KeyBinding(core.ResourceDefinition{URITemplate: "mem://k/{id}", Name: "k"}, "id", "")
 	res, _ := core.NewResources([]core.ResourceBinding{b}, s.Policy())
-	c, err := res.Complete(core.WithPrincipal(context.Background(), "alice"), "mem://k/{id}", "id", "k", nil)
+	c, err := res.Complete(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), "mem://k/{id}", "id", "k", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

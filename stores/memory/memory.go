@@ -17,7 +17,7 @@
 //	b := st.Binding(core.ResourceDefinition{URITemplate: "mem://docs/{key}", Name: "doc"}, memory.KeyFromVar("key"))
 //	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
 //	...
-//	result, err := res.Read(core.WithPrincipal(ctx, "alice"), "mem://docs/readme")
+//	result, err := res.Read(core.WithCaller(ctx, core.Caller{Principal: "alice"}), "mem://docs/readme")
 package memory
 
 import (
@@ -30,6 +30,8 @@ import (
 	"unicode/utf8"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+
+	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
 )
 
 // ErrChanged is the cause of a read whose item has a newer version than the
@@ -69,15 +71,14 @@ type Access struct {
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
-	// Principal returns the caller of a request. Nil means
-	// core.ContextPrincipal.
-	Principal core.PrincipalFunc
+	// Caller returns the caller of a request. Nil means [core.CallerFrom].
+	Caller func(context.Context) (core.Caller, error)
 }
 
 // Store is a concurrent in-memory store. The zero value is not usable;
 // build one with New.
 type Store struct {
-	principal core.PrincipalFunc
+	caller func(context.Context) (core.Caller, error)
 
 	mu      sync.RWMutex
 	items   map[string]*entry
@@ -100,11 +101,17 @@ type entry struct {
 
 // New returns an empty Store.
 func New(opts *Options) *Store {
-	s := &Store{items: map[string]*entry{}, principal: core.ContextPrincipal}
-	if opts != nil && opts.Principal != nil {
-		s.principal = opts.Principal
+	s := &Store{items: map[string]*entry{}, caller: core.CallerFrom}
+	if opts != nil && opts.Caller != nil {
+		s.caller = opts.Caller
 	}
 	return s
+}
+
+// principal returns the principal of the request's caller.
+func (s *Store) principal(ctx context.Context) (string, error) {
+	c, err := s.caller(ctx)
+	return c.Principal, err
 }
 
 // Put stores it under key as a new version and returns that version.
@@ -115,7 +122,7 @@ func (s *Store) Put(key string, it Item) (uint64, error) {
 	switch {
 	case it.Text && !utf8.Valid(it.Body):
 		return 0, fmt.Errorf("memory: item %q: text body is not valid UTF-8", key)
-	case !core.ValidMediaType(it.MIMEType):
+	case !mediatype.Valid(it.MIMEType):
 		return 0, fmt.Errorf("memory: item %q: invalid MIME type", key)
 	}
 	body := append([]byte{}, it.Body...)
@@ -313,7 +320,7 @@ func (s *Store) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayl
 	case e.version != p.Version:
 		return core.ResourcePayload{}, ErrChanged
 	case int64(len(e.body)) > item.Limit:
-		return core.ResourcePayload{}, core.TooLarge(int64(len(e.body)))
+		return core.ResourcePayload{}, &core.TooLargeError{Size: int64(len(e.body))}
 	}
 	if err := ctx.Err(); err != nil {
 		return core.ResourcePayload{}, err

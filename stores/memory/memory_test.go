@@ -19,7 +19,9 @@ func put(t *testing.T, st *memory.Store, key, body string, grants map[string]mem
 	}
 }
 
-func as(p string) context.Context { return core.WithPrincipal(context.Background(), p) }
+func as(p string) context.Context {
+	return core.WithCaller(context.Background(), core.Caller{Principal: p})
+}
 
 func TestPutRejectsTextThatIsNotUTF8AndBadMIMETypes(t *testing.T) {
 	st := memory.New(nil)
@@ -89,11 +91,11 @@ func TestNoPrincipalIsUnavailable(t *testing.T) {
 
 func TestPrincipalComesFromTheHostFunction(t *testing.T) {
 	type key struct{}
-	st := memory.New(&memory.Options{Principal: func(ctx context.Context) (string, error) {
+	st := memory.New(&memory.Options{Caller: func(ctx context.Context) (core.Caller, error) {
 		if p, ok := ctx.Value(key{}).(string); ok {
-			return p, nil
+			return core.Caller{Principal: p}, nil
 		}
-		return "", core.Unavailable(errors.New("no session"))
+		return core.Caller{}, core.Unavailable(errors.New("no session"))
 	}})
 	put(t, st, "k", "body", map[string]memory.Access{"alice": {Read: true}})
 	ctx := context.WithValue(context.Background(), key{}, "alice")
@@ -105,7 +107,7 @@ func TestPrincipalComesFromTheHostFunction(t *testing.T) {
 		t.Fatalf("read as the host's principal: %v", err)
 	}
 	if _, err := st.Read(as("alice"), whole(target)); core.KindOf(err) != core.FailureUnavailable {
-		t.Fatalf("core.WithPrincipal must not count when the host supplies its own function: %v", err)
+		t.Fatalf("core.WithCaller must not count when the host supplies its own function: %v", err)
 	}
 }
 

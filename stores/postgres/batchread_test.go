@@ -73,7 +73,7 @@ func TestSQLBindingReadsARequestInOneStatement(t *testing.T) {
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	res, err := core.NewResources([]core.ResourceBinding{b, other}, DatabaseDecides())
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestSQLBindingFoldsThePolicysRecheck(t *testing.T) {
 	d.exec(t, `INSERT INTO grants VALUES ('alice', 'a', true, true, true), ('alice', 'b', true, false, true)`)
 	bundle := docsBundle(bodyByKey)
 	bundle.Bundle = `SELECT id AS key, version, 'text/plain' AS mime, id, true AS visible, true AS read, true AS disclose FROM docs WHERE $g IS NOT NULL ORDER BY id`
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	for i, tc := range []struct {
 		name   string
 		other  bool // served under another policy: the callbacks without the key
@@ -308,7 +308,7 @@ func TestSQLBindingPlansSmallContentInline(t *testing.T) {
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	res, err := core.NewResources([]core.ResourceBinding{b}, DatabaseDecides())
 	if err != nil {
 		t.Fatal(err)

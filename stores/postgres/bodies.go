@@ -261,7 +261,7 @@ func (r bodyResult) payload(it bodyItem, mime string, text bool) (core.ResourceP
 	case r.rows > 1:
 		return core.ResourcePayload{}, errors.New("postgres: the body statement returned more than one row")
 	case r.cut && r.size != nil:
-		return core.ResourcePayload{}, core.TooLarge(*r.size)
+		return core.ResourcePayload{}, &core.TooLargeError{Size: *r.size}
 	}
 	return decide(r.found, r.version == it.version, r.size, r.body, it.limit, mime, text)
 }

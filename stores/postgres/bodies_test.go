@@ -147,7 +147,7 @@ const bodyByKey = `SELECT body, version FROM docs WHERE id = $key`
 // payload or error.
 func (d *bodiesDB) read(t *testing.T, st *bodiesStatement, items []bodyItem, budget int64) ([]bodyResult, []core.ResourcePayload, []error) {
 	t.Helper()
-	res, err := d.s.bodies(core.WithPrincipal(t.Context(), "alice"), st, items, budget, bodiesPass{})
+	res, err := d.s.bodies(core.WithCaller(t.Context(), core.Caller{Principal: "alice"}), st, items, budget, bodiesPass{})
 	if err != nil {
 		t.Fatalf("bodies: %v\n%s", err, st.sql)
 	}
@@ -346,7 +346,7 @@ func TestBodiesFoldTheRecheck(t *testing.T) {
 	}
 	st := bodiesOf(t, bodyByKey, true, &bodiesRecheck{decide: decide, disclose: true})
 	items := []bodyItem{{"a", "1", 100}, {"b", "1", 100}, {"c", "1", 100}, {"d", "1", 100}}
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	d.s.bodies(ctx, st, items, 1000, bodiesPass{binding: "docs", captures: `{"tenant":"acme"}`}) // prepares
 	b0, t0 := d.w.batches.Load(), d.w.trips.Load()
 	res, err := d.s.bodies(ctx, st, items, 1000, bodiesPass{binding: "docs", captures: `{"tenant":"acme"}`})
@@ -412,7 +412,7 @@ func TestBodiesKeepTheBodyStatementsMeaning(t *testing.T) {
 	}
 	_, ps, errs := d.read(t, st, []bodyItem{{"a", "1", 10}}, 10)
 	wantText(t, 0, ps[0], errs[0], "alpha")
-	res, err := d.s.bodies(core.WithPrincipal(t.Context(), "bob"), st, []bodyItem{{"a", "1", 10}}, 10, bodiesPass{})
+	res, err := d.s.bodies(core.WithCaller(t.Context(), core.Caller{Principal: "bob"}), st, []bodyItem{{"a", "1", 10}}, 10, bodiesPass{})
 	if err != nil || res[0].found {
 		t.Errorf("bob: found %v, %v; want no row", res[0].found, err)
 	}
@@ -468,7 +468,7 @@ func BenchmarkBodies(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	for _, sql := range []string{
 		`CREATE TABLE docs (id text PRIMARY KEY, version int NOT NULL, body bytea)`,
 		`INSERT INTO docs SELECT 'd' || lpad(i::text, 3, '0'), 1, convert_to(repeat('b', 100), 'UTF8') FROM generate_series(0, 63) i`,

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,7 @@ import (
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
-// MaxClaimsBytes bounds the claims of a request ([core.WithClaims]) that a
+// MaxClaimsBytes bounds the claims of a request ([core.Caller].Claims) that a
 // store sets as mcp.claims.
 const MaxClaimsBytes = 64 << 10
 
@@ -19,13 +18,12 @@ const MaxClaimsBytes = 64 << 10
 // never reach the database.
 var ErrInvalidClaims = errors.New("postgres: invalid claims")
 
-// contextClaims returns the text every transaction sets as mcp.claims: the
-// request's claims ([core.ContextClaims]), one JSON object, or "{}" when it
-// has none, so that a policy can always read
+// claimsText returns the text every transaction sets as mcp.claims: the
+// request's claims c ([core.Caller].Claims), one JSON object, or "{}" when
+// it has none, so that a policy can always read
 // current_setting('mcp.claims', true)::jsonb.
-func contextClaims(ctx context.Context) (string, error) {
-	c := core.ContextClaims(ctx)
-	if c == nil {
+func claimsText(c json.RawMessage) (string, error) {
+	if len(c) == 0 {
 		return "{}", nil
 	}
 	if len(c) > MaxClaimsBytes {

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -12,7 +11,7 @@ import (
 
 // Claims reach mcp.claims only as one JSON object within bounds; without
 // claims every transaction sets {} so that policies can always cast it.
-func TestContextClaims(t *testing.T) {
+func TestClaimsText(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		claims json.RawMessage
@@ -27,7 +26,7 @@ func TestContextClaims(t *testing.T) {
 		{"not JSON", json.RawMessage(`{groups}`), "", true},
 		{"over the bound", json.RawMessage(`{"x":"` + strings.Repeat("a", MaxClaimsBytes) + `"}`), "", true},
 	} {
-		got, err := contextClaims(core.WithClaims(context.Background(), tc.claims))
+		got, err := claimsText(tc.claims)
 		if tc.bad {
 			if core.KindOf(err) != core.FailureUnavailable || !errors.Is(err, ErrInvalidClaims) {
 				t.Errorf("%s: %q, %v; want Unavailable(ErrInvalidClaims)", tc.name, got, err)

@@ -23,9 +23,9 @@
 // or COMMIT is sent.
 //
 // The role is [ReaderRole] unless [SourceOptions] say otherwise; the principal is
-// what [SourceOptions].Principal returns for the request context (by default
-// [core.ContextPrincipal]), never anything from a URI, a capture or a plan;
-// mcp.claims is the request's claims ([core.ContextClaims]: one JSON object,
+// the principal of what [SourceOptions].Caller returns for the request context (by default
+// [core.CallerFrom]), never anything from a URI, a capture or a plan;
+// mcp.claims is the request's claims ([core.Caller].Claims: one JSON object,
 // such as the groups of an OAuth access token), or {} without any, so that a
 // policy reads them as current_setting('mcp.claims', true)::jsonb; the
 // statement timeout is the time left until the context's deadline.
@@ -45,7 +45,7 @@
 //   - not visible (revoked, deleted, never granted): [core.Unavailable];
 //   - visible with another version: [ErrChanged], which the gateway reports as
 //     the retryable read_failed;
-//   - larger than the limit: [core.TooLarge] with the stored size, and the
+//   - larger than the limit: [*core.TooLargeError] with the stored size, and the
 //     content is never transferred;
 //   - a statement past its timeout: [ErrStatementTimeout], which matches
 //     [context.DeadlineExceeded] (the item's timeout);

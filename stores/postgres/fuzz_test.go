@@ -29,7 +29,7 @@ func FuzzReaderRefusesMalformedTargets(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ctx := core.WithPrincipal(t.Context(), "alice")
+		ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 		for _, r := range []core.Reader{b.Reader, q.Reader} {
 			before := db.sent.Load()
 			p, err := storetest.ReadOne(ctx, r, whole(target))

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -53,12 +52,9 @@ func (src *Source) PrefixGrant(binding, sql string, captures []string) (func(ctx
 }
 
 func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly bool) (func(ctx context.Context, binding, key string, vars map[string]string) (bool, error), error) {
-	owner := fmt.Sprintf("source %s: binding %q", src.name, binding)
 	path := core.ConfigPath{Source: src.name, Binding: binding, Field: "Grant"}
 	fail := func(err error) error {
-		ce := core.NewConfigError(owner+": grant", err.Error(), err)
-		ce.Path = path
-		return ce
+		return path.Reject(err.Error(), err)
 	}
 	allowed := func(n string) bool {
 		return n == "key" && !prefixOnly || n == "binding" || n == "principal" || slices.Contains(captures, n)
@@ -71,7 +67,7 @@ func (src *Source) keyGrant(binding, sql string, captures []string, prefixOnly b
 	if err != nil {
 		return nil, fail(err)
 	}
-	st := &statement{owner: owner, kind: "grant", path: path, named: named, callerBound: true}
+	st := &statement{kind: "grant", path: path, named: named, callerBound: true}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 		cols, has, err := pickColumns(desc.Fields, grantColumns, nil)
 		if err != nil {

@@ -67,7 +67,7 @@ func (src *Source) Listener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listen
 	}
 	src.mu.Unlock()
 	if len(channels) == 0 {
-		return nil, core.NewConfigError("source "+src.name+": Listener", "no binding names a channel (SQLBinding.Listen)", nil)
+		return nil, core.ConfigPath{Source: src.name, Field: "Listener"}.Reject("no binding names a channel (SQLBinding.Listen)", nil)
 	}
 	l, err := newListener(cfg, opts)
 	if err != nil {

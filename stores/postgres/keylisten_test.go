@@ -133,7 +133,7 @@ func TestBindingRefusesMisusedPlanOptions(t *testing.T) {
 		c.edit(&b)
 		_, err := src.Binding(b)
 		var ce *core.ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(ce.Field, c.field) {
+		if !errors.As(err, &ce) || !strings.EqualFold(ce.Path.Field, c.field) {
 			t.Errorf("%s: got %v, want a ConfigError naming %s", c.field, err, c.field)
 		}
 	}
@@ -148,7 +148,7 @@ func TestBindingRefusesMisusedPlanOptions(t *testing.T) {
 	}
 	objectOnly.ObjectURI = "doc://d/{key}/object"
 	var ce *core.ConfigError
-	if _, err := withObjects.Binding(objectOnly); !errors.As(err, &ce) || !strings.Contains(ce.Field, "ObjectURI") {
+	if _, err := withObjects.Binding(objectOnly); !errors.As(err, &ce) || ce.Path.Field != "ObjectURI" {
 		t.Errorf("a plan without body with an ObjectURI: got %v, want a ConfigError naming ObjectURI", err)
 	}
 }

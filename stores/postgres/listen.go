@@ -68,7 +68,7 @@ type Listener struct {
 // (which it copies; see pgx.ParseConfig). Errors are *core.ConfigError.
 func newListener(cfg *pgx.ConnConfig, opts *ListenerOptions) (*Listener, error) {
 	if cfg == nil {
-		return nil, core.NewConfigError("cfg", "is nil", nil)
+		return nil, core.ConfigPath{Field: "cfg"}.Reject("is nil", nil)
 	}
 	l := &Listener{cfg: cfg.Copy(), min: DefaultListenMinBackoff, max: DefaultListenMaxBackoff}
 	if opts != nil {

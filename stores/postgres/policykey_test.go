@@ -44,7 +44,7 @@ func TestSQLBindingFoldsThePolicyTheGatewayNames(t *testing.T) {
 	if err := src.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	res, err := core.NewResources([]core.ResourceBinding{b}, grants)
 	if err != nil {
 		t.Fatal(err)

@@ -398,7 +398,7 @@ func (src *Source) checkExemptions(ctx context.Context, tx pgx.Tx) error {
 	}
 	for _, n := range names {
 		if !known[n] {
-			return sourceError(src.name, "Exempt", n, fmt.Sprintf("names %s, which is no table, view or function of the database (write schema.name as the catalog spells it)", n))
+			return core.ConfigPath{Source: src.name, Field: "Exempt", Key: n}.Reject(fmt.Sprintf("names %s, which is no table, view or function of the database (write schema.name as the catalog spells it)", n), nil)
 		}
 	}
 	return nil

@@ -38,7 +38,7 @@ func decide(visible, samePlan bool, size *int64, body []byte, limit int64, mime 
 	case size == nil:
 		return core.ResourcePayload{}, core.Unavailable(fmt.Errorf("%w: no content", ErrNotVisible))
 	case *size > limit:
-		return core.ResourcePayload{}, core.TooLarge(*size)
+		return core.ResourcePayload{}, &core.TooLargeError{Size: *size}
 	case body == nil && *size > 0:
 		return core.ResourcePayload{}, fmt.Errorf("postgres: content of %d bytes missing", *size)
 	case text:

@@ -111,7 +111,7 @@ const planBatchRows = 8192
 
 // ResolveAll plans the requests ms of the binding in one statement and one
 // round trip, for [core.Resources.AuthorizeAll] (it makes the binding a
-// [core.BatchResolver]): plans[i] and errs[i] answer ms[i] as Resolve would.
+// core.Resources.AuthorizeAll's ResolveAll): plans[i] and errs[i] answer ms[i] as Resolve would.
 // The plan statement runs once per request inside one statement (LATERAL
 // over the requests' variables), each request bounded by MaxPlanItems (a
 // binding of one item by 2 rows, enough to tell a plan of several rows,

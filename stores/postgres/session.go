@@ -32,10 +32,9 @@ type DB interface {
 // sessionOptions configure the session of a [Source] (see [SourceOptions],
 // whose fields they are). A nil *sessionOptions selects every default.
 type sessionOptions struct {
-	// Principal returns the principal of the request in ctx; it is called
-	// on every resolve, read and policy check. Nil means
-	// [core.ContextPrincipal].
-	Principal core.PrincipalFunc
+	// Caller returns the caller of the request in ctx; it is called on
+	// every resolve, read and policy check. Nil means [core.CallerFrom].
+	Caller func(context.Context) (core.Caller, error)
 	// Role is the role every transaction switches to, with
 	// set_config('role', $1, true), before its statement runs. Empty means
 	// [ReaderRole]. The login role of the pool must be a member of it that
@@ -97,9 +96,9 @@ var (
 // session holds what every transaction of a store needs.
 type session struct {
 	db       DB
-	from     core.PrincipalFunc // the request's principal, before core.CheckPrincipal
-	role     string             // "" keeps the login role
-	roleArg  any                // role, boxed once as the set-up's argument
+	from     func(context.Context) (core.Caller, error) // the request's caller, before core.CheckPrincipal
+	role     string                                     // "" keeps the login role
+	roleArg  any                                        // role, boxed once as the set-up's argument
 	timeout  time.Duration
 	maxItems int
 	// broken is set while the source's last Prove failed: every
@@ -109,7 +108,7 @@ type session struct {
 
 func newSession(db DB, opts *sessionOptions) (*session, error) {
 	if db == nil {
-		return nil, core.NewConfigError("db", "is nil", nil)
+		return nil, core.ConfigPath{Field: "db"}.Reject("is nil", nil)
 	}
 	if err := checkQueryMode(db); err != nil {
 		return nil, err
@@ -118,9 +117,9 @@ func newSession(db DB, opts *sessionOptions) (*session, error) {
 	if opts != nil {
 		o = *opts
 	}
-	s := &session{db: db, from: o.Principal, role: o.Role, timeout: o.StatementTimeout, maxItems: o.MaxPlanItems}
+	s := &session{db: db, from: o.Caller, role: o.Role, timeout: o.StatementTimeout, maxItems: o.MaxPlanItems}
 	if s.from == nil {
-		s.from = core.ContextPrincipal
+		s.from = core.CallerFrom
 	}
 	if s.role == "" {
 		s.role = ReaderRole
@@ -152,22 +151,28 @@ func checkQueryMode(db DB) error {
 		return nil
 	}
 	if mode == pgx.QueryExecModeSimpleProtocol {
-		return core.NewConfigError("db", "uses the simple protocol; stores bind arguments with the extended protocol only", nil)
+		return core.ConfigPath{Field: "db"}.Reject("uses the simple protocol; stores bind arguments with the extended protocol only", nil)
 	}
 	return nil
 }
 
-// principal returns the request's principal; one that core.CheckPrincipal
-// refuses is Unavailable.
-func (s *session) principal(ctx context.Context) (string, error) {
-	p, err := s.from(ctx)
+// caller returns the request's caller; one whose principal
+// core.CheckPrincipal refuses is Unavailable.
+func (s *session) caller(ctx context.Context) (core.Caller, error) {
+	c, err := s.from(ctx)
 	if err != nil {
-		return "", err
+		return core.Caller{}, err
 	}
-	if err := core.CheckPrincipal(p); err != nil {
-		return "", core.Unavailable(err)
+	if err := core.CheckPrincipal(c.Principal); err != nil {
+		return core.Caller{}, core.Unavailable(err)
 	}
-	return p, nil
+	return c, nil
+}
+
+// principal returns the principal of the request's caller (see caller).
+func (s *session) principal(ctx context.Context) (string, error) {
+	c, err := s.caller(ctx)
+	return c.Principal, err
 }
 
 // The fixed statements of every transaction. Arguments are always bound.
@@ -270,10 +275,11 @@ func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 	if err := s.brokenErr(); err != nil {
 		return nil, err
 	}
-	p, err := s.principal(ctx)
+	c, err := s.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
+	p := c.Principal
 	timeout := s.timeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -281,7 +287,7 @@ func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 			return nil, fmt.Errorf("postgres: %w", context.DeadlineExceeded)
 		}
 	}
-	claims, err := contextClaims(ctx)
+	claims, err := claimsText(c.Claims)
 	if err != nil {
 		return nil, err
 	}

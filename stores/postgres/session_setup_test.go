@@ -49,7 +49,7 @@ func TestSessionSetUpHoldsForTheStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := core.WithClaims(core.WithPrincipal(t.Context(), "alice"), []byte(`{"tenant":"acme"}`))
+		ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice", Claims: []byte(`{"tenant":"acme"}`)})
 		var got [5]string
 		n := 0
 		if err := s.query(ctx, probe, nil, func(r pgx.Rows) error {

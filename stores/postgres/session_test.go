@@ -87,7 +87,7 @@ func accept(t testing.TB, src *Source) {
 		}
 		p, err := st.prepare(&pgconn.StatementDescription{Fields: f})
 		if err != nil {
-			t.Fatalf("accept %s: %v", st.field(), err)
+			t.Fatalf("accept %s: %v", st.path, err)
 		}
 		st.ready.Store(p)
 	}
@@ -146,7 +146,7 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 	for name, p := range bad {
 		t.Run(name, func(t *testing.T) {
 			db := &countingDB{}
-			_, b, policy := notesSource(t, db, SourceOptions{Principal: func(context.Context) (string, error) { return p, nil }})
+			_, b, policy := notesSource(t, db, SourceOptions{Caller: func(context.Context) (core.Caller, error) { return core.Caller{Principal: p}, nil }})
 			for call, f := range sourceCalls(t, b, policy) {
 				err := f(t.Context())
 				if core.KindOf(err) != core.FailureUnavailable || (p != "" && !errors.Is(err, core.ErrInvalidPrincipal)) {
@@ -161,7 +161,7 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 }
 
 // TestAMissingPrincipalIsUnavailable proves the default principal function
-// denies a context without core.WithPrincipal, before the database.
+// denies a context without core.WithCaller, before the database.
 func TestAMissingPrincipalIsUnavailable(t *testing.T) {
 	db := &countingDB{}
 	_, b, policy := notesSource(t, db, SourceOptions{})
@@ -180,7 +180,7 @@ func TestAMissingPrincipalIsUnavailable(t *testing.T) {
 func TestAnExpiredDeadlineIsATimeoutBeforeTheDatabase(t *testing.T) {
 	db := &countingDB{}
 	_, b, _ := notesSource(t, db, SourceOptions{})
-	ctx, cancel := context.WithDeadline(core.WithPrincipal(t.Context(), "alice"), time.Now().Add(-time.Second))
+	ctx, cancel := context.WithDeadline(core.WithCaller(t.Context(), core.Caller{Principal: "alice"}), time.Now().Add(-time.Second))
 	defer cancel()
 	if _, err := storetest.ReadOne(ctx, b.Reader, whole(rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a"))); !errors.Is(err, context.DeadlineExceeded) || db.sent.Load() != 0 {
 		t.Fatalf("expired deadline: %v after %d batches", err, db.sent.Load())
@@ -241,7 +241,7 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 	db := &countingDB{}
 	_, b, _ := notesSource(t, db, SourceOptions{})
 	_, qb, _ := notesSource(t, db, SourceOptions{Name: "notes", Role: "notes_reader"}) // another source, which plans none of these
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	for _, authz := range []string{``, `null`, `{"k":"fields"}`, `{"k":"q"}`, `[1]`,
 		`{"k":"row","s":"billing","b":"asset-body","key":"p/a","v":"1"}`, // another source's
 		`{"k":"row","s":"postgres","b":"invoice","key":"p/a","v":"1"}`,   // no such binding
@@ -273,7 +273,7 @@ func TestReaderRefusesTargetsItDidNotPlan(t *testing.T) {
 func TestSourcesOfOneGatewayKeepTheirTargetsApart(t *testing.T) {
 	db := &countingDB{}
 	_, named, _ := notesSource(t, db, SourceOptions{Name: "archive"})
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	theirs := rowTarget(t, "asset://project/p/asset/a/body", "asset-body", "p/a")
 	if _, err := storetest.ReadOne(ctx, named.Reader, whole(theirs)); !errors.Is(err, ErrBadTarget) {
 		t.Fatalf("the named source read a default source's target: %v", err)

@@ -37,10 +37,11 @@ type SourceOptions struct {
 	// [Source.Check] then verifies that the login role is neither a
 	// superuser nor BYPASSRLS.
 	LoginRole bool
-	// Principal returns the principal of the request in ctx, set as
-	// mcp.principal for every statement and bound as $principal where a
-	// statement names it. Nil means [core.ContextPrincipal].
-	Principal core.PrincipalFunc
+	// Caller returns the caller of the request in ctx: its principal is
+	// set as mcp.principal for every statement and bound as $principal
+	// where a statement names it, its claims are set as mcp.claims. Nil
+	// means [core.CallerFrom].
+	Caller func(context.Context) (core.Caller, error)
 	// StatementTimeout bounds each statement when the context has no
 	// deadline, and each statement of [Source.Check] (the check ends when
 	// the database answers none for that long). Zero means
@@ -160,7 +161,7 @@ func (src *Source) fold(sb *sqlBinding, p *sqlPolicy) {
 	if p.st.named.paramIndex("captures") != 0 {
 		return
 	}
-	st := &statement{owner: sb.body.owner, kind: "body", path: sb.body.path, named: sb.body.named, derived: true, callerBound: sb.body.callerBound}
+	st := &statement{kind: "body", path: sb.body.path, named: sb.body.named, derived: true, callerBound: sb.body.callerBound}
 	st.prepare = func(*pgconn.StatementDescription) (*prepared, error) { return sb.prepareFolded(p) }
 	sb.folded.Store(p, st)
 	src.stmts = append(src.stmts, st)
@@ -200,21 +201,20 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 	if err := CheckSource(opts); err != nil {
 		return nil, err
 	}
-	so := &sessionOptions{Principal: opts.Principal, Role: opts.Role, LoginRole: opts.LoginRole,
+	so := &sessionOptions{Caller: opts.Caller, Role: opts.Role, LoginRole: opts.LoginRole,
 		StatementTimeout: opts.StatementTimeout, MaxPlanItems: opts.MaxPlanItems}
 	s, err := newSession(db, so)
 	if err != nil {
 		var ce *core.ConfigError
 		if errors.As(err, &ce) {
-			ce.Path = core.ConfigPath{Source: opts.Name, Field: strings.TrimPrefix(ce.Field, "Options.")}
-			ce.Field = "source " + opts.Name + ": " + ce.Field
+			ce.Path.Source = opts.Name
 		}
 		return nil, err
 	}
 	objs := make(map[string]string, len(opts.Objects))
 	for name, bucket := range opts.Objects {
 		if name == "" {
-			return nil, sourceError(opts.Name, "Objects", name, "an object source needs a name")
+			return nil, core.ConfigPath{Source: opts.Name, Field: "Objects", Key: name}.Reject("an object source needs a name", nil)
 		}
 		objs[name] = bucket
 	}
@@ -239,26 +239,26 @@ func CheckSource(opts SourceOptions) error {
 		schema, rel, ok := strings.Cut(name, ".")
 		switch {
 		case !ok || schema == "" || rel == "" || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
-			return sourceError(opts.Name, "Exempt", name, "is not a qualified name such as public.tenants (schema.table, schema.view or schema.function)")
+			return core.ConfigPath{Source: opts.Name, Field: "Exempt", Key: name}.Reject("is not a qualified name such as public.tenants (schema.table, schema.view or schema.function)", nil)
 		case strings.TrimSpace(opts.Exempt[name]) == "":
-			return sourceError(opts.Name, "Exempt", name, "needs a reason: say why it may be read without row-level security")
+			return core.ConfigPath{Source: opts.Name, Field: "Exempt", Key: name}.Reject("needs a reason: say why it may be read without row-level security", nil)
 		}
 	}
 	switch {
 	case opts.StatementTimeout < 0:
-		return sourceError(opts.Name, "StatementTimeout", "", "must not be negative")
+		return core.ConfigPath{Source: opts.Name, Field: "StatementTimeout"}.Reject("must not be negative", nil)
 	case opts.MaxPlanItems < 0:
-		return sourceError(opts.Name, "MaxPlanItems", "", "must not be negative")
+		return core.ConfigPath{Source: opts.Name, Field: "MaxPlanItems"}.Reject("must not be negative", nil)
 	case opts.StandbyMaxLag < 0:
-		return sourceError(opts.Name, "StandbyMaxLag", "", "must not be negative")
+		return core.ConfigPath{Source: opts.Name, Field: "StandbyMaxLag"}.Reject("must not be negative", nil)
 	case opts.StandbyProbeInterval < 0:
-		return sourceError(opts.Name, "StandbyProbeInterval", "", "must not be negative")
+		return core.ConfigPath{Source: opts.Name, Field: "StandbyProbeInterval"}.Reject("must not be negative", nil)
 	case opts.LoginRole:
 		return nil
 	case opts.Role == "":
-		return sourceError(opts.Name, "Role", "", "is required: name the role statements run as (or set LoginRole)")
+		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("is required: name the role statements run as (or set LoginRole)", nil)
 	case len(opts.Role) > 63 || !utf8.ValidString(opts.Role) || strings.ContainsFunc(opts.Role, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return sourceError(opts.Name, "Role", "", "a role name is 1 to 63 bytes of UTF-8 without control characters")
+		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("a role name is 1 to 63 bytes of UTF-8 without control characters", nil)
 	}
 	return nil
 }
@@ -269,7 +269,6 @@ func (src *Source) Name() string { return src.name }
 // statement is one host statement of a source: its rewritten SQL, what it
 // must return, and, once Check accepted it, the statement the store sends.
 type statement struct {
-	owner string // "binding \"document\"", "policy"
 	kind  string // "plan", "body", "complete \"id\"", "decide"
 	path  core.ConfigPath
 	named namedSQL
@@ -300,23 +299,8 @@ type prepared struct {
 	sentReason string
 }
 
-func (st *statement) field() string { return st.owner + ": " + st.kind }
-
 func (st *statement) configError(reason string, err error) *core.ConfigError {
-	ce := core.NewConfigError(st.field(), reason, err)
-	ce.Path = st.path
-	return ce
-}
-
-// sourceError is a *core.ConfigError about field of source name's options.
-func sourceError(name, field, key, reason string) *core.ConfigError {
-	words := field
-	if key != "" {
-		words += "[" + key + "]"
-	}
-	ce := core.NewConfigError("source "+name+": "+words, reason, nil)
-	ce.Path = core.ConfigPath{Source: name, Field: field, Key: key}
-	return ce
+	return st.path.Reject(reason, err)
 }
 
 func (src *Source) add(st *statement) {
@@ -333,7 +317,7 @@ func (src *Source) add(st *statement) {
 func (st *statement) load() (*prepared, error) {
 	p := st.ready.Load()
 	if p == nil {
-		return nil, fmt.Errorf("%w (%s)", ErrNotChecked, st.field())
+		return nil, fmt.Errorf("%w (%s)", ErrNotChecked, st.path)
 	}
 	return p, nil
 }
@@ -464,7 +448,7 @@ func dbConn(ctx context.Context, db DB, name string) (*pgx.Conn, func(), error) 
 		}
 		return c.Conn(), c.Release, nil
 	}
-	return nil, nil, sourceError(name, "db", "", "cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn")
+	return nil, nil, core.ConfigPath{Source: name, Field: "db"}.Reject("cannot be checked: pass a *pgxpool.Pool or a *pgx.Conn", nil)
 }
 
 // parallelProof is the fewest statements whose proof runs on a second
@@ -509,17 +493,17 @@ func (src *Source) checkRole(ctx context.Context, conn *pgx.Conn, role string) e
 	}
 	if role == "" { // LoginRole
 		if loginSuper || loginBypass {
-			return sourceError(src.name, "LoginRole", "", fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login))
+			return core.ConfigPath{Source: src.name, Field: "LoginRole"}.Reject(fmt.Sprintf("the login role %q bypasses row-level security (superuser or BYPASSRLS); use a Role that does not", login), nil)
 		}
 		return nil
 	}
 	switch {
 	case !exists:
-		return sourceError(src.name, "Role", "", fmt.Sprintf("role %q does not exist", role))
+		return core.ConfigPath{Source: src.name, Field: "Role"}.Reject(fmt.Sprintf("role %q does not exist", role), nil)
 	case roleBypasses:
-		return sourceError(src.name, "Role", "", fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role))
+		return core.ConfigPath{Source: src.name, Field: "Role"}.Reject(fmt.Sprintf("role %q bypasses row-level security (superuser or BYPASSRLS)", role), nil)
 	case !memberOfIt:
-		return sourceError(src.name, "Role", "", fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login))
+		return core.ConfigPath{Source: src.name, Field: "Role"}.Reject(fmt.Sprintf("the login role %q is not a member of role %q (GRANT %s TO %s)", login, role, role, login), nil)
 	}
 	return nil
 }

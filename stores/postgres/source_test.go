@@ -48,7 +48,7 @@ func TestSourceStatementsServeNothingUntilChecked(t *testing.T) {
 			want = core.FailureOutage
 		}
 		for range 3 {
-			_, err = res.Read(core.WithPrincipal(context.Background(), "alice"), "doc://t/1")
+			_, err = res.Read(core.WithCaller(context.Background(), core.Caller{Principal: "alice"}), "doc://t/1")
 			if !errors.Is(err, ErrNotChecked) || core.KindOf(err) != want {
 				t.Fatalf("host checks %v: read: %v (%v), want a %v whose cause is ErrNotChecked", hostChecks, err, core.KindOf(err), want)
 			}

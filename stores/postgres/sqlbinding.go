@@ -260,16 +260,13 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	if name == "" {
 		name = b.Definition.URITemplate + b.Definition.URI
 	}
-	owner := fmt.Sprintf("source %s: binding %q", src.name, name)
 	at := func(field, key string) core.ConfigPath {
 		return core.ConfigPath{Source: src.name, Binding: name, Field: field, Key: key}
 	}
 	// failAt reports a mistake in the field of b at path, wrapping err (an
 	// *SQLError says where in the statement).
 	failAt := func(path core.ConfigPath, reason string, err error) (core.ResourceBinding, error) {
-		ce := core.NewConfigError(owner+": "+fieldWords(path), reason, err)
-		ce.Path = path
-		return core.ResourceBinding{}, ce
+		return core.ResourceBinding{}, path.Reject(reason, err)
 	}
 	fail := func(field, reason string) (core.ResourceBinding, error) { return failAt(at(field, ""), reason, nil) }
 	var vars []string
@@ -343,7 +340,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 			return fail(planField, fmt.Sprintf("must use $%s: URIs that differ only in {%s} would read the same rows", v, v))
 		}
 	}
-	sb.plan = &statement{owner: owner, kind: kind, path: at(planField, ""), named: named, callerBound: !b.Public}
+	sb.plan = &statement{kind: kind, path: at(planField, ""), named: named, callerBound: !b.Public}
 	sb.plan.prepare = sb.preparePlan
 	// Completions, in name order so that Check reports deterministically;
 	// an object-only binding completes its captures like any other.
@@ -366,7 +363,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		if named.paramIndex("prefix") == 0 {
 			return failAt(path, "must use $prefix: compare the value with starts_with(value, $prefix)", nil)
 		}
-		st := &statement{owner: owner, kind: field, path: path, named: named, callerBound: !b.Public}
+		st := &statement{kind: field, path: path, named: named, callerBound: !b.Public}
 		st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 			return prepareSelect(st, desc, completeColumns, nil, func(cols string, n int) string {
 				return "SELECT " + cols + ", count(*) OVER () FROM (" + st.named.SQL + "\n) AS q LIMIT $" + strconv.Itoa(n+1)
@@ -383,7 +380,7 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 		if named.paramIndex("key") == 0 {
 			return fail("Body", "must use $key: it selects the planned item")
 		}
-		sb.body = &statement{owner: owner, kind: "body", path: at("Body", ""), named: named, callerBound: !b.Public}
+		sb.body = &statement{kind: "body", path: at("Body", ""), named: named, callerBound: !b.Public}
 		sb.body.prepare = sb.prepareBody
 	}
 	src.add(sb.plan)
@@ -401,19 +398,6 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	}
 	src.watch(name, b.Listen)
 	return sb.binding(b.Definition), nil
-}
-
-// fieldWords names path's field in a binding's error as the store's
-// messages always have: a statement by its kind (plan, body, complete
-// "id"), any other field by its Go name.
-func fieldWords(path core.ConfigPath) string {
-	switch path.Field {
-	case "Plan", "Bundle", "Body":
-		return strings.ToLower(path.Field)
-	case "Complete":
-		return fmt.Sprintf("complete %q", path.Key)
-	}
-	return path.Field
 }
 
 // binding is the core binding of sb, with its completer when it has
@@ -451,10 +435,8 @@ func (sb *sqlBinding) preparePlan(desc *pgconn.StatementDescription) (*prepared,
 				for i, f := range desc.Fields {
 					names[i] = f.Name
 				}
-				ce := core.NewConfigError(sb.plan.owner+": "+p.field, fmt.Sprintf("{%s} names no column of the %s statement, which returns %s",
+				return nil, core.ConfigPath{Source: sb.src.name, Binding: sb.name, Field: p.field, Column: c}.Reject(fmt.Sprintf("{%s} names no column of the %s statement, which returns %s",
 					c, sb.plan.kind, strings.Join(names, ", ")), nil)
-				ce.Path = core.ConfigPath{Source: sb.src.name, Binding: sb.name, Field: p.field, Column: c}
-				return nil, ce
 			}
 		}
 	}
@@ -747,7 +729,7 @@ func (sb *sqlBinding) objectTarget(rowURI string, r row) (core.ResourceTarget, b
 		obj.Size = size
 	}
 	obj.MIMEType, _ = r.str("object_mime")
-	if obj.MIMEType != "" && !core.ValidMediaType(obj.MIMEType) {
+	if obj.MIMEType != "" && !mediatype.Valid(obj.MIMEType) {
 		obj.MIMEType = "" // the object source chooses, as for none
 	}
 	rowKey, _ := r.str("key")

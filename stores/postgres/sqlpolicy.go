@@ -63,12 +63,9 @@ var errPolicyHidden = errors.New("postgres: the policy statement does not let th
 // For hosts whose row-level security already decides everything, see
 // [DatabaseDecides].
 func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
-	owner := "source " + src.name + ": policy"
 	path := core.ConfigPath{Source: src.name, Field: "Decide"}
 	fail := func(reason string, err error) error {
-		ce := core.NewConfigError(owner+": decide", reason, err)
-		ce.Path = path
-		return ce
+		return path.Reject(reason, err)
 	}
 	named, err := parseNamed(decide, func(n string) string {
 		if n == "keys" {
@@ -83,7 +80,7 @@ func (src *Source) Policy(decide string) (core.ResourcePolicy, error) {
 	if named.paramIndex("keys") == 0 {
 		return core.ResourcePolicy{}, fail("must use $keys: decide the keys it is given", nil)
 	}
-	st := &statement{owner: owner, kind: "decide", path: path, named: named}
+	st := &statement{kind: "decide", path: path, named: named}
 	st.prepare = func(desc *pgconn.StatementDescription) (*prepared, error) {
 		return prepareSelect(st, desc, decideColumns, nil, func(cols string, _ int) string {
 			return "SELECT " + cols + " FROM (" + st.named.SQL + "\n) AS q"

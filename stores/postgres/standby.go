@@ -101,9 +101,9 @@ type standbys struct {
 func newStandbys(opts SourceOptions, so *sessionOptions) (*standbys, error) {
 	switch {
 	case opts.StandbyMaxLag < 0:
-		return nil, sourceError(opts.Name, "StandbyMaxLag", "", "must not be negative")
+		return nil, core.ConfigPath{Source: opts.Name, Field: "StandbyMaxLag"}.Reject("must not be negative", nil)
 	case opts.StandbyProbeInterval < 0:
-		return nil, sourceError(opts.Name, "StandbyProbeInterval", "", "must not be negative")
+		return nil, core.ConfigPath{Source: opts.Name, Field: "StandbyProbeInterval"}.Reject("must not be negative", nil)
 	}
 	sb := &standbys{maxLag: opts.StandbyMaxLag, interval: opts.StandbyProbeInterval}
 	if sb.maxLag == 0 {
@@ -115,7 +115,7 @@ func newStandbys(opts SourceOptions, so *sessionOptions) (*standbys, error) {
 	for i, db := range opts.Standbys {
 		s, err := newSession(db, so)
 		if err != nil {
-			return nil, sourceError(opts.Name, "Standbys", strconv.Itoa(i), err.Error())
+			return nil, core.ConfigPath{Source: opts.Name, Field: "Standbys", Key: strconv.Itoa(i)}.Reject(err.Error(), nil)
 		}
 		sb.list = append(sb.list, &standby{s: s, index: i})
 	}

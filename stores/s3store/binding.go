@@ -35,17 +35,17 @@ func (b *Bucket) Binding(def core.ResourceDefinition, prefix string) (core.Resou
 // is unavailable without a HEAD. A nil grant is Binding.
 func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, grant KeyGrant) (core.ResourceBinding, error) {
 	if def.URITemplate == "" {
-		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store binding needs a URI template", nil)
+		return core.ResourceBinding{}, core.ConfigPath{Binding: def.Name, Field: "URITemplate"}.Reject("an s3store binding needs a URI template", nil)
 	}
 	names, err := core.TemplateVariables(def.URITemplate)
 	if err != nil {
-		return core.ResourceBinding{}, bindingError(def, "URITemplate", errors.Unwrap(err).Error(), err)
+		return core.ResourceBinding{}, core.ConfigPath{Binding: def.Name, Field: "URITemplate"}.Reject(errors.Unwrap(err).Error(), err)
 	}
 	if len(names) == 0 {
-		return core.ResourceBinding{}, bindingError(def, "URITemplate", "an s3store template needs at least one {variable} to form the key", nil)
+		return core.ResourceBinding{}, core.ConfigPath{Binding: def.Name, Field: "URITemplate"}.Reject("an s3store template needs at least one {variable} to form the key", nil)
 	}
 	if err := checkPrefix(prefix); err != nil {
-		return core.ResourceBinding{}, bindingError(def, "Prefix", "must be empty or a key prefix that ends with '/'", err)
+		return core.ResourceBinding{}, core.ConfigPath{Binding: def.Name, Field: "Prefix"}.Reject("must be empty or a key prefix that ends with '/'", err)
 	}
 	scheme, path, _ := strings.Cut(def.URITemplate, "://")
 	canonical := func(m core.ResourceMatch) string {
@@ -75,13 +75,4 @@ func (b *Bucket) GrantedBinding(def core.ResourceDefinition, prefix string, gran
 		})
 	}
 	return core.ResourceBinding{Definition: def, Resolver: core.ResolverFunc(resolve), Reader: core.ItemReader(b.Read)}, nil
-}
-
-// bindingError is the *core.ConfigError of a rejected [Bucket.Binding]
-// call: about no binding index, but naming the definition.
-func bindingError(def core.ResourceDefinition, field, reason string, err error) *core.ConfigError {
-	e := core.NewConfigError(field, reason, err)
-	e.Name = def.Name
-	e.Path = core.ConfigPath{Binding: def.Name, Field: field}
-	return e
 }

@@ -19,10 +19,10 @@ import (
 
 // Options configure [OpenBucket]. A nil *Options selects every default.
 type Options struct {
-	// Principal returns who is asking; it is called on every resolve and
-	// read. Nil means core.ContextPrincipal (what core.WithPrincipal put
-	// into the request context).
-	Principal core.PrincipalFunc
+	// Caller returns who is asking; it is called on every resolve and
+	// read. Nil means [core.CallerFrom] (what [core.WithCaller] put into
+	// the request context).
+	Caller func(context.Context) (core.Caller, error)
 	// Client returns the client whose credentials sign principal's HEAD,
 	// listing and GET requests, so that S3 itself enforces that principal's
 	// access. It must be cheap (cache clients, which are safe for
@@ -56,7 +56,7 @@ type Options struct {
 type Bucket struct {
 	client    *s3.Client
 	name      string
-	principal core.PrincipalFunc
+	caller    func(context.Context) (core.Caller, error)
 	clientFor func(ctx context.Context, principal string) (*s3.Client, error)
 	check     func(ctx context.Context, principal string, obj Object) error
 	maxList   int
@@ -73,17 +73,17 @@ func OpenBucket(ctx context.Context, client *s3.Client, bucket string, opts *Opt
 		panic("s3store: OpenBucket with a nil *s3.Client")
 	}
 	if err := checkBucket(bucket); err != nil {
-		return nil, core.NewConfigError("bucket", "bucket name "+err.Error(), nil)
+		return nil, core.ConfigPath{Field: "bucket"}.Reject("bucket name "+err.Error(), nil)
 	}
-	b := &Bucket{client: client, name: bucket, principal: core.ContextPrincipal, maxList: 100}
+	b := &Bucket{client: client, name: bucket, caller: core.CallerFrom, maxList: 100}
 	if opts != nil {
-		if opts.Principal != nil {
-			b.principal = opts.Principal
+		if opts.Caller != nil {
+			b.caller = opts.Caller
 		}
 		b.clientFor, b.check, b.typeByKey = opts.Client, opts.Check, opts.TypeByKey
 		switch {
 		case opts.MaxListKeys < 0:
-			return nil, core.NewConfigError("Options.MaxListKeys", "must not be negative", nil)
+			return nil, core.ConfigPath{Field: "MaxListKeys"}.Reject("must not be negative", nil)
 		case opts.MaxListKeys > 1000:
 			b.maxList = 1000
 		case opts.MaxListKeys > 0:
@@ -99,10 +99,11 @@ func (b *Bucket) Name() string { return b.name }
 // access returns the principal asking in ctx and the client that signs its
 // requests.
 func (b *Bucket) access(ctx context.Context) (string, *s3.Client, error) {
-	principal, err := b.principal(ctx)
+	who, err := b.caller(ctx)
 	if err != nil {
 		return "", nil, err
 	}
+	principal := who.Principal
 	if b.clientFor == nil {
 		return principal, b.client, nil
 	}
@@ -237,7 +238,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //   - a text payload for a textual MIME type (see the package doc), else a
 //     blob, with the planned MIME type; an empty object is empty text or an
 //     empty blob (a 416 answer to the range is an empty object);
-//   - core.TooLarge(total) when the object is over the limit, without
+//   - &core.TooLargeError{Size: total} when the object is over the limit, without
 //     reading the rest of the body;
 //   - core.Unavailable for 403, 404 (to the pinning HEAD too), a missing
 //     version (or one S3 cannot parse), a delete marker, or a denial by
@@ -312,7 +313,7 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 		return core.ResourcePayload{}, fmt.Errorf("%w: size differs from the plan", ErrChanged)
 	}
 	if total > limit {
-		return core.ResourcePayload{}, core.TooLarge(total)
+		return core.ResourcePayload{}, &core.TooLargeError{Size: total}
 	}
 	data, err := readBody(out.Body, aws.ToInt64(out.ContentLength), out.ContentLength != nil, limit)
 	if err != nil {
@@ -449,7 +450,7 @@ func contentRangeTotal(cr string) (int64, bool) {
 func readBody(body io.Reader, length int64, known bool, limit int64) ([]byte, error) {
 	if known {
 		if length < 0 || length > limit {
-			return nil, core.TooLarge(-1)
+			return nil, &core.TooLargeError{Size: -1}
 		}
 		data := make([]byte, length)
 		if _, err := io.ReadFull(body, data); err != nil {
@@ -462,7 +463,7 @@ func readBody(body io.Reader, length int64, known bool, limit int64) ([]byte, er
 		return nil, fmt.Errorf("%w: read body: %w", errServer, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, core.TooLarge(-1)
+		return nil, &core.TooLargeError{Size: -1}
 	}
 	return data, nil
 }

@@ -15,7 +15,7 @@ import (
 // *core.ConfigError at the path of the Bucket.
 func CheckBucketName(name string) error {
 	if err := checkBucket(name); err != nil {
-		return checkError("Bucket", "is not a bucket name: it "+err.Error(), nil)
+		return core.ConfigPath{Field: "Bucket"}.Reject("is not a bucket name: it "+err.Error(), nil)
 	}
 	return nil
 }

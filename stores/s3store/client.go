@@ -74,14 +74,14 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return nil, core.NewConfigError("ClientConfig.Endpoint", "must be an http or https URL with a host and no credentials", err)
+			return nil, core.ConfigPath{Field: "ClientConfig.Endpoint"}.Reject("must be an http or https URL with a host and no credentials", err)
 		}
 	}
 	if (cfg.AccessKeyID == "") != (cfg.SecretAccessKey == "") {
-		return nil, core.NewConfigError("ClientConfig.AccessKeyID", "set both AccessKeyID and SecretAccessKey, or neither for the default chain", nil)
+		return nil, core.ConfigPath{Field: "ClientConfig.AccessKeyID"}.Reject("set both AccessKeyID and SecretAccessKey, or neither for the default chain", nil)
 	}
 	if cfg.RetryMaxAttempts < 0 {
-		return nil, core.NewConfigError("ClientConfig.RetryMaxAttempts", "must not be negative", nil)
+		return nil, core.ConfigPath{Field: "ClientConfig.RetryMaxAttempts"}.Reject("must not be negative", nil)
 	}
 	region := cfg.Region
 	if region == "" && cfg.Endpoint != "" {
@@ -116,7 +116,7 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 	fns := append([]func(*s3.Options){settings}, optFns...)
 	if cfg.AccessKeyID != "" {
 		if region == "" {
-			return nil, core.NewConfigError("ClientConfig.Region", "required with static credentials and no endpoint", nil)
+			return nil, core.ConfigPath{Field: "ClientConfig.Region"}.Reject("required with static credentials and no endpoint", nil)
 		}
 		var o s3.Options
 		o.Credentials = credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)
@@ -131,7 +131,7 @@ func NewClient(ctx context.Context, cfg ClientConfig, optFns ...func(*s3.Options
 		return nil, fmt.Errorf("s3store: load the default AWS configuration: %w", err)
 	}
 	if awsCfg.Region == "" {
-		return nil, core.NewConfigError("ClientConfig.Region", "no region configured and the default chain has none", nil)
+		return nil, core.ConfigPath{Field: "ClientConfig.Region"}.Reject("no region configured and the default chain has none", nil)
 	}
 	return s3.NewFromConfig(awsCfg, fns...), nil
 }

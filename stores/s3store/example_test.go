@@ -68,7 +68,7 @@ func ExampleBucket_Binding() {
 		log.Fatal(err)
 	}
 	// Reads HEAD public/readme.md as alice, then GETs it if unchanged.
-	result, err := res.Read(core.WithPrincipal(ctx, "alice"), "asset://docs/readme.md")
+	result, err := res.Read(core.WithCaller(ctx, core.Caller{Principal: "alice"}), "asset://docs/readme.md")
 	if err != nil {
 		log.Print(err)
 		return
@@ -110,7 +110,7 @@ func ExampleBucket_Read() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	obj, err := bucket.Head(core.WithPrincipal(ctx, "alice"), "public/readme.md")
+	obj, err := bucket.Head(core.WithCaller(ctx, core.Caller{Principal: "alice"}), "public/readme.md")
 	if err != nil {
 		log.Print(err)
 		return
@@ -119,7 +119,7 @@ func ExampleBucket_Read() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := bucket.Read(core.WithPrincipal(ctx, "alice"), core.ReadItem{Target: target, Limit: 1 << 20})
+	p, err := bucket.Read(core.WithCaller(ctx, core.Caller{Principal: "alice"}), core.ReadItem{Target: target, Limit: 1 << 20})
 	var tooLarge *core.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):

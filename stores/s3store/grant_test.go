@@ -65,7 +65,7 @@ func TestKeyGrantDecidesBeforeAnyRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(t.Context(), "bob")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "bob"})
 	for _, uri := range []string{"report://tenants/globex/reports/2026/q3.pdf", "report://tenants/acme/reports/2026",
 		"report://tenants/acme/reports/2026/q3.pdf/decoy", "asset://files/a.txt"} {
 		_, err := r.Read(ctx, uri)

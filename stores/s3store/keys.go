@@ -182,7 +182,7 @@ func (b *Bucket) KeyBindings(families ...KeyFamily) ([]core.ResourceBinding, err
 func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 	name := f.Definition.Name
 	fail := func(field, reason string) ([]core.ResourceBinding, error) {
-		return nil, configAt("key family", name, field, reason)
+		return nil, core.ConfigPath{Binding: name, Field: field}.Reject(reason, nil)
 	}
 	switch {
 	case name == "":
@@ -380,14 +380,6 @@ func fillPrefix(prefix []keySegment, m core.ResourceMatch) (string, error) {
 	return key.String(), nil
 }
 
-// configAt is a *core.ConfigError about field of the binding named name,
-// a "key family" or a "key listing" (what).
-func configAt(what, name, field, reason string) *core.ConfigError {
-	e := core.NewConfigError(fmt.Sprintf("%s %q: %s", what, name, field), reason, nil)
-	e.Path = core.ConfigPath{Binding: name, Field: field}
-	return e
-}
-
 // checkDisjoint refuses bindings some of whose templates overlap.
 func checkDisjoint(bs []core.ResourceBinding) error {
 	defs := make([]core.ResourceDefinition, len(bs))
@@ -399,9 +391,8 @@ func checkDisjoint(bs []core.ResourceBinding) error {
 		return err
 	}
 	o := overlaps[0]
-	e := core.NewConfigError("key family", fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
-	e.Path = core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}
-	return e
+	return core.ConfigPath{Binding: bs[o.SecondBinding].Definition.Name, Field: "URI"}.Reject(
+		fmt.Sprintf("templates %s and %s both match %s", o.First, o.Second, o.Example), nil)
 }
 
 // ContentTypeOf returns the MIME type to serve an object as: stored, the
@@ -445,7 +436,7 @@ func (b *Bucket) typeOf(key, declared, stored string) string {
 // Check asks S3, with the client given to OpenBucket, whether the bucket
 // exists and that client may use it (one HeadBucket request; when it is
 // refused, one ListObjectsV2 of at most one key, whose error says why: a
-// HEAD answer has no body). It returns a *core.ConfigError whose Field
+// HEAD answer has no body). It returns a *core.ConfigError whose Path.Field
 // and Path.Field name what is wrong: "SecretAccessKey" when S3 refuses the signature,
 // "AccessKeyID" when it does not know the key, "Bucket" when the bucket
 // does not exist or the credentials may not use it; and the error itself
@@ -466,20 +457,13 @@ func (b *Bucket) Check(ctx context.Context) error {
 	}
 	switch code {
 	case "SignatureDoesNotMatch":
-		return checkError("SecretAccessKey", "S3 refuses the requests' signature: the secret key is not the access key's", err)
+		return core.ConfigPath{Field: "SecretAccessKey"}.Reject("S3 refuses the requests' signature: the secret key is not the access key's", err)
 	case "InvalidAccessKeyId":
-		return checkError("AccessKeyID", "S3 does not know the access key", err)
+		return core.ConfigPath{Field: "AccessKeyID"}.Reject("S3 does not know the access key", err)
 	case "NoSuchBucket":
-		return checkError("Bucket", fmt.Sprintf("bucket %q does not exist", b.name), err)
+		return core.ConfigPath{Field: "Bucket"}.Reject(fmt.Sprintf("bucket %q does not exist", b.name), err)
 	case "AccessDenied":
-		return checkError("Bucket", fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
+		return core.ConfigPath{Field: "Bucket"}.Reject(fmt.Sprintf("the credentials may not use bucket %q", b.name), err)
 	}
-	return checkError("Bucket", fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
-}
-
-// checkError is a *core.ConfigError of [Bucket.Check] about field.
-func checkError(field, reason string, err error) *core.ConfigError {
-	e := core.NewConfigError(field, reason, err)
-	e.Path = core.ConfigPath{Field: field}
-	return e
+	return core.ConfigPath{Field: "Bucket"}.Reject(fmt.Sprintf("bucket %q does not exist or the client may not use it", b.name), err)
 }

@@ -70,7 +70,7 @@ type KeyListing struct {
 func (b *Bucket) ListingBinding(l KeyListing) (core.ResourceBinding, error) {
 	name := l.Definition.Name
 	fail := func(field, reason string) (core.ResourceBinding, error) {
-		return core.ResourceBinding{}, configAt("key listing", name, field, reason)
+		return core.ResourceBinding{}, core.ConfigPath{Binding: name, Field: field}.Reject(reason, nil)
 	}
 	switch {
 	case name == "":

@@ -90,7 +90,7 @@ func TestListingAsksTheGrantAboutThePrefixBeforeAnyRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = res.Read(core.WithPrincipal(t.Context(), "bob"), "report://t/%61cme")
+	_, err = res.Read(core.WithCaller(t.Context(), core.Caller{Principal: "bob"}), "report://t/%61cme")
 	if core.KindOf(err) != core.FailureUnavailable {
 		t.Errorf("a refused listing: %v, want unavailable", err)
 	}

@@ -145,7 +145,7 @@ func TestReadRefusesTargetsItDidNotPlanWithoutARequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(context.Background(), "alice")
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
 	other, _ := core.NewResourceTarget("asset://x/1", "row", nil)
 	if _, err := b.Read(ctx, whole(other)); !errors.Is(err, errNotObjectTarget) {
 		t.Errorf("foreign representation: %v", err)

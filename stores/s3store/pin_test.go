@@ -85,7 +85,7 @@ func TestReadPinsAReferenceThatPinsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 	base, _ := core.NewResourceTarget("doc://1/object", "object", []byte(`{"row":"1"}`))
 	read := func(ref core.ObjectRef) (string, error) {
 		tg, err := base.WithObject(ref)

@@ -33,7 +33,7 @@ type PollerOptions struct {
 	Logger *slog.Logger
 }
 
-// Poller is an optional core.ChangeSource (a core.ChangeTracker) for plain
+// Poller is an optional core.ChangeSource (a live.Tracker: it has TrackKeys) for plain
 // S3 bindings, whose objects no database row describes: it polls the
 // identity metadata (HeadObject ETag and version id) of the objects that
 // current subscriptions depend on, at a bounded rate, and reports an object
@@ -196,5 +196,3 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-var _ core.ChangeTracker = (*Poller)(nil)

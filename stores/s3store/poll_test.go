@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+
+	"go.phpboyscout.uk/mcp/resources/live"
 )
 
 func TestPollerTracksOnlyItsBucketAndReportsChangesAfterTheBaseline(t *testing.T) {
@@ -43,3 +45,6 @@ func TestPollerTracksOnlyItsBucketAndReportsChangesAfterTheBaseline(t *testing.T
 		t.Fatal("an untracked object reported a change")
 	}
 }
+
+// The hub tells a poller what to watch: it must stay a live.Tracker.
+var _ live.Tracker = (*Poller)(nil)

@@ -44,7 +44,7 @@ func TestThrottlingIsRetriedBoundedlyThenRetryable(t *testing.T) {
 		t.Fatal(err)
 	}
 	target, _ := NewObjectTarget("asset://x/1", Object{Bucket: "assets", Key: "k", ETag: `"e"`, Size: 10})
-	ctx := core.WithPrincipal(t.Context(), "alice")
+	ctx := core.WithCaller(t.Context(), core.Caller{Principal: "alice"})
 
 	_, err = b.Read(ctx, whole(target))
 	if !errors.Is(err, errServer) || core.KindOf(err) != core.FailureOutage || errors.Is(err, ErrChanged) {

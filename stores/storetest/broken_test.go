@@ -115,7 +115,7 @@ func (h *ignoresRevocation) Create(ctx context.Context, it storetest.Item) (stri
 func (h *ignoresRevocation) Binding() core.ResourceBinding {
 	b := h.memHarness.Binding()
 	b.Reader = core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
-		return h.st.Read(core.WithPrincipal(ctx, root), item)
+		return h.st.Read(core.WithCaller(ctx, core.Caller{Principal: root}), item)
 	})
 	return b
 }

@@ -87,7 +87,7 @@ func (h *memHarness) Delete(ctx context.Context, uri string) error {
 }
 
 func (h *memHarness) Context(ctx context.Context, principal string) context.Context {
-	return core.WithPrincipal(ctx, principal)
+	return core.WithCaller(ctx, core.Caller{Principal: principal})
 }
 
 func (h *memHarness) BodyReads() int64 { return h.st.BodyReads() }

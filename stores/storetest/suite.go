@@ -195,7 +195,7 @@ func deletedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 	}
 }
 
-// overReadLimit: an item larger than its core.ReadItem Limit is core.TooLarge, with
+// overReadLimit: an item larger than its core.ReadItem Limit is a *core.TooLargeError, with
 // the stored size when the store reports one; at exactly its size and above
 // it reads whole.
 func overReadLimit(ctx context.Context, t *testing.T, r *rig) {
@@ -212,7 +212,7 @@ func overReadLimit(ctx context.Context, t *testing.T, r *rig) {
 				p, err := r.read(ctx, alice, target, limit)
 				var tl *core.TooLargeError
 				if !errors.As(err, &tl) {
-					t.Fatalf("limit %d: got %v (payload zero=%v), want core.TooLarge", limit, err, p.IsZero())
+					t.Fatalf("limit %d: got %v (payload zero=%v), want a *core.TooLargeError", limit, err, p.IsZero())
 				}
 				if tl.Size != size && tl.Size != -1 {
 					t.Errorf("limit %d: TooLarge size %d, want %d (or -1 when unknown)", limit, tl.Size, size)
@@ -268,7 +268,7 @@ func withinBudget(ctx context.Context, t *testing.T, r *rig) {
 	var tl *core.TooLargeError
 	switch {
 	case !errors.As(out[2].Err, &tl):
-		t.Fatalf("the item past the budget: %v (payload zero=%v), want core.TooLarge", out[2].Err, out[2].Payload.IsZero())
+		t.Fatalf("the item past the budget: %v (payload zero=%v), want a *core.TooLargeError", out[2].Err, out[2].Payload.IsZero())
 	case tl.Size != 100 && tl.Size != -1:
 		t.Errorf("the item past the budget: TooLarge size %d, want 100 (or -1 when unknown)", tl.Size)
 	case !out[2].Payload.IsZero():

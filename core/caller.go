@@ -2,43 +2,61 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
 
-// PrincipalFunc returns the principal that the host authenticated for the
-// request carried by ctx. Stores take one in their options and call it on
-// every resolve and read, so that access is decided for whoever is asking
-// now; they never take a principal from a URI, a capture or a plan's public
-// parts. Return an [Unavailable] error when ctx carries no principal.
-//
-// Most hosts put the principal into the request context with [WithPrincipal]
-// (the go-sdk adapter does so from the authenticated token) and use
-// [ContextPrincipal], which is also what a store uses when its option is nil.
-type PrincipalFunc func(ctx context.Context) (string, error)
-
-// ErrNoPrincipal is the private cause of the [Unavailable] error that
-// [ContextPrincipal] returns when ctx carries no principal.
-var ErrNoPrincipal = errors.New("core: the request context carries no principal")
-
-type principalKey struct{}
-
-// WithPrincipal returns ctx carrying principal, the identity the host
-// authenticated. An empty principal is carried as absent.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
+// Caller is who a request comes from, as the host authenticated it: the
+// shape of the go-sdk's auth.TokenInfo, with the principal for its UserID
+// and the claims the host chose to pass on for its Extra. Stores and
+// policies take it from the request context ([CallerFrom]) on every resolve
+// and read, so that access is decided for whoever is asking now; they never
+// take any of it from a URI, a capture or a plan's public parts.
+type Caller struct {
+	// Principal is the identity the host authenticated; "" is none.
+	Principal string
+	// Scopes are the OAuth scopes the caller's verified token grants.
+	// Gates that require a scope (a resources file's per-resource scopes)
+	// read them.
+	Scopes []string
+	// Claims is one JSON object of the verified attributes of the
+	// principal (groups, tenant, roles), such as the claims of an OAuth
+	// access token, or nil. The PostgreSQL store sets it as mcp.claims
+	// beside mcp.principal.
+	Claims json.RawMessage
 }
 
-// ContextPrincipal is the [PrincipalFunc] that returns the principal set by
-// [WithPrincipal], or an [Unavailable] error wrapping [ErrNoPrincipal] when
-// there is none.
-func ContextPrincipal(ctx context.Context) (string, error) {
-	if p, ok := ctx.Value(principalKey{}).(string); ok && p != "" {
-		return p, nil
+// ErrNoPrincipal is the private cause of the [Unavailable] error that
+// [CallerFrom] returns when ctx carries no principal.
+var ErrNoPrincipal = errors.New("core: the request context carries no principal")
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c, the caller the host authenticated (the
+// go-sdk adapter sets it from the verified token). An empty Principal is
+// carried as absent.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller set by [WithCaller]; stores call it on
+// every resolve and read unless their options supply a function of the
+// same signature (which returns an [Unavailable] error when ctx carries no
+// principal). When that caller has no principal, or there is none, it
+// returns what there is (its scopes and claims) with an [Unavailable] error
+// wrapping [ErrNoPrincipal].
+func CallerFrom(ctx context.Context) (Caller, error) {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	if len(c.Claims) == 0 {
+		c.Claims = nil
 	}
-	return "", Unavailable(ErrNoPrincipal)
+	if c.Principal == "" {
+		return c, Unavailable(ErrNoPrincipal)
+	}
+	return c, nil
 }
 
 // MaxPrincipalBytes bounds a principal, in bytes of UTF-8.
