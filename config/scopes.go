@@ -33,7 +33,7 @@ func (f *File) gateScopes(p core.ResourcePolicy) core.ResourcePolicy {
 			have := c.Scopes
 			for _, s := range sc {
 				if !slices.Contains(have, s) {
-					return core.Unavailable(errScope)
+					return core.NewFailure(core.FailureUnavailable, errScope)
 				}
 			}
 		}

@@ -42,7 +42,7 @@ func TestAuthorizeFailsExactlyWhereReadFailsBeforeReading(t *testing.T) {
 		"requested target denied": func(g *rig) { g.deny(bundleURI, 0) },
 		"resolver says unavailable": func(g *rig) {
 			g.resolve = func(context.Context, ResourceMatch) (ResourceReadPlan, error) {
-				return ResourceReadPlan{}, Unavailable(errors.New("gone"))
+				return ResourceReadPlan{}, NewFailure(FailureUnavailable, errors.New("gone"))
 			}
 		},
 	}
@@ -113,7 +113,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 	pol := PerTarget(TargetPolicy{
 		Discover: func(context.Context, ResourceDefinition) error {
 			if deny {
-				return Unavailable(errors.New("no"))
+				return NewFailure(FailureUnavailable, errors.New("no"))
 			}
 			return nil
 		},

@@ -21,7 +21,7 @@ func (b *batchNotes) Resolve(ctx context.Context, m core.ResourceMatch) (core.Re
 func (b *batchNotes) plan(m core.ResourceMatch) (core.ResourceReadPlan, error) {
 	id, _ := m.Var("id")
 	if id == "gone" {
-		return core.ResourceReadPlan{}, core.Unavailable(errors.New("no such note"))
+		return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, errors.New("no such note"))
 	}
 	t, err := core.NewResourceTarget(m.URI(), "note", []byte(`"`+id+`"`))
 	if err != nil {

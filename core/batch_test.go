@@ -91,7 +91,7 @@ func (b *batchRig) read() (*ResourceResult, error) {
 		},
 		Read: func(_ context.Context, t ResourceTarget) error {
 			if b.denied[t.URI()] {
-				return Unavailable(errors.New("denied"))
+				return NewFailure(FailureUnavailable, errors.New("denied"))
 			}
 			return nil
 		},
@@ -269,8 +269,10 @@ func TestNativeBatchReaderFailuresCoverTheWholeRequest(t *testing.T) {
 		whole func(ctx context.Context, req ReadRequest) ([]ReadResult, error)
 		code  IssueCode
 	}{
-		"an error":              {func(context.Context, ReadRequest) ([]ReadResult, error) { return nil, errors.New("down") }, IssueReadFailed},
-		"unavailable":           {func(context.Context, ReadRequest) ([]ReadResult, error) { return nil, Unavailable(errors.New("no")) }, IssueUnavailable},
+		"an error": {func(context.Context, ReadRequest) ([]ReadResult, error) { return nil, errors.New("down") }, IssueReadFailed},
+		"unavailable": {func(context.Context, ReadRequest) ([]ReadResult, error) {
+			return nil, NewFailure(FailureUnavailable, errors.New("no"))
+		}, IssueUnavailable},
 		"too few results":       {func(context.Context, ReadRequest) ([]ReadResult, error) { return []ReadResult{{}}, nil }, IssueReadFailed},
 		"past the item timeout": {func(ctx context.Context, _ ReadRequest) ([]ReadResult, error) { <-ctx.Done(); return nil, ctx.Err() }, IssueTimeout},
 	} {

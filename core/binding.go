@@ -84,7 +84,7 @@ type Visibility struct {
 // [PerTarget].
 type ResourcePolicy struct {
 	// Discover decides whether the caller may know of a definition; it
-	// denies by returning [Unavailable], and any other error fails the
+	// denies by returning a [FailureUnavailable] error, and any other error fails the
 	// operation. Listing, completion and the first step of a read ask it,
 	// and so does the recheck of a read in Decide's place when storage
 	// decided every target with its body ([ReadResult].Decision).
@@ -92,8 +92,8 @@ type ResourcePolicy struct {
 	// Decide answers a [PolicyPass]: once before the body reads and once
 	// for the final recheck, where it also stands in for Discover (the
 	// recheck leaves out the items storage decided with their bodies). It
-	// returns one decision per target of the pass, in order. A typed
-	// [Unavailable] error denies the whole read as a denied discovery does;
+	// returns one decision per target of the pass, in order. A
+	// [FailureUnavailable] error denies the whole read as a denied discovery does;
 	// any other error, a panic, or a wrong number of decisions fails the
 	// whole read as a policy failure. [Resources.Authorize] (subscriptions)
 	// makes the [PassBeforeReads] call.

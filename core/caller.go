@@ -29,7 +29,7 @@ type Caller struct {
 	Claims json.RawMessage
 }
 
-// ErrNoPrincipal is the private cause of the [Unavailable] error that
+// ErrNoPrincipal is the private cause of the [FailureUnavailable] error that
 // [CallerFrom] returns when ctx carries no principal.
 var ErrNoPrincipal = errors.New("core: the request context carries no principal")
 
@@ -44,9 +44,9 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 
 // CallerFrom returns the caller set by [WithCaller]; stores call it on
 // every resolve and read unless their options supply a function of the
-// same signature (which returns an [Unavailable] error when ctx carries no
+// same signature (which returns a [FailureUnavailable] error when ctx carries no
 // principal). When that caller has no principal, or there is none, it
-// returns what there is (its scopes and claims) with an [Unavailable] error
+// returns what there is (its scopes and claims) with a [FailureUnavailable] error
 // wrapping [ErrNoPrincipal].
 func CallerFrom(ctx context.Context) (Caller, error) {
 	c, _ := ctx.Value(callerKey{}).(Caller)
@@ -54,7 +54,7 @@ func CallerFrom(ctx context.Context) (Caller, error) {
 		c.Claims = nil
 	}
 	if c.Principal == "" {
-		return c, Unavailable(ErrNoPrincipal)
+		return c, NewFailure(FailureUnavailable, ErrNoPrincipal)
 	}
 	return c, nil
 }

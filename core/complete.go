@@ -68,7 +68,7 @@ type Completer interface {
 // never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") and, when
 // args complete the URI, values whose URI would select another definition. Errors are *[Failure] values:
 // FailurePolicy for a failing discovery check or completer
-// (FailureOutage when its error is an [Outage]), FailureCanceled
+// (FailureOutage when its error is a [FailureOutage] one), FailureCanceled
 // and FailureTimeout for the end of the request.
 func (r *Resources) Complete(ctx context.Context, tmpl, variable, prefix string, args map[string]string) (Completion, error) {
 	return scoped(ctx, r.limits.ReadTimeout, func(ctx context.Context) (Completion, error) {

@@ -463,9 +463,9 @@ func TestRecheckDiscoversWhenDecisionsCoverThePass(t *testing.T) {
 		err  error
 		kind FailureKind
 	}{
-		"denied":  {Unavailable(errors.New("gone")), FailureUnavailable},
+		"denied":  {NewFailure(FailureUnavailable, errors.New("gone")), FailureUnavailable},
 		"failing": {errors.New("boom"), FailurePolicy},
-		"outage":  {Outage(errors.New("down")), FailureOutage},
+		"outage":  {NewFailure(FailureOutage, errors.New("down")), FailureOutage},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := newDecisionRig(t, "test://doc/1")

@@ -10,7 +10,7 @@
 // adapter) serves them over MCP. Store readers (Postgres, S3) implement
 // Reader: they bound their storage read by each [ReadItem]'s Limit,
 // enforce current access and the planned identity in the storage request
-// itself, and return [Unavailable] or a *[TooLargeError].
+// itself, and return a [FailureUnavailable] error or a *[TooLargeError].
 //
 // A policy answers one [PolicyPass] over the whole plan per decision
 // ([ResourcePolicy].Decide); [PerTarget] adapts one that decides target by

@@ -25,7 +25,7 @@ func ExampleItemReader() {
 	reader := core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
 		stored, ok := blobs[item.Target.URI()]
 		if !ok {
-			return core.ResourcePayload{}, core.Unavailable(errors.New("no such blob"))
+			return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, errors.New("no such blob"))
 		}
 		if size := int64(len(stored)); size > item.Limit {
 			return core.ResourcePayload{}, &core.TooLargeError{Size: size} // nothing fetched
@@ -98,7 +98,7 @@ func ExampleReader() {
 			body, ok := stored[it.Target.URI()]
 			switch size := int64(len(body)); {
 			case !ok:
-				out[i].Err = core.Unavailable(errors.New("no such document"))
+				out[i].Err = core.NewFailure(core.FailureUnavailable, errors.New("no such document"))
 			case size > min(it.Limit, left):
 				out[i].Err = &core.TooLargeError{Size: size}
 			default:

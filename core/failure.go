@@ -17,14 +17,14 @@ type FailureKind uint8
 const (
 	// FailureUnavailable covers no match, discovery denied, and the requested
 	// target hidden or read-denied: the caller cannot tell these apart.
-	// Policies and readers return it (see [Unavailable]) to deny.
+	// Policies and readers return it (see [NewFailure]) to deny.
 	FailureUnavailable FailureKind = iota + 1
 	// FailureInvalidRequest is a malformed request URI or capture.
 	FailureInvalidRequest
 	// FailureAmbiguous means two or more templates matched the request.
 	FailureAmbiguous
-	// FailureInvalidPlan is a Resolve error (other than [Unavailable] and
-	// [Outage]) or a plan that breaks the rules.
+	// FailureInvalidPlan is a Resolve error (other than a
+	// [FailureUnavailable] or [FailureOutage] one) or a plan that breaks the rules.
 	FailureInvalidPlan
 	// FailurePolicy is an operational policy failure (an error other than
 	// [FailureUnavailable] and [FailureOutage], any other visibility error,
@@ -52,7 +52,7 @@ const (
 	// unreachable or failing (a lost connection, a terminated backend, a 5xx
 	// answer, throttling). It is the one whole-read kind that is always
 	// retryable ([Failure.Retryable]): the same request may succeed in a
-	// moment. Stores signal it with [Outage].
+	// moment. Stores signal it with [NewFailure].
 	FailureOutage
 )
 
@@ -114,31 +114,23 @@ type Failure struct {
 	retry   bool            // FailureNoItems: some visible item failed as read_failed
 }
 
-// NewFailure returns a [Failure] of kind with a private cause (which may be nil).
+// NewFailure returns a [Failure] of kind with a private cause (which may be
+// nil). It is how every failure is made: a policy callback or a reader
+// denies with NewFailure([FailureUnavailable], cause); a resolver, a policy
+// or a store's error mapping returns NewFailure([FailureOutage], cause)
+// when storage is unreachable or failing, so that the gateway can tell a
+// retryable outage from a plan that is wrong (from a body reader it means,
+// for one item, what any other reader error means: the retryable
+// read_failed).
 func NewFailure(kind FailureKind, cause error) *Failure {
 	return &Failure{Kind: kind, cause: cause}
 }
 
-// Unavailable returns the typed [FailureUnavailable] that a policy callback or a
-// reader returns to deny access. cause stays private.
-func Unavailable(cause error) error {
-	return &Failure{Kind: FailureUnavailable, cause: cause}
-}
-
-// Outage returns the typed [FailureOutage] that a resolver, a policy or a
-// store's error mapping returns when storage is unreachable or failing, so
-// that the gateway can tell a retryable outage from a plan that is wrong.
-// cause stays private. A body reader may return it too; for one item it
-// means what any other reader error means, the retryable read_failed.
-func Outage(cause error) error {
-	return &Failure{Kind: FailureOutage, cause: cause}
-}
-
 // callbackFailure is the one rule for the whole-operation failure of a
 // resolver or policy error that is not a denial: [FailureOutage] when the
-// callback said its storage is out (an [Outage] is the first *[Failure] in
+// callback said its storage is out (a [FailureOutage] is the first *[Failure] in
 // err's chain), else kind ([FailureInvalidPlan] for a resolver,
-// [FailurePolicy] for a policy callback). Denials ([Unavailable]) are
+// [FailurePolicy] for a policy callback). Denials ([FailureUnavailable]) are
 // decided by each caller first, because what a denial means differs by
 // callback.
 func callbackFailure(kind FailureKind, err error) *Failure {

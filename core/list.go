@@ -120,9 +120,9 @@ func (r *Resources) Revision() string { return hex.EncodeToString(r.list.revisio
 // enumerates dynamic assets; templates are listed by ListTemplates.
 //
 // Every page rechecks [ResourcePolicy.Discover] for each description it
-// examines: an [Unavailable] error hides the description; any other error or a
+// examines: a [FailureUnavailable] error hides the description; any other error or a
 // panic fails the page with [FailurePolicy] ([FailureOutage] when the error
-// is an [Outage]). A page holds at most PageSize
+// is a FailureOutage one). A page holds at most PageSize
 // visible descriptions and fits [ResourceLimits.ListPageBytes] with the wire
 // reserve and the envelope set aside; a visible description too large for an
 // empty page fails it with [FailureSize] rather than disappearing.

@@ -191,7 +191,7 @@ func listCorpus(nRes, nTmpl int, seed uint64) []ResourceDefinition {
 
 func listHideNamed(_ context.Context, d ResourceDefinition) error {
 	if strings.HasPrefix(d.Name, "hidden-") {
-		return Unavailable(errors.New("hidden by test policy"))
+		return NewFailure(FailureUnavailable, errors.New("hidden by test policy"))
 	}
 	return nil
 }
@@ -380,7 +380,7 @@ func TestListDiscoveryRecheckedEveryPage(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if hidden[d.Name] {
-			return Unavailable(nil)
+			return NewFailure(FailureUnavailable, nil)
 		}
 		return nil
 	}
@@ -456,7 +456,7 @@ func TestListDescriptionTooLargeForEmptyPage(t *testing.T) {
 	var hideBig atomic.Bool
 	discover := func(_ context.Context, d ResourceDefinition) error {
 		if d.Name == "big" && hideBig.Load() {
-			return Unavailable(nil)
+			return NewFailure(FailureUnavailable, nil)
 		}
 		return nil
 	}
@@ -622,7 +622,7 @@ func TestListCancellationAndTimeout(t *testing.T) {
 		r := listNew(t, &calls, defs, func(_ context.Context, d ResourceDefinition) error {
 			if d.Name == "b" {
 				cancel()
-				return Unavailable(nil) // even a denial: the operation has ended
+				return NewFailure(FailureUnavailable, nil) // even a denial: the operation has ended
 			}
 			return nil
 		})

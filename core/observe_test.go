@@ -50,7 +50,7 @@ func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 			t := item.Target
 			mark(ctx, "read")
 			if t.URI() == "mem://b/gone" {
-				return ResourcePayload{}, Unavailable(nil)
+				return ResourcePayload{}, NewFailure(FailureUnavailable, nil)
 			}
 			return TextPayload("text/plain", "x"), nil
 		}),

@@ -21,10 +21,10 @@ func TestOutageWhilePlanningIsAStorageOutageNotAnInvalidPlan(t *testing.T) {
 		err  error
 		kind FailureKind
 	}{
-		{"an Outage", Outage(canaryCause), FailureOutage},
-		{"a wrapped Outage", fmt.Errorf("resolver: %w", Outage(canaryCause)), FailureOutage},
+		{"an Outage", NewFailure(FailureOutage, canaryCause), FailureOutage},
+		{"a wrapped Outage", fmt.Errorf("resolver: %w", NewFailure(FailureOutage, canaryCause)), FailureOutage},
 		{"a plain error", canaryCause, FailureInvalidPlan},
-		{"an Unavailable", Unavailable(canaryCause), FailureUnavailable},
+		{"an Unavailable", NewFailure(FailureUnavailable, canaryCause), FailureUnavailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := newRig(t, "test://a")
@@ -65,7 +65,7 @@ func TestOutageInEveryPolicyCallbackIsAStorageOutage(t *testing.T) {
 					cause := error(canaryCause)
 					want := FailurePolicy
 					if outage {
-						cause, want = Outage(canaryCause), FailureOutage
+						cause, want = NewFailure(FailureOutage, canaryCause), FailureOutage
 					}
 					fail := func(p int) error {
 						if p == phase {
@@ -100,7 +100,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 	for _, outage := range []bool{true, false} {
 		cause, want := error(canaryCause), FailurePolicy
 		if outage {
-			cause, want = Outage(canaryCause), FailureOutage
+			cause, want = NewFailure(FailureOutage, canaryCause), FailureOutage
 		}
 		t.Run(fmt.Sprintf("outage %v", outage), func(t *testing.T) {
 			var failDiscover, failComplete bool
@@ -171,7 +171,7 @@ func nil2(context.Context, ReadItem) (ResourcePayload, error) {
 // fails as FailureNoItems whose report says read_failed, retryable.
 func TestReaderOutageIsTheItemsReadFailed(t *testing.T) {
 	outage := func(context.Context, ResourceTarget) (ResourcePayload, error) {
-		return ResourcePayload{}, Outage(canaryCause)
+		return ResourcePayload{}, NewFailure(FailureOutage, canaryCause)
 	}
 	g := newRig(t, "test://a", "test://b")
 	g.item("test://b").read = outage
@@ -199,7 +199,7 @@ func TestNoItemsFailureCarriesTheSafeReportBounded(t *testing.T) {
 	t.Run("codes, disclosure and no cause", func(t *testing.T) {
 		g := newRig(t, "test://a", "test://b", "test://c")
 		g.item("test://a").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
-			return ResourcePayload{}, Unavailable(canaryCause)
+			return ResourcePayload{}, NewFailure(FailureUnavailable, canaryCause)
 		}
 		g.item("test://b").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
 			return TextPayload("text/plain", "\xff CANARY"), nil
@@ -280,7 +280,7 @@ func TestEveryVisibleItemUnavailableLooksLikeAMissingResource(t *testing.T) {
 		return wantKind(t, err, FailureUnavailable)
 	}()
 	refused := func(context.Context, ResourceTarget) (ResourcePayload, error) {
-		return ResourcePayload{}, Unavailable(canaryCause)
+		return ResourcePayload{}, NewFailure(FailureUnavailable, canaryCause)
 	}
 	for name, setup := range map[string]func(g *rig){
 		"refused by the reader":       func(g *rig) { g.item("test://a").read = refused; g.item("test://b").read = refused },
@@ -330,7 +330,7 @@ func TestOutageInAWholePlanDecisionIsAStorageOutage(t *testing.T) {
 			t.Run(fmt.Sprintf("%v outage %v", stage, outage), func(t *testing.T) {
 				cause, want := error(canaryCause), FailurePolicy
 				if outage {
-					cause, want = Outage(canaryCause), FailureOutage
+					cause, want = NewFailure(FailureOutage, canaryCause), FailureOutage
 				}
 				g := newRig(t, "test://a", "test://b")
 				g.batch = true

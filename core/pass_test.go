@@ -246,11 +246,13 @@ func TestDecideFailuresFailTheWholeRead(t *testing.T) {
 	}{
 		"error":              {func([]TargetDecision) ([]TargetDecision, error) { return nil, errors.New("CANARY") }, FailurePolicy},
 		"error with answers": {func(ds []TargetDecision) ([]TargetDecision, error) { return ds, errors.New("CANARY") }, FailurePolicy},
-		"unavailable":        {func([]TargetDecision) ([]TargetDecision, error) { return nil, Unavailable(errors.New("CANARY")) }, FailureUnavailable},
-		"too few":            {func(ds []TargetDecision) ([]TargetDecision, error) { return ds[:len(ds)-1], nil }, FailurePolicy},
-		"too many":           {func(ds []TargetDecision) ([]TargetDecision, error) { return append(ds, ds[0]), nil }, FailurePolicy},
-		"none":               {func([]TargetDecision) ([]TargetDecision, error) { return nil, nil }, FailurePolicy},
-		"panic":              {func([]TargetDecision) ([]TargetDecision, error) { panic("CANARY") }, FailurePolicy},
+		"unavailable": {func([]TargetDecision) ([]TargetDecision, error) {
+			return nil, NewFailure(FailureUnavailable, errors.New("CANARY"))
+		}, FailureUnavailable},
+		"too few":  {func(ds []TargetDecision) ([]TargetDecision, error) { return ds[:len(ds)-1], nil }, FailurePolicy},
+		"too many": {func(ds []TargetDecision) ([]TargetDecision, error) { return append(ds, ds[0]), nil }, FailurePolicy},
+		"none":     {func([]TargetDecision) ([]TargetDecision, error) { return nil, nil }, FailurePolicy},
+		"panic":    {func([]TargetDecision) ([]TargetDecision, error) { panic("CANARY") }, FailurePolicy},
 	}
 	for name, tc := range cases {
 		for _, stage := range []PassStage{PassBeforeReads, PassRecheck} {

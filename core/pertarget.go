@@ -5,7 +5,7 @@ import "context"
 // TargetPolicy decides access one target at a time. [PerTarget] adapts it
 // to the [ResourcePolicy] the gateway asks. All three callbacks are
 // required, must honor ctx and must allow concurrent calls. Discover and
-// Read deny by returning [Unavailable]; any other error, and any Visibility
+// Read deny by returning a [FailureUnavailable] error; any other error, and any Visibility
 // error, fails the whole operation.
 type TargetPolicy struct {
 	// Discover decides whether the caller may know of a definition.
@@ -56,8 +56,8 @@ func PerTarget(p TargetPolicy) ResourcePolicy {
 }
 
 // decide asks for a target's visibility and, when visible, its read
-// permission. Any error it returns is a whole-read policy failure (even an
-// [Unavailable] from Visibility), wrapped so that the gateway does not
+// permission. Any error it returns is a whole-read policy failure (even a
+// [FailureUnavailable] error from Visibility), wrapped so that the gateway does not
 // read it as a denial.
 func (p TargetPolicy) decide(ctx context.Context, t ResourceTarget) (TargetDecision, error) {
 	var vis Visibility

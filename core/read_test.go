@@ -379,7 +379,7 @@ func TestFailureUnavailableDeniesDiscoverAndReadPolicy(t *testing.T) {
 	})
 	t.Run("wrapped typed failure still denies", func(t *testing.T) {
 		g := newRig(t, "test://a")
-		g.discoverErr = func(int) error { return fmt.Errorf("wrapped: %w", Unavailable(nil)) }
+		g.discoverErr = func(int) error { return fmt.Errorf("wrapped: %w", NewFailure(FailureUnavailable, nil)) }
 		_, err := g.read()
 		wantKind(t, err, FailureUnavailable)
 	})
@@ -411,7 +411,9 @@ func TestOtherPolicyErrorsFailTheWholeRead(t *testing.T) {
 			g.readPermErr = func(_ int, u string) error { return map[bool]error{true: boom}[u == "test://b"] }
 		},
 		"visibility returning Unavailable is still an error": func(g *rig) {
-			g.visibilityErr = func(_ int, u string) error { return map[bool]error{true: Unavailable(nil)}[u == "test://b"] }
+			g.visibilityErr = func(_ int, u string) error {
+				return map[bool]error{true: NewFailure(FailureUnavailable, nil)}[u == "test://b"]
+			}
 		},
 	}
 	for name, set := range cases {
@@ -698,7 +700,7 @@ func TestItemsFailingInEveryWayAtOnce(t *testing.T) {
 		return ResourcePayload{}, errors.New("CANARY-cause")
 	}
 	g.item("test://unavail").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
-		return ResourcePayload{}, Unavailable(errors.New("CANARY-cause"))
+		return ResourcePayload{}, NewFailure(FailureUnavailable, errors.New("CANARY-cause"))
 	}
 	g.item("test://bad").read = func(context.Context, ResourceTarget) (ResourcePayload, error) { return ResourcePayload{}, nil }
 	g.item("test://slow").read = func(ctx context.Context, _ ResourceTarget) (ResourcePayload, error) {
@@ -1031,7 +1033,7 @@ func TestCanariesNeverReachOutput(t *testing.T) {
 	}
 	g.item("test://panic").read = func(context.Context, ResourceTarget) (ResourcePayload, error) { panic(canary) }
 	g.item("test://unavail").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
-		return ResourcePayload{}, Unavailable(errors.New(canary))
+		return ResourcePayload{}, NewFailure(FailureUnavailable, errors.New(canary))
 	}
 	res := mustRead(t, g)
 	check := func(where, s string) {
@@ -1211,7 +1213,7 @@ func testAuthorizationProperties(t *testing.T, batch bool) {
 				case 1:
 					return ResourcePayload{}, errors.New("CANARY")
 				case 2:
-					return ResourcePayload{}, Unavailable(errors.New("CANARY"))
+					return ResourcePayload{}, NewFailure(FailureUnavailable, errors.New("CANARY"))
 				case 3:
 					return TextPayload("text/plain", "\xff"), nil
 				}

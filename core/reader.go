@@ -34,7 +34,7 @@ type ReadRequest struct {
 }
 
 // ReadResult is a [Reader]'s answer for one item: a payload, or an error
-// ([Unavailable] to deny, a *[TooLargeError] with the item's size when it does not
+// (a [FailureUnavailable] error to deny, a *[TooLargeError] with the item's size when it does not
 // fit, any other error for a failed read), and optionally the policy's
 // decision for the item taken with it.
 type ReadResult struct {

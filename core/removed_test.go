@@ -39,7 +39,7 @@ func TestObserverSeesWhatARemovedAndWhy(t *testing.T) {
 	g.deny("test://revoked", 1)
 	g.hide("test://new", 0)
 	g.item("test://refused").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
-		return ResourcePayload{}, Unavailable(errors.New("storage says no"))
+		return ResourcePayload{}, NewFailure(FailureUnavailable, errors.New("storage says no"))
 	}
 	g.item("test://broken").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return ResourcePayload{}, errors.New("connection reset")

@@ -138,7 +138,7 @@ func (g *rig) decide(ctx context.Context, pass PolicyPass) ([]TargetDecision, er
 		err = g.discoverErr(p)
 	}
 	if err == nil && p == 1 && g.noFind[p] {
-		err = Unavailable(errors.New("not discoverable"))
+		err = NewFailure(FailureUnavailable, errors.New("not discoverable"))
 	}
 	var ds []TargetDecision
 	if err == nil {
@@ -174,7 +174,7 @@ func (g *rig) perTargetPolicy() ResourcePolicy {
 				}
 			}
 			if g.noFind[p] {
-				return Unavailable(errors.New("not discoverable"))
+				return NewFailure(FailureUnavailable, errors.New("not discoverable"))
 			}
 			return nil
 		},
@@ -197,7 +197,7 @@ func (g *rig) perTargetPolicy() ResourcePolicy {
 				}
 			}
 			if g.denied[p][t.URI()] {
-				return Unavailable(errors.New("read denied"))
+				return NewFailure(FailureUnavailable, errors.New("read denied"))
 			}
 			return nil
 		},

@@ -404,19 +404,21 @@ func TestNoErrorDataCarriesAPrivateCause(t *testing.T) {
 		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
 		Visibility: func(_ context.Context, tg core.ResourceTarget) (core.Visibility, error) {
 			if tg.URI() == "canary://policy-outage" {
-				return core.Visibility{}, core.Outage(cause)
+				return core.Visibility{}, core.NewFailure(core.FailureOutage, cause)
 			}
 			return core.Visibility{Visible: true, DiscloseIssueURI: strings.HasSuffix(tg.URI(), "/disclosed")}, nil
 		},
 		Read: func(context.Context, core.ResourceTarget) error { return nil },
 	})
 	res := gateway(t, policy, core.ResourceLimits{MaxItemBytes: 8},
-		binding("canary://plan-outage", func() error { return core.Outage(cause) }, nil),
+		binding("canary://plan-outage", func() error { return core.NewFailure(core.FailureOutage, cause) }, nil),
 		binding("canary://policy-outage", ok, nil),
 		binding("canary://none", ok, map[string]func() (core.ResourcePayload, error){
 			"canary://none/" + canary + "/read-failed": func() (core.ResourcePayload, error) { return core.ResourcePayload{}, cause },
-			"canary://none/" + canary + "/outage":      func() (core.ResourcePayload, error) { return core.ResourcePayload{}, core.Outage(cause) },
-			"canary://none/" + canary + "/invalid":     func() (core.ResourcePayload, error) { return core.TextPayload("text/plain", "\xff"+canary), nil },
+			"canary://none/" + canary + "/outage": func() (core.ResourcePayload, error) {
+				return core.ResourcePayload{}, core.NewFailure(core.FailureOutage, cause)
+			},
+			"canary://none/" + canary + "/invalid": func() (core.ResourcePayload, error) { return core.TextPayload("text/plain", "\xff"+canary), nil },
 			"canary://none/" + canary + "/too-large": func() (core.ResourcePayload, error) {
 				return core.TextPayload("text/plain", canary+canary), nil
 			},

@@ -24,7 +24,7 @@ func principalClients(t *testing.T, w *wire, users map[string]harness.S3Env) fun
 	return func(_ context.Context, principal string) (*s3.Client, error) {
 		c, ok := clients[principal]
 		if !ok {
-			return nil, core.Unavailable(errors.New("no S3 user for this principal"))
+			return nil, core.NewFailure(core.FailureUnavailable, errors.New("no S3 user for this principal"))
 		}
 		return c, nil
 	}
@@ -131,7 +131,7 @@ func TestS3StoreHostCheckRunsImmediatelyBeforeTheGet(t *testing.T) {
 		Check: func(ctx context.Context, principal string, obj s3store.Object) error {
 			seen.Store(principal + " " + obj.Key)
 			if principal == "mallory" {
-				return core.Unavailable(errors.New("host says no"))
+				return core.NewFailure(core.FailureUnavailable, errors.New("host says no"))
 			}
 			return nil
 		},

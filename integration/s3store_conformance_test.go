@@ -62,7 +62,7 @@ func newS3Harness(ctx context.Context, t *testing.T) (storetest.Harness, error) 
 		Client: func(_ context.Context, principal string) (*s3.Client, error) {
 			c, ok := clients[principal]
 			if !ok {
-				return nil, core.Unavailable(errors.New("no S3 user for this principal"))
+				return nil, core.NewFailure(core.FailureUnavailable, errors.New("no S3 user for this principal"))
 			}
 			return c, nil
 		},

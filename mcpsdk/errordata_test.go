@@ -55,13 +55,13 @@ func TestOutageAnswersRetryableDataOnReadSubscribeAndComplete(t *testing.T) {
 	inner, completer := b.Resolver, b.Completer
 	b.Resolver = core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		if down.Load() {
-			return core.ResourceReadPlan{}, core.Outage(canaryErr("connection refused"))
+			return core.ResourceReadPlan{}, core.NewFailure(core.FailureOutage, canaryErr("connection refused"))
 		}
 		return inner.Resolve(ctx, m)
 	})
 	b.Completer = completerFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 		if down.Load() {
-			return core.Completion{}, core.Outage(canaryErr("connection refused"))
+			return core.Completion{}, core.NewFailure(core.FailureOutage, canaryErr("connection refused"))
 		}
 		return completer.Complete(ctx, req)
 	})

@@ -22,7 +22,7 @@ func Example() {
 		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 			id, _ := m.Var("id")
 			if _, ok := notes[id]; !ok {
-				return core.ResourceReadPlan{}, core.Unavailable(errors.New("no note " + id))
+				return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, errors.New("no note "+id))
 			}
 			t, err := core.NewResourceTarget(m.URI(), "note", nil)
 			if err != nil {

@@ -52,7 +52,7 @@ func bundle(t testing.TB, def core.ResourceDefinition, items []string, read func
 		Definition: def,
 		Resolver: core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 			if m.URI() == "plan://h/outage" {
-				return core.ResourceReadPlan{}, core.Outage(canaryErr("storage down"))
+				return core.ResourceReadPlan{}, core.NewFailure(core.FailureOutage, canaryErr("storage down"))
 			}
 			if strings.HasPrefix(m.URI(), "plan://") {
 				return core.ResourceReadPlan{}, canaryErr("resolver")
@@ -100,7 +100,7 @@ func (h *testHost) bindings(t testing.TB) []core.ResourceBinding {
 				case "bundle://partial/ok":
 					return core.TextPayload("text/plain", "fine"), nil
 				case "bundle://partial/disclosed":
-					return core.ResourcePayload{}, core.Unavailable(canaryErr("gone"))
+					return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, canaryErr("gone"))
 				}
 				return core.ResourcePayload{}, canaryErr("reader")
 			}),
@@ -151,12 +151,12 @@ func (h *testHost) policy() core.ResourcePolicy {
 		Discover: func(ctx context.Context, d core.ResourceDefinition) error {
 			switch {
 			case d.URI == "secret://hidden":
-				return core.Unavailable(canaryErr("discover"))
+				return core.NewFailure(core.FailureUnavailable, canaryErr("discover"))
 			}
 			for _, who := range []string{"alice", "bob"} {
 				if strings.HasPrefix(d.Name, who+"-") {
 					if c, _ := core.CallerFrom(ctx); c.Principal != who {
-						return core.Unavailable(canaryErr("not " + who))
+						return core.NewFailure(core.FailureUnavailable, canaryErr("not "+who))
 					}
 				}
 			}
@@ -170,7 +170,7 @@ func (h *testHost) policy() core.ResourcePolicy {
 		},
 		Read: func(_ context.Context, tg core.ResourceTarget) error {
 			if strings.HasSuffix(tg.URI(), "/denied") {
-				return core.Unavailable(canaryErr("denied"))
+				return core.NewFailure(core.FailureUnavailable, canaryErr("denied"))
 			}
 			return nil
 		},

@@ -40,7 +40,7 @@ func toolBindings(t testing.TB) []core.ResourceBinding {
 	}
 	outage := bundle(t, core.ResourceDefinition{URI: "outage://x", Name: "outage"}, []string{"{uri}"}, text("o"))
 	outage.Resolver = core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-		return core.ResourceReadPlan{}, core.Outage(canaryErr("storage down"))
+		return core.ResourceReadPlan{}, core.NewFailure(core.FailureOutage, canaryErr("storage down"))
 	})
 	return []core.ResourceBinding{
 		completing(core.ResourceDefinition{URITemplate: "docs://d/{id}", Name: "docs", Description: "Documents by id"}, []string{"a1", "a2", "b1", "bad/slash"}),
@@ -451,7 +451,7 @@ func TestEveryFailureKindIsAToolErrorWithoutItsCause(t *testing.T) {
 	if b, _ := json.Marshal(a.toolFailure(canaryErr("plain"), "")); bytes.Contains(b, []byte("CANARY")) || !bytes.Contains(b, []byte(internalMessage)) {
 		t.Errorf("a plain error: %s", b)
 	}
-	if b, _ := json.Marshal((&adapter{legacyNotFound: true}).toolFailure(core.Unavailable(nil), "")); !bytes.Contains(b, []byte(`"code":-32002`)) {
+	if b, _ := json.Marshal((&adapter{legacyNotFound: true}).toolFailure(core.NewFailure(core.FailureUnavailable, nil), "")); !bytes.Contains(b, []byte(`"code":-32002`)) {
 		t.Errorf("legacy code: %s", b)
 	}
 

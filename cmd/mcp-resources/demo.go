@@ -129,7 +129,7 @@ func demoPolicy(st *memory.Store) core.ResourcePolicy {
 			return err
 		}
 		if who, _ := core.CallerFrom(ctx); who.Principal == guestPrincipal && d.URI != demoReadme {
-			return core.Unavailable(errors.New("demo: guest discovers only the readme"))
+			return core.NewFailure(core.FailureUnavailable, errors.New("demo: guest discovers only the readme"))
 		}
 		return nil
 	}

@@ -191,7 +191,7 @@ func (m *metrics) storeCall(store, op string, start time.Time, err error) {
 	case core.KindOf(err) == core.FailureUnavailable:
 		outcome = "unavailable"
 	case core.KindOf(err) == core.FailureOutage:
-		outcome = "outage" // the store said its storage is down (core.Outage)
+		outcome = "outage" // the store said its storage is down (core.FailureOutage)
 	case errors.As(err, &tooLarge):
 		outcome = "too_large"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

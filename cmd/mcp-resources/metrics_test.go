@@ -34,9 +34,9 @@ func TestMetricsCountEachFailureKindApartWithAFixedVocabulary(t *testing.T) {
 	} {
 		m.observe(context.Background(), mcpsdk.Observation{Method: mcpsdk.MethodReadResource, Duration: time.Millisecond, Err: err})
 	}
-	m.storeCall("postgres", "resolve", time.Now(), core.Outage(canary))
+	m.storeCall("postgres", "resolve", time.Now(), core.NewFailure(core.FailureOutage, canary))
 	m.storeCall("postgres", "resolve", time.Now(), canary)
-	m.storeCall("s3", "read", time.Now(), core.Unavailable(canary))
+	m.storeCall("s3", "read", time.Now(), core.NewFailure(core.FailureUnavailable, canary))
 
 	rec := httptest.NewRecorder()
 	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -115,7 +115,7 @@ func (b *batchReader) Read(_ context.Context, req core.ReadRequest) ([]core.Read
 		}
 	}
 	if len(req.Items) > 1 {
-		out[1].Err = core.Unavailable(errors.New("CANARY"))
+		out[1].Err = core.NewFailure(core.FailureUnavailable, errors.New("CANARY"))
 	}
 	return out, nil
 }

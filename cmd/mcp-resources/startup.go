@@ -81,7 +81,7 @@ func (s *startup) started(ctx context.Context, stop func(), serving func()) {
 var errStartupFailed = errors.New("the storage start-up checks failed")
 
 // wait returns once the checks have ended: nil when they passed, a
-// core.Outage error when they failed, ctx's error when ctx ends first.
+// core.FailureOutage error when they failed, ctx's error when ctx ends first.
 func (s *startup) wait(ctx context.Context) error {
 	select {
 	case <-s.done:
@@ -89,7 +89,7 @@ func (s *startup) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	if s.err != nil {
-		return core.Outage(errStartupFailed)
+		return core.NewFailure(core.FailureOutage, errStartupFailed)
 	}
 	return nil
 }

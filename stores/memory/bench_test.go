@@ -165,7 +165,7 @@ func perTarget(p core.ResourcePolicy) core.ResourcePolicy {
 			case err != nil:
 				return err
 			case !d.Read:
-				return core.Unavailable(errors.New("read denied"))
+				return core.NewFailure(core.FailureUnavailable, errors.New("read denied"))
 			}
 			return nil
 		},

@@ -100,7 +100,7 @@ func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix stri
 	refs := func(m core.ResourceMatch) ([]Ref, error) {
 		v, ok := m.Var(variable)
 		if !ok {
-			return nil, core.Unavailable(errNotVisible)
+			return nil, core.NewFailure(core.FailureUnavailable, errNotVisible)
 		}
 		return []Ref{{URI: m.URI(), Key: keyPrefix + v}}, nil
 	}
@@ -123,7 +123,7 @@ func (k keyCompleter) Complete(ctx context.Context, req core.CompletionRequest) 
 	}
 	principal, err := k.s.principal(ctx)
 	if err != nil {
-		return core.Completion{}, core.Unavailable(err)
+		return core.Completion{}, core.NewFailure(core.FailureUnavailable, err)
 	}
 	want := k.keyPrefix + req.Prefix
 	var all []string

@@ -4,7 +4,7 @@
 // It keeps the guarantees every store of this module keeps (package
 // storetest proves them): a plan pins each item's version, and a read
 // refuses an item that changed since ([ErrChanged]) or that the principal
-// may no longer see (core.Unavailable); a read is bounded by its item's Limit
+// may no longer see (core.FailureUnavailable); a read is bounded by its item's Limit
 // before any byte is copied. Every change, grant and revocation takes effect
 // on the very next read.
 //
@@ -215,7 +215,7 @@ func (s *Store) Binding(def core.ResourceDefinition, refs func(core.ResourceMatc
 // match, in order, reading identity metadata only (never a body) under the
 // caller's access. When refs names exactly one item at the request URI, that
 // item is the requested target and a caller who may not see it gets
-// core.Unavailable, as for a missing item. Otherwise the requested target is
+// core.FailureUnavailable, as for a missing item. Otherwise the requested target is
 // the bundle (representation "bundle", no authorization data) and items the
 // caller may not see, or that do not exist, are left out of the plan.
 func (s *Store) Resolver(refs func(core.ResourceMatch) ([]Ref, error)) core.Resolver {
@@ -261,14 +261,14 @@ const storeTag = "memory"
 
 // Target plans the item under key as a target at uri, pinned to its
 // current version. It reads identity metadata only. A missing item and one
-// the caller has no grant on both give core.Unavailable.
+// the caller has no grant on both give core.FailureUnavailable.
 func (s *Store) Target(ctx context.Context, uri, key string) (core.ResourceTarget, error) {
 	if err := ctx.Err(); err != nil {
 		return core.ResourceTarget{}, err
 	}
 	principal, err := s.principal(ctx)
 	if err != nil {
-		return core.ResourceTarget{}, core.Unavailable(err)
+		return core.ResourceTarget{}, core.NewFailure(core.FailureUnavailable, err)
 	}
 	s.mu.RLock()
 	e, ok := s.items[key]
@@ -279,7 +279,7 @@ func (s *Store) Target(ctx context.Context, uri, key string) (core.ResourceTarge
 	}
 	s.mu.RUnlock()
 	if !ok {
-		return core.ResourceTarget{}, core.Unavailable(errNotVisible)
+		return core.ResourceTarget{}, core.NewFailure(core.FailureUnavailable, errNotVisible)
 	}
 	authz, err := json.Marshal(pin{Store: storeTag, Key: key, Version: version})
 	if err != nil {
@@ -290,7 +290,7 @@ func (s *Store) Target(ctx context.Context, uri, key string) (core.ResourceTarge
 
 // Read reads the body of a target that s planned. It refuses, in this
 // order: a canceled request (its context error), a caller without a current
-// read grant or a missing item (core.Unavailable), an item whose version is
+// read grant or a missing item (core.FailureUnavailable), an item whose version is
 // not the planned one (ErrChanged), and an item over item.Limit
 // (core.TooLarge with its size). core.ItemReader(s.Read) is s's
 // core.Reader.
@@ -305,7 +305,7 @@ func (s *Store) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayl
 	}
 	principal, err := s.principal(ctx)
 	if err != nil {
-		return core.ResourcePayload{}, core.Unavailable(err)
+		return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, err)
 	}
 	s.mu.RLock()
 	e, ok := s.items[p.Key]
@@ -316,7 +316,7 @@ func (s *Store) Read(ctx context.Context, item core.ReadItem) (core.ResourcePayl
 	s.mu.RUnlock()
 	switch {
 	case !ok || !a.Read:
-		return core.ResourcePayload{}, core.Unavailable(errNotVisible)
+		return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, errNotVisible)
 	case e.version != p.Version:
 		return core.ResourcePayload{}, ErrChanged
 	case int64(len(e.body)) > item.Limit:
@@ -346,14 +346,14 @@ func (s *Store) Policy() core.ResourcePolicy {
 		Discover: func(ctx context.Context, _ core.ResourceDefinition) error {
 			_, err := s.principal(ctx)
 			if err != nil {
-				return core.Unavailable(err)
+				return core.NewFailure(core.FailureUnavailable, err)
 			}
 			return nil
 		},
 		Decide: func(ctx context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
 			principal, err := s.principal(ctx)
 			if err != nil {
-				return nil, core.Unavailable(err)
+				return nil, core.NewFailure(core.FailureUnavailable, err)
 			}
 			ds := make([]core.TargetDecision, len(pass.Targets))
 			s.mu.RLock()

@@ -95,7 +95,7 @@ func TestPrincipalComesFromTheHostFunction(t *testing.T) {
 		if p, ok := ctx.Value(key{}).(string); ok {
 			return core.Caller{Principal: p}, nil
 		}
-		return core.Caller{}, core.Unavailable(errors.New("no session"))
+		return core.Caller{}, core.NewFailure(core.FailureUnavailable, errors.New("no session"))
 	}})
 	put(t, st, "k", "body", map[string]memory.Access{"alice": {Read: true}})
 	ctx := context.WithValue(context.Background(), key{}, "alice")

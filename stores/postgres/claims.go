@@ -27,10 +27,10 @@ func claimsText(c json.RawMessage) (string, error) {
 		return "{}", nil
 	}
 	if len(c) > MaxClaimsBytes {
-		return "", core.Unavailable(fmt.Errorf("%w: over %d bytes", ErrInvalidClaims, MaxClaimsBytes))
+		return "", core.NewFailure(core.FailureUnavailable, fmt.Errorf("%w: over %d bytes", ErrInvalidClaims, MaxClaimsBytes))
 	}
 	if t := bytes.TrimSpace(c); len(t) == 0 || t[0] != '{' || !json.Valid(t) || bytes.IndexByte(t, 0) >= 0 {
-		return "", core.Unavailable(fmt.Errorf("%w: not one JSON object", ErrInvalidClaims))
+		return "", core.NewFailure(core.FailureUnavailable, fmt.Errorf("%w: not one JSON object", ErrInvalidClaims))
 	}
 	return string(c), nil
 }

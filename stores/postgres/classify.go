@@ -19,7 +19,7 @@ import (
 //   - context cancellation and deadlines keep their context error;
 //   - query_canceled (57014), which a statement_timeout raises, matches
 //     ErrStatementTimeout and context.DeadlineExceeded: the item's timeout;
-//   - insufficient_privilege (42501) is core.Unavailable: the principal's
+//   - insufficient_privilege (42501) is core.FailureUnavailable: the principal's
 //     role may not see the item;
 //   - a connection that could not be made ([pgconn.ConnectError]: refused,
 //     unreachable, or turned away by the server for any reason, such as a
@@ -30,7 +30,7 @@ import (
 //     57P02, cannot_connect_now 57P03, database_dropped 57P04), a server
 //     out of resources (class 53), connection exceptions (class 08) and a
 //     lost connection (EOF, a closed connection, a network error) are
-//     core.Outage and match ErrConnection: the statement did not run, and
+//     core.FailureOutage and match ErrConnection: the statement did not run, and
 //     the gateway reports them as FailureOutage (retryable) while planning
 //     or deciding, and as the item's read_failed while reading a body. A
 //     server error met while connecting is the database's refusal of the
@@ -48,7 +48,7 @@ func classify(err error) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
-		return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
+		return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: %w", ErrConnection, err))
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -56,9 +56,9 @@ func classify(err error) error {
 		case pgErr.Code == "57014":
 			return fmt.Errorf("%w (%w): %w", ErrStatementTimeout, context.DeadlineExceeded, err)
 		case pgErr.Code == "42501":
-			return core.Unavailable(fmt.Errorf("postgres: insufficient privilege: %w", err))
+			return core.NewFailure(core.FailureUnavailable, fmt.Errorf("postgres: insufficient privilege: %w", err))
 		case strings.HasPrefix(pgErr.Code, "57"), strings.HasPrefix(pgErr.Code, "53"), strings.HasPrefix(pgErr.Code, "08"):
-			return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
+			return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: %w", ErrConnection, err))
 		}
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -68,7 +68,7 @@ func classify(err error) error {
 	var netErr net.Error
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) {
-		return core.Outage(fmt.Errorf("%w: %w", ErrConnection, err))
+		return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: %w", ErrConnection, err))
 	}
 	return fmt.Errorf("postgres: %w", err)
 }

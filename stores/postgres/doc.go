@@ -42,7 +42,7 @@
 // content size, and the content only when the version is the planned one, the
 // principal may read it and it fits its [core.ReadItem] Limit. So:
 //
-//   - not visible (revoked, deleted, never granted): [core.Unavailable];
+//   - not visible (revoked, deleted, never granted): [core.FailureUnavailable];
 //   - visible with another version: [ErrChanged], which the gateway reports as
 //     the retryable read_failed;
 //   - larger than the limit: [*core.TooLargeError] with the stored size, and the
@@ -51,7 +51,7 @@
 //     [context.DeadlineExceeded] (the item's timeout);
 //   - a terminated backend, a lost connection or one that could not be made
 //     (refused, or turned away by the server): [ErrConnection], a
-//     [core.Outage] (read_failed for a body; while planning or in a policy
+//     [core.FailureOutage] (read_failed for a body; while planning or in a policy
 //     check, the whole read's retryable [core.FailureOutage]); pgxpool
 //     discards that connection.
 //

@@ -37,7 +37,7 @@ type firstUse struct {
 // check accepted it; after the check at first use when the host never
 // called Check (the request waits for the one in flight, bounded by its
 // own context); else [ErrNotChecked]. While the check at first use fails,
-// the error is the typed outage (core.Outage) of [ErrNotChecked] and why.
+// the error is the typed outage (core.FailureOutage) of [ErrNotChecked] and why.
 func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) {
 	for {
 		if p := st.ready.Load(); p != nil {
@@ -100,5 +100,5 @@ func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) 
 
 // notServing is the outage of a read while the check at first use fails.
 func notServing(err error) error {
-	return core.Outage(fmt.Errorf("%w: the check at first use failed: %w", ErrNotChecked, err))
+	return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: the check at first use failed: %w", ErrNotChecked, err))
 }

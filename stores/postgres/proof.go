@@ -46,7 +46,7 @@ import (
 // policies does so directly (one level). A policy such as USING (true) is
 // caller-free.
 
-// ErrNotProven is the cause of the core.Outage that every resolve, read,
+// ErrNotProven is the cause of the core.FailureOutage that every resolve, read,
 // policy decision and completion of a [Source] fails with while the last
 // [Source.Prove] failed: the catalog no longer shows that the database
 // enforces access, so nothing is served until a later Prove succeeds.
@@ -130,7 +130,7 @@ func (src *Source) Proof(binding string) (BindingProof, bool) {
 // the database enforces access for each. A host runs it on a schedule and
 // after reconnects. While the last Prove failed (for any reason, an
 // unreachable database included), every resolve, read, policy decision
-// and completion of the source fails with a retryable core.Outage whose
+// and completion of the source fails with a retryable core.FailureOutage whose
 // cause matches [ErrNotProven], and nothing is served; a later Prove that
 // succeeds restores serving. It returns the first refusal as one
 // *core.ConfigError, as Check does.
@@ -511,7 +511,7 @@ WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')`
 // brokenErr returns the outage of a source whose last Prove failed, or nil.
 func (s *session) brokenErr() error {
 	if f := s.broken.Load(); f != nil {
-		return core.Outage(fmt.Errorf("%w: %w", ErrNotProven, f.err))
+		return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: %w", ErrNotProven, f.err))
 	}
 	return nil
 }

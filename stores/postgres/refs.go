@@ -32,11 +32,11 @@ func (g grantFlags) flags() flags {
 func decide(visible, samePlan bool, size *int64, body []byte, limit int64, mime string, text bool) (core.ResourcePayload, error) {
 	switch {
 	case !visible:
-		return core.ResourcePayload{}, core.Unavailable(ErrNotVisible)
+		return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, ErrNotVisible)
 	case !samePlan:
 		return core.ResourcePayload{}, ErrChanged
 	case size == nil:
-		return core.ResourcePayload{}, core.Unavailable(fmt.Errorf("%w: no content", ErrNotVisible))
+		return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, fmt.Errorf("%w: no content", ErrNotVisible))
 	case *size > limit:
 		return core.ResourcePayload{}, &core.TooLargeError{Size: *size}
 	case body == nil && *size > 0:

@@ -71,7 +71,7 @@ const (
 )
 
 // Errors of the store. Reads that fail with them are reported by the gateway
-// as the item's read_failed, unless they also match [core.Unavailable] or
+// as the item's read_failed, unless they also match [core.FailureUnavailable] or
 // [context.DeadlineExceeded].
 var (
 	// ErrChanged means the item is still visible but no longer has the
@@ -82,7 +82,7 @@ var (
 	ErrNotVisible = errors.New("postgres: the item is not visible to the principal")
 	// ErrConnection means the connection was lost or refused, or the server
 	// is shutting down or terminated the backend; a fresh read may succeed.
-	// Errors that match it are core.Outage errors, which the gateway
+	// Errors that match it are core.FailureOutage errors, which the gateway
 	// reports as core.FailureOutage while planning or deciding.
 	ErrConnection = errors.New("postgres: connection lost")
 	// ErrStatementTimeout means the statement ran past its timeout. Errors
@@ -164,7 +164,7 @@ func (s *session) caller(ctx context.Context) (core.Caller, error) {
 		return core.Caller{}, err
 	}
 	if err := core.CheckPrincipal(c.Principal); err != nil {
-		return core.Caller{}, core.Unavailable(err)
+		return core.Caller{}, core.NewFailure(core.FailureUnavailable, err)
 	}
 	return c, nil
 }

@@ -124,7 +124,7 @@ type SourceOptions struct {
 // and the check by that context and 10 seconds), and the read is served
 // when it passes. When it fails, the source writes one ERROR line to
 // SourceOptions.Logger naming the source and why, and its reads answer
-// with the typed outage (core.Outage, wrapping [ErrNotChecked] and the
+// with the typed outage (core.FailureOutage, wrapping [ErrNotChecked] and the
 // reason) at once; a read tries the check again 5 seconds after the last
 // failure. Once the host has called Check, reads never check: a statement
 // Check did not accept fails with [ErrNotChecked]. A Source is safe for

@@ -547,7 +547,7 @@ func (sb *sqlBinding) planOf(m core.ResourceMatch, p *prepared, rows []row) (cor
 	case len(rows) > maxItems:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: the request plans more than %d items (SourceOptions.MaxPlanItems)", maxItems)
 	case (!sb.bundle || sb.anchored) && len(rows) == 0:
-		return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
+		return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, ErrNotVisible)
 	case !sb.bundle && len(rows) > 1:
 		return core.ResourceReadPlan{}, fmt.Errorf("postgres: binding %q: the plan statement returned %d rows for one item", sb.name, len(rows))
 	}
@@ -571,7 +571,7 @@ func (sb *sqlBinding) planOf(m core.ResourceMatch, p *prepared, rows []row) (cor
 		case err != nil:
 			return core.ResourceReadPlan{}, err
 		case !ok:
-			return core.ResourceReadPlan{}, core.Unavailable(ErrNotVisible)
+			return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, ErrNotVisible)
 		}
 		requested := ot
 		if planURI != m.URI() {
@@ -778,7 +778,7 @@ func (sb *sqlBinding) Read(ctx context.Context, req core.ReadRequest) ([]core.Re
 		case ref.Grants != nil && !ref.Grants.readable():
 			// The plan's own answer denied it: storage refuses what it
 			// planned as unreadable, whatever policy the gateway asked.
-			out[i].Err = core.Unavailable(ErrNotVisible)
+			out[i].Err = core.NewFailure(core.FailureUnavailable, ErrNotVisible)
 			continue
 		}
 		items, at, refs = append(items, bodyItem{key: ref.Key, version: ref.Version, limit: it.Limit}), append(at, i), append(refs, ref)

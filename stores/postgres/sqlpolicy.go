@@ -235,7 +235,7 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 			f = t.planned.flags()
 		}
 		if i == 0 && !f.discover {
-			return nil, core.Unavailable(fmt.Errorf("%w: not discoverable", errPolicyHidden))
+			return nil, core.NewFailure(core.FailureUnavailable, fmt.Errorf("%w: not discoverable", errPolicyHidden))
 		}
 		out[i] = f.decision()
 	}

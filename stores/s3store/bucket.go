@@ -26,7 +26,7 @@ type Options struct {
 	// Client returns the client whose credentials sign principal's HEAD,
 	// listing and GET requests, so that S3 itself enforces that principal's
 	// access. It must be cheap (cache clients, which are safe for
-	// concurrent use) and return core.Unavailable for a principal that has
+	// concurrent use) and return core.FailureUnavailable for a principal that has
 	// no access at all. Nil means the client given to OpenBucket signs
 	// every request, for every principal.
 	Client func(ctx context.Context, principal string) (*s3.Client, error)
@@ -35,7 +35,7 @@ type Options struct {
 	// that plans a read, so that an object the check refuses is
 	// unavailable while planning exactly as a missing one is (a plan that
 	// saw it would tell a subscriber that it exists); return
-	// core.Unavailable to deny. Any other error fails the item as
+	// core.FailureUnavailable to deny. Any other error fails the item as
 	// read_failed (the plan, when Head met it).
 	Check func(ctx context.Context, principal string, obj Object) error
 	// MaxListKeys bounds the objects one List call returns. Zero means 100;
@@ -112,7 +112,7 @@ func (b *Bucket) access(ctx context.Context) (string, *s3.Client, error) {
 		return "", nil, err
 	}
 	if c == nil {
-		return "", nil, core.Unavailable(errors.New("s3store: Options.Client returned no client"))
+		return "", nil, core.NewFailure(core.FailureUnavailable, errors.New("s3store: Options.Client returned no client"))
 	}
 	return principal, c, nil
 }
@@ -121,8 +121,8 @@ func (b *Bucket) access(ctx context.Context) (string, *s3.Client, error) {
 // under the requesting principal's access: ETag, version id (in a versioned
 // bucket), size and content type; never the body. A key that [CheckKey]
 // refuses is a *KeyError without any request; 403 and 404 are
-// core.Unavailable, and so is an object that Options.Check refuses; an S3
-// that is down or throttling is core.Outage.
+// core.FailureUnavailable, and so is an object that Options.Check refuses; an S3
+// that is down or throttling is core.FailureOutage.
 func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	if err := CheckKey(key); err != nil {
 		return Object{}, err
@@ -151,7 +151,7 @@ func (b *Bucket) head(ctx context.Context, c *s3.Client, key string) (Object, er
 		return Object{}, classify(err)
 	}
 	if aws.ToBool(out.DeleteMarker) {
-		return Object{}, core.Unavailable(errors.New("s3store: current version is a delete marker"))
+		return Object{}, core.NewFailure(core.FailureUnavailable, errors.New("s3store: current version is a delete marker"))
 	}
 	obj := Object{
 		Bucket:      b.name,
@@ -240,7 +240,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) (objs []Object, trunca
 //     empty blob (a 416 answer to the range is an empty object);
 //   - &core.TooLargeError{Size: total} when the object is over the limit, without
 //     reading the rest of the body;
-//   - core.Unavailable for 403, 404 (to the pinning HEAD too), a missing
+//   - core.FailureUnavailable for 403, 404 (to the pinning HEAD too), a missing
 //     version (or one S3 cannot parse), a delete marker, or a denial by
 //     Options.Check or Options.Client;
 //   - an error wrapping ErrChanged when S3 answers 412 or reports another
@@ -352,7 +352,7 @@ func (b *Bucket) pin(ctx context.Context, c *s3.Client, obj Object) (Object, err
 func (b *Bucket) objectOf(t core.ResourceTarget) (obj Object, declared bool, err error) {
 	if ref, ok := t.Object(); ok {
 		if err := CheckKey(ref.Key); err != nil {
-			return Object{}, false, core.Unavailable(err)
+			return Object{}, false, core.NewFailure(core.FailureUnavailable, err)
 		}
 		return Object{Bucket: b.name, Key: ref.Key, ETag: ref.ETag, VersionID: ref.VersionID, Size: ref.Size, ContentType: ref.MIMEType}, true, nil
 	}

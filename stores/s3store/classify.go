@@ -40,10 +40,10 @@ var throttleCodes = map[string]bool{
 }
 
 // classify maps an error of an S3 operation to what the gateway branches on:
-// core.Unavailable for 403, 404, a missing version or key, a missing bucket
+// core.FailureUnavailable for 403, 404, a missing version or key, a missing bucket
 // and 405 (a version that is a delete marker); ErrChanged for 412;
 // errEmptyRange for 416; the error itself for cancellation and deadlines
-// (the gateway reports the item's deadline as timeout); core.Outage
+// (the gateway reports the item's deadline as timeout); core.FailureOutage
 // wrapping errServer for an S3 that is down or shedding load (5xx,
 // throttling, the SDK's retry quota spent, a request that could not be
 // sent or whose answer was cut off; all after the SDK's bounded retries),
@@ -71,7 +71,7 @@ func classify(err error) error {
 	}
 	switch code {
 	case "NoSuchKey", "NoSuchVersion", "NoSuchBucket", "AccessDenied", "NotFound":
-		return core.Unavailable(err)
+		return core.NewFailure(core.FailureUnavailable, err)
 	case "PreconditionFailed":
 		return fmt.Errorf("%w: %w", ErrChanged, err)
 	case "InvalidRange":
@@ -79,14 +79,14 @@ func classify(err error) error {
 	}
 	switch status {
 	case http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed:
-		return core.Unavailable(err)
+		return core.NewFailure(core.FailureUnavailable, err)
 	case http.StatusPreconditionFailed:
 		return fmt.Errorf("%w: %w", ErrChanged, err)
 	case http.StatusRequestedRangeNotSatisfiable:
 		return fmt.Errorf("%w: %w", errEmptyRange, err)
 	}
 	if status >= 500 || status == http.StatusTooManyRequests || throttleCodes[code] || unreachable(err) {
-		return core.Outage(fmt.Errorf("%w: %w", errServer, err))
+		return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: %w", errServer, err))
 	}
 	return fmt.Errorf("%w: %w", errServer, err)
 }
@@ -112,7 +112,7 @@ func unreachable(err error) bool {
 func classifyVersioned(err error) error {
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidArgument" {
-		return core.Unavailable(err)
+		return core.NewFailure(core.FailureUnavailable, err)
 	}
 	return classify(err)
 }

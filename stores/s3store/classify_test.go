@@ -81,7 +81,7 @@ func outcomeOf(t *testing.T, err error) outcome {
 // TestClassifyMapsEveryS3AnswerToOneGatewayOutcome proves the one mapping of
 // S3 answers: denial and absence are unavailable, a failed If-Match is a
 // change (read_failed), 416 on the ranged GET is the empty object,
-// throttling, 5xx and transport failures are core.Outage (the gateway's
+// throttling, 5xx and transport failures are core.FailureOutage (the gateway's
 // FailureOutage while planning, read_failed for a body) that still match
 // errServer, other 4xx are plain retryable errors, and cancellation and
 // deadlines stay context errors for the gateway.

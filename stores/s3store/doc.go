@@ -47,7 +47,7 @@
 // read would refuse.
 //
 // An S3 that is down or shedding load (5xx, throttling, a request that could
-// not be sent; after the SDK's bounded retries) is a [core.Outage]: a read
+// not be sent; after the SDK's bounded retries) is a [core.FailureOutage]: a read
 // that meets it while planning fails with the retryable
 // [core.FailureOutage], and a body read that meets it is that item's
 // read_failed.

@@ -46,7 +46,7 @@ func ExampleBucket_Binding() {
 			if c, ok := perPrincipal[principal]; ok {
 				return c, nil
 			}
-			return nil, core.Unavailable(errors.New("no credentials for this principal"))
+			return nil, core.NewFailure(core.FailureUnavailable, errors.New("no credentials for this principal"))
 		},
 	})
 	if err != nil {

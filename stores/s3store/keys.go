@@ -74,7 +74,7 @@ type KeyGrant func(ctx context.Context, binding, key string, vars map[string]str
 var errNotGranted = errors.New("s3store: no grant for the key")
 
 // granted checks key ([CheckKey]) and asks grant about it, when there is
-// one: nil when the read may go on, core.Unavailable when the key is not
+// one: nil when the read may go on, core.FailureUnavailable when the key is not
 // granted.
 func granted(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key string) error {
 	if err := CheckKey(key); err != nil || grant == nil {
@@ -85,7 +85,7 @@ func granted(ctx context.Context, grant KeyGrant, m core.ResourceMatch, key stri
 	case err != nil:
 		return err
 	case !ok:
-		return core.Unavailable(errNotGranted)
+		return core.NewFailure(core.FailureUnavailable, errNotGranted)
 	}
 	return nil
 }

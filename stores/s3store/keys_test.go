@@ -31,10 +31,10 @@ var reports = KeyFamily{Definition: core.ResourceDefinition{Name: "report"},
 func stub(tmpl string) core.ResourceBinding {
 	return core.ResourceBinding{Definition: core.ResourceDefinition{URITemplate: tmpl, Name: "neighbour"},
 		Resolver: core.ResolverFunc(func(context.Context, core.ResourceMatch) (core.ResourceReadPlan, error) {
-			return core.ResourceReadPlan{}, core.Unavailable(nil)
+			return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, nil)
 		}),
 		Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
-			return core.ResourcePayload{}, core.Unavailable(nil)
+			return core.ResourcePayload{}, core.NewFailure(core.FailureUnavailable, nil)
 		})}
 }
 

@@ -137,7 +137,7 @@ var errListingNotGranted = errors.New("s3store: no grant for the listed prefix")
 func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 	prefix, err := fillPrefix(l.prefix, m)
 	if err != nil {
-		return core.ResourceReadPlan{}, core.Unavailable(err)
+		return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, err)
 	}
 	if l.grant != nil {
 		ok, err := l.grant(ctx, l.family, prefix, m.Vars())
@@ -145,7 +145,7 @@ func (l *listing) resolve(ctx context.Context, m core.ResourceMatch) (core.Resou
 		case err != nil:
 			return core.ResourceReadPlan{}, err
 		case !ok:
-			return core.ResourceReadPlan{}, core.Unavailable(errListingNotGranted)
+			return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, errListingNotGranted)
 		}
 	}
 	objs, more, err := l.list(ctx, prefix)

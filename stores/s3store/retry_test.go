@@ -29,7 +29,7 @@ func slowDownServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // TestThrottlingIsRetriedBoundedlyThenRetryable proves a throttled GET is
-// retried by the SDK a bounded number of times, then fails as core.Outage
+// retried by the SDK a bounded number of times, then fails as core.FailureOutage
 // (read_failed for a body, FailureOutage while planning), never as
 // unavailable or changed; that a throttled HEAD while planning is the same
 // outage; and that the retries stop at the item's deadline.

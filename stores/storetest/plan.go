@@ -49,7 +49,7 @@ func newRig(ctx context.Context, t *testing.T, newHarness MakeHarness) *rig {
 		}
 		s.plan, s.err = b.Resolver.Resolve(ctx, m)
 		s.called = true
-		return core.ResourceReadPlan{}, core.Unavailable(errPlanned)
+		return core.ResourceReadPlan{}, core.NewFailure(core.FailureUnavailable, errPlanned)
 	})
 	gw, err := core.NewResources([]core.ResourceBinding{{
 		Definition: b.Definition,

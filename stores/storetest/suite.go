@@ -150,7 +150,7 @@ func changedNeverNew(ctx context.Context, t *testing.T, r *rig) {
 }
 
 // revokedUnavailable: access revoked between plan and read gives
-// core.Unavailable on that very read, and restored access is honored on the
+// core.FailureUnavailable on that very read, and restored access is honored on the
 // next one.
 func revokedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 	it := Item{Text: true, MIMEType: "text/plain", Body: []byte("secret plans"), Readers: []string{alice, bob}}
@@ -160,7 +160,7 @@ func revokedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 
 	p, err := r.read(ctx, alice, target, 1<<20)
 	if core.KindOf(err) != core.FailureUnavailable {
-		t.Fatalf("after Revoke the read returned %v (payload zero=%v), want core.Unavailable", err, p.IsZero())
+		t.Fatalf("after Revoke the read returned %v (payload zero=%v), want core.FailureUnavailable", err, p.IsZero())
 	}
 	if !p.IsZero() {
 		t.Fatalf("a denied read returned a payload")
@@ -180,7 +180,7 @@ func revokedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 }
 
 // deletedUnavailable: an item deleted between plan and read gives
-// core.Unavailable, and planning it afterwards does too.
+// core.FailureUnavailable, and planning it afterwards does too.
 func deletedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 	uri := r.create(ctx, Item{Text: true, MIMEType: "text/plain", Body: []byte("short-lived"), Readers: []string{alice}})
 	target := r.plan(ctx, alice, uri)
@@ -188,10 +188,10 @@ func deletedUnavailable(ctx context.Context, t *testing.T, r *rig) {
 
 	p, err := r.read(ctx, alice, target, 1<<20)
 	if core.KindOf(err) != core.FailureUnavailable || !p.IsZero() {
-		t.Fatalf("reading a deleted item returned %v (payload zero=%v), want core.Unavailable and no payload", err, p.IsZero())
+		t.Fatalf("reading a deleted item returned %v (payload zero=%v), want core.FailureUnavailable and no payload", err, p.IsZero())
 	}
 	if _, err := r.tryPlan(ctx, alice, uri); core.KindOf(err) != core.FailureUnavailable {
-		t.Fatalf("planning a deleted item returned %v, want core.Unavailable", err)
+		t.Fatalf("planning a deleted item returned %v, want core.FailureUnavailable", err)
 	}
 }
 
@@ -301,10 +301,10 @@ func neverGrantedLooksLikeMissing(ctx context.Context, t *testing.T, r *rig) {
 func sameUnavailable(t *testing.T, what string, never, missing error) {
 	t.Helper()
 	if core.KindOf(never) != core.FailureUnavailable {
-		t.Errorf("%s an item never granted: %v, want core.Unavailable", what, never)
+		t.Errorf("%s an item never granted: %v, want core.FailureUnavailable", what, never)
 	}
 	if core.KindOf(missing) != core.FailureUnavailable {
-		t.Errorf("%s a missing item: %v, want core.Unavailable", what, missing)
+		t.Errorf("%s a missing item: %v, want core.FailureUnavailable", what, missing)
 	}
 	if never != nil && missing != nil && never.Error() != missing.Error() {
 		t.Errorf("%s: never granted says %q but missing says %q; the public errors must be the same", what, never, missing)
