@@ -29,9 +29,9 @@ type Caller struct {
 	Claims json.RawMessage
 }
 
-// ErrNoPrincipal is the private cause of the [FailureUnavailable] error that
+// errNoPrincipal is the private cause of the [FailureUnavailable] error that
 // [CallerFrom] returns when ctx carries no principal.
-var ErrNoPrincipal = errors.New("core: the request context carries no principal")
+var errNoPrincipal = errors.New("core: the request context carries no principal")
 
 type callerKey struct{}
 
@@ -47,14 +47,14 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 // same signature (which returns a [FailureUnavailable] error when ctx carries no
 // principal). When that caller has no principal, or there is none, it
 // returns what there is (its scopes and claims) with a [FailureUnavailable] error
-// wrapping [ErrNoPrincipal].
+// whose private cause says so.
 func CallerFrom(ctx context.Context) (Caller, error) {
 	c, _ := ctx.Value(callerKey{}).(Caller)
 	if len(c.Claims) == 0 {
 		c.Claims = nil
 	}
 	if c.Principal == "" {
-		return c, NewFailure(FailureUnavailable, ErrNoPrincipal)
+		return c, NewFailure(FailureUnavailable, errNoPrincipal)
 	}
 	return c, nil
 }

@@ -31,7 +31,7 @@ func TestDeveloperErrorsCarryTheCorePrefix(t *testing.T) {
 	_, pageErr := r.List(context.Background(), ListRequest{ScopeKey: listScope, PageSize: -1})
 	for name, err := range map[string]error{
 		"errMissingScopeKey":           errMissingScopeKey,
-		"ErrNoPrincipal":               ErrNoPrincipal,
+		"errNoPrincipal":               errNoPrincipal,
 		"plan with a zero requested":   planErr,
 		"plan with a zero item":        itemErr,
 		"plan repeating an item":       dupErr,

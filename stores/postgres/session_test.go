@@ -163,11 +163,13 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 // TestAMissingPrincipalIsUnavailable proves the default principal function
 // denies a context without core.WithCaller, before the database.
 func TestAMissingPrincipalIsUnavailable(t *testing.T) {
+	_, none := core.CallerFrom(t.Context())
+	noPrincipal := errors.Unwrap(none)
 	db := &countingDB{}
 	_, b, policy := notesSource(t, db, SourceOptions{})
 	for call, f := range sourceCalls(t, b, policy) {
-		if err := f(t.Context()); !errors.Is(err, core.ErrNoPrincipal) {
-			t.Fatalf("%s without principal: %v; want ErrNoPrincipal", call, err)
+		if err := f(t.Context()); !errors.Is(err, noPrincipal) {
+			t.Fatalf("%s without principal: %v; want core.CallerFrom's, caused by %v", call, err, noPrincipal)
 		}
 	}
 	if db.sent.Load() != 0 {
