@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 func TestAuthorizeDecidesLikeReadWithoutReadingABody(t *testing.T) {
@@ -137,7 +139,7 @@ func TestCompleteOffersOnlyValuesThatCanBeCaptured(t *testing.T) {
 	if strings.Join(c.Values, ",") != "alpha,alpine" {
 		t.Fatalf("values = %q", c.Values)
 	}
-	if len(calls) != 1 || calls[0].Arguments["project"] != "p1" || len(calls[0].Arguments) != 1 || calls[0].Limit != MaxCompletionValues {
+	if len(calls) != 1 || calls[0].Arguments["project"] != "p1" || len(calls[0].Arguments) != 1 || calls[0].Limit != wire.MaxCompletionValues {
 		t.Fatalf("completer saw %+v", calls)
 	}
 }
@@ -153,7 +155,7 @@ func TestCompleteNeverReturnsMoreThanOneHundredValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Values) != MaxCompletionValues || !c.HasMore || c.Total != 250 {
+	if len(c.Values) != wire.MaxCompletionValues || !c.HasMore || c.Total != 250 {
 		t.Fatalf("got %d values, hasMore=%v total=%d; want 100, true, 250", len(c.Values), c.HasMore, c.Total)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // Caller is who a request comes from, as the host authenticated it: the
@@ -59,14 +61,11 @@ func CallerFrom(ctx context.Context) (Caller, error) {
 	return c, nil
 }
 
-// MaxPrincipalBytes bounds a principal, in bytes of UTF-8.
-const MaxPrincipalBytes = 1024
-
 // ErrInvalidPrincipal is the cause of [CheckPrincipal]'s errors.
 var ErrInvalidPrincipal = errors.New("core: invalid principal")
 
-// CheckPrincipal reports whether p can be a principal: 1 to
-// [MaxPrincipalBytes] bytes of valid UTF-8 that hold no U+FFFD (the mark
+// CheckPrincipal reports whether p can be a principal: 1 to 1024
+// bytes of valid UTF-8 that hold no U+FFFD (the mark
 // of a byte replaced by a decoder: ali\xffce, ali\xfece and ali\uFFFDce
 // must never become one principal), no control character (C0, DEL, C1
 // such as U+0085), no format character (bidirectional controls such as
@@ -79,8 +78,8 @@ func CheckPrincipal(p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("%w: empty", ErrInvalidPrincipal)
-	case len(p) > MaxPrincipalBytes:
-		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidPrincipal, MaxPrincipalBytes)
+	case len(p) > wire.MaxPrincipalBytes:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidPrincipal, wire.MaxPrincipalBytes)
 	case !utf8.ValidString(p):
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidPrincipal)
 	}

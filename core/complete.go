@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-)
 
-// MaxCompletionValues is the most values a completion returns, as MCP
-// allows in one completion/complete result.
-const MaxCompletionValues = 100
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
+)
 
 // CompletionRequest asks a [Completer] for values of one template variable.
 type CompletionRequest struct {
@@ -27,7 +25,8 @@ type CompletionRequest struct {
 	// the template, decoded and checked like captures; unknown names and
 	// invalid values are left out.
 	Arguments map[string]string
-	// Limit is the most values to return (at most MaxCompletionValues).
+	// Limit is the most values to return (at most 100, as MCP
+	// allows in one completion/complete result).
 	Limit int
 }
 
@@ -64,7 +63,7 @@ type Completer interface {
 // valid UTF-8, holds NUL (no capture can) or is longer than MaxURIBytes all
 // give an empty completion
 // and no error, so completion reveals nothing that listing would not. The
-// gateway caps the answer at [MaxCompletionValues], drops values that could
+// gateway caps the answer at 100 values (what MCP allows in one result), drops values that could
 // never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") and, when
 // args complete the URI, values whose URI would select another definition. Errors are *[Failure] values:
 // FailurePolicy for a failing discovery check or completer
@@ -112,7 +111,7 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	var c Completion
 	err := guard(ctx, func() (err error) {
 		c, err = comp.Complete(ctx, CompletionRequest{Definition: def.description(), Variable: variable,
-			Prefix: prefix, Arguments: known, Limit: MaxCompletionValues})
+			Prefix: prefix, Arguments: known, Limit: wire.MaxCompletionValues})
 		return err
 	})
 	switch {
@@ -123,14 +122,14 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	case err != nil:
 		return empty, callbackFailure(FailurePolicy, err)
 	}
-	out := Completion{Values: make([]string, 0, min(len(c.Values), MaxCompletionValues)), Total: c.Total, HasMore: c.HasMore}
+	out := Completion{Values: make([]string, 0, min(len(c.Values), wire.MaxCompletionValues)), Total: c.Total, HasMore: c.HasMore}
 	dropped := 0
 	for _, v := range c.Values {
 		if !r.completes(t, def, variable, v, known) {
 			dropped++
 			continue
 		}
-		if len(out.Values) == MaxCompletionValues {
+		if len(out.Values) == wire.MaxCompletionValues {
 			out.HasMore = true
 			continue
 		}

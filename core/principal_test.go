@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // An invalid principal is refused, never rewritten: the three spellings
@@ -11,14 +13,14 @@ import (
 // and so are controls, format and separator characters and surrounding
 // white space. The error never quotes the principal.
 func TestCheckPrincipal(t *testing.T) {
-	for _, p := range []string{"alice", "alice@example.test", "auth0|5f7c8ec7c33c6c004bbafe82", "Alice Smith", "ålice", "用户", "a", strings.Repeat("x", MaxPrincipalBytes)} {
+	for _, p := range []string{"alice", "alice@example.test", "auth0|5f7c8ec7c33c6c004bbafe82", "Alice Smith", "ålice", "用户", "a", strings.Repeat("x", wire.MaxPrincipalBytes)} {
 		if err := CheckPrincipal(p); err != nil {
 			t.Errorf("%q refused: %v", p, err)
 		}
 	}
 	for name, p := range map[string]string{
 		"empty":                  "",
-		"too long":               strings.Repeat("x", MaxPrincipalBytes+1),
+		"too long":               strings.Repeat("x", wire.MaxPrincipalBytes+1),
 		"invalid UTF-8 \\xff":    "ali\xffce",
 		"invalid UTF-8 \\xfe":    "ali\xfece",
 		"U+FFFD":                 "ali\uFFFDce",

@@ -1,7 +1,8 @@
 // Package wire holds the fixed names and sizes of the gateway's wire shape
-// that core and the module's adapter share and no host needs: the key of
-// the read report in a result's _meta, the text and URI of the warning item
-// of a partial result, and the room reserved for framing. It imports
+// that core, the module's adapter and its stores share and no host needs:
+// the key of the read report in a result's _meta, the text and URI of the
+// warning item of a partial result, the room reserved for framing, the
+// most values of one completion and the longest principal. It imports
 // nothing but the standard library, like core.
 package wire
 
@@ -31,3 +32,14 @@ const (
 	// WarningURIBytes is the length of a generated warning URI.
 	WarningURIBytes = len(WarningURIPrefix) + 32
 )
+
+// MaxCompletionValues is the most values a completion returns, as MCP
+// allows in one completion/complete result: core asks a binding's
+// completion for at most this many and caps its answer at it, and a store
+// caps its own query at it.
+const MaxCompletionValues = 100
+
+// MaxPrincipalBytes bounds a principal, in bytes of UTF-8: the bound
+// core.CheckPrincipal applies, and the one the OAuth verifier
+// (oauth.MaxPrincipalBytes) applies to a token's principal claim.
+const MaxPrincipalBytes = 1024

@@ -41,6 +41,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // Defaults and bounds of [Options].
@@ -66,9 +67,9 @@ const (
 	MaxTokenBytes = 16 << 10
 	// MaxClaimsBytes bounds the JSON of the claims passed to storage.
 	MaxClaimsBytes = 8 << 10
-	// MaxPrincipalBytes bounds the principal claim's value: it is
-	// core.MaxPrincipalBytes.
-	MaxPrincipalBytes = core.MaxPrincipalBytes
+	// MaxPrincipalBytes bounds the principal claim's value: it is the
+	// bound core.CheckPrincipal applies.
+	MaxPrincipalBytes = wire.MaxPrincipalBytes
 	// DefaultCacheTTL is how long a verified token's result is reused when
 	// Options.CacheTTL is zero.
 	DefaultCacheTTL = time.Minute

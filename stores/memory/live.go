@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // changeKeyPrefix starts the change key of every stored item: the prefix
@@ -94,7 +95,7 @@ var _ core.ChangeSource = (*Store)(nil)
 // request URI. Its Completer offers completion for
 // that variable: the keys under keyPrefix that start with the typed prefix
 // and on which the caller holds a grant, in key order, at most
-// core.MaxCompletionValues of them, with their total. Keys whose rest holds
+// 100 of them (what MCP allows in one completion result), with their total. Keys whose rest holds
 // a '/' are never offered: no capture can name them.
 func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix string) core.ResourceBinding {
 	refs := func(m core.ResourceMatch) ([]Ref, error) {
@@ -138,7 +139,7 @@ func (k keyCompleter) Complete(ctx context.Context, req core.CompletionRequest) 
 	}
 	k.s.mu.RUnlock()
 	slices.Sort(all)
-	limit := min(max(req.Limit, 0), core.MaxCompletionValues)
+	limit := min(max(req.Limit, 0), wire.MaxCompletionValues)
 	c := core.Completion{Total: len(all), HasMore: len(all) > limit}
 	c.Values = all[:min(len(all), limit)]
 	return c, nil

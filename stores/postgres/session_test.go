@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 	"go.phpboyscout.uk/mcp/resources/stores/storetest"
 )
 
@@ -140,7 +141,7 @@ func TestHostilePrincipalsAreRefusedBeforeTheDatabase(t *testing.T) {
 	bad := map[string]string{
 		"NUL":      "alice\x00admin",
 		"empty":    "",
-		"too long": strings.Repeat("a", core.MaxPrincipalBytes+1),
+		"too long": strings.Repeat("a", wire.MaxPrincipalBytes+1),
 		"not UTF8": "al\xffice",
 	}
 	for name, p := range bad {

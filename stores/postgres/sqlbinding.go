@@ -17,6 +17,7 @@ import (
 
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/mediatype"
+	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
 // SQLBinding defines one resource of a host's own schema by the SQL the
@@ -869,7 +870,7 @@ func (sb *sqlBinding) Complete(ctx context.Context, req core.CompletionRequest) 
 	if err != nil {
 		return core.Completion{}, err
 	}
-	limit := min(max(req.Limit, 1), core.MaxCompletionValues)
+	limit := min(max(req.Limit, 1), wire.MaxCompletionValues)
 	given := map[string]string{"prefix": req.Prefix, "limit": strconv.Itoa(limit)}
 	for k, v := range req.Arguments {
 		if k != "prefix" && k != "limit" && k != "principal" {
