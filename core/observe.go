@@ -2,85 +2,61 @@ package core
 
 import "context"
 
-// Phase names one phase of [Resources.Read] that an [Observer] sees.
-type Phase uint8
-
-// The phases of a read, in the order a read passes them. An observer tells
-// them apart by [Phase.String]; PhaseItem, the one phase per planned item
-// (with its index), also by value.
+// The names of the phases of a read, in the order a read passes them
+// ([Phase].Name).
 const (
 	// phaseSelection matches the request URI against the definitions.
-	phaseSelection Phase = iota + 1
+	phaseSelection = "selection"
 	// phaseDiscovery asks the policy whether the caller may know of the
 	// matched definition.
-	phaseDiscovery
+	phaseDiscovery = "discovery"
 	// phasePlan asks the binding's resolver for the read plan.
-	phasePlan
+	phasePlan = "plan"
 	// phaseDecide is the decision pass before the body reads
 	// ([PassBeforeReads]).
-	phaseDecide
-	// PhaseItem is one planned item's body read; its end carries the item's
+	phaseDecide = "decide"
+	// phaseItem is one planned item's body read; its end carries the item's
 	// issue code, empty when it was admitted.
-	PhaseItem
+	phaseItem = "item"
 	// phaseRecheck is the final decision pass after the body reads
 	// ([PassRecheck]).
-	phaseRecheck
+	phaseRecheck = "recheck"
 	// phaseAssembly applies the final decisions and builds the result.
-	phaseAssembly
+	phaseAssembly = "assembly"
 )
 
-// String returns the phase's name as the span and attribute tables use it:
-// "selection", "discovery", "plan", "decide", "item", "recheck" or
-// "assembly".
-func (p Phase) String() string {
-	switch p {
-	case phaseSelection:
-		return "selection"
-	case phaseDiscovery:
-		return "discovery"
-	case phasePlan:
-		return "plan"
-	case phaseDecide:
-		return "decide"
-	case PhaseItem:
-		return "item"
-	case phaseRecheck:
-		return "recheck"
-	case phaseAssembly:
-		return "assembly"
-	}
-	return "unknown"
-}
-
-// PhaseStart describes a phase as it begins. It holds no URI, principal or
-// authorization data.
-type PhaseStart struct {
-	Phase Phase
+// Phase describes one phase of [Resources.Read] to an [Observer]: Name,
+// Stage, Item and Items as the phase begins ([Observer].Start gets only
+// those, which hold no URI, principal or authorization data), and the
+// same four with how the phase ended in the value the function Start
+// returns is called with.
+type Phase struct {
+	// Name is the phase, as span and attribute tables use it: "selection",
+	// "discovery", "plan", "decide", "item" (one per planned item's body
+	// read), "recheck" or "assembly", in the order a read passes them.
+	Name string
 	// Stage is the decision pass's stage for the "decide" and "recheck"
 	// phases, else zero.
 	Stage PassStage
-	// Item is the item's index in plan order for [PhaseItem], else -1.
+	// Item is the item's index in plan order for an "item" phase, else -1.
 	Item int
 	// Items is the number of planned items, known from the "decide" phase on,
 	// else zero.
 	Items int
-}
 
-// PhaseEnd describes how a phase ended.
-type PhaseEnd struct {
-	// Issue is a [PhaseItem]'s issue code, empty when the item was admitted
-	// (a later recheck may still remove it).
+	// Issue is an "item" phase's issue code at its end, empty when the item
+	// was admitted (a later recheck may still remove it).
 	Issue IssueCode
-	// Err is the phase's error, nil when it succeeded. It is a *[Failure]
-	// or the read's context error; its cause is private.
+	// Err is the phase's error at its end, nil when it succeeded. It is a
+	// *[Failure] or the read's context error; its cause is private.
 	Err error
-	// Target is a [PhaseItem]'s item target, else the zero target. Unlike
-	// the rest of PhaseStart and PhaseEnd it names the item (its URI, its
-	// [ObjectRef] pin and private authorization data), for an audit
-	// record; a trace observer must not copy it into a span.
+	// Target is an "item" phase's item target at its end, else the zero
+	// target. Unlike the fields set at the start it names the item (its
+	// URI, its [ObjectRef] pin and private authorization data), for an
+	// audit record; a trace observer must not copy it into a span.
 	Target ResourceTarget
-	// Served is, for a [PhaseItem] admitted from a body its source read,
-	// the object version the source served it at
+	// Served is, at the end of an "item" phase admitted from a body its
+	// source read, the object version the source served it at
 	// ([ResourcePayload.ObjectVersion]): for an object its plan did not
 	// pin, the identity the source pinned or found as it read. Zero for a
 	// row's body.
@@ -119,7 +95,7 @@ type RemovedItems struct {
 // goroutine that runs the read's callbacks, possibly after Read has
 // returned on a timeout, and must not block.
 type Observer interface {
-	Start(ctx context.Context, p PhaseStart) (context.Context, func(PhaseEnd))
+	Start(ctx context.Context, p Phase) (context.Context, func(Phase))
 }
 
 type observerKey struct{}
@@ -136,24 +112,38 @@ func observerFrom(ctx context.Context) Observer {
 	return o
 }
 
-// noEnd ends a phase no observer watches.
-func noEnd(PhaseEnd) {}
+// phaseEnd ends a phase that startPhase began: its end function (nil
+// when no observer watches) and its start fields.
+type phaseEnd struct {
+	p   Phase
+	end func(Phase)
+}
+
+// done ends the phase with the end fields of e.
+func (pe phaseEnd) done(e Phase) {
+	if pe.end != nil {
+		e.Name, e.Stage, e.Item, e.Items = pe.p.Name, pe.p.Stage, pe.p.Item, pe.p.Items
+		pe.end(e)
+	}
+}
 
 // startPhase begins p under o, or does nothing when o is nil.
-func startPhase(ctx context.Context, o Observer, p PhaseStart) (context.Context, func(PhaseEnd)) {
+func startPhase(ctx context.Context, o Observer, p Phase) (context.Context, phaseEnd) {
 	if o == nil {
-		return ctx, noEnd
+		return ctx, phaseEnd{}
 	}
-	return o.Start(ctx, p)
+	ctx, end := o.Start(ctx, p)
+	return ctx, phaseEnd{p, end}
 }
 
 // observed runs f as phase p under o: with o nil, f runs on ctx unobserved.
-func observed(ctx context.Context, o Observer, p PhaseStart, f func(context.Context) error) error {
+func observed(ctx context.Context, o Observer, p Phase, f func(context.Context) error) error {
 	if o == nil {
 		return f(ctx)
 	}
 	ctx, end := o.Start(ctx, p)
 	err := f(ctx)
-	end(PhaseEnd{Err: err})
+	p.Err = err
+	end(p)
 	return err
 }

@@ -15,14 +15,17 @@ type phaseLog struct {
 
 type phaseMark struct{}
 
-func (l *phaseLog) Start(ctx context.Context, p PhaseStart) (context.Context, func(PhaseEnd)) {
-	l.events = append(l.events, fmt.Sprintf("start %s stage=%d item=%d items=%d", p.Phase, p.Stage, p.Item, p.Items))
-	return context.WithValue(ctx, phaseMark{}, p.Phase), func(e PhaseEnd) {
+func (l *phaseLog) Start(ctx context.Context, p Phase) (context.Context, func(Phase)) {
+	l.events = append(l.events, fmt.Sprintf("start %s stage=%d item=%d items=%d", p.Name, p.Stage, p.Item, p.Items))
+	return context.WithValue(ctx, phaseMark{}, p.Name), func(e Phase) {
 		kind := ""
 		if e.Err != nil {
 			kind = KindOf(e.Err).String()
 		}
-		l.events = append(l.events, fmt.Sprintf("end %s issue=%s err=%s", p.Phase, e.Issue, kind))
+		if e.Stage != p.Stage || e.Item != p.Item || e.Items != p.Items {
+			l.events = append(l.events, fmt.Sprintf("end %s without its start fields", p.Name))
+		}
+		l.events = append(l.events, fmt.Sprintf("end %s issue=%s err=%s", e.Name, e.Issue, kind))
 	}
 }
 
@@ -33,8 +36,8 @@ func (l *phaseLog) Start(ctx context.Context, p PhaseStart) (context.Context, fu
 func TestObserverSeesEveryPhaseInOrder(t *testing.T) {
 	var seen []string
 	mark := func(ctx context.Context, who string) {
-		p, _ := ctx.Value(phaseMark{}).(Phase)
-		seen = append(seen, who+"@"+p.String())
+		p, _ := ctx.Value(phaseMark{}).(string)
+		seen = append(seen, who+"@"+p)
 	}
 	req, _ := NewResourceTarget("mem://b", "b", nil)
 	a, _ := NewResourceTarget("mem://b/a", "i", nil)

@@ -31,7 +31,7 @@ type ObjectVersion struct {
 func (v ObjectVersion) IsZero() bool { return v == ObjectVersion{} }
 
 // WithObjectVersion returns p recording that it was served from the object
-// version v. The gateway passes it to observers ([PhaseEnd].Served); the
+// version v. The gateway passes it to observers ([Phase].Served); the
 // client never sees it.
 func (p ResourcePayload) WithObjectVersion(v ObjectVersion) ResourcePayload {
 	p.version = v

@@ -109,15 +109,15 @@ func (r *Resources) read(ctx context.Context, uri string, sizeOf itemSizeFunc) (
 		return nil, err
 	}
 
-	if err := observed(ctx, o, PhaseStart{Phase: phaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	if err := observed(ctx, o, Phase{Name: phaseRecheck, Stage: PassRecheck, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassRecheck, m, plan, st)
 	}); err != nil {
 		return nil, err
 	}
-	_, end := startPhase(ctx, o, PhaseStart{Phase: phaseAssembly, Item: -1, Items: len(st)})
+	_, end := startPhase(ctx, o, Phase{Name: phaseAssembly, Item: -1, Items: len(st)})
 	res, err := r.assemble(st, plan.truncated, sizeOf)
 	if o != nil {
-		end(PhaseEnd{Err: err, Removed: removed(st, plan.truncated)})
+		end.done(Phase{Err: err, Removed: removed(st, plan.truncated)})
 	}
 	return res, err
 }
@@ -165,25 +165,25 @@ func removed(st []itemState, truncated bool) []RemovedItems {
 // decides it before the reads, each step a phase that o (when not nil)
 // observes. st follows the plan's items, with their first decisions.
 func (r *Resources) prepare(ctx context.Context, o Observer, uri string) (m ResourceMatch, plan ResourceReadPlan, st []itemState, err error) {
-	_, end := startPhase(ctx, o, PhaseStart{Phase: phaseSelection, Item: -1})
+	_, end := startPhase(ctx, o, Phase{Name: phaseSelection, Item: -1})
 	m, err = r.sel.match(uri)
 	if o != nil {
-		pe := PhaseEnd{Err: err}
+		pe := Phase{Err: err}
 		if err == nil {
 			pe.Definition = m.def.description()
 		}
-		end(pe)
+		end.done(pe)
 	}
 	if err != nil {
 		return m, plan, nil, err
 	}
-	if err = observed(ctx, o, PhaseStart{Phase: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
+	if err = observed(ctx, o, Phase{Name: phaseDiscovery, Item: -1}, func(ctx context.Context) error {
 		return r.discover(ctx, m.def)
 	}); err != nil {
 		return m, plan, nil, err
 	}
 	m.read = &planning{uri: uri}
-	if err = observed(ctx, o, PhaseStart{Phase: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
+	if err = observed(ctx, o, Phase{Name: phasePlan, Item: -1}, func(ctx context.Context) (err error) {
 		plan, err = r.resolve(ctx, m.def, m)
 		return err
 	}); err != nil {
@@ -201,7 +201,7 @@ func (r *Resources) decideBefore(ctx context.Context, o Observer, m ResourceMatc
 	for i, t := range plan.items {
 		st[i].target = t.plannedBy(m)
 	}
-	err := observed(ctx, o, PhaseStart{Phase: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
+	err := observed(ctx, o, Phase{Name: phaseDecide, Stage: PassBeforeReads, Item: -1, Items: len(st)}, func(ctx context.Context) error {
 		return r.decidePlan(ctx, PassBeforeReads, m, plan, st)
 	})
 	return st, err
@@ -398,9 +398,9 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 			return err
 		}
 		if s.target.inline != nil {
-			_, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+			_, end := startPhase(ctx, o, Phase{Name: phaseItem, Item: i, Items: len(st)})
 			r.admitContent(def, s, b, sizeOf)
-			end(PhaseEnd{Issue: s.code, Target: s.target})
+			end.done(Phase{Issue: s.code, Target: s.target})
 			i++
 			continue
 		}
@@ -460,7 +460,7 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, 
 			req.Items = append(req.Items, ReadItem{Target: st[i].target, Limit: limit})
 		}
 	}
-	ictx, end := startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: run[0], Items: len(st)})
+	ictx, end := startPhase(ctx, o, Phase{Name: phaseItem, Item: run[0], Items: len(st)})
 	itemCtx, cancel := context.WithTimeout(ictx, r.limits.ItemTimeout)
 	defer cancel()
 	var res []ReadResult
@@ -469,11 +469,11 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, 
 		return err
 	})
 	if ctx.Err() != nil {
-		end(PhaseEnd{Err: ctx.Err()})
+		end.done(Phase{Err: ctx.Err()})
 		return ctx.Err()
 	}
 	if errors.Is(err, errScopeEnded) {
-		end(PhaseEnd{Err: err})
+		end.done(Phase{Err: err})
 		return err
 	}
 	timedOut := itemCtx.Err() != nil
@@ -487,11 +487,11 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, 
 	for n, i := range run {
 		s := &st[i]
 		if n > 0 {
-			_, end = startPhase(ctx, o, PhaseStart{Phase: PhaseItem, Item: i, Items: len(st)})
+			_, end = startPhase(ctx, o, Phase{Name: phaseItem, Item: i, Items: len(st)})
 		}
 		if s.target.inline != nil {
 			r.admitContent(def, s, b, sizeOf)
-			end(PhaseEnd{Issue: s.code, Target: s.target})
+			end.done(Phase{Issue: s.code, Target: s.target})
 			continue
 		}
 		if !timedOut && err == nil {
@@ -512,7 +512,7 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, 
 			}
 		}
 		k++
-		end(PhaseEnd{Issue: s.code, Target: s.target, Served: s.payload.version})
+		end.done(Phase{Issue: s.code, Target: s.target, Served: s.payload.version})
 	}
 	return nil
 }

@@ -8,20 +8,20 @@ import (
 	"testing"
 )
 
-// endLog keeps the PhaseEnd of every phase an observer saw, by phase name.
+// endLog keeps the end of every phase an observer saw, by phase name.
 type endLog struct {
 	mu   sync.Mutex
-	ends map[string][]PhaseEnd
+	ends map[string][]Phase
 }
 
-func (l *endLog) Start(ctx context.Context, p PhaseStart) (context.Context, func(PhaseEnd)) {
-	return ctx, func(e PhaseEnd) {
+func (l *endLog) Start(ctx context.Context, p Phase) (context.Context, func(Phase)) {
+	return ctx, func(e Phase) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.ends == nil {
-			l.ends = map[string][]PhaseEnd{}
+			l.ends = map[string][]Phase{}
 		}
-		l.ends[p.Phase.String()] = append(l.ends[p.Phase.String()], e)
+		l.ends[e.Name] = append(l.ends[e.Name], e)
 	}
 }
 

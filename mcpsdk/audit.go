@@ -170,17 +170,17 @@ type servedTarget struct {
 }
 
 // Start implements [core.Observer].
-func (r *auditRecorder) Start(ctx context.Context, p core.PhaseStart) (context.Context, func(core.PhaseEnd)) {
-	end := func(core.PhaseEnd) {}
+func (r *auditRecorder) Start(ctx context.Context, p core.Phase) (context.Context, func(core.Phase)) {
+	end := func(core.Phase) {}
 	if r.next != nil {
 		ctx, end = r.next.Start(ctx, p)
 	}
-	switch p.Phase.String() {
+	switch p.Name {
 	case "selection", "assembly":
-		return ctx, func(e core.PhaseEnd) {
+		return ctx, func(e core.Phase) {
 			end(e)
 			r.mu.Lock()
-			if p.Phase.String() == "selection" {
+			if e.Name == "selection" {
 				r.def = e.Definition
 			} else {
 				r.removed = e.Removed
@@ -188,19 +188,19 @@ func (r *auditRecorder) Start(ctx context.Context, p core.PhaseStart) (context.C
 			r.mu.Unlock()
 		}
 	case "discovery", "plan", "decide", "recheck":
-		return ctx, func(e core.PhaseEnd) {
+		return ctx, func(e core.Phase) {
 			end(e)
 			if e.Err != nil && core.KindOf(e.Err) == core.FailureUnavailable {
 				r.mu.Lock()
-				r.refusedIn = p.Phase.String()
+				r.refusedIn = e.Name
 				r.mu.Unlock()
 			}
 		}
 	}
-	if p.Phase != core.PhaseItem {
+	if p.Name != "item" {
 		return ctx, end
 	}
-	return ctx, func(e core.PhaseEnd) {
+	return ctx, func(e core.Phase) {
 		end(e)
 		if e.Err == nil && e.Issue == "" && !e.Target.IsZero() {
 			r.mu.Lock()

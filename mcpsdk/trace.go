@@ -22,7 +22,7 @@ const TracerName = "go.phpboyscout.uk/mcp/resources/mcpsdk"
 // with their values.
 const (
 	// SpanPhasePrefix prefixes the name of a gateway phase's span:
-	// "resources." followed by the [core.Phase] name.
+	// "resources." followed by the phase's name ([core.Phase].Name).
 	SpanPhasePrefix = "resources."
 
 	AttrMethod          = "mcp.method.name"
@@ -151,7 +151,7 @@ func traceObservation(ctx context.Context, o Observation) {
 }
 
 // Start implements [core.Observer]: one span per phase.
-func (t *tracing) Start(ctx context.Context, p core.PhaseStart) (context.Context, func(core.PhaseEnd)) {
+func (t *tracing) Start(ctx context.Context, p core.Phase) (context.Context, func(core.Phase)) {
 	attrs := make([]attribute.KeyValue, 0, 3)
 	if p.Stage != 0 {
 		attrs = append(attrs, attribute.String(AttrPassStage, p.Stage.String()))
@@ -162,9 +162,9 @@ func (t *tracing) Start(ctx context.Context, p core.PhaseStart) (context.Context
 	if p.Items > 0 {
 		attrs = append(attrs, attribute.Int(AttrPlanItems, p.Items))
 	}
-	ctx, span := t.tracer.Start(ctx, SpanPhasePrefix+p.Phase.String(), trace.WithAttributes(attrs...))
-	return ctx, func(e core.PhaseEnd) {
-		if p.Phase == core.PhaseItem {
+	ctx, span := t.tracer.Start(ctx, SpanPhasePrefix+p.Name, trace.WithAttributes(attrs...))
+	return ctx, func(e core.Phase) {
+		if e.Name == "item" {
 			issue := string(e.Issue)
 			if issue == "" {
 				issue = "none"

@@ -217,22 +217,23 @@ func (x *explainer) bindingOf(d core.ResourceDefinition) int {
 
 // Start implements core.Observer: a selection that fails is its step, and
 // each item's end says how it was admitted.
-func (x *explainer) Start(ctx context.Context, p core.PhaseStart) (context.Context, func(core.PhaseEnd)) {
-	switch p.Phase.String() {
+func (x *explainer) Start(ctx context.Context, p core.Phase) (context.Context, func(core.Phase)) {
+	switch p.Name {
 	case "selection":
-		return ctx, func(end core.PhaseEnd) {
+		return ctx, func(end core.Phase) {
 			if end.Err != nil {
 				x.add(explainStep{Step: "select", Summary: "no definition of the file matches the URI (" + core.KindOf(end.Err).String() + ")"})
 			}
 		}
 	case "item":
-		return ctx, func(end core.PhaseEnd) { x.itemEnd(p.Item, end) }
+		return ctx, x.itemEnd
 	}
-	return ctx, func(core.PhaseEnd) {}
+	return ctx, func(core.Phase) {}
 }
 
-// itemEnd records how plan item i was admitted.
-func (x *explainer) itemEnd(i int, end core.PhaseEnd) {
+// itemEnd records how the plan item of an "item" phase was admitted.
+func (x *explainer) itemEnd(end core.Phase) {
+	i := end.Item
 	x.mu.Lock()
 	plan := x.plan
 	x.mu.Unlock()
