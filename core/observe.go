@@ -56,11 +56,11 @@ type Phase struct {
 	// audit record; a trace observer must not copy it into a span.
 	Target ResourceTarget
 	// Served is, at the end of an "item" phase admitted from a body its
-	// source read, the object version the source served it at
-	// ([ResourcePayload.ObjectVersion]): for an object its plan did not
-	// pin, the identity the source pinned or found as it read. Zero for a
-	// row's body.
-	Served ObjectVersion
+	// source read, the object version the source served it at: the ETag
+	// and VersionID of [ResourcePayload.ObjectVersion]. For an object its
+	// plan did not pin, the identity the source pinned or found as it
+	// read. Zero for a row's body.
+	Served ObjectRef
 	// Definition is the matched definition at the end of the "selection"
 	// phase, else the zero definition.
 	Definition ResourceDefinition

@@ -16,31 +16,28 @@ type ResourcePayload struct {
 	text     string
 	blob     []byte
 	kind     payloadKind
-	version  ObjectVersion
+	served   *ObjectRef // WithObjectVersion
 }
 
-// ObjectVersion is the identity of the stored object version a source
-// served a payload from: its ETag and, in a versioned bucket, its version
-// id. It is for audit records (an object read unpinned, or pinned by the
-// source as it read, is served at a version its plan does not name).
-type ObjectVersion struct {
-	ETag, VersionID string
-}
-
-// IsZero reports whether v names no version.
-func (v ObjectVersion) IsZero() bool { return v == ObjectVersion{} }
-
-// WithObjectVersion returns p recording that it was served from the object
-// version v. The gateway passes it to observers ([Phase].Served); the
-// client never sees it.
-func (p ResourcePayload) WithObjectVersion(v ObjectVersion) ResourcePayload {
-	p.version = v
+// WithObjectVersion returns p recording that it was served from the stored
+// object version whose ETag and, in a versioned bucket, version id ref
+// holds (its other fields may be empty). It is for audit records (an
+// object read unpinned, or pinned by the source as it read, is served at a
+// version its plan does not name): the gateway passes it to observers
+// ([Phase].Served); the client never sees it.
+func (p ResourcePayload) WithObjectVersion(ref ObjectRef) ResourcePayload {
+	p.served = &ref
 	return p
 }
 
-// ObjectVersion returns the version [ResourcePayload.WithObjectVersion]
-// recorded, or the zero version.
-func (p ResourcePayload) ObjectVersion() ObjectVersion { return p.version }
+// ObjectVersion returns the object version [ResourcePayload.WithObjectVersion]
+// recorded, or the zero [ObjectRef].
+func (p ResourcePayload) ObjectVersion() ObjectRef {
+	if p.served == nil {
+		return ObjectRef{}
+	}
+	return *p.served
+}
 
 type payloadKind uint8
 

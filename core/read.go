@@ -512,7 +512,7 @@ func (r *Resources) readBatch(ctx context.Context, o Observer, def *definition, 
 			}
 		}
 		k++
-		end.done(Phase{Issue: s.code, Target: s.target, Served: s.payload.version})
+		end.done(Phase{Issue: s.code, Target: s.target, Served: s.payload.ObjectVersion()})
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestObserverSeesWhatARemovedAndWhy(t *testing.T) {
 	g.item("test://broken").read = func(context.Context, ResourceTarget) (ResourcePayload, error) {
 		return ResourcePayload{}, errors.New("connection reset")
 	}
-	served := ObjectVersion{ETag: `"e1"`, VersionID: "v1"}
+	served := ObjectRef{Source: "files", Key: "ok", ETag: `"e1"`, VersionID: "v1"}
 	g.item("test://ok").read = func(_ context.Context, t ResourceTarget) (ResourcePayload, error) {
 		return TextPayload("text/plain", textOf(t.URI())).WithObjectVersion(served), nil
 	}
@@ -74,13 +74,13 @@ func TestObserverSeesWhatARemovedAndWhy(t *testing.T) {
 	if sel := l.ends["selection"]; len(sel) != 1 || sel[0].Definition.URI != bundleURI {
 		t.Fatalf("selection ends %+v", sel)
 	}
-	var got []ObjectVersion
+	var got []ObjectRef
 	for _, e := range l.ends["item"] {
 		if e.Target.URI() == "test://ok" {
 			got = append(got, e.Served)
 		}
 	}
-	if !slices.Equal(got, []ObjectVersion{served}) {
+	if !slices.Equal(got, []ObjectRef{served}) {
 		t.Fatalf("served versions %+v", got)
 	}
 }

@@ -166,7 +166,7 @@ type auditRecorder struct {
 // source served it at.
 type servedTarget struct {
 	core.ResourceTarget
-	served core.ObjectVersion
+	served core.ObjectRef
 }
 
 // Start implements [core.Observer].

@@ -78,7 +78,7 @@ func objectResources(t *testing.T) *core.Resources {
 		core.WithObjectSource("s3", core.ItemReader(func(_ context.Context, it core.ReadItem) (core.ResourcePayload, error) {
 			p := core.BlobPayload("application/pdf", []byte("%PDF-secret-body"))
 			if ref, _ := it.Target.Object(); ref.Key == "u" {
-				p = p.WithObjectVersion(core.ObjectVersion{ETag: `"served"`, VersionID: "v9"})
+				p = p.WithObjectVersion(core.ObjectRef{ETag: `"served"`, VersionID: "v9"})
 			}
 			return p, nil
 		})))

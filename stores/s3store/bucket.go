@@ -297,7 +297,7 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 			if obj.Size > 0 {
 				return core.ResourcePayload{}, fmt.Errorf("%w: the planned object was not empty", ErrChanged)
 			}
-			return payload(b.contentType(planned, declared, ""), nil).WithObjectVersion(core.ObjectVersion{ETag: obj.ETag, VersionID: obj.VersionID}), nil
+			return payload(b.contentType(planned, declared, ""), nil).WithObjectVersion(core.ObjectRef{ETag: obj.ETag, VersionID: obj.VersionID}), nil
 		}
 		return core.ResourcePayload{}, err
 	}
@@ -324,7 +324,7 @@ func (b *Bucket) Read(ctx context.Context, item core.ReadItem) (core.ResourcePay
 	}
 	// The version served: what S3 answered (the plan's or the pin's, which
 	// sameIdentity checked, or for an unpinned ref the current one).
-	served := core.ObjectVersion{ETag: cmp.Or(aws.ToString(out.ETag), obj.ETag), VersionID: cmp.Or(aws.ToString(out.VersionId), obj.VersionID)}
+	served := core.ObjectRef{ETag: cmp.Or(aws.ToString(out.ETag), obj.ETag), VersionID: cmp.Or(aws.ToString(out.VersionId), obj.VersionID)}
 	return payload(b.contentType(planned, declared, aws.ToString(out.ContentType)), data).WithObjectVersion(served), nil
 }
 
