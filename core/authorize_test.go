@@ -110,7 +110,7 @@ func completionResources(t *testing.T, values []string, total int, calls *[]Comp
 		Definition: ResourceDefinition{URITemplate: "test://p/{project}/a/{asset}", Name: "asset"},
 		Resolver:   plan,
 		Reader:     read,
-		Completer:  listCompleter{values: values, total: total, calls: calls},
+		Complete:   listCompleter{values: values, total: total, calls: calls}.Complete,
 	}}, extra...)
 	pol := PerTarget(TargetPolicy{
 		Discover: func(context.Context, ResourceDefinition) error {
@@ -211,8 +211,8 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 		tg, _ := NewResourceTarget(m.URI(), "item", nil)
 		return NewResourceReadPlan(tg, tg)
 	})
-	// A resolver that has a Complete method but no Completer field: the
-	// gateway no longer looks for the method.
+	// A resolver that has a Complete method but no Complete field: the
+	// gateway does not look for the method.
 	withMethod := struct {
 		ResolverFunc
 		listCompleter
@@ -225,7 +225,7 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 	read := ItemReader(func(context.Context, ReadItem) (ResourcePayload, error) {
 		return TextPayload("text/plain", "x"), nil
 	})
-	base := ResourceBinding{Definition: ResourceDefinition{URITemplate: "test://x/{id}", Name: "x"}, Resolver: plan, Reader: read, Completer: comp}
+	base := ResourceBinding{Definition: ResourceDefinition{URITemplate: "test://x/{id}", Name: "x"}, Resolver: plan, Reader: read, Complete: comp.Complete}
 	wrapped := base // what a host's timing wrapper does: copy the binding, replace the callbacks
 	wrapped.Resolver = ResolverFunc(func(ctx context.Context, m ResourceMatch) (ResourceReadPlan, error) {
 		return base.Resolver.Resolve(ctx, m)
@@ -259,20 +259,4 @@ func TestCompletionIsTheBindingsFieldAndSurvivesAWrapper(t *testing.T) {
 			t.Fatalf("%s: read: %v", c.name, err)
 		}
 	}
-	for name, nilComp := range map[string]Completer{"nil func": completerFunc(nil), "nil pointer": (*listCompleter)(nil)} {
-		b := base
-		b.Completer = nilComp
-		_, err := NewResources([]ResourceBinding{b}, pol)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Path.Field != "Completer" || ce.Definition != 0 {
-			t.Fatalf("%s: err = %v, want a ConfigError about Completer of definition 0", name, err)
-		}
-	}
-}
-
-// completerFunc is a host's func type that adapts a function to Completer.
-type completerFunc func(ctx context.Context, req CompletionRequest) (Completion, error)
-
-func (f completerFunc) Complete(ctx context.Context, req CompletionRequest) (Completion, error) {
-	return f(ctx, req)
 }

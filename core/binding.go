@@ -59,13 +59,15 @@ type ResourceBinding struct {
 	Definition ResourceDefinition
 	Resolver   Resolver
 	Reader     Reader
-	// Completer, when set, offers completion for the variables of a
-	// template definition (see [Resources.Complete]); nil offers none. It
-	// is a field, not an interface the gateway looks for on Resolver or
-	// Reader, so a host that wraps those keeps it by copying the binding.
-	// A nil func or nil pointer in it is a [ConfigError], as for the
-	// callbacks.
-	Completer Completer
+	// Complete, when set, offers values for a variable of a template
+	// definition (see [Resources.Complete]); nil offers none. It must
+	// scope its answer to the caller in ctx exactly as the resolver
+	// would: a value is offered only when the URI it completes would be
+	// discoverable by the caller. It must honor ctx, allow concurrent
+	// calls and read no bodies. It is a field, not a method the gateway
+	// looks for on Resolver or Reader, so a host that wraps those keeps it
+	// by copying the binding.
+	Complete func(ctx context.Context, req CompletionRequest) (Completion, error)
 }
 
 // Visibility is a policy's decision about one target.

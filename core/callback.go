@@ -228,7 +228,7 @@ func scopeFailure(ctx context.Context, err error) error {
 	return NewFailure(FailurePolicy, err)
 }
 
-// isNilCallback reports whether v, a Resolver, Reader or Completer a host passed, is
+// isNilCallback reports whether v, a Resolver or Reader a host passed, is
 // unusable: a nil interface, or an interface holding a nil func or a nil
 // pointer. Calling a nil func always panics; a nil pointer is rejected too,
 // even though a method could in principle tolerate a nil receiver, because

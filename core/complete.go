@@ -11,7 +11,8 @@ import (
 	"go.phpboyscout.uk/mcp/resources/internal/wire"
 )
 
-// CompletionRequest asks a [Completer] for values of one template variable.
+// CompletionRequest asks a binding's [ResourceBinding].Complete for values
+// of one template variable.
 type CompletionRequest struct {
 	// Definition is the template definition being completed.
 	Definition ResourceDefinition
@@ -43,30 +44,20 @@ type Completion struct {
 	HasMore bool
 }
 
-// Completer is the optional completion of a binding, set in
-// [ResourceBinding.Completer]: it offers values for its template's
-// variables. Complete must scope its answer to the principal in
-// ctx, exactly as the resolver would: a value is offered only when the URI
-// it completes would be discoverable by the caller. It must honor ctx,
-// allow concurrent calls and read no bodies.
-type Completer interface {
-	Complete(ctx context.Context, req CompletionRequest) (Completion, error)
-}
-
 // Complete returns values for variable of the registered template tmpl
 // (its URITemplate, byte for byte) that match prefix, for the caller
 // that ctx identifies. args holds values already chosen for other
 // variables.
 //
 // An unknown template or variable, a definition the caller may not
-// discover, a binding without a [Completer], and a prefix that is not
+// discover, a binding without [ResourceBinding].Complete, and a prefix that is not
 // valid UTF-8, holds NUL (no capture can) or is longer than MaxURIBytes all
 // give an empty completion
 // and no error, so completion reveals nothing that listing would not. The
 // gateway caps the answer at 100 values (what MCP allows in one result), drops values that could
 // never be captured (invalid UTF-8, '/', '\', NUL, "." or "..") and, when
 // args complete the URI, values whose URI would select another definition. Errors are *[Failure] values:
-// FailurePolicy for a failing discovery check or completer
+// FailurePolicy for a failing discovery check or completion
 // (FailureOutage when its error is a [FailureOutage] one), FailureCanceled
 // and FailureTimeout for the end of the request.
 func (r *Resources) Complete(ctx context.Context, tmpl, variable, prefix string, args map[string]string) (Completion, error) {
@@ -110,7 +101,7 @@ func (r *Resources) complete(ctx context.Context, tmpl, variable, prefix string,
 	}
 	var c Completion
 	err := guard(ctx, func() (err error) {
-		c, err = comp.Complete(ctx, CompletionRequest{Definition: def.description(), Variable: variable,
+		c, err = comp(ctx, CompletionRequest{Definition: def.description(), Variable: variable,
 			Prefix: prefix, Arguments: known, Limit: wire.MaxCompletionValues})
 		return err
 	})

@@ -122,7 +122,7 @@ func TestOutageWhileListingOrCompletingIsAStorageOutage(t *testing.T) {
 			}}
 			r, err := NewResources([]ResourceBinding{
 				{Definition: ResourceDefinition{URI: "test://one", Name: "one"}, Resolver: comp, Reader: ItemReader(nil2)},
-				{Definition: ResourceDefinition{URITemplate: "test://t/{id}", Name: "t"}, Resolver: comp, Reader: ItemReader(nil2), Completer: comp},
+				{Definition: ResourceDefinition{URITemplate: "test://t/{id}", Name: "t"}, Resolver: comp, Reader: ItemReader(nil2), Complete: comp.Complete},
 			}, policy)
 			if err != nil {
 				t.Fatal(err)

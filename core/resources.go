@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"time"
@@ -29,7 +30,7 @@ type definition struct {
 	extras   []byte             // encodeExtras(desc)
 	resolver Resolver
 	reader   Reader
-	complete Completer // nil: no completion
+	complete func(context.Context, CompletionRequest) (Completion, error) // nil: no completion
 	// policy is the key of the policy that answers its passes
 	// ([ResourcePolicy].Key); nil: storage decisions are dropped.
 	policy any
@@ -132,8 +133,6 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 		return nil, fail("Resolver", nilCallbackReason(b.Resolver))
 	case isNilCallback(b.Reader):
 		return nil, fail("Reader", nilCallbackReason(b.Reader))
-	case b.Completer != nil && isNilCallback(b.Completer):
-		return nil, fail("Completer", nilCallbackReason(b.Completer)+"; leave the field nil for no completion")
 	case (d.URI == "") == (d.URITemplate == ""):
 		return nil, fail("URI", "exactly one of URI and URITemplate must be set")
 	case d.Name == "":
@@ -176,7 +175,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	if n := definitionSize(d); n > maxDefinitionBytes {
 		return nil, fail("Definition", "encoded definition exceeds 64 KiB")
 	}
-	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader, complete: b.Completer}, nil
+	return &definition{index: i, desc: d, extras: encodeExtras(d), resolver: b.Resolver, reader: b.Reader, complete: b.Complete}, nil
 }
 
 // definitionSize is the encoded JSON size of a definition as listed.

@@ -64,7 +64,7 @@ func (a *afterPlanning) wrap(b core.ResourceBinding) core.ResourceBinding {
 		}
 		return p, err
 	})
-	return b // b.Completer, if any, is kept
+	return b // b.Complete, if any, is kept
 }
 
 // refusalWorld is one store with four identities for one principal:

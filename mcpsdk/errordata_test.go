@@ -52,19 +52,19 @@ func TestOutageAnswersRetryableDataOnReadSubscribeAndComplete(t *testing.T) {
 	st.Grant("a", "alice", memory.Access{Read: true})
 	b := st.KeyBinding(core.ResourceDefinition{URITemplate: liveTemplate, Name: "doc"}, "id", "")
 	var down atomic.Bool
-	inner, completer := b.Resolver, b.Completer
+	inner, complete := b.Resolver, b.Complete
 	b.Resolver = core.ResolverFunc(func(ctx context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
 		if down.Load() {
 			return core.ResourceReadPlan{}, core.NewFailure(core.FailureOutage, canaryErr("connection refused"))
 		}
 		return inner.Resolve(ctx, m)
 	})
-	b.Completer = completerFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+	b.Complete = func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 		if down.Load() {
 			return core.Completion{}, core.NewFailure(core.FailureOutage, canaryErr("connection refused"))
 		}
-		return completer.Complete(ctx, req)
-	})
+		return complete(ctx, req)
+	}
 	res, err := core.NewResources([]core.ResourceBinding{b}, st.Policy())
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +140,4 @@ func TestItemStorageRefusedAnswersExactlyLikeAMissingResource(t *testing.T) {
 	if got := read("changed"); got != wantChanged {
 		t.Fatalf("item changed since the plan: %s, want %s", got, wantChanged)
 	}
-}
-
-// completerFunc adapts a function to core.Completer.
-type completerFunc func(ctx context.Context, req core.CompletionRequest) (core.Completion, error)
-
-func (f completerFunc) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
-	return f(ctx, req)
 }

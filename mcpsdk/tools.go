@@ -92,7 +92,7 @@ const (
 //     [core.Resources.Complete], values as JSON text
 //     {"values":[...],"total":N,"hasMore":B}. Listed only when
 //     [Options].Completions is set (the host's bindings offer completion);
-//     a template without a completer gives no values, as
+//     a template without a completion gives no values, as
 //     completion/complete does.
 //
 // A failure is a tool result with isError true whose only content is a

@@ -27,7 +27,7 @@ import (
 func toolBindings(t testing.TB) []core.ResourceBinding {
 	completing := func(def core.ResourceDefinition, values []string) core.ResourceBinding {
 		b := bundle(t, def, []string{"{uri}"}, text("doc"))
-		b.Completer = completerFunc(func(_ context.Context, req core.CompletionRequest) (core.Completion, error) {
+		b.Complete = func(_ context.Context, req core.CompletionRequest) (core.Completion, error) {
 			var out []string
 			for _, v := range values {
 				if strings.HasPrefix(v, req.Prefix) {
@@ -35,7 +35,7 @@ func toolBindings(t testing.TB) []core.ResourceBinding {
 				}
 			}
 			return core.Completion{Values: out, Total: len(out)}, nil
-		})
+		}
 		return b
 	}
 	outage := bundle(t, core.ResourceDefinition{URI: "outage://x", Name: "outage"}, []string{"{uri}"}, text("o"))

@@ -112,7 +112,7 @@ func (m *metrics) funcMetric(counter bool, name, help string, labels prometheus.
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts), f))
 }
 
-// instrument wraps every binding's resolver, reader and completer (when it
+// instrument wraps every binding's resolver, reader and completion (when it
 // has one) so that each store round trip is counted and timed under the
 // store storeOf(i) names for binding i (the object items a binding plans
 // are read, and timed, by their object source's reader: objectSources).
@@ -120,7 +120,7 @@ func (m *metrics) funcMetric(counter bool, name, help string, labels prometheus.
 func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) string) []core.ResourceBinding {
 	out := make([]core.ResourceBinding, len(bs))
 	for i, b := range bs {
-		resolver, reader, completer := b.Resolver, b.Reader, b.Completer
+		resolver, reader, complete := b.Resolver, b.Reader, b.Complete
 		store := storeOf(i)
 		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
 			start := time.Now()
@@ -128,13 +128,13 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) stri
 			m.storeCall(store, "resolve", start, err)
 			return p, err
 		})
-		if completer != nil {
-			b.Completer = completerFunc(func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
+		if complete != nil {
+			b.Complete = func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 				start := time.Now()
-				c, err := completer.Complete(ctx, req)
+				c, err := complete(ctx, req)
 				m.storeCall(store, "complete", start, err)
 				return c, err
-			})
+			}
 		}
 		b.Reader = m.reader(store, reader)
 		out[i] = b
@@ -251,12 +251,4 @@ func (c *hubCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(s)))
 	}
-}
-
-// completerFunc adapts a function to [core.Completer].
-type completerFunc func(ctx context.Context, req core.CompletionRequest) (core.Completion, error)
-
-// Complete calls f.
-func (f completerFunc) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
-	return f(ctx, req)
 }

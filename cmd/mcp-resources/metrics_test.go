@@ -80,8 +80,8 @@ func TestInstrumentKeepsAndTimesTheBindingsCompletion(t *testing.T) {
 	})
 	m := newMetrics()
 	bs := m.instrument([]core.ResourceBinding{completing, plain}, func(int) string { return "memory" })
-	if bs[0].Completer == nil || bs[1].Completer != nil {
-		t.Fatalf("completers after instrument: %v, %v; want the first kept and the second still nil", bs[0].Completer, bs[1].Completer)
+	if bs[0].Complete == nil || bs[1].Complete != nil {
+		t.Fatalf("completions after instrument: %v, %v; want the first kept and the second still nil", bs[0].Complete != nil, bs[1].Complete != nil)
 	}
 	res, err := core.NewResources(bs, st.Policy())
 	if err != nil {

@@ -92,11 +92,11 @@ var _ core.ChangeSource = (*Store)(nil)
 // KeyBinding returns a binding of the template def whose variable names the
 // rest of a key after keyPrefix (mem://notes/{id} with keyPrefix "note/"
 // reads the item "note/ID"), like Binding with a one-item plan at the
-// request URI. Its Completer offers completion for
-// that variable: the keys under keyPrefix that start with the typed prefix
-// and on which the caller holds a grant, in key order, at most
-// 100 of them (what MCP allows in one completion result), with their total. Keys whose rest holds
-// a '/' are never offered: no capture can name them.
+// request URI. Its Complete offers completion for that variable: the keys
+// under keyPrefix that start with the typed prefix and on which the caller
+// holds a grant, in key order, at most 100 of them (what MCP allows in one
+// completion result), with their total. Keys whose rest holds a '/' are
+// never offered: no capture can name them.
 func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix string) core.ResourceBinding {
 	refs := func(m core.ResourceMatch) ([]Ref, error) {
 		v, ok := m.Var(variable)
@@ -106,7 +106,7 @@ func (s *Store) KeyBinding(def core.ResourceDefinition, variable, keyPrefix stri
 		return []Ref{{URI: m.URI(), Key: keyPrefix + v}}, nil
 	}
 	b := s.Binding(def, refs)
-	b.Completer = keyCompleter{s: s, variable: variable, keyPrefix: keyPrefix}
+	b.Complete = keyCompleter{s: s, variable: variable, keyPrefix: keyPrefix}.Complete
 	return b
 }
 

@@ -115,7 +115,7 @@ func sourceCalls(t *testing.T, b core.ResourceBinding, policy core.ResourcePolic
 			return err
 		},
 		"complete": func(ctx context.Context) error {
-			_, err := b.Completer.Complete(ctx, core.CompletionRequest{Variable: "asset", Prefix: "a", Limit: 5})
+			_, err := b.Complete(ctx, core.CompletionRequest{Variable: "asset", Prefix: "a", Limit: 5})
 			return err
 		},
 	}

@@ -227,7 +227,7 @@ func parseSQLRef(t core.ResourceTarget) (sqlRef, bool) {
 	return sqlRef{}, false
 }
 
-// sqlBinding is a checked SQLBinding: its resolver, reader and completer.
+// sqlBinding is a checked SQLBinding: its resolver, reader and completion.
 type sqlBinding struct {
 	src       *Source
 	name      string
@@ -401,12 +401,12 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	return sb.binding(b.Definition), nil
 }
 
-// binding is the core binding of sb, with its completer when it has
+// binding is the core binding of sb, with its completion when it has
 // completion statements.
 func (sb *sqlBinding) binding(def core.ResourceDefinition) core.ResourceBinding {
 	out := core.ResourceBinding{Definition: def, Resolver: sb, Reader: sb}
 	if len(sb.complete) > 0 {
-		out.Completer = sb
+		out.Complete = sb.Complete
 	}
 	return out
 }
@@ -859,8 +859,9 @@ func (sb *sqlBinding) rowRef(t core.ResourceTarget) (sqlRef, bool) {
 	return ref, true
 }
 
-// Complete is the binding's [core.Completer] (set when it has completion
-// statements); a variable without one completes to nothing.
+// Complete is the binding's completion ([core.ResourceBinding].Complete,
+// set when it has completion statements); a variable without one
+// completes to nothing.
 func (sb *sqlBinding) Complete(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 	st, ok := sb.complete[req.Variable]
 	if !ok {
