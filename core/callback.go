@@ -242,7 +242,7 @@ func isNilCallback(v any) bool {
 		return true
 	case ResolverFunc:
 		return f == nil
-	case itemReader:
+	case ItemReader:
 		return f == nil
 	}
 	rv := reflect.ValueOf(v)

@@ -750,11 +750,12 @@ func TestAuthorizeHandsOutTargetsWithoutTheirContent(t *testing.T) {
 	}
 }
 
-// TestWrapReaderKeepsTheReadersKind proves that a wrapper made with
-// WrapReader sees an ItemReader's items one request each (so each keeps its
-// own ItemTimeout) and a native batch reader's items in one request whose
-// Decisions reach the gateway.
-func TestWrapReaderKeepsTheReadersKind(t *testing.T) {
+// TestAWrapperKeepsTheReadersKind proves that a host's wrapper that wraps
+// an ItemReader's function into another ItemReader sees its items one call
+// each (so each keeps its own ItemTimeout), and one that wraps a native
+// batch reader sees its items in one request whose Decisions reach the
+// gateway.
+func TestAWrapperKeepsTheReadersKind(t *testing.T) {
 	for name, honest := range map[string]bool{"an item reader": true, "a batch reader": false} {
 		t.Run(name, func(t *testing.T) {
 			g := newDecisionRig(t, "test://a", "test://b", "test://c")
@@ -764,15 +765,19 @@ func TestWrapReaderKeepsTheReadersKind(t *testing.T) {
 			}
 			var seen [][]string
 			g.wrap = func(inner Reader) Reader {
-				return WrapReader(inner, func(next Reader) Reader {
-					return readerFunc(func(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
-						var us []string
-						for _, it := range req.Items {
-							us = append(us, it.Target.URI())
-						}
-						seen = append(seen, us)
-						return next.Read(ctx, req)
+				if f, ok := inner.(ItemReader); ok {
+					return ItemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
+						seen = append(seen, []string{item.Target.URI()})
+						return f(ctx, item)
 					})
+				}
+				return readerFunc(func(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
+					var us []string
+					for _, it := range req.Items {
+						us = append(us, it.Target.URI())
+					}
+					seen = append(seen, us)
+					return inner.Read(ctx, req)
 				})
 			}
 			res, err := g.read()

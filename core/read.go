@@ -411,7 +411,7 @@ func (r *Resources) readItems(ctx context.Context, o Observer, def *definition, 
 		// An ItemReader's run is its one item.
 		run := []int{i}
 		j := i + 1
-		_, perItem := rd.(itemReader)
+		_, perItem := rd.(ItemReader)
 		for ; !perItem && j < len(st) && len(run) < b.itemsLeft; j++ {
 			switch t := &st[j]; {
 			case !t.first.vis.Visible:

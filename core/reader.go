@@ -1,9 +1,6 @@
 package core
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // ReadItem is one planned item a [Reader] is asked for.
 type ReadItem struct {
@@ -69,20 +66,17 @@ type Reader interface {
 	Read(ctx context.Context, req ReadRequest) ([]ReadResult, error)
 }
 
-// ItemReader returns the [Reader] that reads one item at a time with f.
-// The gateway calls f once per item, in plan order, each under its own
-// ItemTimeout and with the Limit that admission leaves after the items
-// before it.
-func ItemReader(f func(ctx context.Context, item ReadItem) (ResourcePayload, error)) Reader {
-	return itemReader(f)
-}
-
-// itemReader is the Reader ItemReader returns; the gateway recognizes it
-// and asks it item by item.
-type itemReader func(ctx context.Context, item ReadItem) (ResourcePayload, error)
+// ItemReader is the [Reader] that reads one item at a time with a
+// function. The gateway recognizes it and calls the function once per
+// item, in plan order, each under its own ItemTimeout and with the Limit
+// that admission leaves after the items before it. A host that wraps an
+// ItemReader (to time, count or guard its storage requests) keeps that
+// by wrapping the function into another ItemReader; any other Reader is
+// asked for batches.
+type ItemReader func(ctx context.Context, item ReadItem) (ResourcePayload, error)
 
 // Read reads the items of req one after the other within req.Budget.
-func (f itemReader) Read(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
+func (f ItemReader) Read(ctx context.Context, req ReadRequest) ([]ReadResult, error) {
 	out := make([]ReadResult, len(req.Items))
 	left := req.Budget
 	for i, it := range req.Items {
@@ -94,29 +88,4 @@ func (f itemReader) Read(ctx context.Context, req ReadRequest) ([]ReadResult, er
 		}
 	}
 	return out, nil
-}
-
-// WrapReader returns wrap(r) with r's kind kept, for a host that wraps
-// readers (to time, count or guard their storage requests). When r is an
-// [ItemReader], the result is an ItemReader too, which asks wrap(r) for one
-// item per request, so that the gateway still calls it item by item, each
-// under its own ItemTimeout and with the Limit admission leaves; otherwise
-// the result is wrap(r) itself, which sees each native batch as the one
-// request the gateway made, and must pass on its results (their Decisions
-// included) unchanged. wrap is called once.
-func WrapReader(r Reader, wrap func(next Reader) Reader) Reader {
-	w := wrap(r)
-	if _, ok := r.(itemReader); !ok {
-		return w
-	}
-	return itemReader(func(ctx context.Context, item ReadItem) (ResourcePayload, error) {
-		out, err := w.Read(ctx, ReadRequest{Items: []ReadItem{item}, Budget: item.Limit})
-		switch {
-		case err != nil:
-			return ResourcePayload{}, err
-		case len(out) != 1:
-			return ResourcePayload{}, fmt.Errorf("core: reader returned %d results for one item", len(out))
-		}
-		return out[0].Payload, out[0].Err
-	})
 }

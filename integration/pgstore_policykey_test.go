@@ -66,17 +66,16 @@ func TestPGStoreDecisionOfAnotherPolicyIsRefused(t *testing.T) {
 			b := bodies
 			var offered int // decisions the store offered, naming the grants policy
 			if c.wrong {
-				b.Reader = core.WrapReader(bodies.Reader, func(next core.Reader) core.Reader {
-					return readerFunc(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
-						req.Policy = grantsKey
-						out, err := next.Read(ctx, req)
-						for _, o := range out {
-							if o.Decision != nil && o.Decision.Policy == grantsKey && o.Decision.Read {
-								offered++
-							}
+				next := bodies.Reader // a native batch reader: the wrapper sees each batch whole
+				b.Reader = readerFunc(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+					req.Policy = grantsKey
+					out, err := next.Read(ctx, req)
+					for _, o := range out {
+						if o.Decision != nil && o.Decision.Policy == grantsKey && o.Decision.Read {
+							offered++
 						}
-						return out, err
-					})
+					}
+					return out, err
 				})
 			}
 			r := pgGateway(t, []core.ResourceBinding{b}, host)

@@ -362,7 +362,7 @@ func (x *explainer) bindings() []core.ResourceBinding {
 			x.planned(i, m, plan, err)
 			return plan, err
 		})
-		bs[i].Reader = core.WrapReader(rd, func(next core.Reader) core.Reader {
+		bs[i].Reader = wrapReader(rd, func(next core.Reader) core.Reader {
 			return explainReader{x: x, next: next, describe: func(it core.ReadItem) string { return x.bindingRequest(i, it) }}
 		})
 	}
@@ -511,7 +511,7 @@ func plural(n int, noun string) string {
 
 // objectReader wraps the reader of the object source name.
 func (x *explainer) objectReader(name string, rd core.Reader) core.Reader {
-	return core.WrapReader(rd, func(next core.Reader) core.Reader {
+	return wrapReader(rd, func(next core.Reader) core.Reader {
 		return explainReader{x: x, next: next, describe: func(it core.ReadItem) string {
 			o, _ := it.Target.Object()
 			return s3Get(x.buckets[name], o.Key, o.ETag, o.VersionID, o.Size, it.Limit)

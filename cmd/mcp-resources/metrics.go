@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -146,11 +147,11 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) stri
 // timed under store: an item-by-item reader's every item, a
 // native batch reader's every batch, which is one round trip however many
 // items it holds. A batch's outcome is its request error's, else its first
-// failing item's, else ok. core.WrapReader keeps the reader's kind, so the
+// failing item's, else ok. wrapReader keeps the reader's kind, so the
 // gateway still asks an item reader item by item and a batch reader gets
 // its batch whole, its results (and their decisions) passed on unchanged.
 func (m *metrics) reader(store string, reader core.Reader) core.Reader {
-	return core.WrapReader(reader, func(next core.Reader) core.Reader {
+	return wrapReader(reader, func(next core.Reader) core.Reader {
 		return timedReader(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
 			start := time.Now()
 			out, err := next.Read(ctx, req)
@@ -161,6 +162,31 @@ func (m *metrics) reader(store string, reader core.Reader) core.Reader {
 			m.storeCall(store, "read", start, outcome)
 			return out, err
 		})
+	})
+}
+
+// wrapReader returns wrap(r) with r's kind kept, for the wrappers that time,
+// count or explain storage requests. When r is a [core.ItemReader], the
+// result is an ItemReader too, which asks wrap(r) for one item per
+// request, so that the gateway still calls it item by item, each under its
+// own ItemTimeout and with the Limit admission leaves; otherwise the result
+// is wrap(r) itself, which sees each native batch as the one request the
+// gateway made, and must pass on its results (their Decisions included)
+// unchanged. wrap is called once.
+func wrapReader(r core.Reader, wrap func(next core.Reader) core.Reader) core.Reader {
+	w := wrap(r)
+	if _, ok := r.(core.ItemReader); !ok {
+		return w
+	}
+	return core.ItemReader(func(ctx context.Context, item core.ReadItem) (core.ResourcePayload, error) {
+		out, err := w.Read(ctx, core.ReadRequest{Items: []core.ReadItem{item}, Budget: item.Limit})
+		switch {
+		case err != nil:
+			return core.ResourcePayload{}, err
+		case len(out) != 1:
+			return core.ResourcePayload{}, fmt.Errorf("core: reader returned %d results for one item", len(out))
+		}
+		return out[0].Payload, out[0].Err
 	})
 }
 
