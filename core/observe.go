@@ -115,14 +115,16 @@ func observerFrom(ctx context.Context) Observer {
 // phaseEnd ends a phase that startPhase began: its end function (nil
 // when no observer watches) and its start fields.
 type phaseEnd struct {
-	p   Phase
-	end func(Phase)
+	end         func(Phase)
+	name        string
+	stage       PassStage
+	item, items int
 }
 
 // done ends the phase with the end fields of e.
 func (pe phaseEnd) done(e Phase) {
 	if pe.end != nil {
-		e.Name, e.Stage, e.Item, e.Items = pe.p.Name, pe.p.Stage, pe.p.Item, pe.p.Items
+		e.Name, e.Stage, e.Item, e.Items = pe.name, pe.stage, pe.item, pe.items
 		pe.end(e)
 	}
 }
@@ -133,7 +135,7 @@ func startPhase(ctx context.Context, o Observer, p Phase) (context.Context, phas
 		return ctx, phaseEnd{}
 	}
 	ctx, end := o.Start(ctx, p)
-	return ctx, phaseEnd{p, end}
+	return ctx, phaseEnd{end, p.Name, p.Stage, p.Item, p.Items}
 }
 
 // observed runs f as phase p under o: with o nil, f runs on ctx unobserved.
