@@ -437,7 +437,7 @@ func (b *Bucket) typeOf(key, declared, stored string) string {
 // exists and that client may use it (one HeadBucket request; when it is
 // refused, one ListObjectsV2 of at most one key, whose error says why: a
 // HEAD answer has no body). It returns a *core.ConfigError whose Path.Field
-// and Path.Field name what is wrong: "SecretAccessKey" when S3 refuses the signature,
+// names what is wrong: "SecretAccessKey" when S3 refuses the signature,
 // "AccessKeyID" when it does not know the key, "Bucket" when the bucket
 // does not exist or the credentials may not use it; and the error itself
 // when S3 cannot be reached.
