@@ -298,6 +298,44 @@ func TestLayoutNamesEveryDirectory(t *testing.T) {
 	}
 }
 
+// Every package of the module is named in docs/layout.md as `DIR/`, and
+// every directory a row names as `DIR/` exists: a package added, moved or
+// removed changes the page.
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	root := repoRoot(t)
+	layout, err := os.ReadFile(filepath.Join(root, "docs", "layout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+	list.Dir = root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel = filepath.ToSlash(rel)
+		if !bytes.Contains(layout, []byte("`"+rel+"/`")) && !strings.HasPrefix(rel, "integration/") && !strings.Contains(rel, "/internal/") && !strings.HasPrefix(rel, "examples/") && !strings.HasPrefix(rel, "internal/benchpage/") {
+			t.Errorf("docs/layout.md names no `%s/`", rel)
+		}
+	}
+	for _, line := range strings.Split(string(layout), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([a-z][a-z0-9_/-]*)/`").FindAllStringSubmatch(cells[1], -1) {
+			if fi, err := os.Stat(filepath.Join(root, m[1])); err != nil || !fi.IsDir() {
+				t.Errorf("docs/layout.md has a row for `%s/`, which is no directory", m[1])
+			}
+		}
+	}
+}
+
 // The README's test command is what .ci/run runs: `go test -race` over
 // every package, the integration suite included.
 func TestReadmeTestCommandIsWhatCIRuns(t *testing.T) {
