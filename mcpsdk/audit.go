@@ -48,8 +48,14 @@ type AuditEvent struct {
 	// and Tool the tool).
 	Method string `json:"method"`
 	Tool   string `json:"tool,omitempty"`
-	// URI is the requested URI of a read, subscription or completion.
+	// URI is the requested URI of a read, subscription or completion (a
+	// completion's template).
 	URI string `json:"uri,omitempty"`
+	// URIs are the URIs a subscriptions/listen subscribes to, in the
+	// request's order, at most 100 of them and 16 KiB in all;
+	// URIsOmitted counts those left out past either bound.
+	URIs        []string `json:"uris,omitempty"`
+	URIsOmitted int      `json:"uris_omitted,omitempty"`
 	// Principal is the principal the host authenticated, "" for none;
 	// Issuer and Subject are the OAuth token's iss and sub when the
 	// verifier recorded them ([TokenIssuerKey], [TokenSubjectKey]).
@@ -143,6 +149,35 @@ func auditText(s string) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// maxAuditURIs and maxAuditURIBytes bound the URIs of a listen that its
+// event records: in number, and in bytes over all of them.
+const (
+	maxAuditURIs     = 100
+	maxAuditURIBytes = 16 << 10
+)
+
+// listenURIs returns the URIs a subscriptions/listen request subscribes
+// to as its event records them, each as storable text, in order up to the
+// bounds, and how many it leaves out.
+func listenURIs(req mcp.Request) ([]string, int) {
+	p, _ := req.GetParams().(*mcp.SubscriptionsListenParams)
+	if p == nil || p.Notifications == nil {
+		return nil, 0
+	}
+	all := p.Notifications.ResourceSubscriptions
+	var out []string
+	size := 0
+	for i, u := range all {
+		u = auditText(u)
+		if len(out) == maxAuditURIs || size+len(u) > maxAuditURIBytes {
+			return out, len(all) - i
+		}
+		out = append(out, u)
+		size += len(u)
+	}
+	return out, 0
 }
 
 // ErrAuditRefused is the private cause of the outage a request is refused
@@ -306,6 +341,9 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 			e.Transport = "http"
 		}
 		e.URI = requestURI(req)
+		if o.Method == MethodSubscriptionsListen {
+			e.URIs, e.URIsOmitted = listenURIs(req)
+		}
 	}
 	if e.URI == "" {
 		e.URI = o.uri

@@ -1,0 +1,96 @@
+package mcpsdk
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/stores/memory"
+)
+
+// eventOf is the part of an event these tests compare.
+type eventOf struct {
+	method, tool, uri, result, errorKind string
+	uris                                 []string
+}
+
+func (e eventOf) String() string {
+	return fmt.Sprintf("{%s tool=%q uri=%q uris=%q %s %s}", e.method, e.tool, e.uri, e.uris, e.result, e.errorKind)
+}
+
+func eventsOf(ev []*AuditEvent) []eventOf {
+	out := make([]eventOf, len(ev))
+	for i, e := range ev {
+		out[i] = eventOf{e.Method, e.Tool, e.URI, e.Result, e.ErrorKind, e.URIs}
+	}
+	return out
+}
+
+func sameEvents(t *testing.T, got []*AuditEvent, want []eventOf) {
+	t.Helper()
+	g := eventsOf(got)
+	if !slices.EqualFunc(g, want, func(a, b eventOf) bool {
+		return a.method == b.method && a.tool == b.tool && a.uri == b.uri && a.result == b.result &&
+			a.errorKind == b.errorKind && slices.Equal(a.uris, b.uris)
+	}) {
+		t.Fatalf("events\n%v\nwant\n%v", g, want)
+	}
+}
+
+// A subscriptions/listen is audited as it opens, with the URIs it
+// subscribes to.
+func TestAuditListenRecordsItsURIs(t *testing.T) {
+	st, res := liveStore(t)
+	if _, err := st.Put("b", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	st.Grant("b", "alice", memory.Access{Read: true})
+	aud := &recordingAuditor{}
+	s, a := listenAdapter(t, st, res, Options{Auditor: aud})
+	conn := rawSession(t, s)
+	conn.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[%q,%q]}}}`,
+		liveDoc("a"), liveDoc("b")))
+	waitListens(t, a, 1)
+	ev := aud.all()
+	sameEvents(t, ev, []eventOf{{method: MethodSubscriptionsListen, uris: []string{liveDoc("a"), liveDoc("b")}, result: "complete"}})
+	if e := ev[0]; e.Principal != "alice" || e.URIsOmitted != 0 {
+		t.Fatalf("listen event %+v", e)
+	}
+}
+
+// The URIs of a listen reach its event bounded in number and in bytes,
+// each as storable text, and the event counts those it leaves out.
+func TestAuditListenURIsAreBounded(t *testing.T) {
+	params := func(uris ...string) mcp.Request {
+		return &mcp.SubscriptionsListenRequest{Params: &mcp.SubscriptionsListenParams{
+			Notifications: &mcp.NotificationSubscriptions{ResourceSubscriptions: uris}}}
+	}
+	many := make([]string, maxAuditURIs+7)
+	for i := range many {
+		many[i] = fmt.Sprintf("doc://%d", i)
+	}
+	long := strings.Repeat("x", maxAuditText)
+	for _, tc := range []struct {
+		name    string
+		req     mcp.Request
+		want    []string
+		omitted int
+	}{
+		{"none", params(), nil, 0},
+		{"no notifications", &mcp.SubscriptionsListenRequest{Params: &mcp.SubscriptionsListenParams{}}, nil, 0},
+		{"text made storable", params("doc://a\x00b", "doc://\xff"), []string{"doc://a\uFFFDb", "doc://\uFFFD"}, 0},
+		{"too many", params(many...), many[:maxAuditURIs], 7},
+		{"too long", params(slices.Repeat([]string{long + long}, maxAuditURIBytes/maxAuditText+3)...),
+			slices.Repeat([]string{long}, maxAuditURIBytes/maxAuditText), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, omitted := listenURIs(tc.req)
+			if !slices.Equal(got, tc.want) || omitted != tc.omitted {
+				t.Fatalf("%d URIs (%.60q...), %d omitted; want %d, %d omitted", len(got), got, omitted, len(tc.want), tc.omitted)
+			}
+		})
+	}
+}
