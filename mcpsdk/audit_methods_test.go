@@ -1,6 +1,7 @@
 package mcpsdk
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
 )
 
@@ -38,6 +40,55 @@ func sameEvents(t *testing.T, got []*AuditEvent, want []eventOf) {
 	}) {
 		t.Fatalf("events\n%v\nwant\n%v", g, want)
 	}
+}
+
+// templates/list and completion of a resource reference are audited with
+// their method, the template a completion named, and how they ended.
+func TestAuditTemplatesListAndCompletion(t *testing.T) {
+	r, _ := newResources(t, core.ResourceLimits{}, toolBindings(t)...)
+	aud := &recordingAuditor{}
+	c := connect(t, newServer(r, &Options{Auditor: aud, Completions: true}), inMemory, "", "")
+	ctx := context.Background()
+	if _, err := c.cs.ListResourceTemplates(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "docs://d/{id}"},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A prompt's completion is not the adapter's: no event.
+	c.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "x"}})
+	sameEvents(t, aud.all(), []eventOf{
+		{method: MethodListResourceTemplates, result: "complete"},
+		{method: MethodComplete, uri: "docs://d/{id}", result: "complete"},
+	})
+}
+
+// The tools bridge's list_resources and complete_resource_uri are audited
+// under the method each runs, with the tool's name, the template a
+// completion named, and a failed call as an error of its kind.
+func TestAuditToolsListAndComplete(t *testing.T) {
+	r, _ := newResources(t, core.ResourceLimits{}, toolBindings(t)...)
+	aud := &recordingAuditor{}
+	opts := toolServerOptions()
+	opts.Auditor = aud
+	c := connect(t, newServer(r, opts), inMemory, "", "")
+	callTool(t, c, ToolListResources, nil)
+	callTool(t, c, ToolListResources, map[string]any{"cursor": toolCursorTemplates})
+	if res, _ := callTool(t, c, ToolCompleteResourceURI, map[string]any{"template": "docs://d/{id}", "argument": "id", "value": "a"}); res.IsError {
+		t.Fatalf("completion failed: %+v", res)
+	}
+	if res, _ := callTool(t, c, ToolCompleteResourceURI, map[string]any{"argument": "id"}); !res.IsError {
+		t.Fatalf("a completion without a template answered %+v", res)
+	}
+	invalid := core.FailureInvalidRequest.String()
+	sameEvents(t, aud.all(), []eventOf{
+		{method: MethodListResources, tool: ToolListResources, result: "complete"},
+		{method: MethodListResourceTemplates, tool: ToolListResources, result: "complete"},
+		{method: MethodComplete, tool: ToolCompleteResourceURI, uri: "docs://d/{id}", result: "complete"},
+		{method: MethodComplete, tool: ToolCompleteResourceURI, result: "error", errorKind: invalid},
+	})
 }
 
 // A subscriptions/listen is audited as it opens, with the URIs it
