@@ -2,14 +2,19 @@ package mcpsdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/live"
 	"go.phpboyscout.uk/mcp/resources/stores/memory"
 )
 
@@ -144,4 +149,72 @@ func TestAuditListenURIsAreBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// switchAuditor accepts events until refuse is set.
+type switchAuditor struct {
+	mu     sync.Mutex
+	refuse bool
+	events []*AuditEvent
+}
+
+func (s *switchAuditor) Audit(_ context.Context, e *AuditEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+	if s.refuse {
+		return errors.New("sink down")
+	}
+	return nil
+}
+
+func (s *switchAuditor) set(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = refuse
+}
+
+// A resources/subscribe the auditor refuses leaves no subscription behind,
+// in the hub or the SDK: no change of the resource is ever notified for
+// it, so nothing is served unaudited. A subscription audited before stays.
+func TestARefusedSubscribeLeavesNoSubscription(t *testing.T) {
+	st, res := liveStore(t)
+	aud := &switchAuditor{refuse: true}
+	a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
+		Live: &live.Options{}, Sources: []core.ChangeSource{st}, Auditor: aud})
+	s := a.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitWatching(t, st)
+	subs := a.Subscriptions()
+	lc := connectLive(t, s, "2025-11-25")
+
+	err := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || string(je.Data) != `{"retryable":true}` {
+		t.Fatalf("refused subscribe: %v, want a retryable outage", err)
+	}
+	if n := subs.Hub().Stats().Subscriptions; n != 0 {
+		t.Fatalf("the hub holds %d subscriptions after a refused subscribe, want 0", n)
+	}
+	notified := settled(t, subs).Notified
+	st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v2")})
+	lc.none(t, subs, notified)
+
+	// Audited, then subscribed again and refused: the audited one stays.
+	aud.set(false)
+	if err := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")}); err != nil {
+		t.Fatal(err)
+	}
+	aud.set(true)
+	if err := lc.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: liveDoc("a")}); err == nil {
+		t.Fatal("a refused subscribe succeeded")
+	}
+	if n := subs.Hub().Stats().Subscriptions; n != 1 {
+		t.Fatalf("the hub holds %d subscriptions, want the audited one", n)
+	}
+	st.Put("a", memory.Item{MIMEType: "text/plain", Text: true, Body: []byte("v3")})
+	lc.await(t, liveDoc("a"), 5*time.Second)
 }
