@@ -27,9 +27,9 @@ import (
 // an error refuses the request: the client gets a retryable storage outage
 // ([core.FailureOutage]) and none of the answer, so nothing is served that
 // the auditor did not accept (a refused resources/subscribe leaves no
-// subscription, and no notification of it is sent). An auditor that should never refuse (a
-// "continue" mode) counts its losses and returns nil. Audit must be
-// bounded in time: ctx carries the request's deadline.
+// subscription, and no notification of it is sent). An auditor that
+// should never refuse (a "continue" mode) counts its losses and returns
+// nil. Audit must be bounded in time: ctx carries the request's deadline.
 //
 // The event never holds a body, a token or a secret, but it does hold
 // principals and URIs: keep the audit trail apart from the logs.
