@@ -16,7 +16,8 @@ import (
 )
 
 // The defaults of [PostgresOptions]: the table and role of the reference
-// schema's version 4 (package migrations).
+// schema's version 4, with the columns version 5 adds (package
+// migrations).
 const (
 	DefaultAuditTable  = "mcpres.audit_events"
 	DefaultAuditorRole = "mcpres_auditor"
@@ -39,9 +40,11 @@ type Postgres struct {
 	role  string
 }
 
-// auditColumns are the columns of the audit table that COPY fills.
+// auditColumns are the columns of the audit table that COPY fills (those
+// of removed, uris and uris_omitted came with version 5).
 var auditColumns = []string{"at", "duration_us", "method", "tool", "uri", "principal", "issuer", "subject",
-	"session_id", "client", "transport", "revision", "trace_id", "result", "error_kind", "items", "missing", "missing_uncounted"}
+	"session_id", "client", "transport", "revision", "trace_id", "result", "error_kind", "items", "missing", "missing_uncounted",
+	"removed", "uris", "uris_omitted"}
 
 // NewPostgres returns a sink writing through pool, which it closes on
 // Close.
@@ -90,9 +93,26 @@ func (p *Postgres) Write(ctx context.Context, batch []*mcpsdk.AuditEvent) error 
 			}
 			missing = string(mb)
 		}
+		removed := e.Removed
+		if removed == nil {
+			removed = []mcpsdk.AuditRemoved{} // NULL is a row written without the column
+		}
+		rb, err := json.Marshal(removed)
+		if err != nil {
+			return fmt.Errorf("audit: encode removed: %w", err)
+		}
+		var uris any
+		if len(e.URIs) > 0 {
+			ub, err := json.Marshal(e.URIs)
+			if err != nil {
+				return fmt.Errorf("audit: encode uris: %w", err)
+			}
+			uris = string(ub)
+		}
 		rows[i] = []any{e.Time, e.Duration.Microseconds(), e.Method, nullable(e.Tool), nullable(e.URI), nullable(e.Principal),
 			nullable(e.Issuer), nullable(e.Subject), nullable(e.Session), nullable(e.Client), nullable(e.Transport),
-			e.Revision, nullable(e.TraceID), e.Result, nullable(e.ErrorKind), string(ib), missing, int32(e.MissingUncounted)}
+			e.Revision, nullable(e.TraceID), e.Result, nullable(e.ErrorKind), string(ib), missing, int32(e.MissingUncounted),
+			string(rb), uris, int32(e.URIsOmitted)}
 	}
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
