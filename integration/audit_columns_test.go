@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +142,46 @@ func TestAuditTableSaysWhatDecidedARefusedRead(t *testing.T) {
 	if result != "error" || errorKind != "unavailable" || len(got) != 1 || got[0].Kind != "requested" || got[0].Count != 1 ||
 		(got[0].Stage != "plan" && got[0].Stage != "decide") || got[0].DecidedBy == "" {
 		t.Fatalf("bob's refused read: %s %s, removed %+v; want one requested target with its stage and decider", result, errorKind, got)
+	}
+}
+
+// The sink's Check says, before any event, that a database at version 4
+// lacks the columns of version 5 (naming them), that one without the
+// audit table lacks it, that a role that does not exist is named, and
+// that it passes once the migrations are applied.
+func TestAuditPostgresCheckNamesWhatTheTableLacks(t *testing.T) {
+	t.Parallel()
+	dbURL := harness.Postgres(t)
+	ctx := t.Context()
+	sink, err := audit.NewPostgres(newPool(t, dbURL, nil), audit.PostgresOptions{Table: migrations.AuditTable, Role: migrations.AuditorRole})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Check(ctx); !errors.Is(err, audit.ErrTable) || !strings.Contains(err.Error(), "no table mcpres.audit_events") {
+		t.Fatalf("Check before any migration: %v, want no table", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, openSQL(t, dbURL), migrations.FS(),
+		goose.WithTableName(migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Check(ctx); !errors.Is(err, audit.ErrTable) || !strings.Contains(err.Error(), "no column removed, uris, uris_omitted") {
+		t.Fatalf("Check at version 4: %v, want the columns of version 5 named", err)
+	}
+	if applied := applyMigrations(t, dbURL); !slices.Equal(applied, []int64{5}) {
+		t.Fatalf("applied %v over version 4, want [5]", applied)
+	}
+	if err := sink.Check(ctx); err != nil {
+		t.Fatalf("Check after the migrations: %v", err)
+	}
+	other, err := audit.NewPostgres(newPool(t, dbURL, nil), audit.PostgresOptions{Table: migrations.AuditTable, Role: "no_such_auditor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Check(ctx); !errors.Is(err, audit.ErrTable) || !strings.Contains(err.Error(), "no role no_such_auditor") {
+		t.Fatalf("Check with a role that does not exist: %v", err)
 	}
 }
