@@ -165,9 +165,11 @@ func writtenPassword(raw string) bool {
 }
 
 func (c *checker) s3(b *S3Source, path string) {
-	if !b.Spans.has("bucket") {
+	switch err := s3store.CheckBucketName(string(b.Bucket)); {
+	case b.Optional && b.Spans.blank("bucket"): // left out (leaveOut)
+	case !b.Spans.has("bucket"):
 		c.required(b.Spans, "bucket", path)
-	} else if err := s3store.CheckBucketName(string(b.Bucket)); err != nil {
+	case err != nil:
 		c.e.at(b.Spans.of("bucket"), path+".bucket", "%s", err.(*core.ConfigError).Reason)
 	}
 	if b.Spans.has("endpoint") {
