@@ -127,7 +127,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a password written in the URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "postgres://app:hunter2@db/docs") }, 5, "password is written in the file"},
 		{"a password written as a parameter", func(t *testing.T) string { return edit(t, "${DB_URL}", "host=db password=hunter2") }, 5, "password is written in the file"},
 		{"not a PostgreSQL URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "${BAD_DB_URL}") }, 5, "not a PostgreSQL URL"},
-		{"a postgres source without role", func(t *testing.T) string { return edit(t, "      role: reader\n", "") }, 4, "role is required"},
+		{"a postgres source without role", func(t *testing.T) string { return edit(t, "      role: reader\n", "") }, 4, "sources.db.postgres.role: is required: the role every statement runs as"},
 		{"a negative max_plan_items", func(t *testing.T) string {
 			return edit(t, "      role: reader\n", "      role: reader\n      max_plan_items: -1\n")
 		}, 7, "sources.db.postgres.max_plan_items: must not be negative"},

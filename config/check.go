@@ -87,15 +87,11 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 		key := "standbys." + strconv.Itoa(i)
 		c.pgURL(sb, p.Spans.of(key), path+"."+key)
 	}
-	switch {
-	case p.LoginRole && p.Spans.has("role"):
+	if p.LoginRole && p.Spans.has("role") {
 		c.e.at(p.Spans.of("role"), path+".role", "give role or login_role: true, not both")
-	case !p.LoginRole && !p.Spans.has("role"):
-		c.e.at(p.Spans.start(), path, "role is required: the role every statement runs as (its login must be a member)")
 	}
-	// The rest are the store's rules, checked by the store (a role whose
-	// presence is reported above is not checked again).
-	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole || !p.Spans.has("role"),
+	// The rest are the store's rules, checked by the store.
+	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole,
 		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Exempt: p.Exempt,
 		StandbyMaxLag: time.Duration(p.StandbyMaxLag)}
 	if err := postgres.CheckSource(opts); err != nil {
