@@ -178,7 +178,10 @@ func TestBrokenFiles(t *testing.T) {
 		}, 20, "body: is required"},
 		{"plan and bundle", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    bundle: SELECT $tenant, $id\n    body: SELECT body")
-		}, 17, "exactly one of plan"},
+		}, 17, "resources.doc: give plan (one item) or bundle (several items), not both"},
+		{"neither plan nor bundle", func(t *testing.T) string {
+			return edit(t, "    plan: |\n      SELECT id AS key, xmin AS version, 'text/plain' AS mime\n      FROM docs WHERE tenant = $tenant AND id = $id\n", "")
+		}, 17, "resources.doc: give plan (one item) or bundle (several items)"},
 		{"a resource on an unknown source", func(t *testing.T) string { return edit(t, "    source: files\n", "    source: filez\n") }, 26, `no source is named "filez"`},
 		{"SQL on an S3 resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    plan: SELECT 1") }, 29, "is for postgres resources"},
 		{"a prefix on a postgres resource", func(t *testing.T) string {

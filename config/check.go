@@ -351,10 +351,6 @@ func (c *checker) pgResource(r *Resource, path string) {
 			c.e.at(sp.of(k), path+"."+k, "is for S3 resources; %q is a postgres source", r.Source)
 		}
 	}
-	if sp.has("plan") == sp.has("bundle") {
-		c.e.at(sp.start(), path, "give exactly one of plan (one item) and bundle (several items)")
-		return
-	}
 	var objects []string
 	if o := r.Object; o != nil {
 		if c.sourceRef(o.Source, o.Spans, path+".object", "an s3", ": the S3 source that holds the objects") != nil {

@@ -801,6 +801,9 @@ func (f *File) source(name string) *Source {
 // locate maps a store's path to its place in the file.
 func (f *File) locate(p core.ConfigPath) (place, bool) {
 	if r := f.resource(p.Binding); r != nil {
+		if p.Field == "" { // the binding as a whole
+			return place{"resources." + r.Name, r.Spans, "", ""}, true
+		}
 		if fam := f.resource(r.List); p.Field == "Grant" && r.Grant == nil && fam != nil && fam.Grant != nil {
 			r = fam // a listing's grant is the family's it lists
 		}
