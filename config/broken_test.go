@@ -208,7 +208,10 @@ func TestBrokenFiles(t *testing.T) {
 		{"an exemption of an unqualified name", func(t *testing.T) string {
 			return edit(t, "      role: reader\n", "      role: reader\n      exempt:\n        tenants: a lookup table\n")
 		}, 8, "is not a qualified name"},
-		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, "max_depth is required"},
+		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, `resources.reports.max_depth: is required: how many key segments the URI's "..." stands for at most, 1 to 32`},
+		{"a max_depth on a template without ...", func(t *testing.T) string {
+			return edit(t, "template: report://t/{tenant}/...", "template: report://t/{tenant}/{name}")
+		}, 25, `resources.reports.template: must end in "/..."`},
 		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 28, "from 1 to 32"},
 		{"a prefix with .. in it", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/../{tenant}/") }, 27, `".." segment`},
 		{"a prefix without the template's captures", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/all/") }, 27, "exactly the template's captures"},

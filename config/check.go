@@ -382,20 +382,14 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	def := r.definition()
 	var err error
 	switch {
-	case !family && sp.has("max_depth"):
-		c.e.at(sp.of("max_depth"), path+".max_depth", "is for a key family, whose template ends in /...")
-		return
-	case !family && strings.ContainsAny(r.Prefix, "{}"):
+	case family || sp.has("max_depth"): // a key family, or meant as one
+		err = s3store.CheckKeyFamily(r.family())
+	case strings.ContainsAny(r.Prefix, "{}"):
 		c.e.at(sp.of("prefix"), path+".prefix", "captures only in a key family (a template ending in /...); here the template's captures follow the prefix")
 		return
-	case !family:
+	default:
 		def.URITemplate = r.Template
 		err = s3store.CheckBinding(def, r.Prefix)
-	case !sp.has("max_depth"):
-		c.e.at(sp.of("template"), path, "max_depth is required with ...: how many segments it stands for at most")
-		return
-	default:
-		err = s3store.CheckKeyFamily(r.family())
 	}
 	if err != nil {
 		c.e.add(c.f.storeError(err, r.Source, sp.start()))
