@@ -189,6 +189,8 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 		return fail("Definition.Name", "is required")
 	case f.Definition.URI != "" || f.Definition.URITemplate != "":
 		return fail("Definition", "must leave URI and URITemplate empty: KeyFamily.URI gives the templates")
+	case f.MaxDepth == 0:
+		return fail("MaxDepth", fmt.Sprintf(`is required: how many key segments the URI's "..." stands for at most, 1 to %d`, MaxKeyDepth))
 	case f.MaxDepth < 1 || f.MaxDepth > MaxKeyDepth:
 		return fail("MaxDepth", fmt.Sprintf("must be from 1 to %d", MaxKeyDepth))
 	}
