@@ -127,7 +127,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"a password written in the URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "postgres://app:hunter2@db/docs") }, 5, "password is written in the file"},
 		{"a password written as a parameter", func(t *testing.T) string { return edit(t, "${DB_URL}", "host=db password=hunter2") }, 5, "password is written in the file"},
 		{"not a PostgreSQL URL", func(t *testing.T) string { return edit(t, "${DB_URL}", "${BAD_DB_URL}") }, 5, "not a PostgreSQL URL"},
-		{"a postgres source without role", func(t *testing.T) string { return edit(t, "      role: reader\n", "") }, 4, "role is required"},
+		{"a postgres source without role", func(t *testing.T) string { return edit(t, "      role: reader\n", "") }, 4, "sources.db.postgres.role: is required: the role every statement runs as"},
 		{"a negative max_plan_items", func(t *testing.T) string {
 			return edit(t, "      role: reader\n", "      role: reader\n      max_plan_items: -1\n")
 		}, 7, "sources.db.postgres.max_plan_items: must not be negative"},
@@ -178,7 +178,10 @@ func TestBrokenFiles(t *testing.T) {
 		}, 20, "body: is required"},
 		{"plan and bundle", func(t *testing.T) string {
 			return edit(t, "    body: SELECT body", "    bundle: SELECT $tenant, $id\n    body: SELECT body")
-		}, 17, "exactly one of plan"},
+		}, 17, "resources.doc: give plan (one item) or bundle (several items), not both"},
+		{"neither plan nor bundle", func(t *testing.T) string {
+			return edit(t, "    plan: |\n      SELECT id AS key, xmin AS version, 'text/plain' AS mime\n      FROM docs WHERE tenant = $tenant AND id = $id\n", "")
+		}, 17, "resources.doc: give plan (one item) or bundle (several items)"},
 		{"a resource on an unknown source", func(t *testing.T) string { return edit(t, "    source: files\n", "    source: filez\n") }, 26, `no source is named "filez"`},
 		{"SQL on an S3 resource", func(t *testing.T) string { return edit(t, "    max_depth: 3", "    max_depth: 3\n    plan: SELECT 1") }, 29, "is for postgres resources"},
 		{"a prefix on a postgres resource", func(t *testing.T) string {
@@ -205,7 +208,10 @@ func TestBrokenFiles(t *testing.T) {
 		{"an exemption of an unqualified name", func(t *testing.T) string {
 			return edit(t, "      role: reader\n", "      role: reader\n      exempt:\n        tenants: a lookup table\n")
 		}, 8, "is not a qualified name"},
-		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, "max_depth is required"},
+		{"a key family without max_depth", func(t *testing.T) string { return edit(t, "    max_depth: 3\n", "") }, 25, `resources.reports.max_depth: is required: how many key segments the URI's "..." stands for at most, 1 to 32`},
+		{"a max_depth on a template without ...", func(t *testing.T) string {
+			return edit(t, "template: report://t/{tenant}/...", "template: report://t/{tenant}/{name}")
+		}, 25, `resources.reports.template: must end in "/..."`},
 		{"a max_depth too deep", func(t *testing.T) string { return edit(t, "max_depth: 3", "max_depth: 99") }, 28, "from 1 to 32"},
 		{"a prefix with .. in it", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/../{tenant}/") }, 27, `".." segment`},
 		{"a prefix without the template's captures", func(t *testing.T) string { return edit(t, "prefix: tenants/{tenant}/", "prefix: tenants/all/") }, 27, "exactly the template's captures"},

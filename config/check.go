@@ -87,15 +87,11 @@ func (c *checker) postgres(name string, p *PostgresSource, path string) {
 		key := "standbys." + strconv.Itoa(i)
 		c.pgURL(sb, p.Spans.of(key), path+"."+key)
 	}
-	switch {
-	case p.LoginRole && p.Spans.has("role"):
+	if p.LoginRole && p.Spans.has("role") {
 		c.e.at(p.Spans.of("role"), path+".role", "give role or login_role: true, not both")
-	case !p.LoginRole && !p.Spans.has("role"):
-		c.e.at(p.Spans.start(), path, "role is required: the role every statement runs as (its login must be a member)")
 	}
-	// The rest are the store's rules, checked by the store (a role whose
-	// presence is reported above is not checked again).
-	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole || !p.Spans.has("role"),
+	// The rest are the store's rules, checked by the store.
+	opts := postgres.SourceOptions{Name: name, Role: p.Role, LoginRole: p.LoginRole,
 		StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: p.MaxPlanItems, Exempt: p.Exempt,
 		StandbyMaxLag: time.Duration(p.StandbyMaxLag)}
 	if err := postgres.CheckSource(opts); err != nil {
@@ -165,9 +161,11 @@ func writtenPassword(raw string) bool {
 }
 
 func (c *checker) s3(b *S3Source, path string) {
-	if !b.Spans.has("bucket") {
+	switch err := s3store.CheckBucketName(string(b.Bucket)); {
+	case b.Optional && b.Spans.blank("bucket"): // left out (leaveOut)
+	case !b.Spans.has("bucket"):
 		c.required(b.Spans, "bucket", path)
-	} else if err := s3store.CheckBucketName(string(b.Bucket)); err != nil {
+	case err != nil:
 		c.e.at(b.Spans.of("bucket"), path+".bucket", "%s", err.(*core.ConfigError).Reason)
 	}
 	if b.Spans.has("endpoint") {
@@ -353,10 +351,6 @@ func (c *checker) pgResource(r *Resource, path string) {
 			c.e.at(sp.of(k), path+"."+k, "is for S3 resources; %q is a postgres source", r.Source)
 		}
 	}
-	if sp.has("plan") == sp.has("bundle") {
-		c.e.at(sp.start(), path, "give exactly one of plan (one item) and bundle (several items)")
-		return
-	}
 	var objects []string
 	if o := r.Object; o != nil {
 		if c.sourceRef(o.Source, o.Spans, path+".object", "an s3", ": the S3 source that holds the objects") != nil {
@@ -388,20 +382,14 @@ func (c *checker) s3Resource(r *Resource, family bool, path string) {
 	def := r.definition()
 	var err error
 	switch {
-	case !family && sp.has("max_depth"):
-		c.e.at(sp.of("max_depth"), path+".max_depth", "is for a key family, whose template ends in /...")
-		return
-	case !family && strings.ContainsAny(r.Prefix, "{}"):
+	case family || sp.has("max_depth"): // a key family, or meant as one
+		err = s3store.CheckKeyFamily(r.family())
+	case strings.ContainsAny(r.Prefix, "{}"):
 		c.e.at(sp.of("prefix"), path+".prefix", "captures only in a key family (a template ending in /...); here the template's captures follow the prefix")
 		return
-	case !family:
+	default:
 		def.URITemplate = r.Template
 		err = s3store.CheckBinding(def, r.Prefix)
-	case !sp.has("max_depth"):
-		c.e.at(sp.of("template"), path, "max_depth is required with ...: how many segments it stands for at most")
-		return
-	default:
-		err = s3store.CheckKeyFamily(r.family())
 	}
 	if err != nil {
 		c.e.add(c.f.storeError(err, r.Source, sp.start()))

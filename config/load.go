@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -60,5 +61,22 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	if len(e.list) > 0 {
 		return nil, e.first()
 	}
+	f.leaveOut()
 	return f, nil
+}
+
+// leaveOut leaves out each optional S3 source whose bucket expands to
+// nothing ([S3Source].Optional), once the file is checked as written: with
+// it go the resources that read from it alone (a key pattern, or a plan
+// without body that serves its row's object); the others keep their rows
+// without its objects (sqlBinding names no object source).
+func (f *File) leaveOut() {
+	out := map[string]bool{}
+	f.Sources = slices.DeleteFunc(f.Sources, func(s Source) bool {
+		out[s.Name] = s.S3 != nil && s.S3.Optional && s.S3.Bucket == ""
+		return out[s.Name]
+	})
+	f.Resources = slices.DeleteFunc(f.Resources, func(r Resource) bool {
+		return out[r.Source] || r.Object != nil && out[r.Object.Source] && r.Body == ""
+	})
 }

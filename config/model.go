@@ -146,6 +146,11 @@ type PostgresSource struct {
 type S3Source struct {
 	// Bucket is the bucket's name.
 	Bucket Env `yaml:"bucket" schema:"required"`
+	// Optional lets Bucket expand to nothing, which leaves the source out:
+	// the resources that read from it alone are not served, and the others
+	// serve their rows without its objects. For a file served with and
+	// without a bucket (the reference server's --bucket).
+	Optional bool `yaml:"optional"`
 	// Endpoint is the server's base URL with scheme and without
 	// credentials; empty means AWS S3.
 	Endpoint Env `yaml:"endpoint"`

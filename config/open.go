@@ -511,7 +511,8 @@ func (r *Resource) definition() core.ResourceDefinition {
 
 // sqlBinding is the postgres binding of r, a resource of a postgres
 // source, whose definition is def. An object whose source the file no
-// longer holds ([File.WithoutS3]) names none: the rows stand alone.
+// longer holds (an optional S3 source left out) names none: the rows
+// stand alone.
 func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLBinding {
 	def.URI, def.URITemplate = r.URI, r.Template
 	sb := postgres.SQLBinding{Definition: def, Plan: r.Plan, Bundle: r.Bundle, ItemURI: r.ItemURI, Anchored: r.Anchored, Listen: r.Listen, Body: r.Body, Complete: r.Completion, Public: r.Public}
@@ -800,6 +801,9 @@ func (f *File) source(name string) *Source {
 // locate maps a store's path to its place in the file.
 func (f *File) locate(p core.ConfigPath) (place, bool) {
 	if r := f.resource(p.Binding); r != nil {
+		if p.Field == "" { // the binding as a whole
+			return place{"resources." + r.Name, r.Spans, "", ""}, true
+		}
 		if fam := f.resource(r.List); p.Field == "Grant" && r.Grant == nil && fam != nil && fam.Grant != nil {
 			r = fam // a listing's grant is the family's it lists
 		}

@@ -28,6 +28,7 @@ func TestStoreErrorsLandAtThePathTheyName(t *testing.T) {
 		{at(core.ConfigPath{Source: "db", Binding: "doc", Field: "Plan"}, nil), "db", "good.yaml:20:11: resources.doc.plan: broken"},
 		{at(core.ConfigPath{Source: "db", Binding: "doc", Field: "Plan"}, &postgres.SQLError{Offset: strings.Index(f.Resources[0].Plan, "$id")}), "db",
 			"good.yaml:22:49: resources.doc.plan: broken"},
+		{at(core.ConfigPath{Source: "db", Binding: "doc"}, nil), "db", "good.yaml:17:3: resources.doc: broken"}, // the binding as a whole
 		{at(core.ConfigPath{Source: "db", Binding: "doc", Field: "Body"}, &postgres.SQLError{Offset: 7}), "db", "good.yaml:23:18: resources.doc.body: broken"},
 		{at(core.ConfigPath{Source: "db", Binding: "reports", Field: "Grant"}, nil), "db", "good.yaml:31:13: resources.reports.grant.keys: broken"},
 		{at(core.ConfigPath{Binding: "reports", Field: "MaxDepth"}, nil), "files", "good.yaml:28:16: resources.reports.max_depth: broken"},

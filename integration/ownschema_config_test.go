@@ -129,7 +129,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 	})
 	t.Run("a policy that ignores the keys", func(t *testing.T) {
 		_, err := newSource(t, pool, "docs_reader").Policy(`SELECT 'k' AS key, true AS visible, true AS read`)
-		assertConfigLine(t, err, "policy", "$keys")
+		assertConfigLine(t, err, "source docs: decide", "$keys")
 	})
 
 	// Mistakes only the database can find, reported by Check.
@@ -201,7 +201,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 			if _, err := src.Policy(c.sql); err != nil {
 				t.Fatal(err)
 			}
-			assertConfigLine(t, src.Check(t.Context()), "policy: decide", c.want)
+			assertConfigLine(t, src.Check(t.Context()), "source docs: decide", c.want)
 		})
 	}
 
@@ -256,7 +256,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 		fams []s3store.KeyFamily
 		want []string
 	}{
-		{"a family URI without its nested part", []s3store.KeyFamily{family(func(f *s3store.KeyFamily) { f.URI = "report://tenants/{tenant}/reports" })}, []string{`key family "report"`, `"/..."`}},
+		{"a family URI without its nested part", []s3store.KeyFamily{family(func(f *s3store.KeyFamily) { f.URI = "report://tenants/{tenant}/reports" })}, []string{`binding "report": URI`, `"/..."`}},
 		{"a prefix that drops a capture", []s3store.KeyFamily{family(func(f *s3store.KeyFamily) { f.Prefix = "reports/" })}, []string{"Prefix", "{tenant}"}},
 		{"a prefix with a capture the URI lacks", []s3store.KeyFamily{family(func(f *s3store.KeyFamily) { f.Prefix = "tenants/{tenant}/{year}/" })}, []string{"Prefix", "{year}"}},
 		{"a prefix with a dot-dot segment", []s3store.KeyFamily{family(func(f *s3store.KeyFamily) { f.Prefix = "tenants/{tenant}/../" })}, []string{"Prefix", `".."`}},
@@ -268,7 +268,7 @@ func TestOwnSchemaWrongDefinitionsFailBeforeServingWithOneLine(t *testing.T) {
 				f.Definition.Name = "org-report"
 				f.URI, f.Prefix = "report://tenants/{org}/reports/...", "orgs/{org}/reports/"
 			}),
-		}, []string{"key family", "both match"}},
+		}, []string{`binding "org-report"`, "both match"}},
 	}
 	for _, c := range families {
 		t.Run(c.name, func(t *testing.T) {

@@ -355,4 +355,17 @@ func TestServerConfigurationErrorsAgainstRealServicesEndWithOneLine(t *testing.T
 	if err != nil || r.Contents[0].Text != `{"projects" : []}` {
 		t.Fatalf("a member login reads the index: %v %+v", err, r)
 	}
+	// Without --bucket the reference file's optional S3 source is left
+	// out, and with it the template of an asset's object alone.
+	tl, err := cs.ListResourceTemplates(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tm := range tl.ResourceTemplates {
+		names = append(names, tm.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"asset", "asset-body", "project"}) {
+		t.Fatalf("without --bucket the templates are %v; want asset, asset-body and project", names)
+	}
 }

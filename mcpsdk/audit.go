@@ -26,9 +26,10 @@ import (
 // before it leaves the adapter. A nil error means the event was accepted;
 // an error refuses the request: the client gets a retryable storage outage
 // ([core.FailureOutage]) and none of the answer, so nothing is served that
-// the auditor did not accept. An auditor that should never refuse (a
-// "continue" mode) counts its losses and returns nil. Audit must be
-// bounded in time: ctx carries the request's deadline.
+// the auditor did not accept (a refused resources/subscribe leaves no
+// subscription, and no notification of it is sent). An auditor that
+// should never refuse (a "continue" mode) counts its losses and returns
+// nil. Audit must be bounded in time: ctx carries the request's deadline.
 //
 // The event never holds a body, a token or a secret, but it does hold
 // principals and URIs: keep the audit trail apart from the logs.
@@ -48,8 +49,14 @@ type AuditEvent struct {
 	// and Tool the tool).
 	Method string `json:"method"`
 	Tool   string `json:"tool,omitempty"`
-	// URI is the requested URI of a read, subscription or completion.
+	// URI is the requested URI of a read, subscription or completion (a
+	// completion's template).
 	URI string `json:"uri,omitempty"`
+	// URIs are the URIs a subscriptions/listen subscribes to, in the
+	// request's order, at most 100 of them and 16 KiB in all;
+	// URIsOmitted counts those left out past either bound.
+	URIs        []string `json:"uris,omitempty"`
+	URIsOmitted int      `json:"uris_omitted,omitempty"`
 	// Principal is the principal the host authenticated, "" for none;
 	// Issuer and Subject are the OAuth token's iss and sub when the
 	// verifier recorded them ([TokenIssuerKey], [TokenSubjectKey]).
@@ -143,6 +150,35 @@ func auditText(s string) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// maxAuditURIs and maxAuditURIBytes bound the URIs of a listen that its
+// event records: in number, and in bytes over all of them.
+const (
+	maxAuditURIs     = 100
+	maxAuditURIBytes = 16 << 10
+)
+
+// listenURIs returns the URIs a subscriptions/listen request subscribes
+// to as its event records them, each as storable text, in order up to the
+// bounds, and how many it leaves out.
+func listenURIs(req mcp.Request) ([]string, int) {
+	p, _ := req.GetParams().(*mcp.SubscriptionsListenParams)
+	if p == nil || p.Notifications == nil {
+		return nil, 0
+	}
+	all := p.Notifications.ResourceSubscriptions
+	var out []string
+	size := 0
+	for i, u := range all {
+		u = auditText(u)
+		if len(out) == maxAuditURIs || size+len(u) > maxAuditURIBytes {
+			return out, len(all) - i
+		}
+		out = append(out, u)
+		size += len(u)
+	}
+	return out, 0
 }
 
 // ErrAuditRefused is the private cause of the outage a request is refused
@@ -306,6 +342,9 @@ func (a *adapter) auditEvent(ctx context.Context, req mcp.Request, start time.Ti
 			e.Transport = "http"
 		}
 		e.URI = requestURI(req)
+		if o.Method == MethodSubscriptionsListen {
+			e.URIs, e.URIsOmitted = listenURIs(req)
+		}
 	}
 	if e.URI == "" {
 		e.URI = o.uri
@@ -404,6 +443,12 @@ func (a *adapter) audited(ctx context.Context, e *AuditEvent) error {
 // auditSubscription audits a subscribe or unsubscribe once it is answered,
 // and a listen stream as it opens (its event's Duration is the time to
 // open it), before any notification of it is sent.
+//
+// A subscribe is audited after it is made, since its event says how it
+// ended; one whose event is refused is undone before the refusal is
+// answered. Until then no notification of it leaves: the adapter holds a
+// new subscription's notifications until the SDK has answered its
+// subscribe, and the undo drops them.
 func (a *adapter) auditSubscription(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, principal string) (mcp.Result, error) {
 	start := time.Now()
 	o := Observation{Method: method}
@@ -416,9 +461,39 @@ func (a *adapter) auditSubscription(ctx context.Context, next mcp.MethodHandler,
 		}
 		return next(ctx, method, req)
 	}
+	held := method == MethodSubscribe && a.subscribed(req)
 	res, err := next(ctx, method, req)
 	if aerr := a.audited(ctx, a.auditEvent(ctx, req, start, o, err, nil)); aerr != nil {
+		if method == MethodSubscribe && err == nil && !held {
+			a.undoSubscribe(ctx, next, req)
+		}
 		return nil, a.failure(aerr)
 	}
 	return res, err
+}
+
+// subscribed reports whether the session of a resources/subscribe request
+// holds a subscription to its URI already: one audited before, which a
+// refused subscribe to the same URI must leave alone.
+func (a *adapter) subscribed(req mcp.Request) bool {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	p, _ := req.GetParams().(*mcp.SubscribeParams)
+	return a.subs != nil && ss != nil && p != nil && a.subs.hub.Subscribed(ss, p.URI)
+}
+
+// undoSubscribe unsubscribes the session of a resources/subscribe request
+// whose event was refused, through next, so that neither the hub nor the
+// SDK keeps the subscription.
+func (a *adapter) undoSubscribe(ctx context.Context, next mcp.MethodHandler, req mcp.Request) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	p, _ := req.GetParams().(*mcp.SubscribeParams)
+	if ss == nil || p == nil {
+		return
+	}
+	un := &mcp.UnsubscribeRequest{Session: ss, Params: &mcp.UnsubscribeParams{URI: p.URI}, Extra: req.GetExtra()}
+	if _, err := next(context.WithoutCancel(ctx), MethodUnsubscribe, un); err != nil {
+		// Not expected: the adapter's unsubscribe refuses only a listen's.
+		// No URI or principal in the log.
+		a.log.Warn("mcpsdk: undoing a subscribe whose audit event was refused failed", "error", err)
+	}
 }

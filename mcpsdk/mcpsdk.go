@@ -266,7 +266,8 @@ type Observation struct {
 	// error when a host function of the adapter (Principal, Scope) failed.
 	Err error
 
-	// uri is a tool read's URI argument, for its audit event.
+	// uri is a tool read's URI argument or a tool completion's template,
+	// for its audit event.
 	uri string
 }
 

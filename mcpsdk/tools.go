@@ -317,7 +317,7 @@ func (a *adapter) callTool(ctx context.Context, name string, args json.RawMessag
 	case a.tools.list:
 		res, err = a.toolList(ctx, req, args, version, &o)
 	default:
-		res, err = a.toolComplete(ctx, args, version)
+		res, err = a.toolComplete(ctx, args, version, &o)
 		o.Err = err
 	}
 	if err != nil {
@@ -501,7 +501,7 @@ type toolCompletion struct {
 	HasMore bool     `json:"hasMore,omitempty"`
 }
 
-func (a *adapter) toolComplete(ctx context.Context, args json.RawMessage, version string) (*toolResult, error) {
+func (a *adapter) toolComplete(ctx context.Context, args json.RawMessage, version string, o *Observation) (*toolResult, error) {
 	var in struct {
 		Template  *string           `json:"template"`
 		Argument  *string           `json:"argument"`
@@ -514,6 +514,7 @@ func (a *adapter) toolComplete(ctx context.Context, args json.RawMessage, versio
 	if in.Template == nil || in.Argument == nil {
 		return nil, core.NewFailure(core.FailureInvalidRequest, errMissingArgument)
 	}
+	o.uri = *in.Template // the template, as completion/complete's event names it
 	c, err := a.r.Complete(ctx, *in.Template, *in.Argument, in.Value, in.Arguments)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,10 @@
 // PROJECT/* for every asset of a project, and "projects" for the project
 // list. Version 4 adds the audit trail: the append-only table
 // audit_events ([AuditTable]) that package mcpsdk/audit writes as the role
-// [AuditorRole], which has INSERT on it and nothing else.
+// [AuditorRole], which has INSERT on it and nothing else. Version 5 adds
+// its columns removed (what a read refused and what decided it), uris and
+// uris_omitted (what a subscriptions/listen watched); the audit sink
+// writes them, so a database behind version 5 refuses its batches.
 //
 // Applying is safe to repeat and to run concurrently: goose takes a
 // session-level advisory lock in the database for the whole run, and records
@@ -78,7 +81,8 @@ const (
 	// KeyChannel is the channel on which the schema's triggers NOTIFY the
 	// keys of changed items as a key listener reads them (version 3).
 	KeyChannel = "mcpres_keys"
-	// AuditTable is the audit trail's table (version 4), schema-qualified.
+	// AuditTable is the audit trail's table (version 4, with the columns
+	// of version 5), schema-qualified.
 	AuditTable = Schema + ".audit_events"
 	// AuditorRole is the role the audit sink writes as: INSERT on
 	// [AuditTable], nothing else. The sink's login role must be a member

@@ -31,7 +31,7 @@ func TestEveryMigrationHasUpAndDown(t *testing.T) {
 
 // TestVersionIsTheNewestFile proves Version reads the newest embedded version.
 func TestVersionIsTheNewestFile(t *testing.T) {
-	if got := Version(); got != 4 {
-		t.Fatalf("Version() = %d, want 4 (00004_audit_events.sql is the newest)", got)
+	if got := Version(); got != 5 {
+		t.Fatalf("Version() = %d, want 5 (00005_audit_removed.sql is the newest)", got)
 	}
 }

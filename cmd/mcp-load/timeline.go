@@ -90,16 +90,6 @@ const (
 	hidden
 )
 
-func (g grant) String() string {
-	switch g {
-	case granted:
-		return "granted"
-	case denied:
-		return "denied"
-	}
-	return "hidden"
-}
-
 // flags are the grants-table columns for g.
 func (g grant) flags() (discover, read bool) {
 	return g != hidden, g == granted

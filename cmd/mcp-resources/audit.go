@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"go.phpboyscout.uk/mcp/resources/config"
+	"go.phpboyscout.uk/mcp/resources/internal/connerr"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk"
 	"go.phpboyscout.uk/mcp/resources/mcpsdk/audit"
 	"go.phpboyscout.uk/mcp/resources/migrations"
@@ -21,7 +22,7 @@ type auditFlags struct {
 	File      string        `name:"audit-file" placeholder:"PATH" env:"MCPRES_AUDIT_FILE" help:"Write one JSON line per request that touches resources to PATH (- for stdout), apart from the logs, rotated by size (docs/audit.md)."`
 	FileBytes int64         `name:"audit-file-max-bytes" default:"67108864" env:"MCPRES_AUDIT_FILE_MAX_BYTES" help:"Rotate --audit-file past this size."`
 	FileKeep  int           `name:"audit-file-keep" default:"5" env:"MCPRES_AUDIT_FILE_KEEP" help:"How many rotated --audit-file files to keep (PATH.1 ... PATH.N)."`
-	Postgres  string        `name:"audit-postgres" placeholder:"URL" env:"MCPRES_AUDIT_DATABASE_URL" help:"Write audit events to the table mcpres.audit_events of this PostgreSQL database (migration 4), in batches, as the role mcpres_auditor (INSERT only)."`
+	Postgres  string        `name:"audit-postgres" placeholder:"URL" env:"MCPRES_AUDIT_DATABASE_URL" help:"Write audit events to the table mcpres.audit_events of this PostgreSQL database (migrations 4 and 5), in batches, as the role mcpres_auditor (INSERT only)."`
 	OnFailure string        `name:"audit-on-failure" default:"refuse" enum:"refuse,continue" env:"MCPRES_AUDIT_ON_FAILURE" help:"refuse: serve nothing whose audit event was not written (a retryable storage outage); continue: serve, and count the dropped events in mcpres_audit_events_dropped_total."`
 	Queue     int           `name:"audit-queue" default:"4096" env:"MCPRES_AUDIT_QUEUE" help:"Audit events waiting for the sink at most; one more is refused or dropped."`
 	Batch     int           `name:"audit-batch" default:"256" env:"MCPRES_AUDIT_BATCH" help:"Audit events written in one batch at most."`
@@ -102,10 +103,22 @@ func (f auditFlags) trail(ctx context.Context, m *metrics, log *slog.Logger) (*a
 		if err != nil {
 			return nil, fmt.Errorf("--audit-postgres: %w", err)
 		}
-		if sink, err = audit.NewPostgres(pool, audit.PostgresOptions{Table: migrations.AuditTable, Role: migrations.AuditorRole}); err != nil {
+		pg, err := audit.NewPostgres(pool, audit.PostgresOptions{Table: migrations.AuditTable, Role: migrations.AuditorRole})
+		if err != nil {
 			pool.Close()
 			return nil, err
 		}
+		checkCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		// A table the sink cannot write stops the start; a database out of
+		// reach does not: the mode decides what its reads do meanwhile.
+		if err := pg.Check(checkCtx); errors.Is(err, audit.ErrTable) {
+			pool.Close()
+			return nil, fmt.Errorf("--audit-postgres: %w", err)
+		} else if err != nil {
+			log.Warn("the audit database is out of reach at start", "cause", connerr.Cause(err, 10*time.Second))
+		}
+		sink = pg
 	}
 	t := audit.New(sink, audit.Options{Mode: mode, QueueSize: f.Queue, BatchSize: f.Batch, WriteTimeout: f.Timeout, Logger: log})
 	m.funcMetric(true, "mcpres_audit_events_dropped_total", "Audit events dropped under --audit-on-failure continue: reads served unaudited.", nil,

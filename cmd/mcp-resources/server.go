@@ -143,14 +143,7 @@ func (srv *server) mcpServer(ctx context.Context, principal func(context.Context
 	hardStop, stopAll := context.WithCancel(context.Background())
 	srv.stopAll = stopAll
 	srv.mcp.AddReceivingMiddleware(be.startup.gate(be.listFree))
-	srv.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			ctx, cancel := context.WithCancel(ctx)
-			defer context.AfterFunc(hardStop, cancel)()
-			defer cancel()
-			return next(ctx, method, req)
-		}
-	})
+	srv.mcp.AddReceivingMiddleware(endingWith(hardStop))
 	srv.m.watchSessions(srv.mcp)
 	var idle time.Duration
 	if s.HTTP != "" && !s.Stateless {
@@ -166,6 +159,18 @@ func (srv *server) mcpServer(ctx context.Context, principal func(context.Context
 	srv.closers = append(srv.closers, func() { endListens() }, stopAll, func() { endSessions() })
 	watchSubscriptions(srv.m, srv.adapter)
 	return nil
+}
+
+// endingWith ends each request's context when hardStop ends.
+func endingWith(hardStop context.Context) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer context.AfterFunc(hardStop, cancel)()
+			defer cancel()
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // serveStdio serves one session on stdin and stdout until the client

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -61,8 +62,8 @@ func TestServerJSON(t *testing.T) {
 		t.Fatalf("serve --help: %v\n%s", err, out)
 	}
 	packages, _ := v["packages"].([]any)
-	if len(packages) < 2 {
-		t.Fatalf("want the container image and the Go install path, got %d packages", len(packages))
+	if len(packages) == 0 {
+		t.Fatal("server.json offers no package")
 	}
 	for _, p := range packages {
 		p := p.(map[string]any)
@@ -106,9 +107,13 @@ func TestServerJSONSchemaRefusesMistakes(t *testing.T) {
 // Issue 46, defect 10: server.json could not be published as it was. The
 // container image's tag is in its identifier (an OCI package has no
 // version of its own), the image carries the label by which the registry
-// ties it to the entry, the Go package's version is a Go module version
-// (v-prefixed, what `go install PATH@VERSION` takes), and both packages
-// offer every bucket setting a host-name S3 endpoint needs to start.
+// ties it to the entry, and every package offers each bucket setting a
+// host-name S3 endpoint needs to start. The registry takes a go package
+// only under an io.github.* name whose module path is github.com/OWNER/…,
+// and checks module@version on the module proxy: ours is
+// uk.phpboyscout/… with a module path off GitHub, so server.json offers
+// the image alone, and a go package, if one comes back, must pass that
+// rule with the module path of go.mod as its identifier.
 func TestServerJSONIsPublishable(t *testing.T) {
 	v := readServerJSON(t)
 	name, version := v["name"].(string), v["version"].(string)
@@ -117,9 +122,9 @@ func TestServerJSONIsPublishable(t *testing.T) {
 		p := p.(map[string]any)
 		byType[p["registryType"].(string)] = p
 	}
-	oci, gomod := byType["oci"], byType["go"]
-	if oci == nil || gomod == nil {
-		t.Fatalf("want an oci and a go package, got %v", v["packages"])
+	oci := byType["oci"]
+	if oci == nil {
+		t.Fatalf("want an oci package, got %v", v["packages"])
 	}
 	if id := oci["identifier"].(string); id != "ghcr.io/phpboyscout/mcp-resources:"+version {
 		t.Errorf("the image's identifier is %q, want its tag %q in it", id, version)
@@ -127,8 +132,13 @@ func TestServerJSONIsPublishable(t *testing.T) {
 	if _, ok := oci["version"]; ok {
 		t.Errorf("the oci package has a version (%v): its tag belongs in identifier", oci["version"])
 	}
-	if gv := gomod["version"]; gv != "v"+version {
-		t.Errorf("the go package's version is %v, want the module version v%s", gv, version)
+	if gomod := byType["go"]; gomod != nil {
+		if err := registryTakesGoPackage(name, gomod["identifier"].(string)); err != nil {
+			t.Errorf("the registry would refuse the go package: %v", err)
+		}
+		if gv := gomod["version"]; gv != "v"+version {
+			t.Errorf("the go package's version is %v, want the module version v%s", gv, version)
+		}
 	}
 	df, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
@@ -201,4 +211,53 @@ func TestReadmeStdioSnippetSetsEveryVariableItsFileNeeds(t *testing.T) {
 			t.Errorf("the README's stdio snippet does not set %s, which %s needs", name, rel)
 		}
 	}
+}
+
+// registryTakesGoPackage applies the registry's rule for a go package: an
+// io.github.OWNER/… name, and as identifier this module's path (go.mod),
+// rooted at github.com/OWNER.
+func registryTakesGoPackage(serverName, identifier string) error {
+	data, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		return err
+	}
+	module := modulePath(data)
+	if identifier != module {
+		return fmt.Errorf("identifier %q is not the module path %q", identifier, module)
+	}
+	namespace, _, _ := strings.Cut(serverName, "/")
+	owner, ok := strings.CutPrefix(namespace, "io.github.")
+	if !ok {
+		return fmt.Errorf("go packages are taken only under io.github.* names, not %q", serverName)
+	}
+	if !strings.HasPrefix(strings.ToLower(module), "github.com/"+strings.ToLower(owner)+"/") {
+		return fmt.Errorf("module %q is not under github.com/%s", module, owner)
+	}
+	return nil
+}
+
+func TestRegistryTakesGoPackage(t *testing.T) {
+	data, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := modulePath(data)
+	if module == "" {
+		t.Fatal("go.mod names no module")
+	}
+	if err := registryTakesGoPackage("uk.phpboyscout/mcp-resources", module); err == nil {
+		t.Errorf("a reverse-DNS name with module %s was taken", module)
+	}
+	if err := registryTakesGoPackage("io.github.someone/x", module+"/cmd/mcp-resources"); err == nil {
+		t.Error("a package path in place of the module path was taken")
+	}
+}
+
+// modulePath is the path of go.mod's module line.
+func modulePath(gomod []byte) string {
+	m := regexp.MustCompile(`(?m)^module\s+(\S+)`).FindSubmatch(gomod)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
 }

@@ -238,16 +238,13 @@ func flagError(err error) error {
 
 // referenceFile is the embedded reference schema's resources file with the
 // flags' values for its ${MCPRES_...} references. Without --bucket its S3
-// source is left out, with the resources that serve objects alone and the
-// object items of the others.
+// source, which is optional, is left out, with the resources that serve
+// objects alone and the object items of the others.
 func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 	env := map[string]string{
 		"MCPRES_DATABASE_URL": f.Postgres, "MCPRES_LISTEN_DATABASE_URL": listenURL,
 		"MCPRES_BUCKET": f.Bucket, "MCPRES_BUCKET_ENDPOINT": f.Endpoint, "MCPRES_BUCKET_REGION": f.Region,
 		"MCPRES_BUCKET_ACCESS_KEY": f.Access, "MCPRES_BUCKET_SECRET_KEY": f.Secret,
-	}
-	if f.Bucket == "" {
-		env["MCPRES_BUCKET"] = "unused" // its source is left out below
 	}
 	file, err := config.Parse(migrations.ResourcesFileName+" (built in)", migrations.ResourcesFile, &config.Options{
 		LookupEnv: func(name string) (string, bool) { v, ok := env[name]; return v, ok }})
@@ -258,9 +255,6 @@ func (f *storageFlags) referenceFile(listenURL string) (*config.File, error) {
 		if s3 := file.Sources[i].S3; s3 != nil {
 			s3.PathStyle = f.Path
 		}
-	}
-	if f.Bucket == "" {
-		file.WithoutS3()
 	}
 	if err := f.standby.apply(file); err != nil {
 		return nil, err

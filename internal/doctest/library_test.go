@@ -15,7 +15,7 @@ import (
 // hostPackages are the directories, under the checkout's root, of the
 // packages a Go host programs against; stores/* is every store, so that a
 // new one is covered without a change here.
-var hostPackages = []string{"config", "core", "stores/*", "mcpsdk", "mcpsdk/oauth"}
+var hostPackages = []string{"config", "core", "stores/*", "mcpsdk", "mcpsdk/oauth", "mcpsdk/audit"}
 
 // exportedTypes returns, for each host package, its name and the exported
 // types its non-test files declare, as "pkg.Type".

@@ -256,7 +256,7 @@ func CheckSource(opts SourceOptions) error {
 	case opts.LoginRole:
 		return nil
 	case opts.Role == "":
-		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("is required: name the role statements run as (or set LoginRole)", nil)
+		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("is required: the role every statement runs as, of which the login is a member (or run them as the login role)", nil)
 	case len(opts.Role) > 63 || !utf8.ValidString(opts.Role) || strings.ContainsFunc(opts.Role, func(r rune) bool { return r < ' ' || r == 0x7f }):
 		return core.ConfigPath{Source: opts.Name, Field: "Role"}.Reject("a role name is 1 to 63 bytes of UTF-8 without control characters", nil)
 	}

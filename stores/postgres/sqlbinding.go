@@ -288,9 +288,9 @@ func (src *Source) Binding(b SQLBinding) (core.ResourceBinding, error) {
 	planSQL, kind, planField := b.Plan, "plan", "Plan"
 	switch {
 	case b.Plan != "" && b.Bundle != "":
-		return fail("Plan", "set Plan or Bundle, not both")
+		return fail("", "give plan (one item) or bundle (several items), not both")
 	case b.Plan == "" && b.Bundle == "":
-		return fail("Plan", "set Plan (one item) or Bundle (several)")
+		return fail("", "give plan (one item) or bundle (several items)")
 	case b.Bundle != "":
 		planSQL, kind, planField, sb.bundle = b.Bundle, "bundle", "Bundle", true
 		if b.ItemURI == "" {

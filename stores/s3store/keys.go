@@ -189,6 +189,8 @@ func (b *Bucket) keyBindings(f KeyFamily) ([]core.ResourceBinding, error) {
 		return fail("Definition.Name", "is required")
 	case f.Definition.URI != "" || f.Definition.URITemplate != "":
 		return fail("Definition", "must leave URI and URITemplate empty: KeyFamily.URI gives the templates")
+	case f.MaxDepth == 0:
+		return fail("MaxDepth", fmt.Sprintf(`is required: how many key segments the URI's "..." stands for at most, 1 to %d`, MaxKeyDepth))
 	case f.MaxDepth < 1 || f.MaxDepth > MaxKeyDepth:
 		return fail("MaxDepth", fmt.Sprintf("must be from 1 to %d", MaxKeyDepth))
 	}
@@ -437,7 +439,7 @@ func (b *Bucket) typeOf(key, declared, stored string) string {
 // exists and that client may use it (one HeadBucket request; when it is
 // refused, one ListObjectsV2 of at most one key, whose error says why: a
 // HEAD answer has no body). It returns a *core.ConfigError whose Path.Field
-// and Path.Field name what is wrong: "SecretAccessKey" when S3 refuses the signature,
+// names what is wrong: "SecretAccessKey" when S3 refuses the signature,
 // "AccessKeyID" when it does not know the key, "Bucket" when the bucket
 // does not exist or the credentials may not use it; and the error itself
 // when S3 cannot be reached.
