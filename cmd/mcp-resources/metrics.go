@@ -123,12 +123,7 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) stri
 	for i, b := range bs {
 		resolver, reader, complete := b.Resolver, b.Reader, b.Complete
 		store := storeOf(i)
-		b.Resolver = core.ResolverFunc(func(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
-			start := time.Now()
-			p, err := resolver.Resolve(ctx, match)
-			m.storeCall(store, "resolve", start, err)
-			return p, err
-		})
+		b.Resolver = m.resolver(store, resolver)
 		if complete != nil {
 			b.Complete = func(ctx context.Context, req core.CompletionRequest) (core.Completion, error) {
 				start := time.Now()
@@ -141,6 +136,55 @@ func (m *metrics) instrument(bs []core.ResourceBinding, storeOf func(i int) stri
 		out[i] = b
 	}
 	return out
+}
+
+// resolver returns r with each plan it makes counted and timed under
+// store. A resolver that also plans several matches at once (ResolveAll,
+// which core.Resources.AuthorizeAll asks a session's rechecks of) keeps
+// that method, its one round trip counted once.
+func (m *metrics) resolver(store string, r core.Resolver) core.Resolver {
+	t := timedResolver{m: m, store: store, next: r}
+	if all, ok := r.(batchResolver); ok {
+		return timedBatchResolver{timedResolver: t, all: all}
+	}
+	return t
+}
+
+// batchResolver is a resolver with core's optional ResolveAll.
+type batchResolver interface {
+	ResolveAll(ctx context.Context, ms []core.ResourceMatch) ([]core.ResourceReadPlan, []error)
+}
+
+type timedResolver struct {
+	m     *metrics
+	store string
+	next  core.Resolver
+}
+
+// Resolve plans match with the wrapped resolver, counted and timed.
+func (t timedResolver) Resolve(ctx context.Context, match core.ResourceMatch) (core.ResourceReadPlan, error) {
+	start := time.Now()
+	p, err := t.next.Resolve(ctx, match)
+	t.m.storeCall(t.store, "resolve", start, err)
+	return p, err
+}
+
+type timedBatchResolver struct {
+	timedResolver
+	all batchResolver
+}
+
+// ResolveAll plans ms with the wrapped resolver's ResolveAll, one call
+// counted and timed, its outcome the first error among its answers.
+func (t timedBatchResolver) ResolveAll(ctx context.Context, ms []core.ResourceMatch) ([]core.ResourceReadPlan, []error) {
+	start := time.Now()
+	plans, errs := t.all.ResolveAll(ctx, ms)
+	var outcome error
+	for i := 0; outcome == nil && i < len(errs); i++ {
+		outcome = errs[i]
+	}
+	t.m.storeCall(t.store, "resolve", start, outcome)
+	return plans, errs
 }
 
 // reader returns reader with each storage request it makes counted and

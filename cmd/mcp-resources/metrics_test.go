@@ -233,3 +233,75 @@ func TestHubMetricsOfOneScrapeComeFromOneSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// allResolver plans one item per match, and counts its Resolve and
+// ResolveAll calls.
+type allResolver struct{ resolves, alls int }
+
+func (r *allResolver) Resolve(_ context.Context, m core.ResourceMatch) (core.ResourceReadPlan, error) {
+	r.resolves++
+	it, err := core.NewResourceTarget(m.URI(), "item", nil)
+	if err != nil {
+		return core.ResourceReadPlan{}, err
+	}
+	return core.NewResourceReadPlan(it, it)
+}
+
+func (r *allResolver) ResolveAll(ctx context.Context, ms []core.ResourceMatch) ([]core.ResourceReadPlan, []error) {
+	r.alls++
+	plans, errs := make([]core.ResourceReadPlan, len(ms)), make([]error, len(ms))
+	for i, m := range ms {
+		it, err := core.NewResourceTarget(m.URI(), "item", nil)
+		if err == nil {
+			plans[i], err = core.NewResourceReadPlan(it, it)
+		}
+		errs[i] = err
+	}
+	return plans, errs
+}
+
+// TestInstrumentKeepsTheBatchPlan proves that the metrics wrapper keeps a
+// resolver's ResolveAll: a session's recheck of several subscriptions
+// (AuthorizeAll) plans them in one store call through the wrapper, as it
+// does without it, and that call is counted once.
+func TestInstrumentKeepsTheBatchPlan(t *testing.T) {
+	r := &allResolver{}
+	allow := core.ResourcePolicy{
+		Discover: func(context.Context, core.ResourceDefinition) error { return nil },
+		Decide: func(_ context.Context, pass core.PolicyPass) ([]core.TargetDecision, error) {
+			ds := make([]core.TargetDecision, len(pass.Targets))
+			for i := range ds {
+				ds[i] = core.TargetDecision{Visibility: core.Visibility{Visible: true}, Read: true}
+			}
+			return ds, nil
+		},
+	}
+	m := newMetrics()
+	bs := m.instrument([]core.ResourceBinding{{
+		Definition: core.ResourceDefinition{URITemplate: "test://notes/{id}", Name: "notes"},
+		Resolver:   r,
+		Reader: core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
+			return core.TextPayload("text/plain", "x"), nil
+		}),
+	}}, func(int) string { return "postgres" })
+	res, err := core.NewResources(bs, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := core.WithCaller(context.Background(), core.Caller{Principal: "alice"})
+	_, errs := res.AuthorizeAll(ctx, []string{"test://notes/a", "test://notes/b", "test://notes/c"})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("uri %d: %v", i, err)
+		}
+	}
+	if r.alls != 1 || r.resolves != 0 {
+		t.Fatalf("through the wrapper: %d ResolveAll and %d Resolve calls, want 1 and 0", r.alls, r.resolves)
+	}
+	rec := httptest.NewRecorder()
+	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	if want := `mcpres_store_calls_total{op="resolve",outcome="ok",store="postgres"} 1`; !strings.Contains(string(body), want) {
+		t.Errorf("metrics lack %s", want)
+	}
+}
