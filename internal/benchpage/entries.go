@@ -171,6 +171,15 @@ var Entries = []Entry{
 		Quick: `MCPRES_BENCH_BINARIES=base="$BENCH_BASE_BIN" ` + gobench("BenchmarkExecTo(Initialize|FirstRead)$", "-benchtime 5x -count 1", "./cmd/mcp-resources/"),
 	},
 	{
+		Name: "startup-proof", Section: "Start-up", Kind: GoBench, Timeout: 8 * time.Minute,
+		Units: []string{"ms-base", "ms-proof"},
+		Ratio: [2]string{"ms-proof", "ms-base"},
+		Title: "check and start-up to the first read, with the storage-enforcement proof and without it",
+		About: "in one process: check --config, and serve over stdio from its start to the answer of a first read, on the documents example and the reference file; each iteration runs both, without and with the proof (internal/proofhook), in turns; medians in ms. The target is at most 1.5x.",
+		Full:  gobench("BenchmarkStartupProof$", "-benchtime 20x -count 3", "./cmd/mcp-resources/"),
+		Quick: gobench("BenchmarkStartupProof$", "-benchtime 5x -count 1", "./cmd/mcp-resources/"),
+	},
+	{
 		Name: "source-check", Section: "Start-up", Kind: GoBench, Timeout: 6 * time.Minute,
 		Units: []string{"ns/op", "base-us", "proof-us", "proof/base"},
 		Title: "The start-up check with and without the storage-enforcement proof",
