@@ -121,7 +121,7 @@ func TestParseLoadAB(t *testing.T) {
 	if runs[0] != want {
 		t.Errorf("first = %+v, want %+v", runs[0], want)
 	}
-	tb := loadABTable(runs)
+	tb := loadABTable(runs, [2]string{})
 	// Medians: old 278.5, 297.4, 326.0, 210.0, 216.0 -> 278.5; new 956.3,
 	// 878.0, 757.2, 758.8, 612.5 -> 758.8.
 	if r := tb.rows[0]; r[0] != "req/s" || r[3] != "2.72x" {
@@ -289,3 +289,4 @@ func TestPageFitsAndSaysWhatDidNotRun(t *testing.T) {
 		t.Errorf("commits = %q", c)
 	}
 }
+

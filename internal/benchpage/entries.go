@@ -52,7 +52,11 @@ type Entry struct {
 	// Ratio, for [GoBench]: two units of one result divided into a
 	// column "Ratio[0] / Ratio[1]" (for example two binaries' medians).
 	Ratio [2]string
-	// Timeout bounds the full run (a quarter of it the quick one).
+	// Sides, for [LoadAB]: what the script's two sides (its "old" and
+	// "new" runs) are, as the table's columns name them; empty means the
+	// baseline and this commit.
+	Sides [2]string
+	// Timeout bounds the full run (half of it the quick one).
 	Timeout time.Duration
 	// Pending, when set, says that no benchmark exists yet for the entry:
 	// the page reports it as not run, with this text.
@@ -207,6 +211,7 @@ var Entries = []Entry{
 	},
 	{
 		Name: "audit-cost", Section: "Load", Kind: LoadAB, Timeout: 8 * time.Minute,
+		Sides: [2]string{"no audit trail", "--audit-postgres"},
 		Title: "The audit trail to PostgreSQL against none, interleaved pairs at 64 clients",
 		About: "scripts/audit-cost.sh: A serves without an audit trail, B with --audit-postgres and --audit-on-failure refuse.",
 		Full:  `scripts/audit-cost.sh 3 64 15s`,
