@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -290,3 +291,46 @@ func TestPageFitsAndSaysWhatDidNotRun(t *testing.T) {
 	}
 }
 
+// Every entry renders a table from the raw output of a run of its command
+// (testdata/entries/NAME.txt, kept from a run): at least one row, every
+// unit of Units a column with a value in some row, and the Ratio and
+// Sibling columns filled where the entry asks for them. An entry whose
+// benchmark names its units otherwise, or that has no sample output,
+// fails here rather than showing an empty or missing table on the page.
+func TestEveryEntryRendersARunOfIt(t *testing.T) {
+	for _, e := range Entries {
+		if e.Pending != "" {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("testdata", "entries", e.Name+".txt"))
+		if err != nil {
+			t.Errorf("%s: no sample output of its command: %v", e.Name, err)
+			continue
+		}
+		tb, st := build(e, raw, Outcome{}, true)
+		if !st.Ran || st.Text != "ok" || len(tb.rows) == 0 {
+			t.Errorf("%s: %d rows, status %+v", e.Name, len(tb.rows), st)
+			continue
+		}
+		var want []string
+		for _, u := range e.Units {
+			want = append(want, unitHead(u))
+		}
+		if e.Ratio[0] != "" {
+			want = append(want, ratioHead(e.Ratio))
+		}
+		if e.Sibling != "" {
+			want = append(want, "time x "+e.Sibling)
+		}
+		for _, h := range want {
+			col := slices.Index(tb.head, h)
+			if col < 0 {
+				t.Errorf("%s: no column %q in %q", e.Name, h, tb.head)
+				continue
+			}
+			if !slices.ContainsFunc(tb.rows, func(r []string) bool { return r[col] != "" }) {
+				t.Errorf("%s: column %q is empty in every row", e.Name, h)
+			}
+		}
+	}
+}
