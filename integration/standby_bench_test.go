@@ -93,6 +93,8 @@ func BenchmarkStandbyPrimaryCost(b *testing.B) {
 				res     *core.Resources
 				primary time.Duration // the primary cluster's CPU in this side's turns
 				standby time.Duration // the standby cluster's
+				pfaults int64         // the primary cluster's minor page faults in them
+				sfaults int64         // the standby cluster's
 				stmts   int64         // the primary's statements in this side's turns
 				reads   int
 			}
@@ -125,13 +127,17 @@ func BenchmarkStandbyPrimaryCost(b *testing.B) {
 				}
 				for _, s := range order {
 					st0 := statements(b) // outside the CPU window: it costs the primary too
-					p0, sb0 := primary.cpu(b), standby.cpu(b)
+					p0, pf0 := primary.cpu(b)
+					sb0, sf0 := standby.cpu(b)
 					for j := range n {
 						read(s.res, done+j)
 					}
-					p1, sb1 := primary.cpu(b), standby.cpu(b)
+					p1, pf1 := primary.cpu(b)
+					sb1, sf1 := standby.cpu(b)
 					s.primary += p1 - p0
 					s.standby += sb1 - sb0
+					s.pfaults += pf1 - pf0
+					s.sfaults += sf1 - sf0
 					s.stmts += statements(b) - st0
 					s.reads += n
 				}
@@ -147,11 +153,13 @@ func BenchmarkStandbyPrimaryCost(b *testing.B) {
 			primaryBytes := after.PrimaryBytes - before.PrimaryBytes
 			for _, s := range []*side{alone, withStandby} {
 				b.ReportMetric(float64(s.primary.Nanoseconds())/1e3/float64(s.reads), "primary-cpu-µs/read-"+s.name)
+				b.ReportMetric(float64(s.pfaults)/float64(s.reads), "primary-minflt/read-"+s.name)
 				if statsOK {
 					b.ReportMetric(float64(s.stmts)/float64(s.reads), "primary-stmts/read-"+s.name)
 				}
 			}
 			b.ReportMetric(float64(withStandby.standby.Nanoseconds())/1e3/float64(withStandby.reads), "standby-cpu-µs/read-with-standby")
+			b.ReportMetric(float64(withStandby.sfaults)/float64(withStandby.reads), "standby-minflt/read-with-standby")
 			b.ReportMetric(float64(standbyBytes)/float64(max(standbyBytes+primaryBytes, 1)), "standby-byte-fraction")
 		})
 	}
@@ -198,13 +206,18 @@ func clusterOf(b *testing.B, pool *pgxpool.Pool) pgCluster {
 // postmaster's children that have exited used (its cutime and cstime).
 // A process's own time is the first field of /proc/PID/schedstat, its
 // utime+stime in nanoseconds (/proc/PID/stat has them in clock ticks of
-// 10 ms, too coarse for a turn of reads; it is the fallback).
-func (c pgCluster) cpu(b *testing.B) time.Duration {
+// 10 ms, too coarse for a turn of reads; it is the fallback). faults is
+// their minor page faults alike (minflt and cminflt): a backend whose
+// allocator hands a large body's memory back to the kernel after each
+// read faults it in again on the next, which costs it more CPU than the
+// body itself.
+func (c pgCluster) cpu(b *testing.B) (total time.Duration, faults int64) {
 	f, err := procStat(c.postmaster)
 	if err != nil {
 		b.Fatalf("the postmaster %d: %v", c.postmaster, err)
 	}
-	total := ownCPU(c.postmaster, f) + (ticks(f[13])+ticks(f[14]))*10*time.Millisecond
+	total = ownCPU(c.postmaster, f) + (ticks(f[13])+ticks(f[14]))*10*time.Millisecond
+	faults = count(f[7]) + count(f[8])
 	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.postmaster, c.postmaster))
 	if err != nil {
 		b.Fatalf("the postmaster %d's children: %v", c.postmaster, err)
@@ -213,13 +226,15 @@ func (c pgCluster) cpu(b *testing.B) time.Duration {
 		pid, _ := strconv.Atoi(k)
 		if kf, err := procStat(pid); err == nil { // a child may exit meanwhile
 			total += ownCPU(pid, kf)
+			faults += count(kf[7])
 		}
 	}
-	return total
+	return total, faults
 }
 
 // procStat returns the fields of /proc/PID/stat after the command's name:
-// f[0] is the state, f[1] the parent, f[11] and f[12] utime and stime,
+// f[0] is the state, f[1] the parent, f[7] and f[8] minflt and cminflt,
+// f[11] and f[12] utime and stime,
 // f[13] and f[14] cutime and cstime.
 func procStat(pid int) ([]string, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -250,7 +265,9 @@ func ownCPU(pid int, f []string) time.Duration {
 	return (ticks(f[11]) + ticks(f[12])) * 10 * time.Millisecond
 }
 
-func ticks(s string) time.Duration {
+func ticks(s string) time.Duration { return time.Duration(count(s)) }
+
+func count(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
-	return time.Duration(n)
+	return n
 }
