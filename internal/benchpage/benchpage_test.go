@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,7 +122,7 @@ func TestParseLoadAB(t *testing.T) {
 	if runs[0] != want {
 		t.Errorf("first = %+v, want %+v", runs[0], want)
 	}
-	tb := loadABTable(runs)
+	tb := loadABTable(runs, [2]string{})
 	// Medians: old 278.5, 297.4, 326.0, 210.0, 216.0 -> 278.5; new 956.3,
 	// 878.0, 757.2, 758.8, 612.5 -> 758.8.
 	if r := tb.rows[0]; r[0] != "req/s" || r[3] != "2.72x" {
@@ -287,5 +288,49 @@ func TestPageFitsAndSaysWhatDidNotRun(t *testing.T) {
 	}
 	if c := Commits(page); len(c) != 2 {
 		t.Errorf("commits = %q", c)
+	}
+}
+
+// Every entry renders a table from the raw output of a run of its command
+// (testdata/entries/NAME.txt, kept from a run): at least one row, every
+// unit of Units a column with a value in some row, and the Ratio and
+// Sibling columns filled where the entry asks for them. An entry whose
+// benchmark names its units otherwise, or that has no sample output,
+// fails here rather than showing an empty or missing table on the page.
+func TestEveryEntryRendersARunOfIt(t *testing.T) {
+	for _, e := range Entries {
+		if e.Pending != "" {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("testdata", "entries", e.Name+".txt"))
+		if err != nil {
+			t.Errorf("%s: no sample output of its command: %v", e.Name, err)
+			continue
+		}
+		tb, st := build(e, raw, Outcome{}, true)
+		if !st.Ran || st.Text != "ok" || len(tb.rows) == 0 {
+			t.Errorf("%s: %d rows, status %+v", e.Name, len(tb.rows), st)
+			continue
+		}
+		var want []string
+		for _, u := range e.Units {
+			want = append(want, unitHead(u))
+		}
+		if e.Ratio[0] != "" {
+			want = append(want, ratioHead(e.Ratio))
+		}
+		if e.Sibling != "" {
+			want = append(want, "time x "+e.Sibling)
+		}
+		for _, h := range want {
+			col := slices.Index(tb.head, h)
+			if col < 0 {
+				t.Errorf("%s: no column %q in %q", e.Name, h, tb.head)
+				continue
+			}
+			if !slices.ContainsFunc(tb.rows, func(r []string) bool { return r[col] != "" }) {
+				t.Errorf("%s: column %q is empty in every row", e.Name, h)
+			}
+		}
 	}
 }

@@ -52,7 +52,11 @@ type Entry struct {
 	// Ratio, for [GoBench]: two units of one result divided into a
 	// column "Ratio[0] / Ratio[1]" (for example two binaries' medians).
 	Ratio [2]string
-	// Timeout bounds the full run (a quarter of it the quick one).
+	// Sides, for [LoadAB]: what the script's two sides (its "old" and
+	// "new" runs) are, as the table's columns name them; empty means the
+	// baseline and this commit.
+	Sides [2]string
+	// Timeout bounds the full run (half of it the quick one).
 	Timeout time.Duration
 	// Pending, when set, says that no benchmark exists yet for the entry:
 	// the page reports it as not run, with this text.
@@ -95,7 +99,7 @@ var Entries = []Entry{
 		Name: "core-read", Section: "Raw storage", Kind: GoBench, Timeout: 4 * time.Minute,
 		Title: "Gateway's own cost over a synthetic bundle",
 		About: "core.Resources.Read of 1, 16 and 256 in-memory items.",
-		Units: []string{"ns/op", "cpu-ns/op", "ns/item", "B/op", "allocs/op"},
+		Units: []string{"ns/op", "ns/item", "B/op", "allocs/op"},
 		Full:  gobench("BenchmarkRead$", "-benchtime 300ms -count 5", "./core/"),
 		Quick: gobench("BenchmarkRead$", "-benchtime 50ms -count 1", "./core/"),
 	},
@@ -119,7 +123,7 @@ var Entries = []Entry{
 		Name: "pg-bodies", Section: "Raw storage", Kind: GoBench, Timeout: 5 * time.Minute, Sibling: "raw",
 		Title: "PostgreSQL: bodies in one statement against sequential reads",
 		About: "64 bodies in one statement, one by one, and raw pgx; one body with its recheck folded in.",
-		Units: []string{"ns/op", "cpu-ns/op", "srv-ns/op", "allocs/op"},
+		Units: []string{"ns/op", "srv-ns/op", "allocs/op"},
 		Full:  rounds(5, gobench("BenchmarkBodies$", "-benchtime 200ms -count 1", "./stores/postgres/")),
 		Quick: gobench("BenchmarkBodies$", "-benchtime 20x -count 1", "./stores/postgres/"),
 	},
@@ -171,6 +175,15 @@ var Entries = []Entry{
 		Quick: `MCPRES_BENCH_BINARIES=base="$BENCH_BASE_BIN" ` + gobench("BenchmarkExecTo(Initialize|FirstRead)$", "-benchtime 5x -count 1", "./cmd/mcp-resources/"),
 	},
 	{
+		Name: "startup-proof", Section: "Start-up", Kind: GoBench, Timeout: 8 * time.Minute,
+		Units: []string{"ms-base", "ms-proof"},
+		Ratio: [2]string{"ms-proof", "ms-base"},
+		Title: "check and start-up to the first read, with the storage-enforcement proof and without it",
+		About: "in one process: check --config, and serve over stdio from its start to the answer of a first read, on the documents example and the reference file; each iteration runs both, without and with the proof (internal/proofhook), in turns; medians in ms. The target is at most 1.5x.",
+		Full:  gobench("BenchmarkStartupProof$", "-benchtime 20x -count 3", "./cmd/mcp-resources/"),
+		Quick: gobench("BenchmarkStartupProof$", "-benchtime 5x -count 1", "./cmd/mcp-resources/"),
+	},
+	{
 		Name: "source-check", Section: "Start-up", Kind: GoBench, Timeout: 6 * time.Minute,
 		Units: []string{"ns/op", "base-us", "proof-us", "proof/base"},
 		Title: "The start-up check with and without the storage-enforcement proof",
@@ -187,15 +200,18 @@ var Entries = []Entry{
 		Quick: gobench("BenchmarkFleetScaling$", "-benchtime 100x -count 1", "./integration/"),
 	},
 	{
-		Name: "standbys", Section: "Standbys", Kind: GoBench, Timeout: 6 * time.Minute,
-		Units: []string{"primary-exec-µs/read", "primary-stmts/read", "standby-byte-fraction", "ns/op"},
-		Title: "The primary's work per read with and without a hot standby serving the bodies",
-		About: "a 16 KiB body read through the gateway; the primary's execution time from pg_stat_statements, the bytes the standby served.",
+		Name: "standbys", Section: "Standbys", Kind: GoBench, Timeout: 8 * time.Minute,
+		Units: []string{"primary-cpu-µs/read-alone", "primary-cpu-µs/read-with-standby", "standby-cpu-µs/read-with-standby",
+			"standby-byte-fraction", "primary-stmts/read-alone", "primary-stmts/read-with-standby"},
+		Ratio: [2]string{"primary-cpu-µs/read-with-standby", "primary-cpu-µs/read-alone"},
+		Title: "The primary's CPU per read with and without a hot standby serving the bodies",
+		About: "bodies of 16 and 256 KiB read through the gateway from a source on the primary alone and one with a streaming standby, in turns within one loop; CPU is each cluster's processes' (/proc), measured around each side's reads; the fraction of body bytes the standby served.",
 		Full:  gobench("BenchmarkStandbyPrimaryCost$", "-benchtime 2000x -count 3", "./integration/"),
 		Quick: gobench("BenchmarkStandbyPrimaryCost$", "-benchtime 200x -count 1", "./integration/"),
 	},
 	{
 		Name: "audit-cost", Section: "Load", Kind: LoadAB, Timeout: 8 * time.Minute,
+		Sides: [2]string{"no audit trail", "--audit-postgres"},
 		Title: "The audit trail to PostgreSQL against none, interleaved pairs at 64 clients",
 		About: "scripts/audit-cost.sh: A serves without an audit trail, B with --audit-postgres and --audit-on-failure refuse.",
 		Full:  `scripts/audit-cost.sh 3 64 15s`,

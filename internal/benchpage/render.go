@@ -97,7 +97,7 @@ func build(e Entry, raw []byte, outcome Outcome, ran bool) (table, Status) {
 		}
 	case LoadAB:
 		runs, _ := ParseLoadAB(bytes.NewReader(raw))
-		t = loadABTable(runs)
+		t = loadABTable(runs, e.Sides)
 	case Load:
 		run, _ := ParseLoad(bytes.NewReader(raw))
 		t = loadTable(run)
@@ -351,10 +351,14 @@ func fmtNum(v float64) string {
 	return fmt.Sprintf("%.3f", v)
 }
 
-// loadABTable puts the baseline's runs and this commit's side by side,
-// with the ratio of their medians.
-func loadABTable(runs []ABRun) table {
-	t := table{head: []string{"", "baseline", "this commit", "ratio of medians"}}
+// loadABTable puts the runs of the script's two sides (old and new) side
+// by side, with the ratio of their medians; sides names them (by default
+// the baseline and this commit).
+func loadABTable(runs []ABRun, sides [2]string) table {
+	if sides[0] == "" {
+		sides = [2]string{"baseline", "this commit"}
+	}
+	t := table{head: []string{"", sides[0], sides[1], "ratio of medians"}}
 	if len(runs) == 0 {
 		return t
 	}

@@ -8,12 +8,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"go.phpboyscout.uk/mcp/resources/core"
+	"go.phpboyscout.uk/mcp/resources/internal/proofhook"
 )
 
 // This file proves, from PostgreSQL's own catalog, that storage enforces
@@ -52,9 +52,10 @@ import (
 // enforces access, so nothing is served until a later Prove succeeds.
 var ErrNotProven = errors.New("postgres: the proof that storage enforces access failed")
 
-// proofOff turns the proof off, for the benchmark that measures its cost
-// (export_test.go); nothing else sets it.
-var proofOff atomic.Bool
+// proofOff turns the proof off, for the benchmarks that measure its cost:
+// this package's (export_test.go) and the command's start-up
+// (internal/proofhook); nothing else sets it.
+var proofOff = &proofhook.Off
 
 // proofFailure is the source's broken state: why the last Prove failed.
 type proofFailure struct{ err error }
