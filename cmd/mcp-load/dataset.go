@@ -21,6 +21,9 @@ type dataset struct {
 	projects   []string
 	assets     []string // ids, the same in every project
 	principals []string
+	// minBody, when set, is added to every body's size, so that bodies are
+	// read by the body statement rather than planned inline (8 KiB at most).
+	minBody int
 }
 
 // newDataset returns a dataset of np projects of na assets each, granted to
@@ -119,6 +122,8 @@ func (d *dataset) content(kind string, k assetKey, gen int) []byte {
 	total := 512 + int(shape[0])<<2 // 512 to 1532 bytes
 	if kind == kindObject {
 		total = 2048 + int(shape[1])<<4 // 2 to 6 KiB
+	} else {
+		total += d.minBody
 	}
 	out := make([]byte, 0, total+sha256.Size*2)
 	out = append(out, h...)

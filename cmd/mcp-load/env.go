@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
+	"go.phpboyscout.uk/mcp/resources/migrations"
 	"go.phpboyscout.uk/mcp/resources/stores/s3store"
 )
 
@@ -77,6 +78,41 @@ func createDatabase(ctx context.Context, serverURL string) (*database, error) {
 	u.RawPath = ""
 	db.url = u.String()
 	return db, nil
+}
+
+// on returns the URL of the database on another server of the same
+// cluster (a streaming standby), once that server has it: it replays the
+// CREATE DATABASE and the migrations a moment after the primary.
+func (db *database) on(ctx context.Context, serverURL string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path, u.RawPath = "/"+db.name, ""
+	version := "SELECT max(version_id) FROM " + pgx.Identifier(strings.Split(migrations.VersionTable, ".")).Sanitize()
+	var want int64
+	db.mu.Lock()
+	err = db.conn.QueryRow(ctx, version).Scan(&want)
+	db.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	for {
+		conn, err := pgx.Connect(ctx, u.String())
+		if err == nil {
+			var got int64
+			err = conn.QueryRow(ctx, version).Scan(&got)
+			conn.Close(context.WithoutCancel(ctx))
+			if err == nil && got == want {
+				return u.String(), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("the standby has not replayed database %s: %w", db.name, context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // open connects the admin connection (after the migration).

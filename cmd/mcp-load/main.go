@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -100,6 +101,7 @@ type config struct {
 	stateless   bool
 	poolMax     int
 	repeat      int
+	standby     string    // a hot standby of --postgres: the server reads bodies there
 	file        fileFlags // a run against --config FILE
 }
 
@@ -134,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the clock); the seed is printed")
 	fs.BoolVar(&c.stateless, "stateless", false, "serve without sessions (serve --stateless with a cursor key), as replicas behind a load balancer do")
 	fs.IntVar(&c.poolMax, "pool-max-conns", 0, "the server's PostgreSQL pool size (pool_max_conns in its --postgres URL); 0 keeps pgx's default, max(4, cores)")
+	fs.StringVar(&c.standby, "standby", "", "PostgreSQL URL of a streaming hot standby of --postgres, on a loopback host (services.sh up --standby prints it as $MCPRES_POSTGRES_STANDBY_URL): the server reads bodies there (serve --postgres-standby), every answer still checked, and the run ends with the server's standby metrics; bodies are 16 KiB larger, so that none comes inline with its plan")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server and versitygw logs)")
 	fs.StringVar(&c.file.config, "config", "", "drive a server started as serve --config FILE (your own resources file and services) instead of the reference schema; needs --uris, --tokens and --expect or --record")
 	fs.StringVar(&c.file.uris, "uris", "", "with --config: the URIs to read, one a line, each optionally followed by its weight (1 to 1000)")
@@ -165,6 +168,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.file != (fileFlags{}) {
 		return nil, errors.New("--uris, --tokens, --server-tokens, --expect, --record and --tolerate-failures are for a run against --config")
+	}
+	if c.standby != "" {
+		u, err := url.Parse(c.standby)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return nil, errors.New("--standby must be a postgres:// URL")
+		}
+		if err := loopbackOnly("--standby", u.Hostname()); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case c.postgres == "":
@@ -264,7 +276,40 @@ func (d *driver) run(ctx context.Context) int {
 	}
 	srv := d.srv
 	d.srv = nil
+	if d.c.standby != "" {
+		d.reportStandby(srv)
+	}
 	return d.conclude(srv)
+}
+
+// reportStandby prints the server's standby metrics: the bodies and bytes
+// the standby served, the primary's, and the fallbacks by reason. A run
+// in which the standby served no body fails: it proved nothing of it.
+func (d *driver) reportStandby(srv *server) {
+	resp, err := srv.hc.Get("http://" + srv.Addr + "/metrics")
+	if err != nil {
+		fmt.Fprintf(d.out, "FAIL standby: no metrics: %v\n", err)
+		d.failed = true
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	var bodies float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "mcpres_standby_") {
+			continue
+		}
+		fmt.Fprintf(d.out, "standby: %s\n", line)
+		if strings.HasPrefix(line, "mcpres_standby_bodies_total{") {
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+				bodies += v
+			}
+		}
+	}
+	if bodies == 0 {
+		fmt.Fprintln(d.out, "FAIL standby: it served no body")
+		d.failed = true
+	}
 }
 
 // conclude stops srv and prints the run's result: RESULT: FAIL with the
@@ -322,6 +367,9 @@ func (d *driver) setup(ctx context.Context) error {
 		return fmt.Errorf("create bucket: %w", err)
 	}
 	ds := newDataset(c.projects, c.assets, []string{"load-a", "load-b"})
+	if c.standby != "" {
+		ds.minBody = 16 << 10 // read by the body statement, which goes to the standby
+	}
 	d.w = &writer{d: ds, db: d.db, s3: s3c, bucket: bucket}
 	if _, err := d.w.load(sctx); err != nil {
 		return err
@@ -351,6 +399,13 @@ func (d *driver) setup(ctx context.Context) error {
 		"--postgres=" + serverDB, "--bucket=" + bucket, "--bucket-endpoint=" + d.s3.endpoint(), "--bucket-region=us-east-1",
 		"--bucket-access-key=" + d.s3.access, "--bucket-secret-key=" + d.s3.secret, "--bucket-path-style",
 		"--list-page-size=2"}
+	if c.standby != "" {
+		standby, err := d.db.on(sctx, c.standby)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--postgres-standby="+standby)
+	}
 	if c.stateless {
 		key := filepath.Join(d.dir, "cursor.key")
 		if err := os.WriteFile(key, []byte(randomHex(32)), 0o600); err != nil {

@@ -82,6 +82,8 @@ func TestFlagsRefuseNonLoopbackAndUnboundedRuns(t *testing.T) {
 		{"--postgres=postgres://u@127.0.0.1/db", "--duration=1h"},
 		{"--postgres=postgres://u@127.0.0.1/db", "--faults", "--sweep=1,2"},
 		{"--postgres=postgres://u@127.0.0.1/db", "--sweep=1,x"},
+		{"--postgres=postgres://u@127.0.0.1/db", "--standby=postgres://u@192.0.2.1:5432/db"},
+		{"--postgres=postgres://u@127.0.0.1/db", "--standby=http://127.0.0.1/db"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
