@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -63,11 +62,8 @@ type database struct {
 }
 
 func createDatabase(ctx context.Context, serverURL string) (*database, error) {
-	u, err := url.Parse(serverURL)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, errors.New("--postgres must be a postgres:// URL")
-	}
-	if err := loopbackOnly("--postgres", u.Hostname()); err != nil {
+	u, err := loopbackPostgres("--postgres", serverURL)
+	if err != nil {
 		return nil, err
 	}
 	db := &database{serverURL: serverURL, name: "mcpload_" + randomHex(6)}
@@ -84,7 +80,7 @@ func createDatabase(ctx context.Context, serverURL string) (*database, error) {
 // cluster (a streaming standby), once that server has it: it replays the
 // CREATE DATABASE and the migrations a moment after the primary.
 func (db *database) on(ctx context.Context, serverURL string) (string, error) {
-	u, err := url.Parse(serverURL)
+	u, err := loopbackPostgres("--standby", serverURL)
 	if err != nil {
 		return "", err
 	}
@@ -113,6 +109,16 @@ func (db *database) on(ctx context.Context, serverURL string) (string, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// loopbackPostgres parses the PostgreSQL URL s of flag, which must name a
+// loopback host.
+func loopbackPostgres(flag, s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("%s must be a postgres:// URL", flag)
+	}
+	return u, loopbackOnly(flag, u.Hostname())
 }
 
 // open connects the admin connection (after the migration).

@@ -50,7 +50,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -170,11 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--uris, --tokens, --server-tokens, --expect, --record and --tolerate-failures are for a run against --config")
 	}
 	if c.standby != "" {
-		u, err := url.Parse(c.standby)
-		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			return nil, errors.New("--standby must be a postgres:// URL")
-		}
-		if err := loopbackOnly("--standby", u.Hostname()); err != nil {
+		if _, err := loopbackPostgres("--standby", c.standby); err != nil {
 			return nil, err
 		}
 	}
@@ -286,14 +281,12 @@ func (d *driver) run(ctx context.Context) int {
 // the standby served, the primary's, and the fallbacks by reason. A run
 // in which the standby served no body fails: it proved nothing of it.
 func (d *driver) reportStandby(srv *server) {
-	resp, err := srv.hc.Get("http://" + srv.Addr + "/metrics")
+	body, err := srv.metrics()
 	if err != nil {
 		fmt.Fprintf(d.out, "FAIL standby: no metrics: %v\n", err)
 		d.failed = true
 		return
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	var bodies float64
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, "mcpres_standby_") {

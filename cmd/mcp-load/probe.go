@@ -59,15 +59,20 @@ func (s snapshot) atBaseline(base snapshot) bool {
 		s.httpConns <= base.httpConns && s.sessions <= base.sessions
 }
 
+// metrics returns the server's /metrics text (at most 4 MiB).
+func (srv *server) metrics() ([]byte, error) {
+	resp, err := srv.hc.Get("http://" + srv.Addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+}
+
 // take measures the server now.
 func (srv *server) take(ctx context.Context, db *database) (snapshot, error) {
 	var s snapshot
-	resp, err := srv.hc.Get("http://" + srv.Addr + "/metrics")
-	if err != nil {
-		return s, err
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	resp.Body.Close()
+	body, err := srv.metrics()
 	if err != nil {
 		return s, err
 	}
