@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -300,5 +301,58 @@ func TestProofAcceptsInvokerViewsAndSQLFunctionsOverSecuredTables(t *testing.T) 
 	}
 	if _, err := deskSource(t, r.url, plan, body, deskGrant, nil); err != nil {
 		t.Errorf("Source.Check: %v", err)
+	}
+}
+
+// TestProofSpansChunksOfViews: a source of more distinct statements than
+// the proof makes views at once (it drops each chunk's before the next)
+// is proved statement by statement: a mistake in the last chunk is
+// refused naming its own binding and table, an exemption is found on
+// bindings in every chunk, and the source checks once the mistake goes.
+func TestProofSpansChunksOfViews(t *testing.T) {
+	const n = 300 // 600 views: three chunks
+	r := newDeskRig(t, deskFile)
+	check := func(bad int) error {
+		pool := newPool(t, r.url, nil)
+		src, err := postgres.NewSource(pool, postgres.SourceOptions{Name: "desk", Role: "desk_reader",
+			Exempt: map[string]string{"public.orgs": "the org ids, the same for every agent"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			// Each binding's statements are distinct texts; every tenth
+			// joins the exempt orgs table.
+			plan := fmt.Sprintf("SELECT t.org || '/' || t.id AS key, %d AS version, 'text/plain' AS mime FROM tickets t WHERE t.org = $org AND t.id::text = $id", i)
+			if i%10 == 0 {
+				plan = fmt.Sprintf("SELECT t.org || '/' || t.id AS key, %d AS version, 'text/plain' AS mime FROM tickets t JOIN orgs o ON o.id = t.org WHERE t.org = $org AND t.id::text = $id", i)
+			}
+			body := fmt.Sprintf("SELECT t.subject AS body, %d AS version FROM tickets t WHERE t.org || '/' || t.id = $key", i)
+			if i == bad {
+				body = fmt.Sprintf("SELECT t.subject AS body, %d AS version FROM tickets t JOIN attachments_unsecured u ON u.org = t.org WHERE t.org || '/' || t.id = $key", i)
+			}
+			if _, err := src.Binding(postgres.SQLBinding{Definition: core.ResourceDefinition{Name: fmt.Sprintf("ticket-%d", i), URITemplate: fmt.Sprintf("ticket%d://t/{org}/{id}", i)},
+				Plan: plan, Body: body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := src.Check(t.Context()); err != nil {
+			return err
+		}
+		for _, i := range []int{0, 130, 290, 1, 299} {
+			p, ok := src.Proof(fmt.Sprintf("ticket-%d", i))
+			if want := i%10 == 0; !ok || (len(p.Exempted) == 1) != want {
+				t.Errorf("ticket-%d: proof %+v, %v; want public.orgs exempted: %v", i, p, ok, want)
+			}
+		}
+		return nil
+	}
+	applySQL(t, r.admin, "CREATE TABLE attachments_unsecured (org text); GRANT SELECT ON attachments_unsecured TO desk_reader")
+	err := check(n - 3)
+	ce, ok := errors.AsType[*core.ConfigError](err)
+	if !ok || !strings.Contains(ce.Error(), "ticket-297") || !strings.Contains(ce.Error(), "public.attachments_unsecured") {
+		t.Fatalf("Source.Check: %v, want the mistake of ticket-297 in the last chunk", err)
+	}
+	if err := check(-1); err != nil {
+		t.Fatalf("Source.Check without the mistake: %v", err)
 	}
 }

@@ -198,36 +198,25 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 			return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 		}
 	}
-	// The views in one round trip (the simple protocol runs them in order
-	// and stops at the first that fails, which names the statement).
-	var results []*pgconn.Result
-	mrr := conn.PgConn().Exec(ctx, strings.Join(views, ";\n"))
-	for mrr.NextResult() {
-		results = append(results, mrr.ResultReader().Read())
-		progress()
-	}
-	err = mrr.Close()
-	if err != nil {
-		st := first[min(len(results), len(first)-1)]
-		for i, r := range results {
-			if r.Err != nil {
-				st = first[i]
-				break
-			}
-		}
-		return st.configError("cannot be proven: PostgreSQL does not accept it as a temporary view as "+src.roleWords()+": "+pgMessage(err), err)
-	}
 	exempt := make([]string, 0, len(src.exempt))
 	for n := range src.exempt {
 		exempt = append(exempt, n)
 	}
 	found := make([][]proofRow, len(views))
-	// The catalog is walked from proofChunk views at a time, so that no
-	// one statement's time grows with the file.
+	// proofChunk views at a time, each chunk's views dropped (rolled back
+	// to a savepoint) before the next: the catalog walk joins pg_depend,
+	// which would otherwise hold every view made so far, so that each
+	// chunk's walk would grow with the file.
 	for from := 1; from <= len(views); from += proofChunk {
 		to := min(from+proofChunk-1, len(views))
+		if err := src.proveChunk(ctx, tx, views[from-1:to], first[from-1:to], progress); err != nil {
+			return err
+		}
 		if err := src.walkViews(ctx, tx, from, to, exempt, found); err != nil {
 			return err
+		}
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT mcpres_proof"); err != nil {
+			return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 		}
 		progress()
 	}
@@ -248,9 +237,35 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	return nil
 }
 
-// proofChunk bounds the views one walk of the catalog (sqlProof) starts
-// from.
+// proofChunk bounds the views made at once, and so the views one walk of
+// the catalog (sqlProof) starts from.
 const proofChunk = 256
+
+// proveChunk makes views, first[i]'s view each, after a savepoint that
+// the caller rolls back to once it has walked them, in one round trip (the
+// simple protocol runs them in order and stops at the first that fails,
+// which names the statement).
+func (src *Source) proveChunk(ctx context.Context, tx pgx.Tx, views []string, first []*statement, progress func()) error {
+	var results []*pgconn.Result
+	mrr := tx.Conn().PgConn().Exec(ctx, "SAVEPOINT mcpres_proof;\n"+strings.Join(views, ";\n"))
+	for mrr.NextResult() {
+		results = append(results, mrr.ResultReader().Read())
+		progress()
+	}
+	err := mrr.Close()
+	if err == nil {
+		return nil
+	}
+	results = results[min(1, len(results)):] // the savepoint's
+	st := first[min(len(results), len(first)-1)]
+	for i, r := range results {
+		if r.Err != nil {
+			st = first[i]
+			break
+		}
+	}
+	return st.configError("cannot be proven: PostgreSQL does not accept it as a temporary view as "+src.roleWords()+": "+pgMessage(err), err)
+}
 
 // walkViews runs sqlProof from views from to to, adding what each reads
 // and calls to found.
