@@ -384,12 +384,8 @@ func (f *File) openPool(ctx context.Context, src Source, key string, url Secret,
 func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy, error) {
 	bySource := map[string]core.ResourcePolicy{}
 	for _, src := range f.Sources {
-		p := f.policyOf(src.Name)
-		switch {
-		case src.Postgres == nil || p == nil:
-		case p.Database:
-			bySource[src.Name] = postgres.DatabaseDecides()
-		default:
+		bySource[src.Name] = postgres.DatabaseDecides() // unless a decide statement decides
+		if p := f.policyOf(src.Name); src.Postgres != nil && p != nil && !p.Database {
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
 				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.of("decide"))
@@ -399,11 +395,7 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 	}
 	byName := map[string]core.ResourcePolicy{}
 	for _, r := range f.Resources {
-		pol, ok := bySource[r.Source]
-		if !ok {
-			pol = postgres.DatabaseDecides()
-		}
-		byName[r.Name] = pol
+		byName[r.Name] = bySource[r.Source] // the file's check let no resource name another source
 	}
 	return f.gateScopes(routePolicy(byName)), nil // scopes.go
 }
