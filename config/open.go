@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -573,10 +574,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 // so that a bundle past it is cut by the store, truncated and reported
 // partial, rather than refused by the gateway as an invalid plan.
 func (f *File) planItems(n int) int {
-	limit := f.ResourceLimits().MaxPlanItems
-	if limit == 0 {
-		limit = core.DefaultResourceLimits().MaxPlanItems
-	}
+	limit := cmp.Or(f.ResourceLimits().MaxPlanItems, core.DefaultResourceLimits().MaxPlanItems)
 	if n == 0 {
 		return limit
 	}
@@ -701,9 +699,7 @@ func (f *File) storeError(err error, source string, def Position) *Error {
 	}
 	reason := f.redactAll(ce.Reason)
 	p := ce.Path
-	if p.Source == "" {
-		p.Source = source
-	}
+	p.Source = cmp.Or(p.Source, source)
 	pl, ok := f.locate(p)
 	if !ok {
 		return f.mistake(def, "", "%s: %s", ce.Path, reason)

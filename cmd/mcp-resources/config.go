@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,12 +126,8 @@ func boundPlans(f *config.File, flags core.ResourceLimits) {
 	if f.Limits == nil {
 		f.Limits = &config.Limits{}
 	}
-	if flags.MaxPlanItems != 0 {
-		f.Limits.MaxPlanItems = flags.MaxPlanItems
-	}
-	if flags.MaxURIBytes != 0 {
-		f.Limits.MaxURIBytes = flags.MaxURIBytes
-	}
+	f.Limits.MaxPlanItems = cmp.Or(flags.MaxPlanItems, f.Limits.MaxPlanItems)
+	f.Limits.MaxURIBytes = cmp.Or(flags.MaxURIBytes, f.Limits.MaxURIBytes)
 }
 
 // fileLimits lays the flags' limits over the file's: a flag that is set
