@@ -48,14 +48,15 @@ const (
 	stateStarting    = "starting"     // the start-up checks run
 )
 
-// The triggers of a proof run, the values of the trigger label.
+// The triggers of a proof run, each the index of its trigger label in
+// proofTriggers.
 const (
-	triggerSchedule  = "schedule"  // --proof-interval passed since the last run
-	triggerReconnect = "reconnect" // the source's pool lost every connection and connected again
-	triggerRetry     = "retry"     // the last run could not reach the database
+	triggerSchedule  = iota // --proof-interval passed since the last run
+	triggerReconnect        // the source's pool lost every connection and connected again
+	triggerRetry            // the last run could not reach the database
 )
 
-var proofTriggers = [...]string{triggerSchedule, triggerReconnect, triggerRetry}
+var proofTriggers = [...]string{"schedule", "reconnect", "retry"}
 
 // sourceReady is what a backend knows of one source for its health: how to
 // check that it answers and, for a PostgreSQL source, how to prove it
@@ -221,18 +222,14 @@ func (h *health) watch(ctx context.Context, s *sourceHealth) {
 // proof refused when it breaks (a *core.ConfigError naming the relation),
 // one WARN line when it could not run, one INFO line when it passes again.
 // A run cut short by ctx (shutting down) counts for nothing.
-func (h *health) prove(ctx context.Context, s *sourceHealth, trigger string) error {
+func (h *health) prove(ctx context.Context, s *sourceHealth, trigger int) error {
 	pctx, cancel := context.WithTimeout(ctx, proofTimeout)
 	err := s.prove(pctx)
 	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	for i, tr := range proofTriggers {
-		if tr == trigger {
-			s.runs[i].Add(1)
-		}
-	}
+	s.runs[trigger].Add(1)
 	if err == nil {
 		if !s.proofOK.Swap(true) {
 			h.log.Info("the storage-enforcement proof passes again: the source serves", "source", s.name)
@@ -248,7 +245,7 @@ func (h *health) prove(ctx context.Context, s *sourceHealth, trigger string) err
 	}
 	if problem != s.problem {
 		s.problem = problem
-		h.log.Log(ctx, level, msg, "source", s.name, "trigger", trigger, "err", problem)
+		h.log.Log(ctx, level, msg, "source", s.name, "trigger", proofTriggers[trigger], "err", problem)
 	}
 	return err
 }
