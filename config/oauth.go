@@ -80,7 +80,7 @@ func (c *checker) oauth() {
 				ok = false
 			}
 		}
-		if in.ClientSecret.isSet() && !referenceOnly(in.ClientSecret.raw) {
+		if in.ClientSecret.isSet() && !secretRef.MatchString(in.ClientSecret.raw) {
 			c.e.at(in.Spans.of("client_secret"), "oauth.introspection.client_secret", "must be one ${NAME} reference: secrets are not written in the file")
 			ok = false
 		}
