@@ -54,12 +54,8 @@ func parseYAML(e *errs, data []byte) *yaml.Node {
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			e.at(Position{Line: 1}, "", "the file is empty: it needs at least version, sources and resources")
-			return nil
-		}
+	var doc yaml.Node // left empty by a file without a document
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		yamlError(e, err, data)
 		return nil
 	}
