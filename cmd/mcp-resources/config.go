@@ -104,7 +104,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File, flags core.Resou
 		storeOf: func(i int) string { return served.Bindings[i].Source }, grants: grants, decidedBy: served.DecidedBy}
 	var names []string // the sources, in file order
 	for _, r := range served.Ready {
-		be.stores = append(be.stores, sourceReady{name: r.Source, check: r.Check, prove: r.Prove, reconnected: r.Reconnected, pool: r.Pool, standbys: r.Standbys})
+		be.stores = append(be.stores, sourceReady{name: r.Source, Ready: r})
 		names = append(names, r.Source)
 	}
 	if l := f.ResourceLimits(); l != (core.ResourceLimits{}) {
