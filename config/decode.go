@@ -163,12 +163,6 @@ func keyedFields(t reflect.Type) []keyedField {
 	if v, ok := keyedCache.Load(t); ok {
 		return v.([]keyedField)
 	}
-	out := listKeyedFields(t)
-	keyedCache.Store(t, out)
-	return out
-}
-
-func listKeyedFields(t reflect.Type) []keyedField {
 	var out []keyedField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -182,6 +176,7 @@ func listKeyedFields(t reflect.Type) []keyedField {
 			out = append(out, keyedField{[]int{i}, k})
 		}
 	}
+	keyedCache.Store(t, out)
 	return out
 }
 
@@ -218,19 +213,11 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 			spans.nodes[key] = vn
 		}
 		spans.keys[key] = p
-		d.field(kn, vn, v.FieldByIndex(fields[fi].index), f, join(path, key), &spans, key)
+		d.field(kn, vn, v.FieldByIndex(fields[fi].index), f, strings.TrimPrefix(path+"."+key, "."), &spans, key)
 	})
 	if sf := v.FieldByName("Spans"); sf.IsValid() && sf.Type() == typeSpans {
 		sf.Set(reflect.ValueOf(spans))
 	}
-}
-
-// join builds the dotted path of a key (config.Error.Key).
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 // entries calls f with each key of the mapping n (at path) and its key
