@@ -184,7 +184,7 @@ func (c *checker) s3(b *S3Source, path string) {
 		key string
 		s   Secret
 	}{{"secret_key", b.SecretKey}, {"session_token", b.SessionToken}} {
-		if k.s.isSet() && !referenceOnly(k.s.raw) {
+		if k.s.isSet() && !secretRef.MatchString(k.s.raw) {
 			c.e.at(b.Spans.of(k.key), path+"."+k.key, "must be one ${NAME} reference: secrets are not written in the file")
 		}
 	}

@@ -54,12 +54,8 @@ func parseYAML(e *errs, data []byte) *yaml.Node {
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			e.at(Position{Line: 1}, "", "the file is empty: it needs at least version, sources and resources")
-			return nil
-		}
+	var doc yaml.Node // left empty by a file without a document
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		yamlError(e, err, data)
 		return nil
 	}
@@ -167,12 +163,6 @@ func keyedFields(t reflect.Type) []keyedField {
 	if v, ok := keyedCache.Load(t); ok {
 		return v.([]keyedField)
 	}
-	out := listKeyedFields(t)
-	keyedCache.Store(t, out)
-	return out
-}
-
-func listKeyedFields(t reflect.Type) []keyedField {
 	var out []keyedField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -186,6 +176,7 @@ func listKeyedFields(t reflect.Type) []keyedField {
 			out = append(out, keyedField{[]int{i}, k})
 		}
 	}
+	keyedCache.Store(t, out)
 	return out
 }
 
@@ -207,21 +198,12 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 	}
 	t := v.Type()
 	spans := Spans{self: self, keys: map[string]Position{}, nodes: map[string]*yaml.Node{}}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		kn, vn := n.Content[i], n.Content[i+1]
-		key, ok := d.key(kn, path)
-		if !ok {
-			continue
-		}
-		if _, dup := spans.keys[key]; dup {
-			d.e.at(pos(kn), path, "%s is written twice", key)
-			continue
-		}
+	d.entries(n, path, "written", func(key string, kn, vn *yaml.Node) {
 		fields := keyedFields(t)
 		fi := slices.IndexFunc(fields, func(f keyedField) bool { return f.key == key })
 		if fi < 0 {
 			d.e.at(pos(kn), path, "unknown key %q (known: %s)", key, strings.Join(fieldKeys(t), ", "))
-			continue
+			return
 		}
 		f := t.FieldByIndex(fields[fi].index)
 		p := pos(vn)
@@ -231,28 +213,30 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 			spans.nodes[key] = vn
 		}
 		spans.keys[key] = p
-		d.field(kn, vn, v.FieldByIndex(fields[fi].index), f, join(path, key), &spans, key)
-	}
+		d.field(kn, vn, v.FieldByIndex(fields[fi].index), f, strings.TrimPrefix(path+"."+key, "."), &spans, key)
+	})
 	if sf := v.FieldByName("Spans"); sf.IsValid() && sf.Type() == typeSpans {
 		sf.Set(reflect.ValueOf(spans))
 	}
 }
 
-// join builds the dotted path of a key (config.Error.Key).
-func join(path, key string) string {
-	if path == "" {
-		return key
+// entries calls f with each key of the mapping n (at path) and its key
+// and value nodes, in order: a key that is not a plain string, or that is
+// again (it was written or defined before), is a mistake instead.
+func (d *decoder) entries(n *yaml.Node, path, again string, f func(key string, kn, vn *yaml.Node)) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, key := n.Content[i], n.Content[i].Value
+		switch {
+		case kn.Kind != yaml.ScalarNode || kn.ShortTag() != "!!str":
+			d.e.at(pos(kn), path, "keys must be strings")
+		case seen[key]:
+			d.e.at(pos(kn), path, "%s is %s twice", key, again)
+		default:
+			seen[key] = true
+			f(key, kn, n.Content[i+1])
+		}
 	}
-	return path + "." + key
-}
-
-// key returns the text of a mapping key, which must be a plain string.
-func (d *decoder) key(kn *yaml.Node, path string) (string, bool) {
-	if kn.Kind != yaml.ScalarNode || kn.ShortTag() != "!!str" {
-		d.e.at(pos(kn), path, "keys must be strings")
-		return "", false
-	}
-	return kn.Value, true
 }
 
 // field decodes vn into the field fv of type f.
@@ -388,24 +372,14 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 			return
 		}
 		m := make(map[string]string, len(vn.Content)/2)
-		for i := 0; i+1 < len(vn.Content); i += 2 {
-			k, ok := d.key(vn.Content[i], path)
-			if !ok {
-				continue
+		d.entries(vn, path, "written", func(k string, kn, sn *yaml.Node) {
+			if s, ok := d.str(sn, path+"."+k, false); ok {
+				m[k] = s
+				spans.keys[key+"."+k] = pos(sn)
+				spans.nodes[key+"."+k] = sn
+				spans.keys[key+"."+k+":key"] = pos(kn)
 			}
-			if _, dup := m[k]; dup {
-				d.e.at(pos(vn.Content[i]), path, "%s is written twice", k)
-				continue
-			}
-			s, ok := d.str(vn.Content[i+1], path+"."+k, false)
-			if !ok {
-				continue
-			}
-			m[k] = s
-			spans.keys[key+"."+k] = pos(vn.Content[i+1])
-			spans.nodes[key+"."+k] = vn.Content[i+1]
-			spans.keys[key+"."+k+":key"] = pos(vn.Content[i])
-		}
+		})
 		fv.Set(reflect.ValueOf(m))
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
 		if _, keyed := f.Tag.Lookup("keyed"); !keyed {
@@ -416,27 +390,16 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 			return
 		}
 		list := reflect.MakeSlice(t, 0, len(vn.Content)/2)
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(vn.Content); i += 2 {
-			nk, nv := vn.Content[i], vn.Content[i+1]
-			name, ok := d.key(nk, path)
-			if !ok {
-				continue
-			}
-			if seen[name] {
-				d.e.at(pos(nk), path, "%s is defined twice", name)
-				continue
-			}
-			seen[name] = true
+		d.entries(vn, path, "defined", func(name string, nk, nv *yaml.Node) {
 			if nv.ShortTag() == "!!null" {
 				d.e.at(pos(nk), path+"."+name, "has no value")
-				continue
+				return
 			}
 			el := reflect.New(t.Elem()).Elem()
 			el.FieldByName("Name").SetString(name)
 			d.structValue(nv, el, path+"."+name, pos(nk))
 			list = reflect.Append(list, el)
-		}
+		})
 		fv.Set(list)
 	default:
 		panic(fmt.Sprintf("config: no decoder for %s", t))

@@ -37,10 +37,7 @@ func (e *Error) Error() string {
 		msg = e.Key + ": " + msg
 	}
 	msg = strings.Join(strings.Fields(msg), " ")
-	line := e.Pos.Line
-	if line < 1 {
-		line = 1
-	}
+	line := max(e.Pos.Line, 1)
 	if e.Pos.Column < 1 {
 		return fmt.Sprintf("%s:%d: %s", e.File, line, msg)
 	}

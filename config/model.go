@@ -43,6 +43,12 @@ type File struct {
 // file's check and its schema (gendoc reads it here) say.
 const namePattern = `^[A-Za-z][A-Za-z0-9_.-]{0,63}$`
 
+// secretRefPattern is what a secret that is never written in the file
+// holds as written: exactly one ${NAME} reference, or ${NAME:-} (empty when
+// unset), since a default could only be a secret written in the file. The
+// file's check and its schema (gendoc reads it here) say so.
+const secretRefPattern = `^\$\{[A-Za-z_][A-Za-z0-9_]*(:-)?\}$`
+
 // Spans records where each key of one mapping of the file was written.
 type Spans struct {
 	self  Position

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -31,14 +32,8 @@ func (f *File) OAuthOptions() (*oauth.Options, *oauth.ResourceOptions) {
 // (principal claim sub, clock skew [oauth.DefaultClockSkew]); the metadata
 // advertises o's scopes, then those of extraScopes that o does not name.
 func (o *OAuth) Options(extraScopes []string) (*oauth.Options, *oauth.ResourceOptions) {
-	skew := time.Duration(o.ClockSkew)
-	if skew == 0 {
-		skew = oauth.DefaultClockSkew
-	}
-	principal := o.PrincipalClaim
-	if principal == "" {
-		principal = oauth.DefaultPrincipalClaim
-	}
+	skew := cmp.Or(time.Duration(o.ClockSkew), oauth.DefaultClockSkew)
+	principal := cmp.Or(o.PrincipalClaim, oauth.DefaultPrincipalClaim)
 	supported := slices.Clone(o.Scopes)
 	for _, s := range extraScopes {
 		if !slices.Contains(supported, s) {
@@ -85,7 +80,7 @@ func (c *checker) oauth() {
 				ok = false
 			}
 		}
-		if in.ClientSecret.isSet() && !referenceOnly(in.ClientSecret.raw) {
+		if in.ClientSecret.isSet() && !secretRef.MatchString(in.ClientSecret.raw) {
 			c.e.at(in.Spans.of("client_secret"), "oauth.introspection.client_secret", "must be one ${NAME} reference: secrets are not written in the file")
 			ok = false
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -218,53 +219,57 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	buckets := map[string]*s3store.Bucket{}
 	objects := map[string]string{} // S3 source -> its bucket, for the rows that reference objects
 	pools := map[string]*pgxpool.Pool{}
-	standbyPools := map[string][]*pgxpool.Pool{}
+	standbys := map[string][]postgres.DB{}
 	for _, src := range f.Sources {
-		var check func(context.Context) error
 		if b := src.S3; b != nil {
 			bucket, err := f.openBucket(ctx, src, opts)
 			if err != nil {
 				return nil, err
 			}
-			buckets[src.Name], objects[src.Name], check = bucket, string(b.Bucket), bucket.Check
+			buckets[src.Name], objects[src.Name] = bucket, string(b.Bucket)
 			s.Objects[src.Name] = core.ItemReader(bucket.Read)
-		} else {
-			watch := newReconnects()
-			pool, err := f.openPool(ctx, src, opts, watch)
-			if err != nil {
-				return nil, err
-			}
-			s.closers = append(s.closers, pool.Close)
-			pools[src.Name], check = pool, pool.Ping
-			if standbyPools[src.Name], err = f.openStandbys(ctx, src, opts); err != nil {
-				return nil, err
-			}
-			for _, sp := range standbyPools[src.Name] {
-				s.closers = append(s.closers, sp.Close)
-			}
-			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check, Pool: pool, Reconnected: watch.c})
+			s.Ready = append(s.Ready, Ready{Source: src.Name, Check: bucket.Check})
 			continue
 		}
-		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: check})
+		watch := newReconnects()
+		pool, err := f.openPool(ctx, src, "url", src.Postgres.URL, opts, watch.afterConnect)
+		if err != nil {
+			return nil, err
+		}
+		watch.pool.Store(pool)
+		s.closers = append(s.closers, pool.Close)
+		pools[src.Name] = pool
+		// Each standby is a pool of its own, without a reconnect watch:
+		// the primary's decides the proof.
+		for i, u := range src.Postgres.Standbys {
+			sp, err := f.openPool(ctx, src, "standbys."+strconv.Itoa(i), u, opts, nil)
+			if err != nil {
+				return nil, err
+			}
+			s.closers = append(s.closers, sp.Close)
+			standbys[src.Name] = append(standbys[src.Name], sp)
+		}
+		s.Ready = append(s.Ready, Ready{Source: src.Name, Check: pool.Ping, Pool: pool, Reconnected: watch.c})
 	}
 	sources := map[string]*postgres.Source{}
-	for _, src := range f.Sources {
-		if p := src.Postgres; p != nil {
-			ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
-				Caller: opts.Caller, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
-				UnusableGrantRows: opts.UnusableGrantRows, Logger: opts.Logger, Standbys: standbyDBs(standbyPools[src.Name]), StandbyMaxLag: time.Duration(p.StandbyMaxLag)})
-			if err != nil {
-				return nil, f.storeError(err, src.Name, src.Spans.start())
-			}
-			sources[src.Name] = ps
-			for i := range s.Ready {
-				if s.Ready[i].Source == src.Name {
-					s.Ready[i].Prove = ps.Prove
-					if len(p.Standbys) > 0 {
-						s.Ready[i].Standbys = ps.StandbyStats
-					}
-				}
-			}
+	for i, src := range f.Sources { // s.Ready[i] is src's
+		p := src.Postgres
+		if p == nil {
+			continue
+		}
+		ps, err := postgres.NewSource(pools[src.Name], postgres.SourceOptions{Name: src.Name, Role: p.Role, LoginRole: p.LoginRole,
+			Caller: opts.Caller, StatementTimeout: time.Duration(p.StatementTimeout), MaxPlanItems: f.planItems(p.MaxPlanItems), Objects: objects, Exempt: p.Exempt,
+			UnusableGrantRows: opts.UnusableGrantRows, Logger: opts.Logger, Standbys: standbys[src.Name], StandbyMaxLag: time.Duration(p.StandbyMaxLag)})
+		if err != nil {
+			return nil, f.storeError(err, src.Name, src.Spans.start())
+		}
+		sources[src.Name] = ps
+		s.Ready[i].Prove = ps.Prove
+		if len(p.Standbys) > 0 {
+			s.Ready[i].Standbys = ps.StandbyStats
+		}
+		for _, e := range ps.Exemptions() {
+			s.Exemptions = append(s.Exemptions, fmt.Sprintf("exempt %s on %s: %s", e.Name, src.Name, e.Reason))
 		}
 	}
 
@@ -322,14 +327,6 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	}
 	s.Lines = s.lines()
 	s.deciders.Store(deciders(s.Lines))
-	for _, src := range f.Sources {
-		if src.Postgres == nil {
-			continue
-		}
-		for _, e := range sources[src.Name].Exemptions() {
-			s.Exemptions = append(s.Exemptions, fmt.Sprintf("exempt %s on %s: %s", e.Name, src.Name, e.Reason))
-		}
-	}
 
 	if s.Policy, err = f.policy(sources); err != nil {
 		return nil, err
@@ -361,62 +358,25 @@ func (f *File) openBucket(ctx context.Context, src Source, opts *OpenOptions) (*
 	return bucket, nil
 }
 
-// openPool opens the connection pool of the PostgreSQL source src,
-// sending no request; watch learns of its reconnects.
-func (f *File) openPool(ctx context.Context, src Source, opts *OpenOptions, watch *reconnects) (*pgxpool.Pool, error) {
-	p := src.Postgres
-	cfg, err := pgxpool.ParseConfig(p.URL.expanded())
+// openPool opens a pool on url, the value of key of the PostgreSQL source
+// src (its url, or one of its standbys), sending no request; afterConnect,
+// when set, is the pool's AfterConnect hook.
+func (f *File) openPool(ctx context.Context, src Source, key string, url Secret, opts *OpenOptions,
+	afterConnect func(context.Context, *pgx.Conn) error) (*pgxpool.Pool, error) {
+	at, path := src.Postgres.Spans.of(key), "sources."+src.Name+".postgres."+key
+	cfg, err := pgxpool.ParseConfig(url.expanded())
 	if err != nil {
-		return nil, f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "is not a valid PostgreSQL URL")
+		return nil, f.mistake(at, path, "is not a valid PostgreSQL URL")
 	}
 	if opts.TracerProvider != nil {
 		cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
 	}
-	cfg.AfterConnect = watch.afterConnect
+	cfg.AfterConnect = afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "%s", redact(err, src))
+		return nil, f.mistake(at, path, "%s", redact(err, src))
 	}
-	watch.pool.Store(pool)
 	return pool, nil
-}
-
-// openStandbys opens a pool on each standby URL of the PostgreSQL source
-// src, sending no request (each as openPool does, without its reconnect
-// watch: the primary's decides the proof).
-func (f *File) openStandbys(ctx context.Context, src Source, opts *OpenOptions) ([]*pgxpool.Pool, error) {
-	var out []*pgxpool.Pool
-	for i, u := range src.Postgres.Standbys {
-		key := "standbys." + strconv.Itoa(i)
-		fail := func(format string, args ...any) ([]*pgxpool.Pool, error) {
-			for _, p := range out {
-				p.Close()
-			}
-			return nil, f.mistake(src.Postgres.Spans.of(key), "sources."+src.Name+".postgres."+key, format, args...)
-		}
-		cfg, err := pgxpool.ParseConfig(u.expanded())
-		if err != nil {
-			return fail("is not a valid PostgreSQL URL")
-		}
-		if opts.TracerProvider != nil {
-			cfg.ConnConfig.Tracer = postgres.NewTracer(opts.TracerProvider)
-		}
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			return fail("%s", redact(err, src))
-		}
-		out = append(out, pool)
-	}
-	return out, nil
-}
-
-// standbyDBs are pools as the store's DB values.
-func standbyDBs(pools []*pgxpool.Pool) []postgres.DB {
-	out := make([]postgres.DB, len(pools))
-	for i, p := range pools {
-		out[i] = p
-	}
-	return out
 }
 
 // policy is the file's policy: each PostgreSQL source's decides its own
@@ -425,12 +385,8 @@ func standbyDBs(pools []*pgxpool.Pool) []postgres.DB {
 func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy, error) {
 	bySource := map[string]core.ResourcePolicy{}
 	for _, src := range f.Sources {
-		p := f.policyOf(src.Name)
-		switch {
-		case src.Postgres == nil || p == nil:
-		case p.Database:
-			bySource[src.Name] = postgres.DatabaseDecides()
-		default:
+		bySource[src.Name] = postgres.DatabaseDecides() // unless a decide statement decides
+		if p := f.policyOf(src.Name); src.Postgres != nil && p != nil && !p.Database {
 			pol, err := sources[src.Name].Policy(p.Decide)
 			if err != nil {
 				return core.ResourcePolicy{}, f.storeError(err, src.Name, p.Spans.of("decide"))
@@ -440,11 +396,7 @@ func (f *File) policy(sources map[string]*postgres.Source) (core.ResourcePolicy,
 	}
 	byName := map[string]core.ResourcePolicy{}
 	for _, r := range f.Resources {
-		pol, ok := bySource[r.Source]
-		if !ok {
-			pol = postgres.DatabaseDecides()
-		}
-		byName[r.Name] = pol
+		byName[r.Name] = bySource[r.Source] // the file's check let no resource name another source
 	}
 	return f.gateScopes(routePolicy(byName)), nil // scopes.go
 }
@@ -532,7 +484,10 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 	return func(ctx context.Context) *Error {
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
-		if err := pingWithin(ctx, pool); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, openTimeout)
+		err := pool.Ping(pctx)
+		cancel()
+		if err != nil {
 			return f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, pgCause(err, src))
 		}
 		if err := ps.Check(ctx); err != nil {
@@ -550,13 +505,6 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil
 	}
-}
-
-// pingWithin pings pool within openTimeout.
-func pingWithin(ctx context.Context, pool *pgxpool.Pool) error {
-	ctx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	return pool.Ping(ctx)
 }
 
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
@@ -626,10 +574,7 @@ func (f *File) listingBinding(bucket *s3store.Bucket, def core.ResourceDefinitio
 // so that a bundle past it is cut by the store, truncated and reported
 // partial, rather than refused by the gateway as an invalid plan.
 func (f *File) planItems(n int) int {
-	limit := f.ResourceLimits().MaxPlanItems
-	if limit == 0 {
-		limit = core.DefaultResourceLimits().MaxPlanItems
-	}
+	limit := cmp.Or(f.ResourceLimits().MaxPlanItems, core.DefaultResourceLimits().MaxPlanItems)
 	if n == 0 {
 		return limit
 	}
@@ -754,9 +699,7 @@ func (f *File) storeError(err error, source string, def Position) *Error {
 	}
 	reason := f.redactAll(ce.Reason)
 	p := ce.Path
-	if p.Source == "" {
-		p.Source = source
-	}
+	p.Source = cmp.Or(p.Source, source)
 	pl, ok := f.locate(p)
 	if !ok {
 		return f.mistake(def, "", "%s: %s", ce.Path, reason)

@@ -30,9 +30,8 @@ func (f *File) gateScopes(p core.ResourcePolicy) core.ResourcePolicy {
 	p.Discover = func(ctx context.Context, d core.ResourceDefinition) error {
 		if sc := want[d.Name]; sc != nil {
 			c, _ := core.CallerFrom(ctx)
-			have := c.Scopes
 			for _, s := range sc {
-				if !slices.Contains(have, s) {
+				if !slices.Contains(c.Scopes, s) {
 					return core.NewFailure(core.FailureUnavailable, errScope)
 				}
 			}

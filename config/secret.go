@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"regexp"
 	"strings"
 )
 
@@ -40,34 +41,12 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // LogValue is String, so that log/slog does not print the value either.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-// referenceOnly reports whether raw is exactly one ${NAME} reference, or
-// ${NAME:-} (empty when unset): a secret's default could only be a secret
-// written in the file.
-func referenceOnly(raw string) bool {
-	name, ok := strings.CutPrefix(raw, "${")
-	if !ok {
-		return false
-	}
-	name, ok = strings.CutSuffix(name, "}")
-	name = strings.TrimSuffix(name, ":-")
-	return ok && validEnvName(name)
-}
-
-func validEnvName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+var (
+	// envName is what the NAME of a ${NAME} reference matches.
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// secretRef is what a secret that is never written in the file holds.
+	secretRef = regexp.MustCompile(secretRefPattern)
+)
 
 // expand replaces every ${NAME} in raw by the environment's value, and
 // every ${NAME:-DEFAULT} by its value or, when NAME is unset or empty, by
@@ -90,7 +69,7 @@ func expand(raw string, lookup func(string) (string, bool)) (string, string) {
 			return "", "a ${ without its closing }"
 		}
 		name, def, hasDef := strings.Cut(raw[i:i+end], ":-")
-		if !validEnvName(name) {
+		if !envName.MatchString(name) {
 			return "", "${...} must name an environment variable ([A-Za-z_][A-Za-z0-9_]*), optionally with :-DEFAULT"
 		}
 		v, ok := lookup(name)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -304,6 +305,15 @@ func (e *ConfigError) Error() string {
 
 func configErr(field, reason string) *ConfigError {
 	return ConfigPath{Field: field}.Reject(reason, nil)
+}
+
+// definitionError is the *ConfigError of a mistake at field of d, the
+// definition of binding i, which it names by its URI, else its template,
+// else its name.
+func definitionError(i int, d ResourceDefinition, field, reason string, err error) *ConfigError {
+	ce := ConfigPath{Field: field}.Reject(reason, err)
+	ce.Definition, ce.Name = i, cmp.Or(d.URI, d.URITemplate, d.Name)
+	return ce
 }
 
 // TooLargeError is what a reader returns when the stored item is larger

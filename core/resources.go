@@ -118,16 +118,7 @@ func (r *Resources) Limits() ResourceLimits { return r.limits }
 
 func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition, error) {
 	d := b.Definition
-	name := d.URI
-	if name == "" {
-		name = d.URITemplate
-	}
-	if name == "" {
-		name = d.Name
-	}
-	fail := func(field, reason string) error {
-		return &ConfigError{Definition: i, Name: name, Path: ConfigPath{Field: field}, Reason: reason}
-	}
+	fail := func(field, reason string) error { return definitionError(i, d, field, reason, nil) }
 	switch {
 	case isNilCallback(b.Resolver):
 		return nil, fail("Resolver", nilCallbackReason(b.Resolver))
@@ -169,7 +160,7 @@ func newDefinition(i int, b ResourceBinding, limits ResourceLimits) (*definition
 	cloneDefinitionExtras(&d)
 	if d.URI != "" {
 		if err := checkURI(d.URI, limits.MaxURIBytes); err != nil {
-			return nil, &ConfigError{Definition: i, Name: name, Path: ConfigPath{Field: "URI"}, Reason: err.Error(), Err: err}
+			return nil, definitionError(i, d, "URI", err.Error(), err)
 		}
 	}
 	if n := definitionSize(d); n > maxDefinitionBytes {

@@ -58,7 +58,7 @@ func newSelector(defs []*definition, maxURI int) (*selector, error) {
 	for _, d := range defs {
 		if d.desc.URI != "" {
 			if _, dup := s.exact[d.desc.URI]; dup {
-				return nil, &ConfigError{Definition: d.index, Name: d.desc.URI, Path: ConfigPath{Field: "URI"}, Reason: "is registered twice"}
+				return nil, definitionError(d.index, d.desc, "URI", "is registered twice", nil)
 			}
 			s.exact[d.desc.URI] = d
 			continue
@@ -66,10 +66,10 @@ func newSelector(defs []*definition, maxURI int) (*selector, error) {
 		raw := d.desc.URITemplate
 		t, err := parseTemplate(raw, maxURI)
 		if err != nil {
-			return nil, &ConfigError{Definition: d.index, Name: raw, Path: ConfigPath{Field: "URITemplate"}, Reason: err.Error(), Err: errors.Unwrap(err)}
+			return nil, definitionError(d.index, d.desc, "URITemplate", err.Error(), errors.Unwrap(err))
 		}
 		if _, dup := seen[raw]; dup {
-			return nil, &ConfigError{Definition: d.index, Name: raw, Path: ConfigPath{Field: "URITemplate"}, Reason: "is registered twice"}
+			return nil, definitionError(d.index, d.desc, "URITemplate", "is registered twice", nil)
 		}
 		seen[raw] = struct{}{}
 		t.def = d

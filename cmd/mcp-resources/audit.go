@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,20 +42,12 @@ func (f auditFlags) withFile(file *config.File) auditFlags {
 		return f
 	}
 	f.File, f.Postgres = a.File, a.PostgresURL
-	if a.OnFailure != "" {
-		f.OnFailure = a.OnFailure
-	}
-	for _, v := range []struct{ dst, src *int }{{&f.FileKeep, &a.KeepFiles}, {&f.Queue, &a.Queue}, {&f.Batch, &a.Batch}} {
-		if *v.src != 0 {
-			*v.dst = *v.src
-		}
-	}
-	if a.MaxFileBytes != 0 {
-		f.FileBytes = a.MaxFileBytes
-	}
-	if a.Timeout != 0 {
-		f.Timeout = a.Timeout
-	}
+	f.OnFailure = cmp.Or(a.OnFailure, f.OnFailure)
+	f.FileKeep = cmp.Or(a.KeepFiles, f.FileKeep)
+	f.Queue = cmp.Or(a.Queue, f.Queue)
+	f.Batch = cmp.Or(a.Batch, f.Batch)
+	f.FileBytes = cmp.Or(a.MaxFileBytes, f.FileBytes)
+	f.Timeout = cmp.Or(a.Timeout, f.Timeout)
 	return f
 }
 

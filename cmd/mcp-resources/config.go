@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File, flags core.Resou
 		storeOf: func(i int) string { return served.Bindings[i].Source }, grants: grants, decidedBy: served.DecidedBy}
 	var names []string // the sources, in file order
 	for _, r := range served.Ready {
-		be.stores = append(be.stores, sourceReady{name: r.Source, check: r.Check, prove: r.Prove, reconnected: r.Reconnected, pool: r.Pool, standbys: r.Standbys})
+		be.stores = append(be.stores, sourceReady{name: r.Source, Ready: r})
 		names = append(names, r.Source)
 	}
 	if l := f.ResourceLimits(); l != (core.ResourceLimits{}) {
@@ -125,12 +126,8 @@ func boundPlans(f *config.File, flags core.ResourceLimits) {
 	if f.Limits == nil {
 		f.Limits = &config.Limits{}
 	}
-	if flags.MaxPlanItems != 0 {
-		f.Limits.MaxPlanItems = flags.MaxPlanItems
-	}
-	if flags.MaxURIBytes != 0 {
-		f.Limits.MaxURIBytes = flags.MaxURIBytes
-	}
+	f.Limits.MaxPlanItems = cmp.Or(flags.MaxPlanItems, f.Limits.MaxPlanItems)
+	f.Limits.MaxURIBytes = cmp.Or(flags.MaxURIBytes, f.Limits.MaxURIBytes)
 }
 
 // fileLimits lays the flags' limits over the file's: a flag that is set

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,5 +108,25 @@ func TestFlagsOverrideTheFilesLimits(t *testing.T) {
 	flags := core.ResourceLimits{MaxIssues: 3}
 	if got := fileLimits(nil, flags); got != flags {
 		t.Fatalf("without a file: got %+v", got)
+	}
+}
+
+// TestEveryLimitFlagSetsItsField: each limit flag sets the
+// core.ResourceLimits field of its name, and every field has a flag.
+func TestEveryLimitFlagSetsItsField(t *testing.T) {
+	var f limitFlags
+	fv := reflect.ValueOf(&f).Elem()
+	for i := range fv.NumField() {
+		fv.Field(i).SetInt(int64(i + 1))
+	}
+	got := reflect.ValueOf(f.limits())
+	if got.NumField() != fv.NumField() {
+		t.Fatalf("core.ResourceLimits has %d fields, limitFlags %d", got.NumField(), fv.NumField())
+	}
+	for i := range fv.NumField() {
+		name := fv.Type().Field(i).Name
+		if v := got.FieldByName(name); !v.IsValid() || v.Int() != int64(i+1) {
+			t.Errorf("--%s does not set ResourceLimits.%s", fv.Type().Field(i).Tag.Get("name"), name)
+		}
 	}
 }

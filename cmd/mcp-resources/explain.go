@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -362,20 +362,14 @@ func (x *explainer) bindings() []core.ResourceBinding {
 			x.planned(i, m, plan, err)
 			return plan, err
 		})
-		bs[i].Reader = wrapReader(rd, func(next core.Reader) core.Reader {
-			return explainReader{x: x, next: next, describe: func(it core.ReadItem) string { return x.bindingRequest(i, it) }}
-		})
+		bs[i].Reader = x.reader(rd, func(it core.ReadItem) string { return x.bindingRequest(i, it) })
 	}
 	return bs
 }
 
 func (x *explainer) planned(i int, m core.ResourceMatch, plan core.ResourceReadPlan, err error) {
 	vars := m.Vars()
-	names := make([]string, 0, len(vars))
-	for k := range vars {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(vars))
 	c := explainStep{Step: "captures", Summary: "none (an exact definition)"}
 	if len(names) > 0 {
 		var parts []string
@@ -511,11 +505,9 @@ func plural(n int, noun string) string {
 
 // objectReader wraps the reader of the object source name.
 func (x *explainer) objectReader(name string, rd core.Reader) core.Reader {
-	return wrapReader(rd, func(next core.Reader) core.Reader {
-		return explainReader{x: x, next: next, describe: func(it core.ReadItem) string {
-			o, _ := it.Target.Object()
-			return s3Get(x.buckets[name], o.Key, o.ETag, o.VersionID, o.Size, it.Limit)
-		}}
+	return x.reader(rd, func(it core.ReadItem) string {
+		o, _ := it.Target.Object()
+		return s3Get(x.buckets[name], o.Key, o.ETag, o.VersionID, o.Size, it.Limit)
 	})
 }
 
@@ -563,33 +555,32 @@ func s3Get(bucket, key, etag, version string, size, limit int64) string {
 	return s + " Range: " + rng
 }
 
-// explainReader passes a read through to next, recording each item's
-// request and result (MIME type and size, never the body).
-type explainReader struct {
-	x        *explainer
-	next     core.Reader
-	describe func(core.ReadItem) string
-}
-
-func (r explainReader) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
-	res, err := r.next.Read(ctx, req)
-	s := explainStep{Step: "read", Summary: plural(len(req.Items), "item") + " in one request"}
-	r.x.mu.Lock()
-	for _, it := range req.Items {
-		r.x.read[it.Target.URI()] = true
-	}
-	r.x.mu.Unlock()
-	for k, it := range req.Items {
-		s.Detail = append(s.Detail, it.Target.URI()+": "+r.describe(it))
-		switch {
-		case err != nil:
-			s.Detail = append(s.Detail, "  -> the request failed: "+refusal(err))
-		case k < len(res):
-			s.Detail = append(s.Detail, "  -> "+resultText(res[k]))
-		}
-	}
-	r.x.add(s)
-	return res, err
+// reader wraps rd, keeping its kind (wrapReader), to pass each read
+// through unchanged and record it as a step: each item's request, as
+// describe says it, and result (MIME type and size, never the body).
+func (x *explainer) reader(rd core.Reader, describe func(core.ReadItem) string) core.Reader {
+	return wrapReader(rd, func(next core.Reader) core.Reader {
+		return readFunc(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+			res, err := next.Read(ctx, req)
+			s := explainStep{Step: "read", Summary: plural(len(req.Items), "item") + " in one request"}
+			x.mu.Lock()
+			for _, it := range req.Items {
+				x.read[it.Target.URI()] = true
+			}
+			x.mu.Unlock()
+			for k, it := range req.Items {
+				s.Detail = append(s.Detail, it.Target.URI()+": "+describe(it))
+				switch {
+				case err != nil:
+					s.Detail = append(s.Detail, "  -> the request failed: "+refusal(err))
+				case k < len(res):
+					s.Detail = append(s.Detail, "  -> "+resultText(res[k]))
+				}
+			}
+			x.add(s)
+			return res, err
+		})
+	})
 }
 
 // resultText is a reader's answer for one item, without its body.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.phpboyscout.uk/mcp/resources/core"
 )
 
 // explain refuses a bad principal, claims or missing file in one line,
@@ -82,4 +84,32 @@ func FuzzOneLineSQL(f *testing.F) {
 			t.Fatalf("oneLineSQL(%q) = %q changed text without a comment", s, out)
 		}
 	})
+}
+
+// An explained reader keeps the reader's kind, passes its answers on
+// unchanged and records each request as one read step.
+func TestExplainReaderRecordsEachRequest(t *testing.T) {
+	x := &explainer{read: map[string]bool{}}
+	target, err := core.NewResourceTarget("doc://a", "v1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := core.ItemReader(func(context.Context, core.ReadItem) (core.ResourcePayload, error) {
+		return core.TextPayload("text/plain", "body"), nil
+	})
+	rd := x.reader(items, func(it core.ReadItem) string { return "GET " + it.Target.URI() })
+	if _, ok := rd.(core.ItemReader); !ok {
+		t.Fatalf("an item reader explained is a %T", rd)
+	}
+	res, err := rd.Read(context.Background(), core.ReadRequest{Items: []core.ReadItem{{Target: target, Limit: 10}}})
+	if err != nil || len(res) != 1 || res[0].Payload.Len() != 4 {
+		t.Fatalf("Read = %+v, %v", res, err)
+	}
+	if len(x.steps) != 1 || !x.read["doc://a"] {
+		t.Fatalf("steps %+v, read %v", x.steps, x.read)
+	}
+	want := explainStep{Step: "read", Summary: "1 item in one request", Detail: []string{"doc://a: GET doc://a", "  -> text/plain text, 4 bytes"}}
+	if got := x.steps[0]; got.Step != want.Step || got.Summary != want.Summary || strings.Join(got.Detail, "|") != strings.Join(want.Detail, "|") {
+		t.Fatalf("step %+v, want %+v", got, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"time"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -28,21 +29,14 @@ type guardFlags struct {
 
 // check refuses values that cannot mean anything.
 func (g *guardFlags) check(http bool) error {
-	for _, d := range []struct {
+	for _, f := range []struct {
 		name string
-		v    time.Duration
-	}{{"--session-timeout", g.SessionTimeout}, {"--http-read-timeout", g.ReadTimeout}, {"--write-timeout", g.WriteTimeout}, {"--http-idle-timeout", g.IdleTimeout}} {
-		if d.v <= 0 {
-			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
-		}
-	}
-	for _, n := range []struct {
-		name string
-		v    int
-	}{{"--max-sessions", g.MaxSessions}, {"--max-sessions-per-principal", g.MaxSessionsPerPrincipal}, {"--max-subscriptions-per-principal", g.MaxSubscriptionsPerPrincipal},
+		v    any // a duration or a count
+	}{{"--session-timeout", g.SessionTimeout}, {"--http-read-timeout", g.ReadTimeout}, {"--write-timeout", g.WriteTimeout}, {"--http-idle-timeout", g.IdleTimeout},
+		{"--max-sessions", g.MaxSessions}, {"--max-sessions-per-principal", g.MaxSessionsPerPrincipal}, {"--max-subscriptions-per-principal", g.MaxSubscriptionsPerPrincipal},
 		{"--max-listens-per-session", g.MaxListensPerSession}, {"--max-listens-per-principal", g.MaxListensPerPrincipal}} {
-		if n.v <= 0 {
-			return fmt.Errorf("%s must be positive, got %d", n.name, n.v)
+		if reflect.ValueOf(f.v).Int() <= 0 {
+			return fmt.Errorf("%s must be positive, got %v", f.name, f.v)
 		}
 	}
 	if g.MaxSessionsPerPrincipal > g.MaxSessions {

@@ -12,12 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
 	"go.phpboyscout.uk/mcp/resources/internal/connerr"
-	"go.phpboyscout.uk/mcp/resources/stores/postgres"
 )
 
 // The bounds of the health of the sources while serving (docs/operations.md
@@ -48,27 +47,23 @@ const (
 	stateStarting    = "starting"     // the start-up checks run
 )
 
-// The triggers of a proof run, the values of the trigger label.
+// The triggers of a proof run, each the index of its trigger label in
+// proofTriggers.
 const (
-	triggerSchedule  = "schedule"  // --proof-interval passed since the last run
-	triggerReconnect = "reconnect" // the source's pool lost every connection and connected again
-	triggerRetry     = "retry"     // the last run could not reach the database
+	triggerSchedule  = iota // --proof-interval passed since the last run
+	triggerReconnect        // the source's pool lost every connection and connected again
+	triggerRetry            // the last run could not reach the database
 )
 
-var proofTriggers = [...]string{triggerSchedule, triggerReconnect, triggerRetry}
+var proofTriggers = [...]string{"schedule", "reconnect", "retry"}
 
-// sourceReady is what a backend knows of one source for its health: how to
-// check that it answers and, for a PostgreSQL source, how to prove it
-// again and when its pool reconnected.
+// sourceReady is what a backend knows of one source for its health: its
+// name and the file's readiness of it (config.Ready: how to check that it
+// answers, prove it again and see its pool reconnect, and its standbys);
+// the embedded demo's has no Check and always answers.
 type sourceReady struct {
-	name        string
-	check       func(context.Context) error // nil: always answers (the embedded demo)
-	prove       func(context.Context) error // nil: nothing to prove (S3, the demo)
-	reconnected <-chan struct{}             // nil: no pool to watch
-	pool        *pgxpool.Pool               // nil: no PostgreSQL pool
-	// standbys reports the source's hot standbys (standby.go's metrics);
-	// nil without any. Readiness does not depend on them.
-	standbys func() postgres.StandbyStats
+	name string
+	config.Ready
 }
 
 // sourceHealth is one source's state while serving.
@@ -117,10 +112,10 @@ func newHealth(be *backend, interval time.Duration, log *slog.Logger, m *metrics
 		s := &sourceHealth{sourceReady: src, resolves: resolves[src.name]}
 		s.proofOK.Store(true)
 		h.sources = append(h.sources, s)
-		if src.standbys != nil {
-			standbyMetrics(m, src.name, src.standbys)
+		if src.Standbys != nil {
+			standbyMetrics(m, src.name, src.Standbys)
 		}
-		if src.prove == nil {
+		if src.Prove == nil {
 			continue
 		}
 		labels := prometheus.Labels{"source": src.name}
@@ -164,7 +159,7 @@ func (h *health) start(ctx context.Context) {
 			return
 		}
 		for _, s := range h.sources {
-			if s.prove != nil {
+			if s.Prove != nil {
 				h.wg.Go(func() { h.watch(ctx, s) })
 			}
 		}
@@ -186,7 +181,7 @@ func (h *health) stop() {
 func (h *health) watch(ctx context.Context, s *sourceHealth) {
 	// The start-up check proved the source after its own connections.
 	select {
-	case <-s.reconnected:
+	case <-s.Reconnected:
 	default:
 	}
 	timer := time.NewTimer(h.interval)
@@ -197,7 +192,7 @@ func (h *health) watch(ctx context.Context, s *sourceHealth) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-		case <-s.reconnected:
+		case <-s.Reconnected:
 			trigger = triggerReconnect
 		}
 		err := h.prove(ctx, s, trigger)
@@ -221,18 +216,14 @@ func (h *health) watch(ctx context.Context, s *sourceHealth) {
 // proof refused when it breaks (a *core.ConfigError naming the relation),
 // one WARN line when it could not run, one INFO line when it passes again.
 // A run cut short by ctx (shutting down) counts for nothing.
-func (h *health) prove(ctx context.Context, s *sourceHealth, trigger string) error {
+func (h *health) prove(ctx context.Context, s *sourceHealth, trigger int) error {
 	pctx, cancel := context.WithTimeout(ctx, proofTimeout)
-	err := s.prove(pctx)
+	err := s.Prove(pctx)
 	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	for i, tr := range proofTriggers {
-		if tr == trigger {
-			s.runs[i].Add(1)
-		}
-	}
+	s.runs[trigger].Add(1)
 	if err == nil {
 		if !s.proofOK.Swap(true) {
 			h.log.Info("the storage-enforcement proof passes again: the source serves", "source", s.name)
@@ -248,7 +239,7 @@ func (h *health) prove(ctx context.Context, s *sourceHealth, trigger string) err
 	}
 	if problem != s.problem {
 		s.problem = problem
-		h.log.Log(ctx, level, msg, "source", s.name, "trigger", trigger, "err", problem)
+		h.log.Log(ctx, level, msg, "source", s.name, "trigger", proofTriggers[trigger], "err", problem)
 	}
 	return err
 }
@@ -320,8 +311,8 @@ func (h *health) all(state string) map[string]string {
 // probes see it.
 func (h *health) state(ctx context.Context, s *sourceHealth) string {
 	state, cause := stateServing, ""
-	if s.check != nil {
-		if err := s.check(ctx); err != nil {
+	if s.Check != nil {
+		if err := s.Check(ctx); err != nil {
 			state, cause = stateUnavailable, connerr.Cause(err, readyCheckTimeout)
 		}
 	}

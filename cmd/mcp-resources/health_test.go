@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.phpboyscout.uk/mcp/resources/config"
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
@@ -94,8 +95,8 @@ func TestReadyzShowsEachSourceAndIsReadyWhileOneServes(t *testing.T) {
 		}
 	}
 	var log lockedBuffer
-	h := testHealth(t, time.Hour, &log, []sourceReady{{name: "docs", check: down(&docsDown)}, {name: "tickets", check: down(&ticketsDown)},
-		{name: "files", check: func(context.Context) error { return nil }}}, "files")
+	h := testHealth(t, time.Hour, &log, []sourceReady{{name: "docs", Ready: config.Ready{Check: down(&docsDown)}}, {name: "tickets", Ready: config.Ready{Check: down(&ticketsDown)}},
+		{name: "files", Ready: config.Ready{Check: func(context.Context) error { return nil }}}}, "files")
 	want := func(code int, reason string, states map[string]string) {
 		t.Helper()
 		gotCode, rd := getReady(t, h)
@@ -137,7 +138,7 @@ func TestReadyzShowsEachSourceAndIsReadyWhileOneServes(t *testing.T) {
 // checked and serving, in one answer within about that time.
 func TestReadyzChecksTheSourcesAtOnceEachBounded(t *testing.T) {
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-	h := testHealth(t, time.Hour, nil, []sourceReady{{name: "slow", check: hang}, {name: "quick", check: func(context.Context) error { return nil }}})
+	h := testHealth(t, time.Hour, nil, []sourceReady{{name: "slow", Ready: config.Ready{Check: hang}}, {name: "quick", Ready: config.Ready{Check: func(context.Context) error { return nil }}}})
 	start := time.Now()
 	code, rd := getReady(t, h)
 	if took := time.Since(start); took > readyCheckTimeout+time.Second {
@@ -217,7 +218,7 @@ func TestProofRunsOnItsScheduleAndAfterAReconnectNeverTwoAtOnce(t *testing.T) {
 	var p fakeProof
 	re := make(chan struct{}, 1)
 	re <- struct{}{} // the start-up check's connection
-	h := testHealth(t, 50*time.Millisecond, nil, []sourceReady{{name: "docs", prove: p.prove, reconnected: re}})
+	h := testHealth(t, 50*time.Millisecond, nil, []sourceReady{{name: "docs", Ready: config.Ready{Prove: p.prove, Reconnected: re}}})
 	start := time.Now()
 	h.start(t.Context())
 	time.Sleep(500 * time.Millisecond)
@@ -230,7 +231,7 @@ func TestProofRunsOnItsScheduleAndAfterAReconnectNeverTwoAtOnce(t *testing.T) {
 		t.Errorf("%d runs (%d scheduled) in %v at a 50ms interval: want at least 3, at most one an interval, none from the start-up's connection", runs, sched, elapsed)
 	}
 
-	h = testHealth(t, time.Hour, nil, []sourceReady{{name: "docs", prove: p.prove, reconnected: re}})
+	h = testHealth(t, time.Hour, nil, []sourceReady{{name: "docs", Ready: config.Ready{Prove: p.prove, Reconnected: re}}})
 	h.start(t.Context())
 	defer h.stop()
 	p.runs.Store(0)
@@ -259,7 +260,7 @@ func TestProofRunsOnItsScheduleAndAfterAReconnectNeverTwoAtOnce(t *testing.T) {
 func TestProofThatBreaksLogsOneErrorLineAndRecovers(t *testing.T) {
 	var p fakeProof
 	var log lockedBuffer
-	h := testHealth(t, 30*time.Millisecond, &log, []sourceReady{{name: "desk", prove: p.prove, reconnected: make(chan struct{}, 1)}})
+	h := testHealth(t, 30*time.Millisecond, &log, []sourceReady{{name: "desk", Ready: config.Ready{Prove: p.prove, Reconnected: make(chan struct{}, 1)}}})
 	s := h.sources[0]
 	metric := func(name string) string {
 		rec := httptest.NewRecorder()
@@ -303,7 +304,7 @@ func TestProofThatBreaksLogsOneErrorLineAndRecovers(t *testing.T) {
 	// Could not run: one WARN line, retried sooner than an hour.
 	log = lockedBuffer{}
 	re := make(chan struct{}, 1)
-	h2 := testHealth(t, time.Hour, &log, []sourceReady{{name: "desk", prove: p.prove, reconnected: re}})
+	h2 := testHealth(t, time.Hour, &log, []sourceReady{{name: "desk", Ready: config.Ready{Prove: p.prove, Reconnected: re}}})
 	p.failWith(errors.New("failed to connect: dial tcp 127.0.0.1:1: connect: connection refused"))
 	h2.start(t.Context())
 	defer h2.stop()

@@ -948,3 +948,30 @@ func (r *rawConn) closed() bool {
 		return false
 	}
 }
+
+// Each bound of the hostile-client flags must be positive: the first that
+// is not is named with its value, a duration as a duration.
+func TestGuardBoundsMustBePositive(t *testing.T) {
+	ok := guardFlags{SessionTimeout: time.Minute, MaxSessions: 10, MaxSessionsPerPrincipal: 5, MaxSubscriptionsPerPrincipal: 5,
+		MaxListensPerSession: 1, MaxListensPerPrincipal: 1, ReadTimeout: time.Second, WriteTimeout: time.Second, IdleTimeout: time.Second, MaxBodyBytes: 1}
+	if err := ok.check(true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		set  func(*guardFlags)
+		want string
+	}{
+		{func(g *guardFlags) { g.SessionTimeout = 0 }, "--session-timeout must be positive, got 0s"},
+		{func(g *guardFlags) { g.IdleTimeout = -time.Second }, "--http-idle-timeout must be positive, got -1s"},
+		{func(g *guardFlags) { g.MaxSessions = 0 }, "--max-sessions must be positive, got 0"},
+		{func(g *guardFlags) { g.MaxListensPerPrincipal = -3 }, "--max-listens-per-principal must be positive, got -3"},
+		{func(g *guardFlags) { g.WriteTimeout, g.MaxListensPerSession = 0, 0 }, "--write-timeout must be positive, got 0s"},
+		{func(g *guardFlags) { g.MaxBodyBytes = 0 }, "--max-body-bytes must be positive, got 0"},
+	} {
+		g := ok
+		c.set(&g)
+		if err := g.check(true); err == nil || err.Error() != c.want {
+			t.Errorf("check = %v, want %q", err, c.want)
+		}
+	}
+}

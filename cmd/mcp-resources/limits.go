@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -28,24 +29,16 @@ type limitFlags struct {
 	ListPageBytes           byteSize      `name:"list-page-bytes" env:"MCPRES_LIST_PAGE_BYTES" help:"Encoded size of a list page (default 1MiB)."`
 }
 
-// limits returns the gateway limits the flags describe.
+// limits returns the gateway limits the flags describe: each flag sets
+// the core.ResourceLimits field of its own name (counts, bytes and
+// durations alike), as a resources file's limits do.
 func (f limitFlags) limits() core.ResourceLimits {
-	return core.ResourceLimits{
-		MaxURIBytes:             f.MaxURIBytes,
-		MaxPlanItems:            f.MaxPlanItems,
-		MaxItems:                f.MaxItems,
-		MaxItemBytes:            int64(f.MaxItemBytes),
-		MaxResponseBytes:        int64(f.MaxResponseBytes),
-		MaxResponseEncodedBytes: int64(f.MaxResponseEncodedBytes),
-		ReportPayloadBytes:      int64(f.ReportPayloadBytes),
-		ReportEncodedBytes:      int64(f.ReportEncodedBytes),
-		MaxIssues:               f.MaxIssues,
-		ReadTimeout:             f.ReadTimeout,
-		ItemTimeout:             f.ItemTimeout,
-		ListPageSize:            f.ListPageSize,
-		MaxListPageSize:         f.MaxListPageSize,
-		ListPageBytes:           int64(f.ListPageBytes),
+	var out core.ResourceLimits
+	from, to := reflect.ValueOf(f), reflect.ValueOf(&out).Elem()
+	for i := range from.NumField() {
+		to.FieldByName(from.Type().Field(i).Name).SetInt(from.Field(i).Int())
 	}
+	return out
 }
 
 // byteSize is a count of bytes written as a plain number or with a binary

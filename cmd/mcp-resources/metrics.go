@@ -196,7 +196,7 @@ func (t timedBatchResolver) ResolveAll(ctx context.Context, ms []core.ResourceMa
 // its batch whole, its results (and their decisions) passed on unchanged.
 func (m *metrics) reader(store string, reader core.Reader) core.Reader {
 	return wrapReader(reader, func(next core.Reader) core.Reader {
-		return timedReader(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+		return readFunc(func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
 			start := time.Now()
 			out, err := next.Read(ctx, req)
 			outcome := err
@@ -234,11 +234,12 @@ func wrapReader(r core.Reader, wrap func(next core.Reader) core.Reader) core.Rea
 	})
 }
 
-// timedReader is the core.Reader of the metrics wrapper.
-type timedReader func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error)
+// readFunc is a core.Reader made of its Read function, for the wrappers
+// that time or explain storage requests (see wrapReader).
+type readFunc func(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error)
 
 // Read calls f.
-func (f timedReader) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
+func (f readFunc) Read(ctx context.Context, req core.ReadRequest) ([]core.ReadResult, error) {
 	return f(ctx, req)
 }
 

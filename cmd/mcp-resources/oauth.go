@@ -107,9 +107,8 @@ func (f *oauthFlags) newOAuth(httpAddr string, tokens string, file *config.File,
 	verify := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 		ti, err := v.Verify(ctx, token, r)
 		if err != nil {
-			var te *oauth.TokenError
 			reason, cause := "keys_unavailable", errors.Unwrap(err)
-			if errors.As(err, &te) {
+			if te, ok := errors.AsType[*oauth.TokenError](err); ok {
 				reason, cause = te.Reason, te.Cause()
 			}
 			o.refused.WithLabelValues(reason).Inc()

@@ -145,7 +145,7 @@ func (c *seedCmd) Run(ctx context.Context, e *env) error {
 
 	assets := seedAssets()
 	refs := map[string]objectIdentity{}
-	uploaded, kept := 0, 0
+	uploaded := 0
 	for _, a := range assets {
 		if a.object == nil {
 			continue
@@ -156,8 +156,6 @@ func (c *seedCmd) Run(ctx context.Context, e *env) error {
 		}
 		if fresh {
 			uploaded++
-		} else {
-			kept++
 		}
 		refs[a.project+"/"+a.id] = ref
 	}
@@ -167,7 +165,7 @@ func (c *seedCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "seeded %d projects, %d assets and %d grants (%d rows written); objects: %d uploaded, %d already there\n",
-		len(seedProjects), len(assets), len(seedGrants), changed, uploaded, kept)
+		len(seedProjects), len(assets), len(seedGrants), changed, uploaded, len(refs)-uploaded)
 	fmt.Fprintf(e.stdout, "principals: %s reads everything; %s reads part of handbook and sees salaries without reading it\n", seedAlice, seedBob)
 	return nil
 }

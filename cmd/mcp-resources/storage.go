@@ -174,7 +174,7 @@ func (f *storageFlags) storageBackend(ctx context.Context, e *env, listenURL str
 	check, pool := be.check, (*pgxpool.Pool)(nil)
 	for _, st := range be.stores {
 		if st.name == "postgres" { // the reference file's PostgreSQL source
-			pool = st.pool
+			pool = st.Pool
 		}
 	}
 	be.check = func(ctx context.Context) error {

@@ -35,7 +35,7 @@ var scalarDefs = []struct {
 }{
 	{"name", obj{{"type", "string"}, {"pattern", modelConst("namePattern")}}},
 	{"env", obj{{"description", "A value in which ${NAME} and ${NAME:-DEFAULT} references are expanded from the environment."}, {"type", "string"}}},
-	{"secretRef", obj{{"description", "Exactly one ${NAME} reference, or ${NAME:-} when optional: secrets are not written in the file."}, {"type", "string"}, {"pattern", `^\$\{[A-Za-z_][A-Za-z0-9_]*(:-)?\}$`}}},
+	{"secretRef", obj{{"description", "Exactly one ${NAME} reference, or ${NAME:-} when optional: secrets are not written in the file."}, {"type", "string"}, {"pattern", modelConst("secretRefPattern")}}},
 	{"sql", obj{{"description", "One PostgreSQL statement without a semicolon; parameters are named ($tenant, $key), never positional."}, {"type", "string"}, {"minLength", 1}}},
 	{"role", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", 63}}},
 	{"duration", obj{{"description", "A Go duration such as 30s or 1m30s."}, {"type", "string"}, {"pattern", `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`}}},
