@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -119,17 +120,52 @@ func TestParseLoadAB(t *testing.T) {
 		t.Fatalf("runs = %d, want 10", len(runs))
 	}
 	want := ABRun{Label: "old", RPS: 278.5, ServerCPU: 3.02, PGCPU: 1.90, Driver: 1.14}
-	if runs[0] != want {
+	if !reflect.DeepEqual(runs[0], want) {
 		t.Errorf("first = %+v, want %+v", runs[0], want)
 	}
-	tb := loadABTable(runs, [2]string{})
+	tb := loadABTable(runs, Entry{Kinds: []string{"index"}, RSS: true})
 	// Medians: old 278.5, 297.4, 326.0, 210.0, 216.0 -> 278.5; new 956.3,
 	// 878.0, 757.2, 758.8, 612.5 -> 758.8.
 	if r := tb.rows[0]; r[0] != "req/s" || r[3] != "2.72x" {
 		t.Errorf("req/s row = %q", r)
 	}
-	if r := tb.rows[len(tb.rows)-1]; r[3] != "0, 0 of 10" {
-		t.Errorf("last row = %q", r)
+	if r := tb.rows[len(tb.rows)-1]; r[3] != "0, 0 of 10" || len(tb.rows) != 5 {
+		t.Errorf("last row = %q of %d (runs without RSS or kinds: no rows for them)", r, len(tb.rows))
+	}
+}
+
+// The script's memory and per-kind p50 figures: a row each, the medians'
+// ratio; kinds not asked for get none.
+func TestLoadABMemoryAndKinds(t *testing.T) {
+	const out = `old     339.9 req/s  wrong 0  exit 0  server CPU/request 1.83 ms  PostgreSQL CPU/request 1.11 ms  driver CPU/request 0.86 ms  server RSS peak 41.2 MiB end 40.3 MiB  p50 ms index 14.92 body 16.31 object 16.93 joined 21.02 project 40.58 list 2.02  load 5.95 7.73
+new     536.8 req/s  wrong 0  exit 0  server CPU/request 1.16 ms  PostgreSQL CPU/request 0.64 ms  driver CPU/request 0.66 ms  server RSS peak 47.1 MiB end 45.7 MiB  p50 ms index 7.08 body 7.69 object 17.78 joined 17.05 project 8.21 list 2.37  load 7.73 8.44
+new     500.0 req/s  wrong 1  exit 1  server CPU/request 1.20 ms  PostgreSQL CPU/request 0.70 ms  driver CPU/request 0.70 ms  server RSS peak 49.1 MiB end 45.0 MiB  p50 ms  load 7.73 8.44
+medians of 1 old and 2 new runs:
+  p50 index ms                  14.92       7.08     0.47x
+`
+	runs, err := ParseLoadAB(strings.NewReader(out))
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs = %+v, %v", runs, err)
+	}
+	if r := runs[1]; r.PeakRSS != 47.1 || r.EndRSS != 45.7 || len(r.P50) != 6 || r.P50["list"] != 2.37 || r.P50["index"] != 7.08 {
+		t.Errorf("new run = %+v", r)
+	}
+	if runs[2].P50 != nil || runs[2].PeakRSS != 49.1 {
+		t.Errorf("run without kinds = %+v", runs[2])
+	}
+	tb := loadABTable(runs, Entry{Kinds: []string{"index", "object", "missing"}, RSS: true})
+	var names []string
+	for _, r := range tb.rows {
+		names = append(names, r[0])
+	}
+	if got := strings.Join(names, ","); got != "req/s,server CPU/request ms,PostgreSQL CPU/request ms,driver CPU/request ms,server peak RSS MiB,p50 index ms,p50 object ms,wrong answers, runs not exiting 0" {
+		t.Fatalf("rows = %s", got)
+	}
+	if r := tb.rows[4]; r[1] != "41.2" || r[2] != "47.1, 49.1" || r[3] != "1.17x" {
+		t.Errorf("RSS row = %q", r)
+	}
+	if r := tb.rows[5]; r[2] != "7.08" || r[3] != "0.47x" {
+		t.Errorf("index row = %q", r)
 	}
 }
 

@@ -56,6 +56,12 @@ type Entry struct {
 	// "new" runs) are, as the table's columns name them; empty means the
 	// baseline and this commit.
 	Sides [2]string
+	// Kinds, for [LoadAB]: the kinds of request (cmd/mcp-load's index,
+	// body, object, joined, project, list) whose load-phase p50 gets a
+	// row, in this order.
+	Kinds []string
+	// RSS, for [LoadAB]: a row of the server's peak resident memory.
+	RSS bool
 	// Timeout bounds the full run (half of it the quick one).
 	Timeout time.Duration
 	// Pending, when set, says that no benchmark exists yet for the entry:
@@ -91,7 +97,8 @@ var Entries = []Entry{
 	{
 		Name: "load-ab", Section: "Baselines", Kind: LoadAB, Timeout: 8 * time.Minute,
 		Title: "Load driver: the baseline against this commit, interleaved pairs",
-		About: "scripts/load-ab.sh: cmd/mcp-load against each binary in turn (old, new; new, old; ...), CPU per request from /proc.",
+		About: "scripts/load-ab.sh: cmd/mcp-load against each binary in turn (old, new; new, old; ...), CPU per request from /proc; the load phase's p50 of each kind of request.",
+		Kinds: []string{"index", "list", "body", "object"},
 		Full:  `scripts/load-ab.sh "$BENCH_BASE_BIN" "$BENCH_HEAD_BIN" 3 64 15s`,
 		Quick: `scripts/load-ab.sh "$BENCH_BASE_BIN" "$BENCH_HEAD_BIN" 1 16 4s`,
 	},

@@ -97,7 +97,7 @@ func build(e Entry, raw []byte, outcome Outcome, ran bool) (table, Status) {
 		}
 	case LoadAB:
 		runs, _ := ParseLoadAB(bytes.NewReader(raw))
-		t = loadABTable(runs, e.Sides)
+		t = loadABTable(runs, e)
 	case Load:
 		run, _ := ParseLoad(bytes.NewReader(raw))
 		t = loadTable(run)
@@ -352,9 +352,11 @@ func fmtNum(v float64) string {
 }
 
 // loadABTable puts the runs of the script's two sides (old and new) side
-// by side, with the ratio of their medians; sides names them (by default
-// the baseline and this commit).
-func loadABTable(runs []ABRun, sides [2]string) table {
+// by side, with the ratio of their medians; e.Sides names them (by
+// default the baseline and this commit). e.Kinds adds a row of the p50 of
+// each of those kinds of request, e.RSS one of the server's peak RSS.
+func loadABTable(runs []ABRun, e Entry) table {
+	sides := e.Sides
 	if sides[0] == "" {
 		sides = [2]string{"baseline", "this commit"}
 	}
@@ -362,34 +364,43 @@ func loadABTable(runs []ABRun, sides [2]string) table {
 	if len(runs) == 0 {
 		return t
 	}
-	col := func(label string, f func(ABRun) float64) ([]float64, string) {
-		var vs []float64
-		var ss []string
+	type metric struct {
+		name string
+		f    func(ABRun) (float64, bool)
+	}
+	always := func(f func(ABRun) float64) func(ABRun) (float64, bool) {
+		return func(r ABRun) (float64, bool) { return f(r), true }
+	}
+	metrics := []metric{
+		{"req/s", always(func(r ABRun) float64 { return r.RPS })},
+		{"server CPU/request ms", always(func(r ABRun) float64 { return r.ServerCPU })},
+		{"PostgreSQL CPU/request ms", always(func(r ABRun) float64 { return r.PGCPU })},
+		{"driver CPU/request ms", always(func(r ABRun) float64 { return r.Driver })},
+	}
+	if e.RSS {
+		metrics = append(metrics, metric{"server peak RSS MiB", func(r ABRun) (float64, bool) { return r.PeakRSS, r.PeakRSS > 0 }})
+	}
+	for _, k := range e.Kinds {
+		metrics = append(metrics, metric{"p50 " + k + " ms", func(r ABRun) (float64, bool) { v, ok := r.P50[k]; return v, ok }})
+	}
+	for _, m := range metrics {
+		var vs [2][]float64
+		var ss [2][]string
 		for _, r := range runs {
-			if r.Label == label {
-				vs = append(vs, f(r))
-				ss = append(ss, fmtNum(f(r)))
+			side := slices.Index([]string{"old", "new"}, r.Label)
+			if v, ok := m.f(r); ok && side >= 0 {
+				vs[side] = append(vs[side], v)
+				ss[side] = append(ss[side], fmtNum(v))
 			}
 		}
-		return vs, strings.Join(ss, ", ")
-	}
-	for _, m := range []struct {
-		name string
-		f    func(ABRun) float64
-		less bool
-	}{
-		{"req/s", func(r ABRun) float64 { return r.RPS }, false},
-		{"server CPU/request ms", func(r ABRun) float64 { return r.ServerCPU }, true},
-		{"PostgreSQL CPU/request ms", func(r ABRun) float64 { return r.PGCPU }, true},
-		{"driver CPU/request ms", func(r ABRun) float64 { return r.Driver }, true},
-	} {
-		ov, oldS := col("old", m.f)
-		nv, newS := col("new", m.f)
+		if len(vs[0])+len(vs[1]) == 0 {
+			continue
+		}
 		ratio := ""
-		if mo, mn := median(ov), median(nv); mo > 0 && mn > 0 {
+		if mo, mn := median(vs[0]), median(vs[1]); mo > 0 && mn > 0 {
 			ratio = fmt.Sprintf("%.2fx", mn/mo)
 		}
-		t.rows = append(t.rows, []string{m.name, oldS, newS, ratio})
+		t.rows = append(t.rows, []string{m.name, strings.Join(ss[0], ", "), strings.Join(ss[1], ", "), ratio})
 	}
 	wrong, bad := 0, 0
 	for _, r := range runs {

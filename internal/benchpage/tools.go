@@ -10,15 +10,24 @@ import (
 
 // ABRun is one run of scripts/load-ab.sh: which binary ("old" or "new"),
 // its requests per second, wrong answers, exit status and CPU time per
-// request (ms) of the server, the PostgreSQL cluster and the driver.
+// request (ms) of the server, the PostgreSQL cluster and the driver; the
+// server's peak resident memory (VmHWM) and its last sample (VmRSS), in
+// MiB, and the load phase's p50 (ms) by kind of request, when the script
+// printed them (0 and nil otherwise).
 type ABRun struct {
 	Label                    string
 	RPS                      float64
 	Wrong, Exit              int
 	ServerCPU, PGCPU, Driver float64
+	PeakRSS, EndRSS          float64
+	P50                      map[string]float64
 }
 
-var abRE = regexp.MustCompile(`^(\S+)\s+([0-9.]+) req/s\s+wrong (\d+)\s+exit (\d+)\s+server CPU/request ([0-9.]+) ms\s+PostgreSQL CPU/request ([0-9.]+) ms\s+driver CPU/request ([0-9.]+) ms`)
+var (
+	abRE      = regexp.MustCompile(`^(\S+)\s+([0-9.]+) req/s\s+wrong (\d+)\s+exit (\d+)\s+server CPU/request ([0-9.]+) ms\s+PostgreSQL CPU/request ([0-9.]+) ms\s+driver CPU/request ([0-9.]+) ms`)
+	abRSSRE   = regexp.MustCompile(`\sserver RSS peak ([0-9.]+) MiB end ([0-9.]+) MiB`)
+	abKindsRE = regexp.MustCompile(`\sp50 ms((?: [a-z-]+ [0-9.]+)*)(?:\s|$)`)
+)
 
 // ParseLoadAB returns the runs that scripts/load-ab.sh printed, in order;
 // other lines are ignored.
@@ -31,6 +40,18 @@ func ParseLoadAB(r io.Reader) ([]ABRun, error) {
 		}
 		run := ABRun{Label: m[1], RPS: num(m[2]), Wrong: atoi(m[3]), Exit: atoi(m[4]),
 			ServerCPU: num(m[5]), PGCPU: num(m[6]), Driver: num(m[7])}
+		if m := abRSSRE.FindStringSubmatch(line); m != nil {
+			run.PeakRSS, run.EndRSS = num(m[1]), num(m[2])
+		}
+		if m := abKindsRE.FindStringSubmatch(line); m != nil {
+			f := strings.Fields(m[1])
+			for i := 0; i+1 < len(f); i += 2 {
+				if run.P50 == nil {
+					run.P50 = map[string]float64{}
+				}
+				run.P50[f[i]] = num(f[i+1])
+			}
+		}
 		runs = append(runs, run)
 	})
 	return runs, err
