@@ -17,7 +17,9 @@
 // servers (the first server of each round rotates), --calls per server.
 // Every answer is checked against the row as the harness reads it itself
 // with pgx: a wrong or failed answer is counted and fails the run. It
-// prints p50, p90 and p99 per server and the ratio ours / peer of each.
+// prints p50, p90 and p99 per server and the ratio ours / peer of each,
+// and each server process's resident memory after its calls (VmHWM, the
+// peak, and VmRSS, from /proc/PID/status; a peer's is its Node process's).
 // With --starts N it also times exec to initialize answered, N times per
 // server (median, interleaved the same way).
 //
@@ -398,6 +400,7 @@ type server struct {
 	failed  int
 	first   string        // the first answer
 	cpu     time.Duration // the process's CPU time over the measured calls (0: unknown)
+	mem     memory        // the process's resident memory after its calls
 	sample  string        // the first wrong or failed answer
 }
 
@@ -506,9 +509,45 @@ func readAll(ctx context.Context, c *config, servers []*server) error {
 		if t := processCPU(s.pid); t > 0 && cpu0[i] > 0 {
 			s.cpu = t - cpu0[i]
 		}
+		s.mem = processMemory(s.pid)
 	}
 	return nil
 }
+
+// memory is a process's resident memory in kB: its peak (VmHWM) and now
+// (VmRSS); 0 when unknown.
+type memory struct{ peak, now int64 }
+
+// processMemory reads the resident memory of process pid from /proc.
+func processMemory(pid int) memory {
+	var m memory
+	if pid <= 0 {
+		return m
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var kb int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+			continue
+		}
+		switch k {
+		case "VmHWM":
+			m.peak = kb
+		case "VmRSS":
+			m.now = kb
+		}
+	}
+	return m
+}
+
+func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 
 // processCPU is the user and system CPU time of process pid so far, from
 // /proc (0 when unknown). Its resolution is one clock tick (10 ms).
@@ -594,6 +633,14 @@ func report(w io.Writer, servers []*server, show bool) {
 			ms(percentile(s.lat, 50)), ms(percentile(s.lat, 90)), ms(percentile(s.lat, 99)), cpu)
 	}
 	fmt.Fprintln(w, "(wrong and failed are of all calls, the warm-up's included)")
+	fmt.Fprintln(w, "\nserver memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now):")
+	for _, s := range servers {
+		if s.mem.peak > 0 {
+			fmt.Fprintf(w, "  %-16s %12s peak %12s now\n", s.name, mib(s.mem.peak), mib(s.mem.now))
+		} else {
+			fmt.Fprintf(w, "  %-16s unknown\n", s.name)
+		}
+	}
 	fmt.Fprintln(w)
 	for _, s := range servers[1:] {
 		fmt.Fprintf(w, "%s / %s: p50 %.2fx, p90 %.2fx, p99 %.2fx\n", ours.name, s.name,

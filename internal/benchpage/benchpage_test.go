@@ -197,8 +197,38 @@ func TestParsePeers(t *testing.T) {
 		t.Errorf("server-postgres = %+v, want %+v", rows[2], want)
 	}
 	tb := peersTable(rows)
-	if r := tb.rows[2]; r[9] != "0.86x" || r[8] != "224" {
-		t.Errorf("row = %q", r)
+	if r := tb.rows[2]; r[9] != "0.86x" || r[8] != "224" || len(r) != 10 {
+		t.Errorf("row = %q (no memory printed: no memory columns)", r)
+	}
+}
+
+// The processes' memory after the calls: two columns, empty for a server
+// whose memory is unknown.
+func TestParsePeersMemory(t *testing.T) {
+	const out = `server             calls   wrong  failed          p50          p90          p99 process CPU/call
+ours                 300       0       0     1.499 ms     1.927 ms     3.869 ms       1.300 ms
+baseline             300       0       0     2.953 ms     4.186 ms     6.152 ms       2.433 ms
+dbhub                300       0       0     2.397 ms     3.199 ms     6.769 ms       1.867 ms
+(wrong and failed are of all calls, the warm-up's included)
+
+server memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now):
+  ours                 41.2 MiB peak     40.9 MiB now
+  baseline             29.7 MiB peak     29.7 MiB now
+  dbhub            unknown
+`
+	rows, err := ParsePeers(strings.NewReader(out))
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("rows = %+v, %v", rows, err)
+	}
+	if rows[0].PeakRSS != 41.2 || rows[0].RSS != 40.9 || rows[2].PeakRSS != 0 {
+		t.Errorf("rows = %+v", rows)
+	}
+	tb := peersTable(rows)
+	if h := tb.head[len(tb.head)-2:]; h[0] != "peak RSS MiB" || h[1] != "RSS MiB" {
+		t.Errorf("head = %q", tb.head)
+	}
+	if r := tb.rows[1]; r[10] != "29.7" || r[11] != "29.7" || tb.rows[2][10] != "" {
+		t.Errorf("rows = %q", tb.rows)
 	}
 }
 

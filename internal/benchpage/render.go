@@ -441,14 +441,20 @@ func loadTable(run LoadRun) table {
 	return t
 }
 
-// peersTable has a row per server, with its p50 against ours.
+// peersTable has a row per server, with its p50 against ours, and its
+// process's peak and last resident memory when the run printed them.
 func peersTable(rows []PeerRow) table {
 	t := table{head: []string{"server", "calls", "wrong", "failed", "p50 ms", "p90 ms", "p99 ms", "CPU/call ms", "exec to initialize ms", "ours / it, p50"}}
 	var ours float64
+	mem := false
 	for _, r := range rows {
 		if r.Server == "ours" {
 			ours = r.P50
 		}
+		mem = mem || r.PeakRSS > 0
+	}
+	if mem {
+		t.head = append(t.head, "peak RSS MiB", "RSS MiB")
 	}
 	for _, r := range rows {
 		ratio := ""
@@ -459,8 +465,16 @@ func peersTable(rows []PeerRow) table {
 		if r.StartMS > 0 {
 			start = fmtNum(r.StartMS)
 		}
-		t.rows = append(t.rows, []string{r.Server, fmt.Sprint(r.Calls), fmt.Sprint(r.Wrong), fmt.Sprint(r.Failed),
-			fmtNum(r.P50), fmtNum(r.P90), fmtNum(r.P99), fmtNum(r.CPU), start, ratio})
+		row := []string{r.Server, fmt.Sprint(r.Calls), fmt.Sprint(r.Wrong), fmt.Sprint(r.Failed),
+			fmtNum(r.P50), fmtNum(r.P90), fmtNum(r.P99), fmtNum(r.CPU), start, ratio}
+		if mem {
+			peak, now := "", ""
+			if r.PeakRSS > 0 {
+				peak, now = fmtNum(r.PeakRSS), fmtNum(r.RSS)
+			}
+			row = append(row, peak, now)
+		}
+		t.rows = append(t.rows, row)
 	}
 	return t
 }

@@ -138,18 +138,22 @@ func ParseLoad(r io.Reader) (LoadRun, error) {
 }
 
 // PeerRow is one server of a cmd/mcp-peers run: its calls, wrong and
-// failed answers, latency percentiles (ms), CPU per call (ms) and, when
-// measured, the median time from exec to initialize answered (ms).
+// failed answers, latency percentiles (ms), CPU per call (ms), when
+// measured the median time from exec to initialize answered (ms), and
+// when printed its process's peak and last resident memory after its
+// calls (MiB).
 type PeerRow struct {
 	Server               string
 	Calls, Wrong, Failed int
 	P50, P90, P99, CPU   float64
 	StartMS              float64
+	PeakRSS, RSS         float64
 }
 
 var (
-	peerRE  = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s*$`)
-	startRE = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) ms \(`)
+	peerRE    = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s*$`)
+	startRE   = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) ms \(`)
+	peerMemRE = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) MiB peak\s+([0-9.]+) MiB now`)
 )
 
 // ParsePeers reads the output of cmd/mcp-peers and returns its servers in
@@ -158,6 +162,7 @@ var (
 func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	var rows []PeerRow
 	starts := map[string]float64{}
+	mem := map[string][2]float64{}
 	inStarts := false
 	err := eachLine(r, func(line string) {
 		switch {
@@ -171,6 +176,10 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 			}
 			inStarts = false
 		}
+		if m := peerMemRE.FindStringSubmatch(line); m != nil {
+			mem[m[1]] = [2]float64{num(m[2]), num(m[3])}
+			return
+		}
 		if m := peerRE.FindStringSubmatch(line); m != nil {
 			rows = append(rows, PeerRow{Server: m[1], Calls: atoi(m[2]), Wrong: atoi(m[3]), Failed: atoi(m[4]),
 				P50: num(m[5]), P90: num(m[6]), P99: num(m[7]), CPU: num(m[8])})
@@ -178,6 +187,7 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	})
 	for i := range rows {
 		rows[i].StartMS = starts[rows[i].Server]
+		rows[i].PeakRSS, rows[i].RSS = mem[rows[i].Server][0], mem[rows[i].Server][1]
 	}
 	return rows, err
 }
