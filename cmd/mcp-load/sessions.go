@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"go.phpboyscout.uk/mcp/resources/internal/serverproc"
 )
 
 // maxSessions bounds --sessions: each session holds two connections on
@@ -44,42 +45,6 @@ func sessionArgs(ctx context.Context, bin string, n int) ([]string, error) {
 	return args, nil
 }
 
-// memory is a process's resident memory in kB: its peak (VmHWM) and now
-// (VmRSS).
-type memory struct{ peak, now int64 }
-
-// processMemory reads the resident memory of process pid from
-// /proc/PID/status.
-func processMemory(pid int) (memory, error) {
-	var m memory
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return m, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var kb int64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
-			continue
-		}
-		switch k {
-		case "VmHWM":
-			m.peak = kb
-		case "VmRSS":
-			m.now = kb
-		}
-	}
-	if m.peak == 0 || m.now == 0 {
-		return m, fmt.Errorf("no VmHWM or VmRSS in /proc/%d/status", pid)
-	}
-	return m, nil
-}
-
-func mib(kb int64) float64 { return float64(kb) / 1024 }
-
 // holdSessions is a --sessions run: it opens c.sessions stateful sessions
 // (the go-sdk client over streamable HTTP, each its own transport, the
 // principals alternating), each subscribed to one body its principal may
@@ -95,7 +60,7 @@ func (d *driver) holdSessions(ctx context.Context) error {
 		return err
 	}
 	pid := d.srv.Cmd.Process.Pid
-	before, err := processMemory(pid)
+	before, err := serverproc.Memory(pid)
 	if err != nil {
 		return err
 	}
@@ -159,14 +124,14 @@ func (d *driver) holdSessions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	with, err := processMemory(pid)
+	with, err := serverproc.Memory(pid)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "sessions: %d opened and subscribed in %.1fs; the server holds %d sessions, %d goroutines (%d before)\n",
 		n, opened.Seconds(), held.sessions, held.goroutines, base.goroutines)
 	fmt.Fprintf(d.out, "sessions %d: server RSS before %.1f MiB, with the sessions %.1f MiB, peak %.1f MiB, per session %.1f KiB\n",
-		n, mib(before.now), mib(with.now), mib(with.peak), float64(with.now-before.now)/float64(n))
+		n, before.NowMiB(), with.NowMiB(), with.PeakMiB(), float64(with.NowKB-before.NowKB)/float64(n))
 	if held.sessions < n {
 		d.fail("the server counts %d sessions, want %d", held.sessions, n)
 	}

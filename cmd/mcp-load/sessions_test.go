@@ -23,15 +23,3 @@ func TestSessionArgsRaiseOnlyTheCapsTheBinaryHas(t *testing.T) {
 		t.Errorf("args = %q, want %q", got, want)
 	}
 }
-
-// The server's memory comes from /proc: this process's own is known, its
-// peak at least its current size; a process that is gone is an error.
-func TestProcessMemoryReadsProc(t *testing.T) {
-	m, err := processMemory(os.Getpid())
-	if err != nil || m.now <= 0 || m.peak < m.now {
-		t.Errorf("own memory = %+v, %v", m, err)
-	}
-	if _, err := processMemory(1 << 30); err == nil {
-		t.Error("a process that does not exist has memory")
-	}
-}

@@ -398,10 +398,10 @@ type server struct {
 	starts  []time.Duration
 	wrong   int
 	failed  int
-	first   string        // the first answer
-	cpu     time.Duration // the process's CPU time over the measured calls (0: unknown)
-	mem     memory        // the process's resident memory after its calls
-	sample  string        // the first wrong or failed answer
+	first   string              // the first answer
+	cpu     time.Duration       // the process's CPU time over the measured calls (0: unknown)
+	mem     serverproc.Resident // the process's resident memory after its calls (0: unknown)
+	sample  string              // the first wrong or failed answer
 }
 
 // start execs the server and answers when initialize is answered.
@@ -509,42 +509,9 @@ func readAll(ctx context.Context, c *config, servers []*server) error {
 		if t := processCPU(s.pid); t > 0 && cpu0[i] > 0 {
 			s.cpu = t - cpu0[i]
 		}
-		s.mem = processMemory(s.pid)
+		s.mem, _ = serverproc.Memory(s.pid)
 	}
 	return nil
-}
-
-// memory is a process's resident memory in kB: its peak (VmHWM) and now
-// (VmRSS); 0 when unknown.
-type memory struct{ peak, now int64 }
-
-// processMemory reads the resident memory of process pid from /proc.
-func processMemory(pid int) memory {
-	var m memory
-	if pid <= 0 {
-		return m
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return m
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var kb int64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
-			continue
-		}
-		switch k {
-		case "VmHWM":
-			m.peak = kb
-		case "VmRSS":
-			m.now = kb
-		}
-	}
-	return m
 }
 
 func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
@@ -635,8 +602,8 @@ func report(w io.Writer, servers []*server, show bool) {
 	fmt.Fprintln(w, "(wrong and failed are of all calls, the warm-up's included)")
 	fmt.Fprintln(w, "\nserver memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now):")
 	for _, s := range servers {
-		if s.mem.peak > 0 {
-			fmt.Fprintf(w, "  %-16s %12s peak %12s now\n", s.name, mib(s.mem.peak), mib(s.mem.now))
+		if s.mem.PeakKB > 0 {
+			fmt.Fprintf(w, "  %-16s %12s peak %12s now\n", s.name, mib(s.mem.PeakKB), mib(s.mem.NowKB))
 		} else {
 			fmt.Fprintf(w, "  %-16s unknown\n", s.name)
 		}

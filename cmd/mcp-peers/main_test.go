@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -70,17 +69,5 @@ func TestPeerStatementQuotesLiterals(t *testing.T) {
 	s := peerStatement("hand'book", "w")
 	if !strings.Contains(s, `a.project_id = 'hand''book' AND a.id = 'w'`) {
 		t.Errorf("statement: %s", s)
-	}
-}
-
-// The memory of a process is read from /proc: this test's own is known and
-// its peak at least its current size; a process that is gone is unknown.
-func TestProcessMemoryReadsProc(t *testing.T) {
-	m := processMemory(os.Getpid())
-	if m.now <= 0 || m.peak < m.now {
-		t.Errorf("own memory = %+v, want a positive VmRSS at most VmHWM", m)
-	}
-	if m := processMemory(0); m != (memory{}) {
-		t.Errorf("pid 0: %+v", m)
 	}
 }
