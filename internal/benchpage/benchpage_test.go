@@ -400,3 +400,66 @@ func TestEveryEntryRendersARunOfIt(t *testing.T) {
 		}
 	}
 }
+
+// The memory entry's table: a row per figure of each part of
+// memory-ab.sh, the baseline's and this commit's medians and their ratio,
+// and the failures of all parts.
+func TestMemoryTable(t *testing.T) {
+	raw, err := os.ReadFile("testdata/entries/memory.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := memoryTable(raw, [2]string{})
+	want := [][]string{
+		{"300 sequential reads over stdio: peak RSS MiB", "33.3", "41", "1.23x"},
+		{"300 sequential reads: RSS after them MiB", "33.2", "41", "1.23x"},
+		{"16 clients: peak RSS MiB", "42.4", "49.5", "1.17x"},
+		{"16 clients: S3 object p50 ms", "33.8", "36.6", "1.08x"},
+		{"200 sessions, one subscription each: RSS MiB", "57.5", "69.6", "1.21x"},
+		{"200 sessions: growth per session KiB", "128", "186", "1.45x"},
+		{"1,000 templates, after the first read: RSS MiB", "39.5", "47.0", "1.19x"},
+		{"wrong or failed answers; runs not exiting 0", "", "", "0; 0 of 4"},
+	}
+	if !reflect.DeepEqual(tb.rows, want) {
+		t.Errorf("rows:\n%q\nwant\n%q", tb.rows, want)
+	}
+	// Several runs: the median and the range; a failed run is counted.
+	more := "old  exit 0  sessions 10: server RSS before 30.0 MiB, with the sessions 40.0 MiB, peak 40.0 MiB, per session 1024.0 KiB\n" +
+		"old  exit 0  sessions 10: server RSS before 30.0 MiB, with the sessions 44.0 MiB, peak 44.0 MiB, per session 1433.6 KiB\n" +
+		"new  exit 1  sessions: none measured\n"
+	tb = memoryTable([]byte(more), [2]string{"a", "b"})
+	if tb.head[1] != "a" || len(tb.rows) != 3 || tb.rows[0][1] != "42 (40-44)" || tb.rows[0][2] != "" || tb.rows[2][3] != "0; 1 of 3" {
+		t.Errorf("table = %q %q", tb.head, tb.rows)
+	}
+}
+
+// A table of an entry that keeps it whole is never cut; the others are,
+// and a run in which every entry ran has no table of those that did not.
+func TestPageKeepsTheTablesOfKeepEntries(t *testing.T) {
+	dir := t.TempDir()
+	var many strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&many, "BenchmarkWide/case=%d-2 \t 100 \t %d ns/op\n", i, 2000+i)
+	}
+	ri := RunInfo{Commit: "abc1234", Baseline: "5f643d6", MemBaseline: "ec54ebe", Mode: "full"}
+	var entries []Entry
+	for i := range 12 {
+		e := Entry{Name: fmt.Sprintf("wide%d", i), Section: "Raw storage", Title: fmt.Sprintf("Wide %d", i), Kind: GoBench, Full: "go test", Quick: "go test", Keep: i == 3}
+		entries = append(entries, e)
+		if err := os.WriteFile(filepath.Join(dir, e.Name+".txt"), []byte(many.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ri.Outcomes = append(ri.Outcomes, Outcome{Name: e.Name})
+	}
+	page, _ := Page(ri, entries, dir, "docs/bench")
+	if n := strings.Count(page, "\n"); n > MaxLines {
+		t.Errorf("page has %d lines", n)
+	}
+	kept := page[strings.Index(page, "### Wide 3\n"):strings.Index(page, "### Wide 4\n")]
+	if !strings.Contains(kept, "`Wide/case=39`") || strings.Contains(kept, "more rows") {
+		t.Errorf("the kept table was cut:\n%s", kept)
+	}
+	if !strings.Contains(page, "more rows in the raw output") || strings.Contains(page, "| not run |") || !strings.Contains(page, "| memory baseline | `ec54ebe`") {
+		t.Errorf("page:\n%s", page)
+	}
+}

@@ -192,6 +192,40 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	return rows, err
 }
 
+// SessionsRun is one run of scripts/sessions-ab.sh: which binary ("old"
+// or "new"), its exit status, and when it measured them the sessions it
+// held and the server's resident memory (MiB): before them, with them
+// open, its peak; and the growth per session (KiB).
+type SessionsRun struct {
+	Label              string
+	Exit               int
+	Sessions           int
+	Before, With, Peak float64
+	PerSessionKiB      float64
+	Measured           bool
+}
+
+var sessionsRE = regexp.MustCompile(`^(\S+)\s+exit (\d+)\s+(?:sessions (\d+): server RSS before ([0-9.]+) MiB, with the sessions ([0-9.]+) MiB, peak ([0-9.]+) MiB, per session (-?[0-9.]+) KiB|sessions: none measured)`)
+
+// ParseSessionsAB returns the runs that scripts/sessions-ab.sh printed,
+// in order; other lines are ignored.
+func ParseSessionsAB(r io.Reader) ([]SessionsRun, error) {
+	var runs []SessionsRun
+	err := eachLine(r, func(line string) {
+		m := sessionsRE.FindStringSubmatch(line)
+		if m == nil {
+			return
+		}
+		run := SessionsRun{Label: m[1], Exit: atoi(m[2])}
+		if m[3] != "" {
+			run.Measured = true
+			run.Sessions, run.Before, run.With, run.Peak, run.PerSessionKiB = atoi(m[3]), num(m[4]), num(m[5]), num(m[6]), num(m[7])
+		}
+		runs = append(runs, run)
+	})
+	return runs, err
+}
+
 func eachLine(r io.Reader, f func(string)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxLine)
