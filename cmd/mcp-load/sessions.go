@@ -27,8 +27,12 @@ var sessionLimitFlags = []string{"--max-sessions", "--max-sessions-per-principal
 
 // sessionArgs returns the serve flags that let bin hold n sessions of the
 // dataset's principals, one subscription each: those of sessionLimitFlags
-// that `bin serve --help` names.
+// that `bin serve --help` names, with some room above n (a client's
+// retried initialize may leave a session behind until its idle timeout;
+// at exactly n, one older build refused the last sessions with 429 on a
+// busy machine).
 func sessionArgs(ctx context.Context, bin string, n int) ([]string, error) {
+	limit := strconv.Itoa(n + max(10, n/10))
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	// Kong prints the help and exits 0.
@@ -39,7 +43,7 @@ func sessionArgs(ctx context.Context, bin string, n int) ([]string, error) {
 	var args []string
 	for _, f := range sessionLimitFlags {
 		if strings.Contains(string(out), f+"=") {
-			args = append(args, f+"="+strconv.Itoa(n))
+			args = append(args, f+"="+limit)
 		}
 	}
 	return args, nil

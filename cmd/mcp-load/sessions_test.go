@@ -19,7 +19,7 @@ func TestSessionArgsRaiseOnlyTheCapsTheBinaryHas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"--max-sessions=1500", "--max-subscriptions-per-principal=1500"}; !slices.Equal(got, want) {
+	if want := []string{"--max-sessions=1650", "--max-subscriptions-per-principal=1650"}; !slices.Equal(got, want) {
 		t.Errorf("args = %q, want %q", got, want)
 	}
 }
