@@ -28,7 +28,7 @@ var sessionLimitFlags = []string{"--max-sessions", "--max-sessions-per-principal
 // sessionArgs returns the serve flags that let bin hold n sessions of the
 // dataset's principals, one subscription each: those of sessionLimitFlags
 // that `bin serve --help` names, with some room above n (a client's
-// retried initialize may leave a session behind until its idle timeout;
+// retried initialize may hold a slot until its idle timeout;
 // at exactly n, one older build refused the last sessions with 429 on a
 // busy machine).
 func sessionArgs(ctx context.Context, bin string, n int) ([]string, error) {
