@@ -5,7 +5,12 @@
 # time per request of the server process, of the PostgreSQL cluster
 # (all of its processes; the cluster is the throwaway one of
 # scripts/services.sh, which nothing else uses during the run) and of the
-# load driver itself, which shares the machine's cores with both.
+# load driver itself, which shares the machine's cores with both; the
+# server's resident memory (peak: VmHWM, and VmRSS at the last sample,
+# after the load, from /proc/PID/status sampled while it runs); and the
+# load phase's p50 latency of each kind of request (index, body, object,
+# joined, project, list, as cmd/mcp-load prints them). Last, the median
+# of each figure over each side's runs, and the ratio new / old.
 #
 #   scripts/load-ab.sh OLD-BINARY NEW-BINARY [PAIRS [CLIENTS [DURATION]]]
 #   scripts/load-ab.sh /tmp/old/mcp-resources .cache/peers/bin/mcp-resources 3 64 15s
@@ -31,6 +36,7 @@ duration=${5:-15s}
 [ -n "${MCPRES_POSTGRES_URL:-}" ] || { echo "load-ab: start the services first: eval \"\$(scripts/services.sh up)\"" >&2; exit 2; }
 out=${AB_OUT:-$(mktemp -d /tmp/load-ab.XXXXXX)}
 mkdir -p "$out"
+: >"$out/runs.txt"
 pgroot=$(cat "$ROOT/.services/pgroot")
 postmaster=$(head -1 "$pgroot/data/postmaster.pid")
 
@@ -55,33 +61,82 @@ ticks() {
 }
 
 one() { # one LABEL BINARY
-	local label=$1 bin=$2 f pid="" last=0 drvcpu=0 pg0 pg1 drv rc
+	local label=$1 bin=$2 f pid="" last=0 drvcpu=0 pg0 pg1 drv rc mem="0 0" m
 	f="$out/$label-$(date +%H%M%S).txt"
 	pg0=$(ticks "$postmaster" tree)
 	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$f"
 	"$out/mcp-load" --clients "$clients" --duration "$duration" --warmup 3s --server "$bin" --s3-keep-alive="$([ "$keepalive" = 1 ] && echo true || echo false)" >>"$f" 2>&1 &
 	drv=$!
-	# Sample the server's CPU until it exits (the driver stops it).
+	# Sample the server's CPU and memory until it exits (the driver stops it).
 	while kill -0 "$drv" 2>/dev/null; do
 		[ -n "$pid" ] || pid=$(sed -n 's/^mcp-load: server .*(pid \([0-9]*\),.*/\1/p' "$f")
 		# A process may exit between the test and the read: keep the last count.
 		if [ -n "$pid" ] && t=$(ticks "$pid" 2>/dev/null); then last=$t; fi
+		if [ -n "$pid" ] && m=$(memory "$pid" 2>/dev/null) && [ -n "$m" ]; then mem=$m; fi
 		if t=$(ticks "$drv" 2>/dev/null); then drvcpu=$t; fi
 		sleep 0.2
 	done
 	wait "$drv" && rc=0 || rc=$?
 	pg1=$(ticks "$postmaster" tree)
 	echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$f"
-	awk -v label="$label" -v rc="$rc" -v cpu="$last" -v drv="$drvcpu" -v pg=$((pg1 - pg0)) '
+	awk -v label="$label" -v rc="$rc" -v cpu="$last" -v drv="$drvcpu" -v pg=$((pg1 - pg0)) -v mem="$mem" '
+		/^phase / { inload = 0 }
 		/^phase warm-up/ { warm = $6 }
-		/^phase load/ { reqs = $6; rps = $8 }
+		/^phase load/ { reqs = $6; rps = $8; inload = 1 }
+		# Each kind of the load phase: "    index        188 requests  p50 51.69  p95 ...".
+		inload && /^    [a-z-]+ +[0-9]+ requests +p50 / { kinds = kinds " " $1 " " $5 }
 		/^  wrong:/ { wrong += $2 }
 		/^load / { load = load " " $2 }
 		END {
 			n = warm + reqs
-			printf "%-4s %8s req/s  wrong %d  exit %s  server CPU/request %.2f ms  PostgreSQL CPU/request %.2f ms  driver CPU/request %.2f ms  load%s\n",
-				label, rps, wrong, rc, n ? cpu * 10 / n : 0, n ? pg * 10 / n : 0, n ? drv * 10 / n : 0, load
-		}' "$f"
+			split(mem, kb, " ")
+			printf "%-4s %8s req/s  wrong %d  exit %s  server CPU/request %.2f ms  PostgreSQL CPU/request %.2f ms  driver CPU/request %.2f ms  server RSS peak %.1f MiB end %.1f MiB  p50 ms%s  load%s\n",
+				label, rps, wrong, rc, n ? cpu * 10 / n : 0, n ? pg * 10 / n : 0, n ? drv * 10 / n : 0, kb[1] / 1024, kb[2] / 1024, kinds, load
+		}' "$f" | tee -a "$out/runs.txt"
+}
+
+# memory PID: the process's VmHWM and VmRSS in kB, from /proc.
+memory() {
+	awk '/^VmHWM:/ { h = $2 } /^VmRSS:/ { r = $2 } END { if (h != "") print h, r }' "/proc/$1/status"
+}
+
+# summary: the median of each figure of runs.txt over each side's runs,
+# and the ratio new / old of the medians.
+summary() {
+	local runs=$out/runs.txt
+	awk '
+		{
+			side = $1; n[side]++
+			add(side, "req/s", $2)
+			for (i = 3; i < NF; i++) {
+				if ($i == "CPU/request" && $(i - 1) == "server") add(side, "server CPU/request ms", $(i + 1))
+				if ($i == "peak" && $(i - 1) == "RSS") add(side, "server RSS peak MiB", $(i + 1))
+				if ($i == "end" && $(i - 3) == "peak") add(side, "server RSS end MiB", $(i + 1))
+				if ($i == "ms" && $(i - 1) == "p50") {
+					for (j = i + 1; j + 1 <= NF && $j != "load"; j += 2) add(side, "p50 " $j " ms", $(j + 1))
+				}
+			}
+		}
+		function add(side, name, v) {
+			if (!(name in seen)) { seen[name] = 1; names[++k] = name }
+			c = ++count[side, name]; val[side, name, c] = v
+		}
+		function median(side, name,   m, i, j, t, a) {
+			m = count[side, name]
+			if (!m) return ""
+			for (i = 1; i <= m; i++) a[i] = val[side, name, i] + 0
+			for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+		}
+		END {
+			printf "medians of %d old and %d new runs:\n", n["old"], n["new"]
+			printf "  %-24s %10s %10s %9s\n", "", "old", "new", "new/old"
+			for (i = 1; i <= k; i++) {
+				o = median("old", names[i]); w = median("new", names[i])
+				r = (o != "" && w != "" && o > 0) ? sprintf("%.2fx", w / o) : ""
+				printf "  %-24s %10s %10s %9s\n", names[i], o == "" ? "" : sprintf("%.2f", o), w == "" ? "" : sprintf("%.2f", w), r
+			}
+		}' "$runs"
 }
 
 echo "load-ab: $pairs pairs, $clients clients, $duration, S3 keep-alive $([ "$keepalive" = 1 ] && echo on || echo off); output in $out" >&2
@@ -94,3 +149,4 @@ for i in $(seq 1 "$pairs"); do
 		one old "$old"
 	fi
 done
+summary

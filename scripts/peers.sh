@@ -19,6 +19,8 @@
 #   scripts/peers.sh
 #   scripts/peers.sh --calls 2000 --starts 20
 #   scripts/peers.sh --baseline /tmp/old/mcp-resources   # an older build as one more server
+#   scripts/peers.sh --only ours,baseline --baseline /tmp/old/mcp-resources --calls 2000
+#                                       # our two alone: no Node.js, no npm packages
 #
 # Knobs (environment): MCPRES_NODE, a Node.js >= 22.5 (dbhub's floor;
 # default: node on PATH if new enough).
@@ -33,13 +35,29 @@ die() { say "error: $*"; exit 2; }
 
 cd "$ROOT"
 
+# The peers run unless --only leaves both out.
+only=all
+prev=
+for a in "$@"; do
+	case $a in --only=*) only=${a#--only=} ;; esac
+	[ "$prev" = --only ] && only=$a
+	prev=$a
+done
+peers=1
+case ,$only, in
+*,server-postgres,* | *,dbhub,* | ,all,) ;;
+*) peers=0 ;;
+esac
+
 # Node >= 22.5 for dbhub.
 node_ok() {
 	"$1" -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a===22&&b>=5)?0:1)' 2>/dev/null
 }
 NODE=${MCPRES_NODE:-$(command -v node || true)}
-[ -n "$NODE" ] && node_ok "$NODE" || die "need Node.js >= 22.5 for dbhub $DBHUB: set MCPRES_NODE (found: ${NODE:-none} $("${NODE:-false}" --version 2>/dev/null || true))"
-command -v npm >/dev/null || die "need npm"
+if [ "$peers" = 1 ]; then
+	[ -n "$NODE" ] && node_ok "$NODE" || die "need Node.js >= 22.5 for dbhub $DBHUB: set MCPRES_NODE (found: ${NODE:-none} $("${NODE:-false}" --version 2>/dev/null || true))"
+	command -v npm >/dev/null || die "need npm"
+fi
 
 # Services.
 started=0
@@ -58,7 +76,7 @@ installed() {
 	node_version=$("$NODE" -p "require('$CACHE/node_modules/$1/package.json').version" 2>/dev/null || true)
 	[ "$node_version" = "$2" ]
 }
-if ! installed @modelcontextprotocol/server-postgres "$SERVER_POSTGRES" || ! installed @bytebase/dbhub "$DBHUB"; then
+if [ "$peers" = 1 ] && { ! installed @modelcontextprotocol/server-postgres "$SERVER_POSTGRES" || ! installed @bytebase/dbhub "$DBHUB"; }; then
 	say "installing the peers into $CACHE"
 	mkdir -p "$CACHE"
 	npm install --prefix "$CACHE" --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
@@ -82,7 +100,7 @@ fi
 	--bucket-endpoint "$MCPRES_S3_ENDPOINT" --bucket-path-style \
 	--bucket-access-key "$MCPRES_S3_ACCESS_KEY" --bucket-secret-key "$MCPRES_S3_SECRET_KEY" >&2
 
-say "node $("$NODE" --version), $(go version | cut -d' ' -f3), commit $(git rev-parse --short HEAD)"
+say "node $([ "$peers" = 1 ] && "$NODE" --version || echo "not needed"), $(go version | cut -d' ' -f3), commit $(git rev-parse --short HEAD)"
 "$CACHE/bin/mcp-peers" --postgres "$DB_URL" --server "$CACHE/bin/mcp-resources" \
 	--bucket peers --bucket-endpoint "$MCPRES_S3_ENDPOINT" \
-	--peers "$CACHE" --node "$NODE" "$@"
+	--peers "$CACHE" --node "${NODE:-node}" "$@"

@@ -35,3 +35,25 @@ func TestLoadAndFaultRunPassesAgainstTheRealServices(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsRunReportsTheServersMemory holds a few subscribed sessions
+// on a freshly built server and reports its memory with them, then finds
+// it back at its baseline.
+func TestSessionsRunReportsTheServersMemory(t *testing.T) {
+	if os.Getenv("MCPRES_POSTGRES_URL") == "" || os.Getenv("MCPRES_VERSITYGW") == "" {
+		msg := "MCPRES_POSTGRES_URL and MCPRES_VERSITYGW are needed: eval \"$(scripts/services.sh up)\" and export MCPRES_VERSITYGW"
+		if os.Getenv("MCPRES_INTEGRATION") == "require" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	var out, log bytes.Buffer
+	if code := run(t.Context(), []string{"--sessions=20"}, &out, &log); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), log.String())
+	}
+	for _, want := range []string{"sessions: 20 opened and subscribed in ", "the server holds 20 sessions", "sessions 20: server RSS before ", "RESULT: PASS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -11,6 +11,7 @@
 //	mcp-load --clients 64 --duration 60s              # load
 //	mcp-load --clients 16 --duration 20s --faults     # load with faults, then a recovery phase
 //	mcp-load --sweep 1,2,4,8,16,32,64 --duration 5s --csv latency.csv
+//	mcp-load --sessions 1000 --server /tmp/old/mcp-resources   # the server's memory with 1,000 sessions
 //
 // It reports throughput, latency percentiles (p50, p95, p99), responses by
 // kind, unexpected outcomes and wrong answers, and the server's goroutines,
@@ -18,6 +19,13 @@
 // after the load. It exits 0 when every response was allowed and correct
 // and the server is back at its baseline; 1 otherwise; 2 when it could not
 // set up.
+//
+// With --sessions N it runs no load: it opens N stateful sessions, each
+// subscribed to one body, and prints the server process's resident memory
+// (VmRSS and VmHWM from /proc) before them and with them open, and the
+// growth per session; then it closes them, and the server must be back at
+// its baseline. The server's caps on sessions and subscriptions are
+// raised to N, as far as the binary has those flags.
 //
 // With --faults, while the clients run it terminates the server's
 // PostgreSQL backends (pg_terminate_backend), kills and restarts its own
@@ -101,6 +109,7 @@ type config struct {
 	poolMax     int
 	repeat      int
 	standby     string    // a hot standby of --postgres: the server reads bodies there
+	sessions    int       // hold this many subscribed sessions instead of running load
 	file        fileFlags // a run against --config FILE
 }
 
@@ -136,6 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.stateless, "stateless", false, "serve without sessions (serve --stateless with a cursor key), as replicas behind a load balancer do")
 	fs.IntVar(&c.poolMax, "pool-max-conns", 0, "the server's PostgreSQL pool size (pool_max_conns in its --postgres URL); 0 keeps pgx's default, max(4, cores)")
 	fs.StringVar(&c.standby, "standby", "", "PostgreSQL URL of a streaming hot standby of --postgres, on a loopback host (services.sh up --standby prints it as $MCPRES_POSTGRES_STANDBY_URL): the server reads bodies there (serve --postgres-standby), every answer still checked, and the run ends with the server's standby metrics; bodies are 16 KiB larger, so that none comes inline with its plan")
+	fs.IntVar(&c.sessions, "sessions", 0, fmt.Sprintf("run no load: open this many stateful sessions (1 to %d), each subscribed to one body, and print the server's resident memory before and with them", maxSessions))
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server and versitygw logs)")
 	fs.StringVar(&c.file.config, "config", "", "drive a server started as serve --config FILE (your own resources file and services) instead of the reference schema; needs --uris, --tokens and --expect or --record")
 	fs.StringVar(&c.file.uris, "uris", "", "with --config: the URIs to read, one a line, each optionally followed by its weight (1 to 1000)")
@@ -192,6 +202,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--pool-max-conns must be 0 to 100")
 	case c.maxRequests < 1:
 		return nil, errors.New("--max-requests must be positive")
+	case c.sessions < 0 || c.sessions > maxSessions:
+		return nil, fmt.Errorf("--sessions must be 1 to %d", maxSessions)
+	case c.sessions > 0 && (c.faults || c.sweep != nil || c.stateless):
+		return nil, errors.New("--sessions runs no load: it does not mix with --faults, --sweep or --stateless")
 	}
 	for _, n := range c.sweep {
 		if n > maxClients {
@@ -220,8 +234,8 @@ func (c *config) checkFile() error {
 		return fmt.Errorf("--clients must be 1 to %d", maxClients)
 	case c.duration <= 0 || c.duration > maxDuration || c.warmup < 0 || c.warmup > maxDuration:
 		return fmt.Errorf("--duration and --warmup must be at most %s (and --duration positive)", maxDuration)
-	case c.faults || c.sweep != nil:
-		return errors.New("--faults and --sweep are for the reference schema: with --config, inject your own faults and pass --tolerate-failures")
+	case c.faults || c.sweep != nil || c.sessions != 0:
+		return errors.New("--faults, --sweep and --sessions are for the reference schema: with --config, inject your own faults and pass --tolerate-failures")
 	case c.maxRequests < 1:
 		return errors.New("--max-requests must be positive")
 	}
@@ -265,7 +279,11 @@ func (d *driver) run(ctx context.Context) int {
 		fmt.Fprintf(d.log, "mcp-load: setup: %v\n", err)
 		return 2
 	}
-	if err := d.load(ctx); err != nil {
+	load := d.load
+	if d.c.sessions > 0 {
+		load = d.holdSessions
+	}
+	if err := load(ctx); err != nil {
 		fmt.Fprintf(d.log, "mcp-load: %v\n", err)
 		d.failed = true
 	}
@@ -398,6 +416,13 @@ func (d *driver) setup(ctx context.Context) error {
 			return err
 		}
 		args = append(args, "--postgres-standby="+standby)
+	}
+	if c.sessions > 0 {
+		more, err := sessionArgs(sctx, c.serverBin, c.sessions)
+		if err != nil {
+			return err
+		}
+		args = append(args, more...)
 	}
 	if c.stateless {
 		key := filepath.Join(d.dir, "cursor.key")

@@ -84,6 +84,10 @@ func TestFlagsRefuseNonLoopbackAndUnboundedRuns(t *testing.T) {
 		{"--postgres=postgres://u@127.0.0.1/db", "--sweep=1,x"},
 		{"--postgres=postgres://u@127.0.0.1/db", "--standby=postgres://u@192.0.2.1:5432/db"},
 		{"--postgres=postgres://u@127.0.0.1/db", "--standby=http://127.0.0.1/db"},
+		{"--postgres=postgres://u@127.0.0.1/db", "--sessions=-1"},
+		{"--postgres=postgres://u@127.0.0.1/db", "--sessions=100000"},
+		{"--postgres=postgres://u@127.0.0.1/db", "--sessions=10", "--faults"},
+		{"--postgres=postgres://u@127.0.0.1/db", "--sessions=10", "--sweep=1"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

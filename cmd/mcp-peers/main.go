@@ -17,7 +17,9 @@
 // servers (the first server of each round rotates), --calls per server.
 // Every answer is checked against the row as the harness reads it itself
 // with pgx: a wrong or failed answer is counted and fails the run. It
-// prints p50, p90 and p99 per server and the ratio ours / peer of each.
+// prints p50, p90 and p99 per server and the ratio ours / peer of each,
+// and each server process's resident memory after its calls (VmHWM, the
+// peak, and VmRSS, from /proc/PID/status; a peer's is its Node process's).
 // With --starts N it also times exec to initialize answered, N times per
 // server (median, interleaved the same way).
 //
@@ -396,9 +398,10 @@ type server struct {
 	starts  []time.Duration
 	wrong   int
 	failed  int
-	first   string        // the first answer
-	cpu     time.Duration // the process's CPU time over the measured calls (0: unknown)
-	sample  string        // the first wrong or failed answer
+	first   string              // the first answer
+	cpu     time.Duration       // the process's CPU time over the measured calls (0: unknown)
+	mem     serverproc.Resident // the process's resident memory after its calls (0: unknown)
+	sample  string              // the first wrong or failed answer
 }
 
 // start execs the server and answers when initialize is answered.
@@ -506,9 +509,12 @@ func readAll(ctx context.Context, c *config, servers []*server) error {
 		if t := processCPU(s.pid); t > 0 && cpu0[i] > 0 {
 			s.cpu = t - cpu0[i]
 		}
+		s.mem, _ = serverproc.Memory(s.pid)
 	}
 	return nil
 }
+
+func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 
 // processCPU is the user and system CPU time of process pid so far, from
 // /proc (0 when unknown). Its resolution is one clock tick (10 ms).
@@ -594,6 +600,14 @@ func report(w io.Writer, servers []*server, show bool) {
 			ms(percentile(s.lat, 50)), ms(percentile(s.lat, 90)), ms(percentile(s.lat, 99)), cpu)
 	}
 	fmt.Fprintln(w, "(wrong and failed are of all calls, the warm-up's included)")
+	fmt.Fprintln(w, "\nserver memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now):")
+	for _, s := range servers {
+		if s.mem.PeakKB > 0 {
+			fmt.Fprintf(w, "  %-16s %12s peak %12s now\n", s.name, mib(s.mem.PeakKB), mib(s.mem.NowKB))
+		} else {
+			fmt.Fprintf(w, "  %-16s unknown\n", s.name)
+		}
+	}
 	fmt.Fprintln(w)
 	for _, s := range servers[1:] {
 		fmt.Fprintf(w, "%s / %s: p50 %.2fx, p90 %.2fx, p99 %.2fx\n", ours.name, s.name,

@@ -37,28 +37,38 @@ func TestServeBigFileFirstRead(t *testing.T) {
 	}
 	const n = 10000
 	file, env := bigServeFile(t, pgURL, n)
-	took := execToBigRead(t, binary(t), file, env, n)
-	t.Logf("%d templates: exec to the first read's answer %s", n, took.Round(time.Millisecond))
+	took, mem := execToBigRead(t, binary(t), file, env, n)
+	t.Logf("%d templates: exec to the first read's answer %s; resident memory then %.1f MiB, peak %.1f MiB",
+		n, took.Round(time.Millisecond), mem.NowMiB(), mem.PeakMiB())
 }
 
-// BenchmarkExecToFirstReadBigFile measures, for a generated file of
-// MCPRES_BENCH_TEMPLATES templates (default 10,000; internal/bigfile, 10
-// shapes of statements), the time from exec of serve --config over stdio
-// to the answer of a read through its last template, which waits for
-// the start-up check of the file. Each iteration starts every binary
-// once, in turn (this package's, built now, and those of
-// MCPRES_BENCH_BINARIES, NAME=PATH,...), and it reports each binary's
-// median in ms:
+// BenchmarkExecToFirstReadBigFile measures, for a generated file of each
+// of MCPRES_BENCH_TEMPLATES templates (comma-separated, default 10,000;
+// internal/bigfile, 10 shapes of statements), the time from exec of
+// serve --config over stdio to the answer of a read through its last
+// template, which waits for the start-up check of the file, and the
+// server process's resident memory once it answered (/proc: VmRSS then,
+// VmHWM its peak so far). Each iteration starts every binary once, in
+// turn (this package's, built now, and those of MCPRES_BENCH_BINARIES,
+// NAME=PATH,...), and it reports each binary's medians: ms-median-NAME,
+// rss-MiB-NAME and peak-MiB-NAME:
 //
-//	MCPRES_BENCH_TEMPLATES=2000 MCPRES_BENCH_BINARIES=old=/tmp/old go test -run X -bench ExecToFirstReadBigFile -benchtime 5x ./cmd/mcp-resources/
+//	MCPRES_BENCH_TEMPLATES=1000,2000 MCPRES_BENCH_BINARIES=base=/tmp/old go test -run X -bench ExecToFirstReadBigFile -benchtime 3x ./cmd/mcp-resources/
 func BenchmarkExecToFirstReadBigFile(b *testing.B) {
 	pgURL := os.Getenv("MCPRES_POSTGRES_URL")
 	if pgURL == "" {
 		b.Skip("needs MCPRES_POSTGRES_URL (eval \"$(scripts/services.sh up)\")")
 	}
-	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("MCPRES_BENCH_TEMPLATES")); err == nil && v > 0 {
-		n = v
+	sizes := []int{10000}
+	if v := os.Getenv("MCPRES_BENCH_TEMPLATES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("MCPRES_BENCH_TEMPLATES: %q is not a positive number", f)
+			}
+			sizes = append(sizes, n)
+		}
 	}
 	bins := [][2]string{{"this", binary(b)}}
 	for _, nb := range strings.Split(os.Getenv("MCPRES_BENCH_BINARIES"), ",") {
@@ -66,20 +76,36 @@ func BenchmarkExecToFirstReadBigFile(b *testing.B) {
 			bins = append(bins, [2]string{name, path})
 		}
 	}
-	file, env := bigServeFile(b, pgURL, n)
-	samples := make([][]time.Duration, len(bins))
-	b.ResetTimer()
-	for range b.N {
-		for i, bin := range bins {
-			samples[i] = append(samples[i], execToBigRead(b, bin[1], file, env, n))
-		}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("templates=%d", n), func(b *testing.B) {
+			file, env := bigServeFile(b, pgURL, n)
+			took := make([][]float64, len(bins))
+			rss := make([][]float64, len(bins))
+			peak := make([][]float64, len(bins))
+			b.ResetTimer()
+			for range b.N {
+				for i, bin := range bins {
+					d, mem := execToBigRead(b, bin[1], file, env, n)
+					took[i] = append(took[i], float64(d.Microseconds())/1000)
+					rss[i] = append(rss[i], mem.NowMiB())
+					peak[i] = append(peak[i], mem.PeakMiB())
+				}
+			}
+			b.StopTimer()
+			for i, bin := range bins {
+				b.ReportMetric(medianOf(took[i]), "ms-median-"+bin[0])
+				b.ReportMetric(medianOf(rss[i]), "rss-MiB-"+bin[0])
+				b.ReportMetric(medianOf(peak[i]), "peak-MiB-"+bin[0])
+			}
+		})
 	}
-	b.StopTimer()
-	for i, bin := range bins {
-		s := slices.Clone(samples[i])
-		slices.Sort(s)
-		b.ReportMetric(float64(s[len(s)/2].Microseconds())/1000, "ms-median-"+bin[0])
-	}
+}
+
+// medianOf is the median of vs (the upper one of an even count).
+func medianOf(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // bigServeFile writes the file of n templates and a fresh database of
@@ -121,8 +147,9 @@ func bigServeFile(tb testing.TB, pgURL string, n int) (string, []string) {
 // execToBigRead starts bin serve --config file over stdio, sends
 // initialize, then a read through the last of the file's n templates,
 // and returns the time from exec to that read's answer, which must hold
-// the row's body; then it closes stdin and waits for exit 0.
-func execToBigRead(tb testing.TB, bin, file string, env []string, n int) time.Duration {
+// the row's body, and the process's resident memory right after it; then
+// it closes stdin and waits for exit 0.
+func execToBigRead(tb testing.TB, bin, file string, env []string, n int) (time.Duration, serverproc.Resident) {
 	tb.Helper()
 	cmd := exec.Command(bin, "serve", "--principal=alice", "--config="+file)
 	cmd.Env = env
@@ -153,6 +180,10 @@ func execToBigRead(tb testing.TB, bin, file string, env []string, n int) time.Du
 		}
 	}
 	took := time.Since(start)
+	mem, err := serverproc.Memory(cmd.Process.Pid)
+	if err != nil {
+		tb.Errorf("%s: %v", bin, err)
+	}
 	if want := fmt.Sprintf("body of shape %d", (n-1)%10); !strings.Contains(line, want) {
 		tb.Errorf("%s: the read answered %.300q, not the row's body %q\n%s", bin, line, want, stderr.String())
 	}
@@ -161,5 +192,5 @@ func execToBigRead(tb testing.TB, bin, file string, env []string, n int) time.Du
 	if err := cmd.Wait(); err != nil {
 		tb.Fatalf("%s: %v\n%s", bin, err, stderr.String())
 	}
-	return took
+	return took, mem
 }

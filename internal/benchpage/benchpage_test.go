@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -119,17 +120,52 @@ func TestParseLoadAB(t *testing.T) {
 		t.Fatalf("runs = %d, want 10", len(runs))
 	}
 	want := ABRun{Label: "old", RPS: 278.5, ServerCPU: 3.02, PGCPU: 1.90, Driver: 1.14}
-	if runs[0] != want {
+	if !reflect.DeepEqual(runs[0], want) {
 		t.Errorf("first = %+v, want %+v", runs[0], want)
 	}
-	tb := loadABTable(runs, [2]string{})
+	tb := loadABTable(runs, Entry{Kinds: []string{"index"}, RSS: true})
 	// Medians: old 278.5, 297.4, 326.0, 210.0, 216.0 -> 278.5; new 956.3,
 	// 878.0, 757.2, 758.8, 612.5 -> 758.8.
 	if r := tb.rows[0]; r[0] != "req/s" || r[3] != "2.72x" {
 		t.Errorf("req/s row = %q", r)
 	}
-	if r := tb.rows[len(tb.rows)-1]; r[3] != "0, 0 of 10" {
-		t.Errorf("last row = %q", r)
+	if r := tb.rows[len(tb.rows)-1]; r[3] != "0, 0 of 10" || len(tb.rows) != 5 {
+		t.Errorf("last row = %q of %d (runs without RSS or kinds: no rows for them)", r, len(tb.rows))
+	}
+}
+
+// The script's memory and per-kind p50 figures: a row each, the medians'
+// ratio; kinds not asked for get none.
+func TestLoadABMemoryAndKinds(t *testing.T) {
+	const out = `old     339.9 req/s  wrong 0  exit 0  server CPU/request 1.83 ms  PostgreSQL CPU/request 1.11 ms  driver CPU/request 0.86 ms  server RSS peak 41.2 MiB end 40.3 MiB  p50 ms index 14.92 body 16.31 object 16.93 joined 21.02 project 40.58 list 2.02  load 5.95 7.73
+new     536.8 req/s  wrong 0  exit 0  server CPU/request 1.16 ms  PostgreSQL CPU/request 0.64 ms  driver CPU/request 0.66 ms  server RSS peak 47.1 MiB end 45.7 MiB  p50 ms index 7.08 body 7.69 object 17.78 joined 17.05 project 8.21 list 2.37  load 7.73 8.44
+new     500.0 req/s  wrong 1  exit 1  server CPU/request 1.20 ms  PostgreSQL CPU/request 0.70 ms  driver CPU/request 0.70 ms  server RSS peak 49.1 MiB end 45.0 MiB  p50 ms  load 7.73 8.44
+medians of 1 old and 2 new runs:
+  p50 index ms                  14.92       7.08     0.47x
+`
+	runs, err := ParseLoadAB(strings.NewReader(out))
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs = %+v, %v", runs, err)
+	}
+	if r := runs[1]; r.PeakRSS != 47.1 || r.EndRSS != 45.7 || len(r.P50) != 6 || r.P50["list"] != 2.37 || r.P50["index"] != 7.08 {
+		t.Errorf("new run = %+v", r)
+	}
+	if runs[2].P50 != nil || runs[2].PeakRSS != 49.1 {
+		t.Errorf("run without kinds = %+v", runs[2])
+	}
+	tb := loadABTable(runs, Entry{Kinds: []string{"index", "object", "missing"}, RSS: true})
+	var names []string
+	for _, r := range tb.rows {
+		names = append(names, r[0])
+	}
+	if got := strings.Join(names, ","); got != "req/s,server CPU/request ms,PostgreSQL CPU/request ms,driver CPU/request ms,server peak RSS MiB,p50 index ms,p50 object ms,wrong answers, runs not exiting 0" {
+		t.Fatalf("rows = %s", got)
+	}
+	if r := tb.rows[4]; r[1] != "41.2" || r[2] != "47.1, 49.1" || r[3] != "1.17x" {
+		t.Errorf("RSS row = %q", r)
+	}
+	if r := tb.rows[5]; r[2] != "7.08" || r[3] != "0.47x" {
+		t.Errorf("index row = %q", r)
 	}
 }
 
@@ -161,8 +197,38 @@ func TestParsePeers(t *testing.T) {
 		t.Errorf("server-postgres = %+v, want %+v", rows[2], want)
 	}
 	tb := peersTable(rows)
-	if r := tb.rows[2]; r[9] != "0.86x" || r[8] != "224" {
-		t.Errorf("row = %q", r)
+	if r := tb.rows[2]; r[9] != "0.86x" || r[8] != "224" || len(r) != 10 {
+		t.Errorf("row = %q (no memory printed: no memory columns)", r)
+	}
+}
+
+// The processes' memory after the calls: two columns, empty for a server
+// whose memory is unknown.
+func TestParsePeersMemory(t *testing.T) {
+	const out = `server             calls   wrong  failed          p50          p90          p99 process CPU/call
+ours                 300       0       0     1.499 ms     1.927 ms     3.869 ms       1.300 ms
+baseline             300       0       0     2.953 ms     4.186 ms     6.152 ms       2.433 ms
+dbhub                300       0       0     2.397 ms     3.199 ms     6.769 ms       1.867 ms
+(wrong and failed are of all calls, the warm-up's included)
+
+server memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now):
+  ours                 41.2 MiB peak     40.9 MiB now
+  baseline             29.7 MiB peak     29.7 MiB now
+  dbhub            unknown
+`
+	rows, err := ParsePeers(strings.NewReader(out))
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("rows = %+v, %v", rows, err)
+	}
+	if rows[0].PeakRSS != 41.2 || rows[0].RSS != 40.9 || rows[2].PeakRSS != 0 {
+		t.Errorf("rows = %+v", rows)
+	}
+	tb := peersTable(rows)
+	if h := tb.head[len(tb.head)-2:]; h[0] != "peak RSS MiB" || h[1] != "RSS MiB" {
+		t.Errorf("head = %q", tb.head)
+	}
+	if r := tb.rows[1]; r[10] != "29.7" || r[11] != "29.7" || tb.rows[2][10] != "" {
+		t.Errorf("rows = %q", tb.rows)
 	}
 }
 
@@ -332,5 +398,68 @@ func TestEveryEntryRendersARunOfIt(t *testing.T) {
 				t.Errorf("%s: column %q is empty in every row", e.Name, h)
 			}
 		}
+	}
+}
+
+// The memory entry's table: a row per figure of each part of
+// memory-ab.sh, the baseline's and this commit's medians and their ratio,
+// and the failures of all parts.
+func TestMemoryTable(t *testing.T) {
+	raw, err := os.ReadFile("testdata/entries/memory.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := memoryTable(raw, [2]string{})
+	want := [][]string{
+		{"300 sequential reads over stdio: peak RSS MiB", "33.3", "41", "1.23x"},
+		{"300 sequential reads: RSS after them MiB", "33.2", "41", "1.23x"},
+		{"16 clients: peak RSS MiB", "42.4", "49.5", "1.17x"},
+		{"16 clients: S3 object p50 ms", "33.8", "36.6", "1.08x"},
+		{"200 sessions, one subscription each: RSS MiB", "57.5", "69.6", "1.21x"},
+		{"200 sessions: growth per session KiB", "128", "186", "1.45x"},
+		{"1,000 templates, after the first read: RSS MiB", "39.5", "47.0", "1.19x"},
+		{"wrong or failed answers; runs not exiting 0", "", "", "0; 0 of 4"},
+	}
+	if !reflect.DeepEqual(tb.rows, want) {
+		t.Errorf("rows:\n%q\nwant\n%q", tb.rows, want)
+	}
+	// Several runs: the median and the range; a failed run is counted.
+	more := "old  exit 0  sessions 10: server RSS before 30.0 MiB, with the sessions 40.0 MiB, peak 40.0 MiB, per session 1024.0 KiB\n" +
+		"old  exit 0  sessions 10: server RSS before 30.0 MiB, with the sessions 44.0 MiB, peak 44.0 MiB, per session 1433.6 KiB\n" +
+		"new  exit 1  sessions: none measured\n"
+	tb = memoryTable([]byte(more), [2]string{"a", "b"})
+	if tb.head[1] != "a" || len(tb.rows) != 3 || tb.rows[0][1] != "42 (40-44)" || tb.rows[0][2] != "" || tb.rows[2][3] != "0; 1 of 3" {
+		t.Errorf("table = %q %q", tb.head, tb.rows)
+	}
+}
+
+// A table of an entry that keeps it whole is never cut; the others are,
+// and a run in which every entry ran has no table of those that did not.
+func TestPageKeepsTheTablesOfKeepEntries(t *testing.T) {
+	dir := t.TempDir()
+	var many strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&many, "BenchmarkWide/case=%d-2 \t 100 \t %d ns/op\n", i, 2000+i)
+	}
+	ri := RunInfo{Commit: "abc1234", Baseline: "5f643d6", MemBaseline: "ec54ebe", Mode: "full"}
+	var entries []Entry
+	for i := range 12 {
+		e := Entry{Name: fmt.Sprintf("wide%d", i), Section: "Raw storage", Title: fmt.Sprintf("Wide %d", i), Kind: GoBench, Full: "go test", Quick: "go test", Keep: i == 3}
+		entries = append(entries, e)
+		if err := os.WriteFile(filepath.Join(dir, e.Name+".txt"), []byte(many.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ri.Outcomes = append(ri.Outcomes, Outcome{Name: e.Name})
+	}
+	page, _ := Page(ri, entries, dir, "docs/bench")
+	if n := strings.Count(page, "\n"); n > MaxLines {
+		t.Errorf("page has %d lines", n)
+	}
+	kept := page[strings.Index(page, "### Wide 3\n"):strings.Index(page, "### Wide 4\n")]
+	if !strings.Contains(kept, "`Wide/case=39`") || strings.Contains(kept, "more rows") {
+		t.Errorf("the kept table was cut:\n%s", kept)
+	}
+	if !strings.Contains(page, "more rows in the raw output") || strings.Contains(page, "| not run |") || !strings.Contains(page, "| memory baseline | `ec54ebe`") {
+		t.Errorf("page:\n%s", page)
 	}
 }

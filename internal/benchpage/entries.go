@@ -19,6 +19,10 @@ const (
 	Load
 	// Peers is scripts/peers.sh, which runs cmd/mcp-peers ([ParsePeers]).
 	Peers
+	// MemoryAB is scripts/memory-ab.sh: the outputs of peers.sh,
+	// load-ab.sh, sessions-ab.sh ([ParseSessionsAB]) and the big-file
+	// start-up benchmark, one after the other, in one table.
+	MemoryAB
 )
 
 // Section names the page's sections, in their order on the page.
@@ -28,8 +32,9 @@ var Sections = []string{"Peers", "Baselines", "Raw storage", "Round trips", "Loa
 // commands that run it (Full for the page, Quick for trying the script
 // out), and how to read its output. Commands run from the checkout's root
 // under bash, with the services' environment and BENCH_HEAD_BIN (this
-// checkout's mcp-resources), BENCH_BASE_BIN (the baseline commit's) and
-// BENCH_BASE (that commit) set by scripts/bench.sh.
+// checkout's mcp-resources), BENCH_BASE_BIN (the baseline commit's),
+// BENCH_BASE (that commit), BENCH_MEM_BASE_BIN and BENCH_MEM_BASE (the
+// memory baseline's) set by scripts/bench.sh.
 type Entry struct {
 	// Name is the entry's file under docs/bench (Name + ".txt").
 	Name    string
@@ -56,6 +61,15 @@ type Entry struct {
 	// "new" runs) are, as the table's columns name them; empty means the
 	// baseline and this commit.
 	Sides [2]string
+	// Kinds, for [LoadAB]: the kinds of request (cmd/mcp-load's index,
+	// body, object, joined, project, list) whose load-phase p50 gets a
+	// row, in this order.
+	Kinds []string
+	// RSS, for [LoadAB]: a row of the server's peak resident memory.
+	RSS bool
+	// Keep shows the entry's table whole on the page, when others are
+	// cut to fit it in [MaxLines]: a table that targets are read from.
+	Keep bool
 	// Timeout bounds the full run (half of it the quick one).
 	Timeout time.Duration
 	// Pending, when set, says that no benchmark exists yet for the entry:
@@ -89,11 +103,19 @@ var Entries = []Entry{
 		Quick: `scripts/peers.sh --calls 300 --starts 5 --baseline "$BENCH_BASE_BIN"`,
 	},
 	{
-		Name: "load-ab", Section: "Baselines", Kind: LoadAB, Timeout: 8 * time.Minute,
+		Name: "load-ab", Section: "Baselines", Kind: LoadAB, Timeout: 8 * time.Minute, Keep: true,
 		Title: "Load driver: the baseline against this commit, interleaved pairs",
-		About: "scripts/load-ab.sh: cmd/mcp-load against each binary in turn (old, new; new, old; ...), CPU per request from /proc.",
+		About: "scripts/load-ab.sh: cmd/mcp-load against each binary in turn (old, new; new, old; ...), CPU per request from /proc; the load phase's p50 of index, listing and body reads.",
+		Kinds: []string{"index", "list", "body"},
 		Full:  `scripts/load-ab.sh "$BENCH_BASE_BIN" "$BENCH_HEAD_BIN" 3 64 15s`,
 		Quick: `scripts/load-ab.sh "$BENCH_BASE_BIN" "$BENCH_HEAD_BIN" 1 16 4s`,
+	},
+	{
+		Name: "memory", Section: "Baselines", Kind: MemoryAB, Timeout: 12 * time.Minute, Keep: true,
+		Title: "Memory and S3 object reads: the memory baseline against this commit",
+		About: "scripts/memory-ab.sh: the server process's RSS (/proc: VmHWM the peak, VmRSS) after sequential reads over stdio (peers.sh), under load (load-ab.sh, with its S3 object p50), holding subscribed sessions (mcp-load --sessions) and after the first read of big resources files (internal/bigfile), each beside the memory baseline's binary in the same run; medians (range).",
+		Full:  `scripts/memory-ab.sh "$BENCH_MEM_BASE_BIN"`,
+		Quick: `scripts/memory-ab.sh --quick "$BENCH_MEM_BASE_BIN"`,
 	},
 	{
 		Name: "core-read", Section: "Raw storage", Kind: GoBench, Timeout: 4 * time.Minute,

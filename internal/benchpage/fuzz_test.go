@@ -62,7 +62,7 @@ func FuzzParseTools(f *testing.F) {
 	f.Add(ri.String())
 	f.Fuzz(func(t *testing.T, in string) {
 		if runs, err := ParseLoadAB(strings.NewReader(in)); err == nil {
-			_ = loadABTable(runs, [2]string{}).String()
+			_ = loadABTable(runs, Entry{Kinds: []string{"index", "list"}, RSS: true}).String()
 		}
 		if run, err := ParseLoad(strings.NewReader(in)); err == nil {
 			_ = loadTable(run).String()

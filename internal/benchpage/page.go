@@ -11,7 +11,8 @@ import (
 // Page renders BENCHMARKS.md from one run: ri and the raw outputs in dir
 // (named in the page as rawDir, relative to the page). It returns the
 // page and each entry's status, in the order of entries. Tables are cut
-// (the rest is in the raw output) until the page fits in [MaxLines].
+// (the rest is in the raw output) until the page fits in [MaxLines],
+// except those of entries that [Entry.Keep] whole.
 func Page(ri RunInfo, entries []Entry, dir, rawDir string) (string, []Status) {
 	tables := make([]table, len(entries))
 	statuses := make([]Status, len(entries))
@@ -46,6 +47,9 @@ func render(ri RunInfo, entries []Entry, tables []table, statuses []Status, rawD
 	p("| run | |\n|---|---|\n")
 	p("| commit | %s |\n", commit)
 	p("| baseline | `%s`, built in a temporary worktree |\n", ri.Baseline)
+	if ri.MemBaseline != "" {
+		p("| memory baseline | `%s`, built in a temporary worktree |\n", ri.MemBaseline)
+	}
 	p("| date | %s to %s |\n", ri.Started, ri.Finished)
 	p("| machine | %s, %d cores, %s of memory |\n", ri.CPU, ri.Cores, ri.Memory)
 	p("| software | %s; %s |\n", ri.Go, ri.OS)
@@ -56,8 +60,8 @@ func render(ri RunInfo, entries []Entry, tables []table, statuses []Status, rawD
 	p("prefer CPU time to wall time. Each table gives the command that produced it, run from the\n")
 	p("checkout with the services of `eval \"$(scripts/services.sh up)\"`; `BENCH_HEAD_BIN` is this\n")
 	p("commit's `mcp-resources` and `BENCH_BASE_BIN` the baseline's (`git worktree add DIR %s`, then\n", ri.Baseline)
-	p("`go build ./cmd/mcp-resources` in it). `scripts/bench.sh --only NAME` runs one entry.\n")
-	p("The raw output of every entry is in [%s](%s).\n\n", rawDir, rawDir)
+	p("`go build ./cmd/mcp-resources` in it; `BENCH_MEM_BASE_BIN` the memory baseline's, built the same way).\n")
+	p("`scripts/bench.sh --only NAME` runs one entry; the raw output of every entry is in [%s](%s).\n\n", rawDir, rawDir)
 
 	var ran []string
 	for i, e := range entries {
@@ -69,11 +73,13 @@ func render(ri RunInfo, entries []Entry, tables []table, statuses []Status, rawD
 			ran = append(ran, s)
 		}
 	}
-	p("**Run**: %s.\n\n", or(strings.Join(ran, ", "), "none"))
-	p("| not run | section | why |\n|---|---|---|\n")
-	for i, e := range entries {
-		if !statuses[i].Ran {
-			p("| %s | %s | %s |\n", e.Name, e.Section, strings.ReplaceAll(strings.TrimPrefix(statuses[i].Text, "not run: "), "|", `\|`))
+	p("**Run**: %s.\n", or(strings.Join(ran, ", "), "none"))
+	if slices.ContainsFunc(statuses, func(st Status) bool { return !st.Ran }) {
+		p("\n| not run | section | why |\n|---|---|---|\n")
+		for i, e := range entries {
+			if !statuses[i].Ran {
+				p("| %s | %s | %s |\n", e.Name, e.Section, strings.ReplaceAll(strings.TrimPrefix(statuses[i].Text, "not run: "), "|", `\|`))
+			}
 		}
 	}
 	for _, sec := range Sections {
@@ -94,7 +100,11 @@ func render(ri RunInfo, entries []Entry, tables []table, statuses []Status, rawD
 			if statuses[i].Text != "ok" {
 				p("**%s**\n\n", statuses[i].Text)
 			}
-			b.WriteString(tables[i].text(limit))
+			if e.Keep {
+				b.WriteString(tables[i].text(len(tables[i].rows)))
+			} else {
+				b.WriteString(tables[i].text(limit))
+			}
 		}
 	}
 	return b.String()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -97,13 +98,15 @@ func build(e Entry, raw []byte, outcome Outcome, ran bool) (table, Status) {
 		}
 	case LoadAB:
 		runs, _ := ParseLoadAB(bytes.NewReader(raw))
-		t = loadABTable(runs, e.Sides)
+		t = loadABTable(runs, e)
 	case Load:
 		run, _ := ParseLoad(bytes.NewReader(raw))
 		t = loadTable(run)
 	case Peers:
 		rows, _ := ParsePeers(bytes.NewReader(raw))
 		t = peersTable(rows)
+	case MemoryAB:
+		t = memoryTable(raw, e.Sides)
 	}
 	if why == "" {
 		why = lastLine(raw)
@@ -352,9 +355,11 @@ func fmtNum(v float64) string {
 }
 
 // loadABTable puts the runs of the script's two sides (old and new) side
-// by side, with the ratio of their medians; sides names them (by default
-// the baseline and this commit).
-func loadABTable(runs []ABRun, sides [2]string) table {
+// by side, with the ratio of their medians; e.Sides names them (by
+// default the baseline and this commit). e.Kinds adds a row of the p50 of
+// each of those kinds of request, e.RSS one of the server's peak RSS.
+func loadABTable(runs []ABRun, e Entry) table {
+	sides := e.Sides
 	if sides[0] == "" {
 		sides = [2]string{"baseline", "this commit"}
 	}
@@ -362,34 +367,43 @@ func loadABTable(runs []ABRun, sides [2]string) table {
 	if len(runs) == 0 {
 		return t
 	}
-	col := func(label string, f func(ABRun) float64) ([]float64, string) {
-		var vs []float64
-		var ss []string
+	type metric struct {
+		name string
+		f    func(ABRun) (float64, bool)
+	}
+	always := func(f func(ABRun) float64) func(ABRun) (float64, bool) {
+		return func(r ABRun) (float64, bool) { return f(r), true }
+	}
+	metrics := []metric{
+		{"req/s", always(func(r ABRun) float64 { return r.RPS })},
+		{"server CPU/request ms", always(func(r ABRun) float64 { return r.ServerCPU })},
+		{"PostgreSQL CPU/request ms", always(func(r ABRun) float64 { return r.PGCPU })},
+		{"driver CPU/request ms", always(func(r ABRun) float64 { return r.Driver })},
+	}
+	if e.RSS {
+		metrics = append(metrics, metric{"server peak RSS MiB", func(r ABRun) (float64, bool) { return r.PeakRSS, r.PeakRSS > 0 }})
+	}
+	for _, k := range e.Kinds {
+		metrics = append(metrics, metric{"p50 " + k + " ms", func(r ABRun) (float64, bool) { v, ok := r.P50[k]; return v, ok }})
+	}
+	for _, m := range metrics {
+		var vs [2][]float64
+		var ss [2][]string
 		for _, r := range runs {
-			if r.Label == label {
-				vs = append(vs, f(r))
-				ss = append(ss, fmtNum(f(r)))
+			side := slices.Index([]string{"old", "new"}, r.Label)
+			if v, ok := m.f(r); ok && side >= 0 {
+				vs[side] = append(vs[side], v)
+				ss[side] = append(ss[side], fmtNum(v))
 			}
 		}
-		return vs, strings.Join(ss, ", ")
-	}
-	for _, m := range []struct {
-		name string
-		f    func(ABRun) float64
-		less bool
-	}{
-		{"req/s", func(r ABRun) float64 { return r.RPS }, false},
-		{"server CPU/request ms", func(r ABRun) float64 { return r.ServerCPU }, true},
-		{"PostgreSQL CPU/request ms", func(r ABRun) float64 { return r.PGCPU }, true},
-		{"driver CPU/request ms", func(r ABRun) float64 { return r.Driver }, true},
-	} {
-		ov, oldS := col("old", m.f)
-		nv, newS := col("new", m.f)
+		if len(vs[0])+len(vs[1]) == 0 {
+			continue
+		}
 		ratio := ""
-		if mo, mn := median(ov), median(nv); mo > 0 && mn > 0 {
+		if mo, mn := median(vs[0]), median(vs[1]); mo > 0 && mn > 0 {
 			ratio = fmt.Sprintf("%.2fx", mn/mo)
 		}
-		t.rows = append(t.rows, []string{m.name, oldS, newS, ratio})
+		t.rows = append(t.rows, []string{m.name, strings.Join(ss[0], ", "), strings.Join(ss[1], ", "), ratio})
 	}
 	wrong, bad := 0, 0
 	for _, r := range runs {
@@ -430,14 +444,20 @@ func loadTable(run LoadRun) table {
 	return t
 }
 
-// peersTable has a row per server, with its p50 against ours.
+// peersTable has a row per server, with its p50 against ours, and its
+// process's peak and last resident memory when the run printed them.
 func peersTable(rows []PeerRow) table {
 	t := table{head: []string{"server", "calls", "wrong", "failed", "p50 ms", "p90 ms", "p99 ms", "CPU/call ms", "exec to initialize ms", "ours / it, p50"}}
 	var ours float64
+	mem := false
 	for _, r := range rows {
 		if r.Server == "ours" {
 			ours = r.P50
 		}
+		mem = mem || r.PeakRSS > 0
+	}
+	if mem {
+		t.head = append(t.head, "peak RSS MiB", "RSS MiB")
 	}
 	for _, r := range rows {
 		ratio := ""
@@ -448,10 +468,162 @@ func peersTable(rows []PeerRow) table {
 		if r.StartMS > 0 {
 			start = fmtNum(r.StartMS)
 		}
-		t.rows = append(t.rows, []string{r.Server, fmt.Sprint(r.Calls), fmt.Sprint(r.Wrong), fmt.Sprint(r.Failed),
-			fmtNum(r.P50), fmtNum(r.P90), fmtNum(r.P99), fmtNum(r.CPU), start, ratio})
+		row := []string{r.Server, fmt.Sprint(r.Calls), fmt.Sprint(r.Wrong), fmt.Sprint(r.Failed),
+			fmtNum(r.P50), fmtNum(r.P90), fmtNum(r.P99), fmtNum(r.CPU), start, ratio}
+		if mem {
+			peak, now := "", ""
+			if r.PeakRSS > 0 {
+				peak, now = fmtNum(r.PeakRSS), fmtNum(r.RSS)
+			}
+			row = append(row, peak, now)
+		}
+		t.rows = append(t.rows, row)
 	}
 	return t
+}
+
+var (
+	abHeadRE      = regexp.MustCompile(`^load-ab: (\d+) pairs, (\d+) clients`)
+	bigTemplateRE = regexp.MustCompile(`/templates=(\d+)$`)
+)
+
+// memoryTable has a row per figure of scripts/memory-ab.sh, both sides'
+// medians (with their range over several runs) and the ratio this / the
+// baseline: the peak and last RSS after the sequential reads (peers.sh's
+// "baseline" and "ours"), the peak RSS and S3 object p50 under load
+// (load-ab.sh), the RSS with the subscribed sessions and its growth per
+// session (sessions-ab.sh), the RSS after the first read of each big
+// file (the benchmark's rss-MiB-base and rss-MiB-this); and the wrong or
+// failed answers and failed runs of all of them. sides names the columns
+// (by default the memory baseline and this commit).
+func memoryTable(raw []byte, sides [2]string) table {
+	if sides[0] == "" {
+		sides = [2]string{"memory baseline", "this commit"}
+	}
+	t := table{head: []string{"setting", sides[0], sides[1], "this / baseline"}}
+	row := func(name string, old, new []float64) {
+		if len(old)+len(new) == 0 {
+			return
+		}
+		ratio := ""
+		if mo, mn := median(old), median(new); mo > 0 && mn > 0 {
+			ratio = fmt.Sprintf("%.2fx", mn/mo)
+		}
+		t.rows = append(t.rows, []string{name, fmtMedian(old), fmtMedian(new), ratio})
+	}
+	one := func(v float64) []float64 {
+		if v <= 0 {
+			return nil
+		}
+		return []float64{v}
+	}
+	bad, failed, runs := 0, 0, 0
+
+	peers, _ := ParsePeers(bytes.NewReader(raw))
+	var ours, base *PeerRow
+	for i, r := range peers {
+		bad += r.Wrong + r.Failed
+		switch r.Server {
+		case "ours":
+			ours = &peers[i]
+		case "baseline":
+			base = &peers[i]
+		}
+	}
+	if ours != nil && base != nil {
+		row(fmt.Sprintf("%s sequential reads over stdio: peak RSS MiB", fmtNum(float64(ours.Calls))), one(base.PeakRSS), one(ours.PeakRSS))
+		row(fmt.Sprintf("%s sequential reads: RSS after them MiB", fmtNum(float64(ours.Calls))), one(base.RSS), one(ours.RSS))
+	}
+
+	clients := 0
+	_ = eachLine(bytes.NewReader(raw), func(line string) {
+		if m := abHeadRE.FindStringSubmatch(line); m != nil {
+			clients = atoi(m[2])
+		}
+	})
+	ab, _ := ParseLoadAB(bytes.NewReader(raw))
+	var rss, obj [2][]float64
+	for _, r := range ab {
+		side := slices.Index([]string{"old", "new"}, r.Label)
+		if side < 0 {
+			continue
+		}
+		runs++
+		bad += r.Wrong
+		if r.Exit != 0 {
+			failed++
+		}
+		if r.PeakRSS > 0 {
+			rss[side] = append(rss[side], r.PeakRSS)
+		}
+		if v, ok := r.P50["object"]; ok {
+			obj[side] = append(obj[side], v)
+		}
+	}
+	row(fmt.Sprintf("%d clients: peak RSS MiB", clients), rss[0], rss[1])
+	row(fmt.Sprintf("%d clients: S3 object p50 ms", clients), obj[0], obj[1])
+
+	sr, _ := ParseSessionsAB(bytes.NewReader(raw))
+	var with, per [2][]float64
+	n := 0
+	for _, r := range sr {
+		side := slices.Index([]string{"old", "new"}, r.Label)
+		if side < 0 {
+			continue
+		}
+		runs++
+		if r.Exit != 0 {
+			failed++
+		}
+		if r.Measured {
+			n = r.Sessions
+			with[side] = append(with[side], r.With)
+			per[side] = append(per[side], r.PerSessionKiB)
+		}
+	}
+	row(fmt.Sprintf("%s sessions, one subscription each: RSS MiB", fmtNum(float64(n))), with[0], with[1])
+	row(fmt.Sprintf("%s sessions: growth per session KiB", fmtNum(float64(n))), per[0], per[1])
+
+	gb, _ := ParseGoBench(bytes.NewReader(raw))
+	var sizes []string
+	byN := map[string][2][]float64{}
+	for _, r := range gb.Results {
+		m := bigTemplateRE.FindStringSubmatch(r.Name)
+		if m == nil {
+			continue
+		}
+		if _, ok := byN[m[1]]; !ok {
+			sizes = append(sizes, m[1])
+		}
+		v := byN[m[1]]
+		if x, ok := r.Value("rss-MiB-base"); ok {
+			v[0] = append(v[0], x)
+		}
+		if x, ok := r.Value("rss-MiB-this"); ok {
+			v[1] = append(v[1], x)
+		}
+		byN[m[1]] = v
+	}
+	for _, size := range sizes {
+		row(fmt.Sprintf("%s templates, after the first read: RSS MiB", fmtNum(num(size))), byN[size][0], byN[size][1])
+	}
+	if len(t.rows) > 0 {
+		t.rows = append(t.rows, []string{"wrong or failed answers; runs not exiting 0", "", "", fmt.Sprintf("%d; %d of %d", bad, failed, runs)})
+	}
+	return t
+}
+
+// fmtMedian is the median of vs, with their range when there are several:
+// "52.1 (51.0-53.4)".
+func fmtMedian(vs []float64) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	s := fmtNum(median(vs))
+	if len(vs) > 1 {
+		s += fmt.Sprintf(" (%s-%s)", fmtNum(slices.Min(vs)), fmtNum(slices.Max(vs)))
+	}
+	return s
 }
 
 func or(a, b string) string {

@@ -10,10 +10,12 @@ import (
 )
 
 // RunInfo is what docs/bench/run.txt records of one run: the commit and
-// whether the tree had changes, the baseline, the mode, the machine, the
-// times and load averages, and each entry's outcome.
+// whether the tree had changes, the baseline and the memory baseline, the
+// mode, the machine, the times and load averages, and each entry's
+// outcome.
 type RunInfo struct {
 	Commit, Baseline, Mode string
+	MemBaseline            string
 	Dirty                  bool
 	Started, Finished      string // RFC 3339, UTC
 	CPU, Memory, Go, OS    string
@@ -46,7 +48,7 @@ func (ri RunInfo) Outcome(name string) (Outcome, bool) {
 func (ri RunInfo) Write(w io.Writer) error {
 	var b strings.Builder
 	for _, kv := range [][2]string{
-		{"commit", ri.Commit}, {"dirty", strconv.FormatBool(ri.Dirty)}, {"baseline", ri.Baseline},
+		{"commit", ri.Commit}, {"dirty", strconv.FormatBool(ri.Dirty)}, {"baseline", ri.Baseline}, {"mem-baseline", ri.MemBaseline},
 		{"mode", ri.Mode}, {"started", ri.Started}, {"finished", ri.Finished},
 		{"cpu", ri.CPU}, {"cores", strconv.Itoa(ri.Cores)}, {"memory", ri.Memory}, {"go", ri.Go}, {"os", ri.OS},
 		{"load-before", ri.LoadBefore}, {"load-after", ri.LoadAfter},
@@ -79,6 +81,8 @@ func ParseRunInfo(r io.Reader) (RunInfo, error) {
 			ri.Dirty = v == "true"
 		case "baseline":
 			ri.Baseline = v
+		case "mem-baseline":
+			ri.MemBaseline = v
 		case "mode":
 			ri.Mode = v
 		case "started":

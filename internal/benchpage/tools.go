@@ -10,15 +10,24 @@ import (
 
 // ABRun is one run of scripts/load-ab.sh: which binary ("old" or "new"),
 // its requests per second, wrong answers, exit status and CPU time per
-// request (ms) of the server, the PostgreSQL cluster and the driver.
+// request (ms) of the server, the PostgreSQL cluster and the driver; the
+// server's peak resident memory (VmHWM) and its last sample (VmRSS), in
+// MiB, and the load phase's p50 (ms) by kind of request, when the script
+// printed them (0 and nil otherwise).
 type ABRun struct {
 	Label                    string
 	RPS                      float64
 	Wrong, Exit              int
 	ServerCPU, PGCPU, Driver float64
+	PeakRSS, EndRSS          float64
+	P50                      map[string]float64
 }
 
-var abRE = regexp.MustCompile(`^(\S+)\s+([0-9.]+) req/s\s+wrong (\d+)\s+exit (\d+)\s+server CPU/request ([0-9.]+) ms\s+PostgreSQL CPU/request ([0-9.]+) ms\s+driver CPU/request ([0-9.]+) ms`)
+var (
+	abRE      = regexp.MustCompile(`^(\S+)\s+([0-9.]+) req/s\s+wrong (\d+)\s+exit (\d+)\s+server CPU/request ([0-9.]+) ms\s+PostgreSQL CPU/request ([0-9.]+) ms\s+driver CPU/request ([0-9.]+) ms`)
+	abRSSRE   = regexp.MustCompile(`\sserver RSS peak ([0-9.]+) MiB end ([0-9.]+) MiB`)
+	abKindsRE = regexp.MustCompile(`\sp50 ms((?: [a-z-]+ [0-9.]+)*)(?:\s|$)`)
+)
 
 // ParseLoadAB returns the runs that scripts/load-ab.sh printed, in order;
 // other lines are ignored.
@@ -31,6 +40,18 @@ func ParseLoadAB(r io.Reader) ([]ABRun, error) {
 		}
 		run := ABRun{Label: m[1], RPS: num(m[2]), Wrong: atoi(m[3]), Exit: atoi(m[4]),
 			ServerCPU: num(m[5]), PGCPU: num(m[6]), Driver: num(m[7])}
+		if m := abRSSRE.FindStringSubmatch(line); m != nil {
+			run.PeakRSS, run.EndRSS = num(m[1]), num(m[2])
+		}
+		if m := abKindsRE.FindStringSubmatch(line); m != nil {
+			f := strings.Fields(m[1])
+			for i := 0; i+1 < len(f); i += 2 {
+				if run.P50 == nil {
+					run.P50 = map[string]float64{}
+				}
+				run.P50[f[i]] = num(f[i+1])
+			}
+		}
 		runs = append(runs, run)
 	})
 	return runs, err
@@ -117,18 +138,22 @@ func ParseLoad(r io.Reader) (LoadRun, error) {
 }
 
 // PeerRow is one server of a cmd/mcp-peers run: its calls, wrong and
-// failed answers, latency percentiles (ms), CPU per call (ms) and, when
-// measured, the median time from exec to initialize answered (ms).
+// failed answers, latency percentiles (ms), CPU per call (ms), when
+// measured the median time from exec to initialize answered (ms), and
+// when printed its process's peak and last resident memory after its
+// calls (MiB).
 type PeerRow struct {
 	Server               string
 	Calls, Wrong, Failed int
 	P50, P90, P99, CPU   float64
 	StartMS              float64
+	PeakRSS, RSS         float64
 }
 
 var (
-	peerRE  = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s*$`)
-	startRE = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) ms \(`)
+	peerRE    = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s*$`)
+	startRE   = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) ms \(`)
+	peerMemRE = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) MiB peak\s+([0-9.]+) MiB now`)
 )
 
 // ParsePeers reads the output of cmd/mcp-peers and returns its servers in
@@ -137,6 +162,7 @@ var (
 func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	var rows []PeerRow
 	starts := map[string]float64{}
+	mem := map[string][2]float64{}
 	inStarts := false
 	err := eachLine(r, func(line string) {
 		switch {
@@ -150,6 +176,10 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 			}
 			inStarts = false
 		}
+		if m := peerMemRE.FindStringSubmatch(line); m != nil {
+			mem[m[1]] = [2]float64{num(m[2]), num(m[3])}
+			return
+		}
 		if m := peerRE.FindStringSubmatch(line); m != nil {
 			rows = append(rows, PeerRow{Server: m[1], Calls: atoi(m[2]), Wrong: atoi(m[3]), Failed: atoi(m[4]),
 				P50: num(m[5]), P90: num(m[6]), P99: num(m[7]), CPU: num(m[8])})
@@ -157,8 +187,43 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	})
 	for i := range rows {
 		rows[i].StartMS = starts[rows[i].Server]
+		rows[i].PeakRSS, rows[i].RSS = mem[rows[i].Server][0], mem[rows[i].Server][1]
 	}
 	return rows, err
+}
+
+// SessionsRun is one run of scripts/sessions-ab.sh: which binary ("old"
+// or "new"), its exit status, and when it measured them the sessions it
+// held and the server's resident memory (MiB): before them, with them
+// open, its peak; and the growth per session (KiB).
+type SessionsRun struct {
+	Label              string
+	Exit               int
+	Sessions           int
+	Before, With, Peak float64
+	PerSessionKiB      float64
+	Measured           bool
+}
+
+var sessionsRE = regexp.MustCompile(`^(\S+)\s+exit (\d+)\s+(?:sessions (\d+): server RSS before ([0-9.]+) MiB, with the sessions ([0-9.]+) MiB, peak ([0-9.]+) MiB, per session (-?[0-9.]+) KiB|sessions: none measured)`)
+
+// ParseSessionsAB returns the runs that scripts/sessions-ab.sh printed,
+// in order; other lines are ignored.
+func ParseSessionsAB(r io.Reader) ([]SessionsRun, error) {
+	var runs []SessionsRun
+	err := eachLine(r, func(line string) {
+		m := sessionsRE.FindStringSubmatch(line)
+		if m == nil {
+			return
+		}
+		run := SessionsRun{Label: m[1], Exit: atoi(m[2])}
+		if m[3] != "" {
+			run.Measured = true
+			run.Sessions, run.Before, run.With, run.Peak, run.PerSessionKiB = atoi(m[3]), num(m[4]), num(m[5]), num(m[6]), num(m[7])
+		}
+		runs = append(runs, run)
+	})
+	return runs, err
 }
 
 func eachLine(r io.Reader, f func(string)) error {

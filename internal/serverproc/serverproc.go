@@ -2,7 +2,8 @@
 // would, for the integration tests and the load driver (cmd/mcp-load): the
 // environment it runs with, a started `serve --http` process found by the
 // address it logs, a bearer-token round tripper, and one-statement
-// PostgreSQL exec for the databases they create. Every function returns
+// PostgreSQL exec for the databases they create, and a process's resident
+// memory as /proc reports it. Every function returns
 // errors; none takes a testing.T.
 package serverproc
 
@@ -135,4 +136,43 @@ func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.Token)
 	return b.Next.RoundTrip(r)
+}
+
+// Resident is a process's resident memory in kB, from /proc/PID/status:
+// its peak (VmHWM) and now (VmRSS).
+type Resident struct{ PeakKB, NowKB int64 }
+
+// PeakMiB and NowMiB are the figures in MiB.
+func (r Resident) PeakMiB() float64 { return float64(r.PeakKB) / 1024 }
+func (r Resident) NowMiB() float64  { return float64(r.NowKB) / 1024 }
+
+// Memory reads the resident memory of process pid (Linux only).
+func Memory(pid int) (Resident, error) {
+	var r Resident
+	if pid <= 0 {
+		return r, fmt.Errorf("no process %d", pid)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return r, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "VmHWM" && k != "VmRSS" {
+			continue
+		}
+		var kb int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+			continue
+		}
+		if k == "VmHWM" {
+			r.PeakKB = kb
+		} else {
+			r.NowKB = kb
+		}
+	}
+	if r.PeakKB == 0 || r.NowKB == 0 {
+		return r, fmt.Errorf("no VmHWM or VmRSS in /proc/%d/status", pid)
+	}
+	return r, nil
 }

@@ -86,3 +86,17 @@ func TestStartFindsTheLoggedAddress(t *testing.T) {
 		t.Errorf("Addr %q alive %v", p.Addr, p.Alive())
 	}
 }
+
+// A process's memory comes from /proc: this process's own is known, its
+// peak at least its current size; a process that is gone is an error.
+func TestMemoryReadsProc(t *testing.T) {
+	m, err := Memory(os.Getpid())
+	if err != nil || m.NowKB <= 0 || m.PeakKB < m.NowKB || m.NowMiB() != float64(m.NowKB)/1024 {
+		t.Errorf("own memory = %+v, %v", m, err)
+	}
+	for _, pid := range []int{0, 1 << 30} {
+		if _, err := Memory(pid); err == nil {
+			t.Errorf("process %d has memory", pid)
+		}
+	}
+}

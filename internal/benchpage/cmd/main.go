@@ -2,7 +2,7 @@
 // BENCHMARKS.md from that one run; scripts/bench.sh builds what it needs
 // (services, this commit's binary, the baseline's) and runs it:
 //
-//	go run ./internal/benchpage/cmd [--quick] [--only NAME,...] --baseline REV
+//	go run ./internal/benchpage/cmd [--quick] [--only NAME,...] --baseline REV [--mem-baseline REV]
 //	go run ./internal/benchpage/cmd --render    # the page again from docs/bench
 //	go run ./internal/benchpage/cmd --list      # the entries and their commands
 package main
@@ -26,6 +26,7 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "short runs, for trying the script out")
 	baseline := flag.String("baseline", "", "the baseline commit, as the page names it")
+	memBaseline := flag.String("mem-baseline", "", "the memory baseline commit (BENCH_MEM_BASE_BIN), as the page names it")
 	out := flag.String("out", "docs/bench", "directory of the raw outputs, relative to the page")
 	page := flag.String("page", "BENCHMARKS.md", "the page to write")
 	only := flag.String("only", "", "run only these entries (comma-separated names)")
@@ -41,7 +42,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, mode, *baseline, *out, *page, *only, *render); err != nil {
+	if err := run(ctx, mode, *baseline, *memBaseline, *out, *page, *only, *render); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -54,7 +55,7 @@ func or(a, b string) string {
 	return b
 }
 
-func run(ctx context.Context, mode, baseline, out, page, only string, render bool) error {
+func run(ctx context.Context, mode, baseline, memBaseline, out, page, only string, render bool) error {
 	root, err := filepath.Abs(".")
 	if err != nil {
 		return err
@@ -81,7 +82,7 @@ func run(ctx context.Context, mode, baseline, out, page, only string, render boo
 				}
 			}
 		}
-		ri = benchpage.RunInfo{Mode: mode, Baseline: baseline, LoadBefore: benchpage.LoadAverage(), Started: now()}
+		ri = benchpage.RunInfo{Mode: mode, Baseline: baseline, MemBaseline: memBaseline, LoadBefore: benchpage.LoadAverage(), Started: now()}
 		ri.Commit, err = git(ctx, "rev-parse", "--short", "HEAD")
 		if err != nil {
 			return err
