@@ -276,24 +276,24 @@ func (c *checker) sourceRef(name string, sp Spans, path string, kind string, why
 // literal block (|) or a one-line value, else the value's start.
 func (f *File) sqlPos(sp Spans, key, sql string, off int) Position {
 	at := sp.of(key)
-	n := sp.nodes[key]
-	if n == nil {
+	n, ok := sp.nodes[key]
+	if !ok {
 		return at
 	}
 	nl := strings.Count(sql[:off], "\n")
 	col := off - (strings.LastIndexByte(sql[:off], '\n') + 1)
 	switch {
-	case n.Style&yaml.LiteralStyle != 0:
-		line := n.Line + 1 + nl
+	case n.style&yaml.LiteralStyle != 0:
+		line := n.line + 1 + nl
 		if line-1 >= len(f.lines) {
 			return at
 		}
-		indent := blockIndent(f.lines, n.Line)
+		indent := blockIndent(f.lines, n.line)
 		return Position{Line: line, Column: indent + col + 1}
-	case nl == 0 && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0:
-		return Position{Line: n.Line, Column: n.Column + 1 + col}
+	case nl == 0 && n.style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0:
+		return Position{Line: n.line, Column: n.column + 1 + col}
 	case nl == 0 && !strings.Contains(sql, "\n"):
-		return Position{Line: n.Line, Column: n.Column + col}
+		return Position{Line: n.line, Column: n.column + col}
 	}
 	return at
 }

@@ -197,7 +197,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 		return
 	}
 	t := v.Type()
-	spans := Spans{self: self, keys: map[string]Position{}, nodes: map[string]*yaml.Node{}}
+	spans := Spans{self: self, keys: map[string]Position{}, nodes: map[string]scalarAt{}}
 	d.entries(n, path, "written", func(key string, kn, vn *yaml.Node) {
 		fields := keyedFields(t)
 		fi := slices.IndexFunc(fields, func(f keyedField) bool { return f.key == key })
@@ -210,7 +210,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string, self P
 		if vn.Kind != yaml.ScalarNode {
 			p = pos(kn)
 		} else {
-			spans.nodes[key] = vn
+			spans.nodes[key] = scalarOf(vn)
 		}
 		spans.keys[key] = p
 		d.field(kn, vn, v.FieldByIndex(fields[fi].index), f, strings.TrimPrefix(path+"."+key, "."), &spans, key)
@@ -376,7 +376,7 @@ func (d *decoder) field(kn, vn *yaml.Node, fv reflect.Value, f reflect.StructFie
 			if s, ok := d.str(sn, path+"."+k, false); ok {
 				m[k] = s
 				spans.keys[key+"."+k] = pos(sn)
-				spans.nodes[key+"."+k] = sn
+				spans.nodes[key+"."+k] = scalarOf(sn)
 				spans.keys[key+"."+k+":key"] = pos(kn)
 			}
 		})

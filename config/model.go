@@ -53,8 +53,18 @@ const secretRefPattern = `^\$\{[A-Za-z_][A-Za-z0-9_]*(:-)?\}$`
 type Spans struct {
 	self  Position
 	keys  map[string]Position
-	nodes map[string]*yaml.Node // scalar values, for positions inside them
+	nodes map[string]scalarAt // scalar values, for positions inside them
 }
+
+// scalarAt is where a scalar value starts and how it was written: what a
+// position inside it needs of its YAML node, without holding the node (and
+// its copy of the text) for the life of the file.
+type scalarAt struct {
+	line, column int
+	style        yaml.Style
+}
+
+func scalarOf(n *yaml.Node) scalarAt { return scalarAt{n.Line, n.Column, n.Style} }
 
 // start is where the mapping itself starts (for a named entry, its name).
 func (s Spans) start() Position { return s.self }
