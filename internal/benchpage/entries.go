@@ -136,8 +136,8 @@ var Entries = []Entry{
 	{
 		Name: "pg-store", Section: "Raw storage", Kind: GoBench, Timeout: 6 * time.Minute, Sibling: "raw",
 		Title: "PostgreSQL: a gateway read against pgx's QueryRow of the same rows",
-		About: "one pool of one connection; raw is pgx alone; grants-vs-raw times both in turns in one loop.",
-		Units: []string{"ns/op", "cpu-ns/op", "allocs/op", "grants/base"},
+		About: "one pool of one connection; raw is pgx alone; grants-vs-raw times both in turns in one loop; floor-vs-raw sends the batch a grants read sends with pgx alone (the SQL's own share).",
+		Units: []string{"ns/op", "cpu-ns/op", "allocs/op", "grants/base", "floor/base"},
 		Full:  rounds(5, gobench("BenchmarkPGStore(OneRow|Bundle64)$", "-benchtime 200ms -count 1", "./integration/")),
 		Quick: gobench("BenchmarkPGStore(OneRow|Bundle64)$", "-benchtime 20x -count 1", "./integration/"),
 	},
