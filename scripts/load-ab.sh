@@ -41,6 +41,7 @@ pgroot=$(cat "$ROOT/.services/pgroot")
 postmaster=$(head -1 "$pgroot/data/postmaster.pid")
 
 cd "$ROOT"
+. scripts/ab.sh
 go build -o "$out/mcp-load" ./cmd/mcp-load
 
 # ticks PID: user+system clock ticks of a process; with "tree", of the
@@ -101,10 +102,9 @@ memory() {
 }
 
 # summary: the median of each figure of runs.txt over each side's runs,
-# and the ratio new / old of the medians.
+# and the ratio new / old of the medians (ab.sh).
 summary() {
-	local runs=$out/runs.txt
-	awk '
+	medians "%.2f" "$out/runs.txt" '
 		{
 			side = $1; n[side]++
 			add(side, "req/s", $2)
@@ -116,37 +116,9 @@ summary() {
 					for (j = i + 1; j + 1 <= NF && $j != "load"; j += 2) add(side, "p50 " $j " ms", $(j + 1))
 				}
 			}
-		}
-		function add(side, name, v) {
-			if (!(name in seen)) { seen[name] = 1; names[++k] = name }
-			c = ++count[side, name]; val[side, name, c] = v
-		}
-		function median(side, name,   m, i, j, t, a) {
-			m = count[side, name]
-			if (!m) return ""
-			for (i = 1; i <= m; i++) a[i] = val[side, name, i] + 0
-			for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-		}
-		END {
-			printf "medians of %d old and %d new runs:\n", n["old"], n["new"]
-			printf "  %-24s %10s %10s %9s\n", "", "old", "new", "new/old"
-			for (i = 1; i <= k; i++) {
-				o = median("old", names[i]); w = median("new", names[i])
-				r = (o != "" && w != "" && o > 0) ? sprintf("%.2fx", w / o) : ""
-				printf "  %-24s %10s %10s %9s\n", names[i], o == "" ? "" : sprintf("%.2f", o), w == "" ? "" : sprintf("%.2f", w), r
-			}
-		}' "$runs"
+		}'
 }
 
 echo "load-ab: $pairs pairs, $clients clients, $duration, S3 keep-alive $([ "$keepalive" = 1 ] && echo on || echo off); output in $out" >&2
-for i in $(seq 1 "$pairs"); do
-	if [ $((i % 2)) = 1 ]; then
-		one old "$old"
-		one new "$new"
-	else
-		one new "$new"
-		one old "$old"
-	fi
-done
+interleave "$pairs"
 summary

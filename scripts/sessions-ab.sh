@@ -27,6 +27,7 @@ mkdir -p "$out"
 : >"$out/runs.txt"
 
 cd "$ROOT"
+. scripts/ab.sh
 go build -o "$out/mcp-load" ./cmd/mcp-load
 
 one() { # one LABEL BINARY
@@ -44,17 +45,9 @@ one() { # one LABEL BINARY
 }
 
 echo "sessions-ab: $rounds rounds, $sessions sessions each subscribed to one body; output in $out" >&2
-for i in $(seq 1 "$rounds"); do
-	if [ $((i % 2)) = 1 ]; then
-		one old "$old"
-		one new "$new"
-	else
-		one new "$new"
-		one old "$old"
-	fi
-done
+interleave "$rounds"
 
-awk '
+medians "%.1f" "$out/runs.txt" '
 	/ server RSS before / {
 		side = $1; n[side]++
 		for (i = 1; i < NF; i++) {
@@ -64,24 +57,4 @@ awk '
 			if ($i == "peak") add(side, "peak RSS MiB", v)
 			if ($i == "session" && $(i - 1) == "per") add(side, "per session KiB", v)
 		}
-	}
-	function add(side, name, v) {
-		if (!(name in seen)) { seen[name] = 1; names[++k] = name }
-		c = ++count[side, name]; val[side, name, c] = v + 0
-	}
-	function median(side, name,   m, i, j, t, a) {
-		m = count[side, name]
-		if (!m) return ""
-		for (i = 1; i <= m; i++) a[i] = val[side, name, i]
-		for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	}
-	END {
-		printf "medians of %d old and %d new runs:\n", n["old"], n["new"]
-		printf "  %-26s %10s %10s %9s\n", "", "old", "new", "new/old"
-		for (i = 1; i <= k; i++) {
-			o = median("old", names[i]); w = median("new", names[i])
-			r = (o != "" && w != "" && o > 0) ? sprintf("%.2fx", w / o) : ""
-			printf "  %-26s %10s %10s %9s\n", names[i], o == "" ? "" : sprintf("%.1f", o), w == "" ? "" : sprintf("%.1f", w), r
-		}
-	}' "$out/runs.txt"
+	}'
