@@ -17,13 +17,7 @@ import (
 // passes it. Without the services it skips, or fails under
 // MCPRES_INTEGRATION=require.
 func TestLoadAndFaultRunPassesAgainstTheRealServices(t *testing.T) {
-	if os.Getenv("MCPRES_POSTGRES_URL") == "" || os.Getenv("MCPRES_VERSITYGW") == "" {
-		msg := "MCPRES_POSTGRES_URL and MCPRES_VERSITYGW are needed: eval \"$(scripts/services.sh up)\" and export MCPRES_VERSITYGW"
-		if os.Getenv("MCPRES_INTEGRATION") == "require" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needServices(t)
 	var out, log bytes.Buffer
 	code := run(t.Context(), []string{"--clients=4", "--duration=5s", "--warmup=1s", "--recovery=2s", "--faults", "--progress=5s"}, &out, &log)
 	if code != 0 {
@@ -40,13 +34,7 @@ func TestLoadAndFaultRunPassesAgainstTheRealServices(t *testing.T) {
 // on a freshly built server and reports its memory with them, then finds
 // it back at its baseline.
 func TestSessionsRunReportsTheServersMemory(t *testing.T) {
-	if os.Getenv("MCPRES_POSTGRES_URL") == "" || os.Getenv("MCPRES_VERSITYGW") == "" {
-		msg := "MCPRES_POSTGRES_URL and MCPRES_VERSITYGW are needed: eval \"$(scripts/services.sh up)\" and export MCPRES_VERSITYGW"
-		if os.Getenv("MCPRES_INTEGRATION") == "require" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needServices(t)
 	var out, log bytes.Buffer
 	if code := run(t.Context(), []string{"--sessions=20"}, &out, &log); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), log.String())
@@ -55,5 +43,18 @@ func TestSessionsRunReportsTheServersMemory(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// needServices skips t without the services of scripts/services.sh, or
+// fails it under MCPRES_INTEGRATION=require.
+func needServices(t *testing.T) {
+	t.Helper()
+	if os.Getenv("MCPRES_POSTGRES_URL") == "" || os.Getenv("MCPRES_VERSITYGW") == "" {
+		msg := "MCPRES_POSTGRES_URL and MCPRES_VERSITYGW are needed: eval \"$(scripts/services.sh up)\" and export MCPRES_VERSITYGW"
+		if os.Getenv("MCPRES_INTEGRATION") == "require" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 }
