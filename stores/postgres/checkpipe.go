@@ -204,9 +204,8 @@ func (c *checker) prepareAll(ctx context.Context, sqls []string, answer func(sql
 		}
 		var res any
 		res, err = pl.GetResults()
-		var pe *pgconn.PgError
 		switch {
-		case errors.As(err, &pe):
+		case statementError(err) != nil:
 			answer(sql, nil, err)
 			err = nil
 		case err == nil:
@@ -265,8 +264,7 @@ func (c *checker) probeAll(ctx context.Context, sqls []string) error {
 				}
 				_, err = rr.Close()
 			}
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) {
+			if pe := statementError(err); pe != nil {
 				a.probeErr, err = err, nil
 				if step == 0 {
 					// The set-up failed, so the server skipped the probe,

@@ -72,3 +72,18 @@ func classify(err error) error {
 	}
 	return fmt.Errorf("postgres: %w", err)
 }
+
+// statementError returns the server's error when err is its answer to the
+// statement sent (a *pgconn.PgError the statement caused), or nil when err
+// says nothing of the statement: a lost or terminated connection, operator
+// intervention, a server out of resources (what classify calls an outage),
+// or no server error at all. A check or a proof reports only the first as
+// the statement's mistake; the rest is the database's state, and it is
+// tried again.
+func statementError(err error) *pgconn.PgError {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	if !ok || errors.Is(classify(err), ErrConnection) {
+		return nil
+	}
+	return pe
+}

@@ -188,3 +188,28 @@ func TestDecideTurnsThePinnedRowIntoAnOutcome(t *testing.T) {
 		})
 	}
 }
+
+// A check or a proof calls an error the statement's mistake only when the
+// server answered the statement with it: a terminated or lost connection
+// met while it ran is the database's state, which the proof tries again
+// (a mistake would stop the source until the next scheduled proof).
+func TestStatementErrorIsTheStatementsOwnAnswerOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		own  bool
+	}{
+		{"undefined table", &pgconn.PgError{Severity: "ERROR", Code: "42P01"}, true},
+		{"permission denied", fmt.Errorf("prepare: %w", &pgconn.PgError{Severity: "ERROR", Code: "42501"}), true},
+		{"statement timeout", &pgconn.PgError{Severity: "ERROR", Code: "57014"}, true},
+		{"terminated by an administrator", &pgconn.PgError{Severity: "FATAL", Code: "57P01"}, false},
+		{"too many connections", &pgconn.PgError{Severity: "FATAL", Code: "53300"}, false},
+		{"connection failure", &pgconn.PgError{Severity: "FATAL", Code: "08006"}, false},
+		{"connection closed", io.ErrUnexpectedEOF, false},
+		{"context", context.Canceled, false},
+	} {
+		if got := statementError(tc.err) != nil; got != tc.own {
+			t.Errorf("%s: the statement's own: %v, want %v", tc.name, got, tc.own)
+		}
+	}
+}

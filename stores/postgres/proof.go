@@ -256,6 +256,9 @@ func (src *Source) proveChunk(ctx context.Context, tx pgx.Tx, views []string, fi
 	if err == nil {
 		return nil
 	}
+	if statementError(err) == nil {
+		return fmt.Errorf("postgres: source %s: prove: %w", src.name, classify(err))
+	}
 	results = results[min(1, len(results)):] // the savepoint's
 	st := first[min(len(results), len(first)-1)]
 	for i, r := range results {
