@@ -2,26 +2,36 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The garbage collector's defaults for serve. A server that waits between
 // requests pays for every collection cycle with thread wake-ups as well as
-// the marking itself; its live heap is small and bounded by its limits
-// (items, bytes, concurrent requests), so a higher GOGC trades a few
-// megabytes of heap for markedly less CPU per request (cmd/mcp-peers, the
-// same build run at GOGC=100 as its --baseline). 200, not more: over 2,000
-// same-row reads on stdio, 400 saved a further 6% of CPU per read for 22%
-// more resident memory (docs/operations.md). The soft memory limit keeps that trade from
-// growing the heap towards the container's limit: near it the collector
-// runs as often as it must.
+// the marking itself, so while its live heap is small a higher GOGC trades
+// a few megabytes for markedly less CPU per request (cmd/mcp-peers, the
+// same build run at GOGC=100 as its --baseline; docs/operations.md). The
+// trade is bounded in bytes, not in proportion: after each collection
+// serve sets GOGC so that the heap may grow by gcHeadroom past what is
+// live, between Go's own 100 and defaultGCPercent. A small heap (one
+// client on stdio) gets 200; a heap of gcHeadroom or more (a thousand
+// sessions, a big resources file, many clients) gets Go's 100, where a
+// proportional headroom would hold tens of megabytes for little CPU. The
+// soft memory limit keeps the heap from growing towards the container's
+// limit: near it the collector runs as often as it must.
 const (
-	// defaultGCPercent is serve's GOGC when neither GOGC nor GOMEMLIMIT
-	// is set.
+	// defaultGCPercent is serve's GOGC for a small live heap when neither
+	// GOGC nor GOMEMLIMIT is set.
 	defaultGCPercent = 200
+	// gcHeadroom is how far the heap may grow past its live bytes
+	// before the next collection, while that is at most defaultGCPercent
+	// and at least 100 percent of them.
+	gcHeadroom = 16 << 20
 	// defaultMemoryLimit is serve's soft memory limit when neither GOGC
 	// nor GOMEMLIMIT is set and the process has no cgroup memory limit.
 	defaultMemoryLimit = 512 << 20
@@ -45,6 +55,56 @@ func gcDefaults(getenv func(string) string, cgroupLimit int64) (percent int, lim
 	return defaultGCPercent, limit, true
 }
 
+// gcPercentFor is serve's GOGC for a live heap of live bytes: the percent
+// that lets it grow by gcHeadroom, in steps of 10, between 100 and
+// defaultGCPercent.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return defaultGCPercent
+	}
+	return min(max(int(gcHeadroom*100/live)/10*10, 100), defaultGCPercent)
+}
+
+// gcTuner sets GOGC after each collection from the live heap it left
+// (gcPercentFor). A finalizer on an object that nothing references is its
+// hook: it runs once the collector has found the object unreachable,
+// that is after each cycle, and arms the next; nothing runs while the
+// process allocates nothing.
+type gcTuner struct {
+	stopped atomic.Bool
+	percent atomic.Int64 // the GOGC set last
+	sample  []rtmetrics.Sample
+}
+
+func newGCTuner(percent int) *gcTuner {
+	t := &gcTuner{sample: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.percent.Store(int64(percent))
+	t.arm()
+	return t
+}
+
+// gcHook is the object whose finalizer is the tuner's hook.
+type gcHook struct{ t *gcTuner }
+
+func (t *gcTuner) arm() { runtime.SetFinalizer(&gcHook{t}, (*gcHook).collected) }
+
+func (h *gcHook) collected() {
+	t := h.t
+	rtmetrics.Read(t.sample)
+	gcState.Lock() // not after the last serve has restored the settings
+	defer gcState.Unlock()
+	if t.stopped.Load() {
+		return
+	}
+	if t.sample[0].Value.Kind() == rtmetrics.KindUint64 {
+		if p := gcPercentFor(t.sample[0].Value.Uint64()); int64(p) != t.percent.Load() {
+			t.percent.Store(int64(p))
+			debug.SetGCPercent(p)
+		}
+	}
+	t.arm()
+}
+
 // gcState counts the serve runs of the process that hold the defaults
 // (tests run several at once): the first sets them, the last restores.
 var gcState struct {
@@ -54,6 +114,7 @@ var gcState struct {
 	oldLimit   int64
 	percent    int
 	limit      int64
+	tuner      *gcTuner
 }
 
 // applyGCDefaults sets serve's GC defaults unless the environment sets
@@ -71,12 +132,14 @@ func applyGCDefaults() (percent int, limit int64, restore func()) {
 		st.oldPercent = debug.SetGCPercent(percent)
 		st.oldLimit = debug.SetMemoryLimit(limit)
 		st.percent, st.limit = percent, limit
+		st.tuner = newGCTuner(percent)
 	}
 	st.holders++
 	return st.percent, st.limit, sync.OnceFunc(func() {
 		st.Lock()
 		defer st.Unlock()
 		if st.holders--; st.holders == 0 {
+			st.tuner.stopped.Store(true)
 			debug.SetGCPercent(st.oldPercent)
 			debug.SetMemoryLimit(st.oldLimit)
 		}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestGCDefaultsYieldToTheEnvironment(t *testing.T) {
@@ -66,4 +68,65 @@ func TestApplyGCDefaultsRestores(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != beforeLimit {
 		t.Errorf("memory limit %d after restore, want %d", got, beforeLimit)
 	}
+}
+
+func TestGCPercentBoundsTheHeadroomInBytes(t *testing.T) {
+	for live, want := range map[uint64]int{
+		0:          defaultGCPercent,
+		4 << 20:    defaultGCPercent, // 400% would be 16 MiB: capped
+		8 << 20:    200,
+		10 << 20:   160,
+		12 << 20:   130,
+		16 << 20:   100,
+		1000 << 20: 100, // Go's own: never below it
+	} {
+		if got := gcPercentFor(live); got != want {
+			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", live>>20, got, want)
+		}
+	}
+}
+
+// The tuner sets GOGC after a collection from the live heap it left: 100
+// while a large heap is live, defaultGCPercent again once it is gone, and
+// nothing once serve has restored the settings.
+func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	before := debug.SetGCPercent(-1)
+	debug.SetGCPercent(before)
+	_, _, restore := applyGCDefaults()
+	percentAfterGC := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runtime.GC() // the hook runs on the finalizer goroutine after it
+			gcState.Lock()
+			got := gcState.tuner.percent.Load()
+			gcState.Unlock()
+			if got == int64(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GOGC %d after collections, want %d", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := debug.SetGCPercent(-1); got != want {
+			t.Errorf("the runtime's GC percent is %d, want %d", got, want)
+		}
+		debug.SetGCPercent(want)
+	}
+	live := make([][]byte, 48) // 48 MiB, live across the collections
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	percentAfterGC(100)
+	runtime.KeepAlive(live)
+	live = nil
+	percentAfterGC(defaultGCPercent)
+	restore()
+	if got := debug.SetGCPercent(-1); got != before {
+		t.Errorf("GC percent %d after restore, want %d", got, before)
+	}
+	debug.SetGCPercent(before)
 }
