@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // The garbage collector's defaults for serve. A server that waits between
@@ -70,15 +69,15 @@ func gcPercentFor(live uint64) int {
 // hook: it runs once the collector has found the object unreachable,
 // that is after each cycle, and arms the next; nothing runs while the
 // process allocates nothing.
+// Its fields are gcState's, under its lock.
 type gcTuner struct {
-	stopped atomic.Bool
-	percent atomic.Int64 // the GOGC set last
+	stopped bool
+	percent int // the GOGC set last
 	sample  []rtmetrics.Sample
 }
 
 func newGCTuner(percent int) *gcTuner {
-	t := &gcTuner{sample: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	t.percent.Store(int64(percent))
+	t := &gcTuner{percent: percent, sample: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	t.arm()
 	return t
 }
@@ -90,15 +89,15 @@ func (t *gcTuner) arm() { runtime.SetFinalizer(&gcHook{t}, (*gcHook).collected) 
 
 func (h *gcHook) collected() {
 	t := h.t
-	rtmetrics.Read(t.sample)
 	gcState.Lock() // not after the last serve has restored the settings
 	defer gcState.Unlock()
-	if t.stopped.Load() {
+	if t.stopped {
 		return
 	}
+	rtmetrics.Read(t.sample)
 	if t.sample[0].Value.Kind() == rtmetrics.KindUint64 {
-		if p := gcPercentFor(t.sample[0].Value.Uint64()); int64(p) != t.percent.Load() {
-			t.percent.Store(int64(p))
+		if p := gcPercentFor(t.sample[0].Value.Uint64()); p != t.percent {
+			t.percent = p
 			debug.SetGCPercent(p)
 		}
 	}
@@ -139,7 +138,7 @@ func applyGCDefaults() (percent int, limit int64, restore func()) {
 		st.Lock()
 		defer st.Unlock()
 		if st.holders--; st.holders == 0 {
-			st.tuner.stopped.Store(true)
+			st.tuner.stopped = true
 			debug.SetGCPercent(st.oldPercent)
 			debug.SetMemoryLimit(st.oldLimit)
 		}

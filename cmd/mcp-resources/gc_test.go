@@ -101,9 +101,9 @@ func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 		for {
 			runtime.GC() // the hook runs on the finalizer goroutine after it
 			gcState.Lock()
-			got := gcState.tuner.percent.Load()
+			got := gcState.tuner.percent
 			gcState.Unlock()
-			if got == int64(want) {
+			if got == want {
 				break
 			}
 			if time.Now().After(deadline) {
