@@ -209,14 +209,11 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 	// chunk's walk would grow with the file.
 	for from := 1; from <= len(views); from += proofChunk {
 		to := min(from+proofChunk-1, len(views))
-		if err := src.proveChunk(ctx, tx, views[from-1:to], first[from-1:to], progress); err != nil {
+		if err := src.proveChunk(ctx, tx, from > 1, views[from-1:to], first[from-1:to], progress); err != nil {
 			return err
 		}
 		if err := src.walkViews(ctx, tx, from, to, exempt, found); err != nil {
 			return err
-		}
-		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT mcpres_proof"); err != nil {
-			return fmt.Errorf("postgres: source %s: prove: %w", src.name, err)
 		}
 		progress()
 	}
@@ -241,13 +238,18 @@ func (src *Source) proveStatements(ctx context.Context, conn *pgx.Conn, stmts []
 // the catalog (sqlProof) starts from.
 const proofChunk = 256
 
-// proveChunk makes views, first[i]'s view each, after a savepoint that
-// the caller rolls back to once it has walked them, in one round trip (the
+// proveChunk makes views, first[i]'s view each, in one round trip (the
 // simple protocol runs them in order and stops at the first that fails,
-// which names the statement).
-func (src *Source) proveChunk(ctx context.Context, tx pgx.Tx, views []string, first []*statement, progress func()) error {
+// which names the statement). It first sets the savepoint the views are
+// made after, or, when later is set, rolls back to it, which drops the
+// chunk before (the transaction's rollback drops the last).
+func (src *Source) proveChunk(ctx context.Context, tx pgx.Tx, later bool, views []string, first []*statement, progress func()) error {
+	start := "SAVEPOINT mcpres_proof"
+	if later {
+		start = "ROLLBACK TO SAVEPOINT mcpres_proof"
+	}
 	var results []*pgconn.Result
-	mrr := tx.Conn().PgConn().Exec(ctx, "SAVEPOINT mcpres_proof;\n"+strings.Join(views, ";\n"))
+	mrr := tx.Conn().PgConn().Exec(ctx, start+";\n"+strings.Join(views, ";\n"))
 	for mrr.NextResult() {
 		results = append(results, mrr.ResultReader().Read())
 		progress()
@@ -259,7 +261,7 @@ func (src *Source) proveChunk(ctx context.Context, tx pgx.Tx, views []string, fi
 	if statementError(err) == nil {
 		return fmt.Errorf("postgres: source %s: prove: %w", src.name, classify(err))
 	}
-	results = results[min(1, len(results)):] // the savepoint's
+	results = results[min(1, len(results)):] // start's
 	st := first[min(len(results), len(first)-1)]
 	for i, r := range results {
 		if r.Err != nil {
