@@ -56,14 +56,7 @@ func TestAuditPostgresSinkWritesEveryField(t *testing.T) {
 	t.Parallel()
 	dbURL := harness.Postgres(t)
 	ctx := t.Context()
-	p, err := goose.NewProvider(goose.DialectPostgres, openSQL(t, dbURL), migrations.FS(),
-		goose.WithTableName(migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 4); err != nil {
-		t.Fatal(err)
-	}
+	migrateUpTo(t, dbURL, 4)
 	conn := connect(t, dbURL)
 	if _, err := conn.Exec(ctx, `INSERT INTO mcpres.audit_events (at, duration_us, method, revision, result)
 		VALUES (now(), 1, 'resources/read', 'before-5', 'complete')`); err != nil {
@@ -160,14 +153,7 @@ func TestAuditPostgresCheckNamesWhatTheTableLacks(t *testing.T) {
 	if err := sink.Check(ctx); !errors.Is(err, audit.ErrTable) || !strings.Contains(err.Error(), "no table mcpres.audit_events") {
 		t.Fatalf("Check before any migration: %v, want no table", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, openSQL(t, dbURL), migrations.FS(),
-		goose.WithTableName(migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 4); err != nil {
-		t.Fatal(err)
-	}
+	migrateUpTo(t, dbURL, 4)
 	if err := sink.Check(ctx); !errors.Is(err, audit.ErrTable) || !strings.Contains(err.Error(), "no column removed, uris, uris_omitted") {
 		t.Fatalf("Check at version 4: %v, want the columns of version 5 named", err)
 	}
@@ -183,5 +169,19 @@ func TestAuditPostgresCheckNamesWhatTheTableLacks(t *testing.T) {
 	}
 	if err := other.Check(ctx); !errors.Is(err, audit.ErrTable) || !strings.Contains(err.Error(), "no role no_such_auditor") {
 		t.Fatalf("Check with a role that does not exist: %v", err)
+	}
+}
+
+// migrateUpTo applies the module's migrations to the database of dbURL up
+// to version v, as an older release left it.
+func migrateUpTo(t *testing.T, dbURL string, v int64) {
+	t.Helper()
+	p, err := goose.NewProvider(goose.DialectPostgres, openSQL(t, dbURL), migrations.FS(),
+		goose.WithTableName(migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(t.Context(), v); err != nil {
+		t.Fatal(err)
 	}
 }
