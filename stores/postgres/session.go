@@ -101,6 +101,7 @@ type session struct {
 	roleArg  any                                        // role, boxed once as the set-up's argument
 	timeout  time.Duration
 	maxItems int
+	gate     *fairGate // nil unless db is a pool
 	// broken is set while the source's last Prove failed: every
 	// transaction then fails as an outage (see Source.Prove).
 	broken atomic.Pointer[proofFailure]
@@ -128,6 +129,9 @@ func newSession(db DB, opts *sessionOptions) (*session, error) {
 		s.role = ""
 	}
 	s.roleArg = s.role
+	if p, ok := db.(interface{ Config() *pgxpool.Config }); ok {
+		s.gate = newFairGate(int(p.Config().MaxConns))
+	}
 	// NewSource refused negative ones (CheckSource).
 	if s.timeout <= 0 {
 		s.timeout = DefaultStatementTimeout
@@ -308,6 +312,12 @@ func (s *session) begin(ctx context.Context, generic bool) (*txBatch, error) {
 // read the result of the one statement query queued. It returns
 // classified errors.
 func (s *session) run(ctx context.Context, b *pgx.Batch, scan func(br pgx.BatchResults) error) error {
+	if s.gate != nil {
+		if err := s.gate.enter(ctx, b.QueuedQueries[len(b.QueuedQueries)-1].SQL); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		defer s.gate.leave()
+	}
 	br := s.db.SendBatch(ctx, b)
 	err := func() error {
 		if _, err := br.Exec(); err != nil { // set_config

@@ -194,6 +194,9 @@ func (p *sqlPolicy) decide(ctx context.Context, pass core.PolicyPass) ([]core.Ta
 		return nil, err // not even from the plans' own answers while the proof is broken
 	}
 	useplanned := pass.Stage == core.PassBeforeReads
+	if pass.Stage == core.PassRecheck {
+		ctx = recheckContext(ctx)
+	}
 	type target struct {
 		key     string
 		bundle  bool
