@@ -483,16 +483,27 @@ obj(view, cls, oid) AS (
     AND NOT coalesce(cn.nspname || '.' || c.relname = ANY ($2::text[]), false)
     AND NOT coalesce(pn.nspname || '.' || p.proname = ANY ($2::text[]), false)
     AND NOT coalesce(p.prosecdef, false)),
+rels AS (SELECT DISTINCT oid FROM obj WHERE cls = 'pg_class'::regclass),
+polrels AS (
+  SELECT oid FROM rels
+  UNION
+  SELECT d.refobjid FROM pg_policy pol JOIN rels ON rels.oid = pol.polrelid
+  JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = pol.oid AND d.refclassid = 'pg_class'::regclass),
+pols AS (SELECT pol.* FROM pg_policy pol JOIN polrels ON polrels.oid = pol.polrelid WHERE pol.polcmd IN ('r', '*')),
+fns AS (
+  SELECT oid FROM obj WHERE cls = 'pg_proc'::regclass
+  UNION
+  SELECT d.refobjid FROM pols JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = pols.oid AND d.refclassid = 'pg_proc'::regclass),
 fnbody AS (
   SELECT p.oid, coalesce(p.prosrc, '') || coalesce(pg_get_function_sqlbody(p.oid), '') ~ (SELECT re FROM setting) AS reads
-  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+  FROM fns JOIN pg_proc p ON p.oid = fns.oid JOIN pg_namespace n ON n.oid = p.pronamespace
   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')),
 pdirect AS (
   SELECT pol.oid, pol.polrelid,
          coalesce(pg_get_expr(pol.polqual, pol.polrelid), '') ~ (SELECT re FROM setting)
          OR EXISTS (SELECT 1 FROM pg_depend pd JOIN fnbody f ON f.oid = pd.refobjid
                     WHERE pd.classid = 'pg_policy'::regclass AND pd.objid = pol.oid AND pd.refclassid = 'pg_proc'::regclass AND f.reads) AS direct
-  FROM pg_policy pol WHERE pol.polcmd IN ('r', '*')),
+  FROM pols pol),
 pdep AS (
   SELECT pd0.oid, pd0.direct
          OR EXISTS (SELECT 1 FROM pg_depend d JOIN pdirect o ON o.polrelid = d.refobjid
