@@ -72,6 +72,7 @@ type Served struct {
 
 	closers []func()
 	checks  []sourceCheck   // the start-up checks, one per source (see Check)
+	serving chan struct{}   // closed once every source's check has reached serving (see Serving)
 	lines   func() []string // Lines, from what the proof found
 	// deciders is the last column of Lines, by binding, for DecidedBy
 	// while Check may set Lines again (decided.go).
@@ -131,9 +132,10 @@ func (s *Served) ObjectSources() []core.Option {
 	return opts
 }
 
-// sourceCheck is the start-up check of one source: it returns the *Error
+// sourceCheck is the start-up check of one source; it calls reached once
+// the source may serve while the rest of its check runs: it returns the *Error
 // of the first thing wrong.
-type sourceCheck func(ctx context.Context) *Error
+type sourceCheck func(ctx context.Context, reached func()) *Error
 
 // Check runs the start-up check of every source at once: each database
 // answers, holds its role and prepares every statement with the columns it
@@ -151,8 +153,18 @@ type sourceCheck func(ctx context.Context) *Error
 func (s *Served) Check(ctx context.Context) error {
 	found := make([]*Error, len(s.checks))
 	var wg sync.WaitGroup
+	var left atomic.Int64
+	left.Store(int64(len(s.checks)))
+	reached := func() {
+		if left.Add(-1) == 0 {
+			close(s.serving)
+		}
+	}
+	if len(s.checks) == 0 {
+		close(s.serving)
+	}
 	for i, c := range s.checks {
-		wg.Go(func() { found[i] = c(ctx) })
+		wg.Go(func() { found[i] = c(ctx, sync.OnceFunc(reached)) })
 	}
 	wg.Wait()
 	if first := (&errs{list: slices.DeleteFunc(found, func(x *Error) bool { return x == nil })}).first(); first != nil {
@@ -164,6 +176,16 @@ func (s *Served) Check(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Serving returns a channel that is closed, while [Served.Check] runs,
+// once every source may serve: each bucket has answered its check, and
+// each database has answered and begun checking its statements (a read
+// through a statement that check has not accepted yet checks and proves
+// that statement alone first: postgres Source.CheckStarted). A server
+// holds its reads until then rather than until Check returns, so that a
+// file of thousands of templates serves its first read at once. It is
+// never closed when a source fails before it may serve.
+func (s *Served) Serving() <-chan struct{} { return s.serving }
 
 // Close closes every connection pool Open opened.
 func (s *Served) Close() {
@@ -210,7 +232,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 	if opts == nil {
 		opts = &OpenOptions{}
 	}
-	s := &Served{Revision: f.Revision(), Objects: map[string]core.Reader{}}
+	s := &Served{Revision: f.Revision(), Objects: map[string]core.Reader{}, serving: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -481,7 +503,7 @@ func (f *File) sqlBinding(r Resource, def core.ResourceDefinition) postgres.SQLB
 // server answers, ps's role and statements pass Source.Check, and direct,
 // its listen_url when it has one, connects.
 func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source, direct *pgx.ConnConfig) sourceCheck {
-	return func(ctx context.Context) *Error {
+	return func(ctx context.Context, reached func()) *Error {
 		p := src.Postgres
 		cfg := pool.Config().ConnConfig
 		pctx, cancel := context.WithTimeout(ctx, openTimeout)
@@ -490,6 +512,15 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 		if err != nil {
 			return f.mistake(p.Spans.of("url"), "sources."+src.Name+".postgres.url", "cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, pgCause(err, src))
 		}
+		begun, done := ps.CheckStarted(), make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-begun:
+				reached()
+			case <-done:
+			}
+		}()
 		if err := ps.Check(ctx); err != nil {
 			return f.storeError(err, src.Name, src.Spans.start())
 		}
@@ -509,11 +540,12 @@ func (f *File) postgresCheck(src Source, pool *pgxpool.Pool, ps *postgres.Source
 
 // bucketCheck is the start-up check of the S3 source src: Bucket.Check.
 func (f *File) bucketCheck(src Source, bucket *s3store.Bucket) sourceCheck {
-	return func(ctx context.Context) *Error {
+	return func(ctx context.Context, reached func()) *Error {
 		ctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		err := bucket.Check(ctx)
 		if err == nil {
+			reached()
 			return nil
 		}
 		if _, ok := errors.AsType[*core.ConfigError](err); ok {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -36,17 +37,18 @@ func TestServeBigFileFirstRead(t *testing.T) {
 		t.Skip("needs MCPRES_POSTGRES_URL (eval \"$(scripts/services.sh up)\")")
 	}
 	const n = 10000
-	file, env := bigServeFile(t, pgURL, n)
-	took, mem := execToBigRead(t, binary(t), file, env, n)
+	file, env := bigServeFile(t, pgURL, n, 10)
+	took, mem := execToBigRead(t, binary(t), file, env, n, 10)
 	t.Logf("%d templates: exec to the first read's answer %s; resident memory then %.1f MiB, peak %.1f MiB",
 		n, took.Round(time.Millisecond), mem.NowMiB(), mem.PeakMiB())
 }
 
 // BenchmarkExecToFirstReadBigFile measures, for a generated file of each
 // of MCPRES_BENCH_TEMPLATES templates (comma-separated, default 10,000;
-// internal/bigfile, 10 shapes of statements), the time from exec of
-// serve --config over stdio to the answer of a read through its last
-// template, which waits for the start-up check of the file, and the
+// internal/bigfile, MCPRES_BENCH_SHAPES shapes of statements, default 10,
+// 0 for every template its own), the time from exec of serve --config
+// over stdio to the answer of a read through its last template, whose
+// statements are checked ahead of the rest of the file, and the
 // server process's resident memory once it answered (/proc: VmRSS then,
 // VmHWM its peak so far). Each iteration starts every binary once, in
 // turn (this package's, built now, and those of MCPRES_BENCH_BINARIES,
@@ -70,6 +72,13 @@ func BenchmarkExecToFirstReadBigFile(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
+	shapes := 10
+	if v := os.Getenv("MCPRES_BENCH_SHAPES"); v != "" {
+		var err error
+		if shapes, err = strconv.Atoi(v); err != nil || shapes < 0 {
+			b.Fatalf("MCPRES_BENCH_SHAPES: %q is not a number of shapes (0: every template its own)", v)
+		}
+	}
 	bins := [][2]string{{"this", binary(b)}}
 	for _, nb := range strings.Split(os.Getenv("MCPRES_BENCH_BINARIES"), ",") {
 		if name, path, ok := strings.Cut(nb, "="); ok {
@@ -77,15 +86,15 @@ func BenchmarkExecToFirstReadBigFile(b *testing.B) {
 		}
 	}
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("templates=%d", n), func(b *testing.B) {
-			file, env := bigServeFile(b, pgURL, n)
+		b.Run(fmt.Sprintf("templates=%d/shapes=%d", n, shapes), func(b *testing.B) {
+			file, env := bigServeFile(b, pgURL, n, shapes)
 			took := make([][]float64, len(bins))
 			rss := make([][]float64, len(bins))
 			peak := make([][]float64, len(bins))
 			b.ResetTimer()
 			for range b.N {
 				for i, bin := range bins {
-					d, mem := execToBigRead(b, bin[1], file, env, n)
+					d, mem := execToBigRead(b, bin[1], file, env, n, shapes)
 					took[i] = append(took[i], float64(d.Microseconds())/1000)
 					rss[i] = append(rss[i], mem.NowMiB())
 					peak[i] = append(peak[i], mem.PeakMiB())
@@ -108,10 +117,10 @@ func medianOf(vs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// bigServeFile writes the file of n templates and a fresh database of
-// its schema on the server of pgURL, and returns the file's path and the
-// environment that names the database.
-func bigServeFile(tb testing.TB, pgURL string, n int) (string, []string) {
+// bigServeFile writes the file of n templates of shapes shapes (0: each
+// its own) and a fresh database of its schema on the server of pgURL, and
+// returns the file's path and the environment that names the database.
+func bigServeFile(tb testing.TB, pgURL string, n, shapes int) (string, []string) {
 	tb.Helper()
 	ctx := context.Background()
 	const db, role = "mcpres_bench_bigfile", "mcpres_bigfile"
@@ -134,11 +143,11 @@ func bigServeFile(tb testing.TB, pgURL string, n int) (string, []string) {
 		tb.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.PgConn().Exec(ctx, bigfile.Schema(role, 10)).ReadAll(); err != nil {
+	if _, err := conn.PgConn().Exec(ctx, bigfile.Schema(role, cmp.Or(shapes, n))).ReadAll(); err != nil {
 		tb.Fatal(err)
 	}
 	path := filepath.Join(tb.TempDir(), "big.yaml")
-	if err := os.WriteFile(path, bigfile.File(n, 10, role), 0o600); err != nil {
+	if err := os.WriteFile(path, bigfile.File(n, shapes, role), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	return path, append(serverproc.Env(), "BIG_DATABASE_URL="+u.String())
@@ -149,7 +158,7 @@ func bigServeFile(tb testing.TB, pgURL string, n int) (string, []string) {
 // and returns the time from exec to that read's answer, which must hold
 // the row's body, and the process's resident memory right after it; then
 // it closes stdin and waits for exit 0.
-func execToBigRead(tb testing.TB, bin, file string, env []string, n int) (time.Duration, serverproc.Resident) {
+func execToBigRead(tb testing.TB, bin, file string, env []string, n, shapes int) (time.Duration, serverproc.Resident) {
 	tb.Helper()
 	cmd := exec.Command(bin, "serve", "--principal=alice", "--config="+file)
 	cmd.Env = env
@@ -184,7 +193,7 @@ func execToBigRead(tb testing.TB, bin, file string, env []string, n int) (time.D
 	if err != nil {
 		tb.Errorf("%s: %v", bin, err)
 	}
-	if want := fmt.Sprintf("body of shape %d", (n-1)%10); !strings.Contains(line, want) {
+	if want := fmt.Sprintf("body of shape %d", (n-1)%cmp.Or(shapes, n)); !strings.Contains(line, want) {
 		tb.Errorf("%s: the read answered %.300q, not the row's body %q\n%s", bin, line, want, stderr.String())
 	}
 	in.Close()

@@ -97,7 +97,7 @@ func servedBackend(ctx context.Context, e *env, f *config.File, flags core.Resou
 	if err != nil {
 		return nil, err
 	}
-	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects, check: served.Check,
+	be := &backend{bindings: served.CoreBindings(), policy: served.Policy, close: served.Close, sources: served.Changes, file: f, objects: served.Objects, check: served.Check, serving: served.Serving(),
 		// A binding's reader reads only its own source's targets: the
 		// gateway routes object items to the object source's reader, which
 		// metrics.objectSources times under that source's name.

@@ -69,6 +69,10 @@ type backend struct {
 	// check is the one start-up check of every source, which serve runs
 	// at once, beside answering clients (startup.go); nil checks nothing.
 	check func(context.Context) error
+	// serving, when set, is closed once check has reached the point where
+	// requests may be served while it runs on (config Served.Serving):
+	// the requests that need storage wait for it, not for check's end.
+	serving <-chan struct{}
 	// listFree says listing the definitions asks no storage, so that
 	// resources/list need not wait for check.
 	listFree bool
@@ -139,7 +143,7 @@ func (s *serveCmd) Run(ctx context.Context, e *env) (err error) {
 	parent := ctx
 	ctx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
-	be.startup = startChecks(ctx, be.check, held)
+	be.startup = startChecks(ctx, be.check, be.serving, held)
 	defer be.startup.stop()
 	// Serving that ends by itself (stdin closed) still reports a check
 	// that fails: the exit status says whether the storage was right.

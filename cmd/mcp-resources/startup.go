@@ -18,7 +18,9 @@ import (
 // startup is the one run of a backend's start-up checks. serve starts it
 // before it builds the server, so that the server answers initialize (and
 // everything else that needs no storage) while the checks run; the
-// requests that need storage wait for it (gate), and so does /readyz.
+// requests that need storage wait until the checks say serving may begin
+// (gate, admit: each source answers, and each database checks a request's
+// own statements ahead of the rest), and /readyz waits for their end.
 //
 // A failed check ends serve with its one line and exit 1, whether it is
 // known before the first request or after a client connected: the
@@ -26,7 +28,8 @@ import (
 // storage outage (core.FailureOutage on the wire: -32603 "resource storage
 // is temporarily unavailable", retryable), and /readyz reports it.
 type startup struct {
-	done   chan struct{} // closed when the checks have ended
+	done    chan struct{}   // closed when the checks have ended
+	serving <-chan struct{} // closed when requests may be served while they run; nil: at done
 	err    error         // set before done is closed
 	cancel context.CancelFunc
 	log    *heldLog // serve's log, held until the checks pass
@@ -34,9 +37,9 @@ type startup struct {
 
 // startChecks runs check (nil: nothing to check) at once, in a goroutine of
 // its own, under ctx. log is serve's log handler, released by started.
-func startChecks(ctx context.Context, check func(context.Context) error, log *heldLog) *startup {
+func startChecks(ctx context.Context, check func(context.Context) error, serving <-chan struct{}, log *heldLog) *startup {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &startup{done: make(chan struct{}), cancel: cancel, log: log}
+	s := &startup{done: make(chan struct{}), serving: serving, cancel: cancel, log: log}
 	if check == nil {
 		close(s.done)
 		return s
@@ -94,8 +97,29 @@ func (s *startup) wait(ctx context.Context) error {
 	return nil
 }
 
+// admit returns once a request that needs storage may be served: when
+// the checks have passed, or, while they run, once they say serving may
+// begin (each source then checks what a request needs of it first); a
+// core.FailureOutage error when they failed, ctx's error when ctx ends
+// first.
+func (s *startup) admit(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return s.wait(ctx)
+	case <-s.serving: // nil: never
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-s.done:
+		return s.wait(ctx)
+	default:
+		return nil
+	}
+}
+
 // gatedMethods are the requests that need storage: they wait for the
-// start-up checks. resources/list and resources/templates/list do too
+// start-up checks to admit them. resources/list and resources/templates/list do too
 // unless the backend says its listing asks no storage (listFree).
 // initialize, ping, notifications, tools/list and unsubscribing never
 // wait.
@@ -105,13 +129,13 @@ var gatedMethods = map[string]bool{
 }
 
 // gate is the receiving middleware that holds each request that needs
-// storage until the start-up checks have ended, and answers it as a
-// storage outage when they failed.
+// storage until the start-up checks admit it, and answers it as a storage
+// outage when they failed.
 func (s *startup) gate(listFree bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if gatedMethods[method] || (!listFree && (method == "resources/list" || method == "resources/templates/list")) {
-				if err := s.wait(ctx); err != nil {
+				if err := s.admit(ctx); err != nil {
 					if ctx.Err() != nil {
 						return nil, err
 					}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // holdingServer is a TCP listener that accepts connections and never
@@ -197,13 +198,64 @@ func TestStartupWaitIsAnOutageAfterAFailedCheck(t *testing.T) {
 		"panics": {func(context.Context) error { panic("boom") }, true},
 		"none":   {nil, false},
 	} {
-		s := startChecks(ctx, c.check, newHeldLog(slog.DiscardHandler))
+		s := startChecks(ctx, c.check, nil, newHeldLog(slog.DiscardHandler))
 		err := s.wait(ctx)
 		if (err != nil) != c.fail || (err != nil && !errors.Is(err, errStartupFailed)) {
 			t.Fatalf("%s: wait %v", name, err)
 		}
 		if c.fail && s.err == nil { // wait returned: done is closed, err set
 			t.Fatalf("%s: ended without the check's error", name)
+		}
+		s.stop()
+	}
+}
+
+// TestStartupAdmitsOnceServingMayBeginWhileTheChecksRun: a request that
+// needs storage waits until the checks say serving may begin, not until
+// they end; without that signal it waits for their end; after a failed
+// check it is the outage, even once serving had begun.
+func TestStartupAdmitsOnceServingMayBeginWhileTheChecksRun(t *testing.T) {
+	ctx := t.Context()
+	for _, withServing := range []bool{true, false} {
+		release, outcome := make(chan struct{}), errors.New("a later statement is refused")
+		if !withServing {
+			outcome = nil
+		}
+		check := func(ctx context.Context) error {
+			select {
+			case <-release:
+				return outcome
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		var serving chan struct{}
+		if withServing {
+			serving = make(chan struct{})
+		}
+		s := startChecks(ctx, check, serving, newHeldLog(slog.DiscardHandler))
+		admitted := make(chan error, 1)
+		go func() { admitted <- s.admit(ctx) }()
+		select {
+		case err := <-admitted:
+			t.Fatalf("serving %v: admitted (%v) before serving began or the checks ended", withServing, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if withServing {
+			close(serving)
+			if err := <-admitted; err != nil {
+				t.Fatalf("admit once serving began: %v", err)
+			}
+			close(release)
+			<-s.done
+			if err := s.admit(ctx); !errors.Is(err, errStartupFailed) {
+				t.Fatalf("admit after the checks failed: %v, want the outage", err)
+			}
+		} else {
+			close(release)
+			if err := <-admitted; err != nil {
+				t.Fatalf("admit without a serving signal, after the checks passed: %v", err)
+			}
 		}
 		s.stop()
 	}

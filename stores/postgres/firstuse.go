@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"go.phpboyscout.uk/mcp/resources/core"
 )
 
@@ -34,16 +36,21 @@ type firstUse struct {
 }
 
 // serve returns the checked form of st for a request: at once when a
-// check accepted it; after the check at first use when the host never
-// called Check (the request waits for the one in flight, bounded by its
-// own context); else [ErrNotChecked]. While the check at first use fails,
-// the error is the typed outage (core.FailureOutage) of [ErrNotChecked] and why.
+// check accepted it; while the host's Check runs, after checking st alone
+// (checkAhead); after the check at first use when the host never called
+// Check (the request waits for the one in flight, bounded by its own
+// context); else [ErrNotChecked]. While the check at first use, or of st
+// alone, fails, the error is the typed outage (core.FailureOutage) of
+// [ErrNotChecked] and why.
 func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) {
 	for {
 		if p := st.ready.Load(); p != nil {
 			return p, nil
 		}
 		a := &src.first
+		if src.ahead.checks.Load() > 0 && src.pooled() {
+			return src.checkAheadOf(ctx, st) // the host's Check runs, and has not accepted st yet
+		}
 		if a.explicit.Load() || src.s == nil { // checked by its host, or offline
 			return st.load()
 		}
@@ -101,4 +108,114 @@ func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) 
 // notServing is the outage of a read while the check at first use fails.
 func notServing(err error) error {
 	return core.NewFailure(core.FailureOutage, fmt.Errorf("%w: the check at first use failed: %w", ErrNotChecked, err))
+}
+
+// checkAheadTimeout bounds the check of one read's statement while the
+// host's Check runs, besides the read's own context.
+const checkAheadTimeout = 10 * time.Second
+
+// checkAhead lets a read be served while the host's Check of a big file
+// runs: a statement Check has not accepted yet is checked and proven
+// alone, at its first use, on a connection of its own (Check's every
+// step, for one statement: the role, the prepare and probe as the role,
+// the proof from the catalog), and serves once it passes. Each statement
+// is checked once at a time; later reads of it wait for that check. What
+// it finds wrong fails the read as an outage; Check finds it too, and
+// reports it.
+type checkAhead struct {
+	checks  atomic.Int32  // the host's Check calls running
+	begun   chan struct{} // closed once a Check has begun
+	beginMu sync.Once
+	mu     sync.Mutex
+	flight map[*statement]chan struct{} // the statements being checked, closed when done
+}
+
+// CheckStarted returns a channel that is closed once a call of
+// [Source.Check] has begun: from then until it returns, a read through a
+// statement it has not accepted yet checks and proves that statement
+// alone first, instead of failing with [ErrNotChecked], so that a host may
+// serve while the check of a big file runs (see [Source]).
+func (src *Source) CheckStarted() <-chan struct{} { return src.ahead.begun }
+
+// begin counts a Check that starts, and returns its end.
+func (a *checkAhead) begin() func() {
+	a.checks.Add(1)
+	a.beginMu.Do(func() {
+		if a.begun != nil { // nil for an offline source
+			close(a.begun)
+		}
+	})
+	return func() { a.checks.Add(-1) }
+}
+
+// checkAheadOf returns st's checked form: at once once a check accepted
+// it, else after checking it alone (see checkAhead).
+func (src *Source) checkAheadOf(ctx context.Context, st *statement) (*prepared, error) {
+	a := &src.ahead
+	for {
+		if p := st.ready.Load(); p != nil {
+			return p, nil
+		}
+		a.mu.Lock()
+		if ch := a.flight[st]; ch != nil {
+			a.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if a.flight == nil {
+			a.flight = map[*statement]chan struct{}{}
+		}
+		ch := make(chan struct{})
+		a.flight[st] = ch
+		a.mu.Unlock()
+		p, err := src.checkOne(ctx, st)
+		a.mu.Lock()
+		delete(a.flight, st)
+		close(ch)
+		a.mu.Unlock()
+		switch {
+		case err == nil:
+			return p, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		return nil, notServing(err)
+	}
+}
+
+// pooled says the source's DB is a pool, whose other connections a read
+// can check its statement on while Check uses one (a single *pgx.Conn is
+// Check's alone).
+func (src *Source) pooled() bool {
+	if src.s == nil {
+		return false
+	}
+	_, single := src.s.db.(*pgx.Conn)
+	return !single
+}
+
+// checkOne checks and proves st, a host statement (the statements built
+// from others are checked by Check alone; reads fall back to their hosts
+// until then), and stores its checked form.
+func (src *Source) checkOne(ctx context.Context, st *statement) (*prepared, error) {
+	ctx, cancel := context.WithTimeout(ctx, checkAheadTimeout)
+	defer cancel()
+	conn, release, err := src.roleConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	checked, err := src.newChecker(conn, func() {}).checkStatements(ctx, []*statement{st})
+	if err != nil {
+		return nil, err
+	}
+	if err := src.proveStatements(ctx, conn, []*statement{st}, func() {}); err != nil {
+		return nil, err
+	}
+	st.ready.Store(checked[0])
+	return checked[0], nil
 }

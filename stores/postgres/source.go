@@ -126,9 +126,13 @@ type SourceOptions struct {
 // SourceOptions.Logger naming the source and why, and its reads answer
 // with the typed outage (core.FailureOutage, wrapping [ErrNotChecked] and the
 // reason) at once; a read tries the check again 5 seconds after the last
-// failure. Once the host has called Check, reads never check: a statement
-// Check did not accept fails with [ErrNotChecked]. A Source is safe for
-// concurrent use.
+// failure. Once the host has called Check, reads never check the whole
+// source: while Check runs, a read through a statement it has not accepted
+// yet checks and proves that statement alone first, on another connection
+// of the pool, and is served once it passes ([Source.CheckStarted]; a
+// statement found wrong fails the read as the typed outage, and Check
+// reports it); once Check has returned, a statement it did not accept
+// fails with [ErrNotChecked]. A Source is safe for concurrent use.
 type Source struct {
 	s       *session
 	name    string
@@ -149,6 +153,7 @@ type Source struct {
 	exempt  map[string]string // SourceOptions.Exempt
 	proveMu sync.Mutex        // one Check or Prove at a time
 	first   firstUse          // the check at first use, for a host that never calls Check
+	ahead   checkAhead        // a read's own statements, checked while Check runs
 	// standbys are SourceOptions.Standbys; nil without any.
 	standbys *standbys
 }
@@ -218,7 +223,8 @@ func NewSource(db DB, opts SourceOptions) (*Source, error) {
 		}
 		objs[name] = bucket
 	}
-	src := &Source{s: s, name: opts.Name, objects: objs, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt)}
+	src := &Source{s: s, name: opts.Name, objects: objs, unusable: opts.UnusableGrantRows, exempt: maps.Clone(opts.Exempt),
+		ahead: checkAhead{begun: make(chan struct{})}}
 	src.first.log = cmp.Or(opts.Logger, slog.Default())
 	if len(opts.Standbys) > 0 {
 		if src.standbys, err = newStandbys(opts, so); err != nil {
@@ -341,7 +347,8 @@ func (st *statement) load() (*prepared, error) {
 // source, the binding, the statement and the column, relation, view,
 // function or grant, or an error wrapping the database's when the database
 // cannot be reached. A statement it accepts starts serving. Once Check has
-// been called, reads no longer check at first use (see [Source]).
+// been called, reads no longer check the whole source at first use; while
+// it runs, each read checks its own statements ahead of it (see [Source]).
 //
 // The statements are sent in pipelined batches, each distinct text once.
 // Each is bounded by SourceOptions.StatementTimeout (the check ends with
@@ -349,6 +356,7 @@ func (st *statement) load() (*prepared, error) {
 // as a whole is bounded only by ctx, however many statements it holds.
 func (src *Source) Check(ctx context.Context) error {
 	src.first.explicit.Store(true)
+	defer src.ahead.begin()()
 	return src.check(ctx)
 }
 
