@@ -25,9 +25,10 @@ import (
 // TestServeBigFileFirstRead starts the built server over stdio with a
 // generated resources file of 10,000 templates (internal/bigfile, over
 // 4 MiB, 10 shapes of statements) against the real PostgreSQL of
-// MCPRES_POSTGRES_URL, and reads through the last template: the file is
-// checked (every statement, the proof) and served. It logs the time from
-// exec to the read's answer; it asserts none.
+// MCPRES_POSTGRES_URL, and reads through the last template: its
+// statements are checked and proven ahead of the file's, which is checked
+// (every statement, the proof) and served. It logs the time from exec to
+// the read's answer and to the check's end; it asserts none.
 func TestServeBigFileFirstRead(t *testing.T) {
 	pgURL := os.Getenv("MCPRES_POSTGRES_URL")
 	if pgURL == "" {
@@ -38,9 +39,9 @@ func TestServeBigFileFirstRead(t *testing.T) {
 	}
 	const n = 10000
 	file, env := bigServeFile(t, pgURL, n, 10)
-	took, mem := execToBigRead(t, binary(t), file, env, n, 10)
-	t.Logf("%d templates: exec to the first read's answer %s; resident memory then %.1f MiB, peak %.1f MiB",
-		n, took.Round(time.Millisecond), mem.NowMiB(), mem.PeakMiB())
+	r := execToBigRead(t, binary(t), file, env, n, 10)
+	t.Logf("%d templates: exec to the first read's answer %s, to the check's end %s; resident memory then %.1f MiB, peak %.1f MiB",
+		n, r.read.Round(time.Millisecond), r.checked.Round(time.Millisecond), r.mem.NowMiB(), r.mem.PeakMiB())
 }
 
 // BenchmarkExecToFirstReadBigFile measures, for a generated file of each
@@ -48,12 +49,13 @@ func TestServeBigFileFirstRead(t *testing.T) {
 // internal/bigfile, MCPRES_BENCH_SHAPES shapes of statements, default 10,
 // 0 for every template its own), the time from exec of serve --config
 // over stdio to the answer of a read through its last template, whose
-// statements are checked ahead of the rest of the file, and the
-// server process's resident memory once it answered (/proc: VmRSS then,
-// VmHWM its peak so far). Each iteration starts every binary once, in
-// turn (this package's, built now, and those of MCPRES_BENCH_BINARIES,
-// NAME=PATH,...), and it reports each binary's medians: ms-median-NAME,
-// rss-MiB-NAME and peak-MiB-NAME:
+// statements are checked ahead of the rest of the file, and to the end of
+// the file's check, and the server process's resident memory then (/proc:
+// VmRSS then, VmHWM its peak so far). Each iteration starts every binary
+// once, in turn (this package's, built now, and those of
+// MCPRES_BENCH_BINARIES, NAME=PATH,...), and it reports each binary's
+// medians: ms-median-NAME (the read), ms-checked-NAME, rss-MiB-NAME and
+// peak-MiB-NAME:
 //
 //	MCPRES_BENCH_TEMPLATES=1000,2000 MCPRES_BENCH_BINARIES=base=/tmp/old go test -run X -bench ExecToFirstReadBigFile -benchtime 3x ./cmd/mcp-resources/
 func BenchmarkExecToFirstReadBigFile(b *testing.B) {
@@ -89,20 +91,23 @@ func BenchmarkExecToFirstReadBigFile(b *testing.B) {
 		b.Run(fmt.Sprintf("templates=%d/shapes=%d", n, shapes), func(b *testing.B) {
 			file, env := bigServeFile(b, pgURL, n, shapes)
 			took := make([][]float64, len(bins))
+			checked := make([][]float64, len(bins))
 			rss := make([][]float64, len(bins))
 			peak := make([][]float64, len(bins))
 			b.ResetTimer()
 			for range b.N {
 				for i, bin := range bins {
-					d, mem := execToBigRead(b, bin[1], file, env, n, shapes)
-					took[i] = append(took[i], float64(d.Microseconds())/1000)
-					rss[i] = append(rss[i], mem.NowMiB())
-					peak[i] = append(peak[i], mem.PeakMiB())
+					r := execToBigRead(b, bin[1], file, env, n, shapes)
+					took[i] = append(took[i], float64(r.read.Microseconds())/1000)
+					checked[i] = append(checked[i], float64(r.checked.Microseconds())/1000)
+					rss[i] = append(rss[i], r.mem.NowMiB())
+					peak[i] = append(peak[i], r.mem.PeakMiB())
 				}
 			}
 			b.StopTimer()
 			for i, bin := range bins {
 				b.ReportMetric(medianOf(took[i]), "ms-median-"+bin[0])
+				b.ReportMetric(medianOf(checked[i]), "ms-checked-"+bin[0])
 				b.ReportMetric(medianOf(rss[i]), "rss-MiB-"+bin[0])
 				b.ReportMetric(medianOf(peak[i]), "peak-MiB-"+bin[0])
 			}
@@ -153,12 +158,20 @@ func bigServeFile(tb testing.TB, pgURL string, n, shapes int) (string, []string)
 	return path, append(serverproc.Env(), "BIG_DATABASE_URL="+u.String())
 }
 
+// bigRun is what execToBigRead measured of one server.
+type bigRun struct {
+	read, checked time.Duration       // from exec to the first read's answer, and to the end of the check
+	mem           serverproc.Resident // once the check passed
+}
+
 // execToBigRead starts bin serve --config file over stdio, sends
-// initialize, then a read through the last of the file's n templates,
-// and returns the time from exec to that read's answer, which must hold
-// the row's body, and the process's resident memory right after it; then
-// it closes stdin and waits for exit 0.
-func execToBigRead(tb testing.TB, bin, file string, env []string, n, shapes int) (time.Duration, serverproc.Resident) {
+// initialize, then a read through the last of the file's n templates (of
+// shapes shapes), and returns the time from exec to that read's answer,
+// which must hold the row's body; then it waits for the line that says the
+// start-up check passed (serving MCP over stdio) and returns that time and
+// the process's resident memory then. Then it closes stdin and waits for
+// exit 0.
+func execToBigRead(tb testing.TB, bin, file string, env []string, n, shapes int) bigRun {
 	tb.Helper()
 	cmd := exec.Command(bin, "serve", "--principal=alice", "--config="+file)
 	cmd.Env = env
@@ -170,7 +183,7 @@ func execToBigRead(tb testing.TB, bin, file string, env []string, n, shapes int)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var stderr strings.Builder
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -188,18 +201,25 @@ func execToBigRead(tb testing.TB, bin, file string, env []string, n, shapes int)
 			tb.Fatalf("%s: %v\n%s", bin, err, stderr.String())
 		}
 	}
-	took := time.Since(start)
-	mem, err := serverproc.Memory(cmd.Process.Pid)
-	if err != nil {
-		tb.Errorf("%s: %v", bin, err)
-	}
+	run := bigRun{read: time.Since(start)}
 	if want := fmt.Sprintf("body of shape %d", (n-1)%cmp.Or(shapes, n)); !strings.Contains(line, want) {
 		tb.Errorf("%s: the read answered %.300q, not the row's body %q\n%s", bin, line, want, stderr.String())
+	}
+	for deadline := time.Now().Add(5 * time.Minute); !strings.Contains(stderr.String(), `msg="serving MCP over stdio"`); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			tb.Fatalf("%s: the check did not pass within 5 minutes\n%s", bin, stderr.String())
+		}
+	}
+	run.checked = time.Since(start)
+	if run.mem, err = serverproc.Memory(cmd.Process.Pid); err != nil {
+		tb.Errorf("%s: %v", bin, err)
 	}
 	in.Close()
 	_, _ = io.Copy(io.Discard, lines)
 	if err := cmd.Wait(); err != nil {
 		tb.Fatalf("%s: %v\n%s", bin, err, stderr.String())
 	}
-	return took, mem
+	return run
 }

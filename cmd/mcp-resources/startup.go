@@ -30,9 +30,9 @@ import (
 type startup struct {
 	done    chan struct{}   // closed when the checks have ended
 	serving <-chan struct{} // closed when requests may be served while they run; nil: at done
-	err    error         // set before done is closed
-	cancel context.CancelFunc
-	log    *heldLog // serve's log, held until the checks pass
+	err     error           // set before done is closed
+	cancel  context.CancelFunc
+	log     *heldLog // serve's log, held until the checks pass
 }
 
 // startChecks runs check (nil: nothing to check) at once, in a goroutine of

@@ -417,7 +417,7 @@ func TestMemoryTable(t *testing.T) {
 		{"16 clients: S3 object p50 ms", "33.8", "36.6", "1.08x"},
 		{"200 sessions, one subscription each: RSS MiB", "57.5", "69.6", "1.21x"},
 		{"200 sessions: growth per session KiB", "128", "186", "1.45x"},
-		{"1,000 templates, after the first read: RSS MiB", "39.5", "47.0", "1.19x"},
+		{"1,000 templates, once checked: RSS MiB", "39.5", "47.0", "1.19x"},
 		{"wrong or failed answers; runs not exiting 0", "", "", "0; 0 of 4"},
 	}
 	if !reflect.DeepEqual(tb.rows, want) {
