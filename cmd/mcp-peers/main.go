@@ -600,10 +600,10 @@ func report(w io.Writer, servers []*server, show bool) {
 			ms(percentile(s.lat, 50)), ms(percentile(s.lat, 90)), ms(percentile(s.lat, 99)), cpu)
 	}
 	fmt.Fprintln(w, "(wrong and failed are of all calls, the warm-up's included)")
-	fmt.Fprintln(w, "\nserver memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now):")
+	fmt.Fprintln(w, "\nserver memory after the calls (/proc/PID/status: VmHWM the peak, VmRSS now; of it RssFile, the pages of files such as the executable's code, and RssAnon, the heap and stacks):")
 	for _, s := range servers {
 		if s.mem.PeakKB > 0 {
-			fmt.Fprintf(w, "  %-16s %12s peak %12s now\n", s.name, mib(s.mem.PeakKB), mib(s.mem.NowKB))
+			fmt.Fprintf(w, "  %-16s %12s peak %12s now: files %s, anonymous %s\n", s.name, mib(s.mem.PeakKB), mib(s.mem.NowKB), mib(s.mem.FileKB), mib(s.mem.AnonKB))
 		} else {
 			fmt.Fprintf(w, "  %-16s unknown\n", s.name)
 		}

@@ -113,7 +113,7 @@ var Entries = []Entry{
 	{
 		Name: "memory", Section: "Baselines", Kind: MemoryAB, Timeout: 12 * time.Minute, Keep: true,
 		Title: "Memory and S3 object reads: the memory baseline against this commit",
-		About: "scripts/memory-ab.sh: the server process's RSS (/proc: VmHWM the peak, VmRSS) after sequential reads over stdio (peers.sh), under load (load-ab.sh, with its S3 object p50), holding subscribed sessions (mcp-load --sessions) and once big resources files are checked (internal/bigfile), each beside the memory baseline's binary in the same run; medians (range).",
+		About: "scripts/memory-ab.sh: the server process's RSS (/proc: VmHWM the peak, VmRSS) after sequential reads over stdio (peers.sh, with the RSS split into the pages of files, the executable's, and anonymous ones), under load (load-ab.sh, with its S3 object p50), holding subscribed sessions (mcp-load --sessions) and once big resources files are checked (internal/bigfile), each beside the memory baseline's binary in the same run; medians (range).",
 		Full:  `scripts/memory-ab.sh "$BENCH_MEM_BASE_BIN"`,
 		Quick: `scripts/memory-ab.sh --quick "$BENCH_MEM_BASE_BIN"`,
 	},

@@ -533,6 +533,8 @@ func memoryTable(raw []byte, sides [2]string) table {
 	if ours != nil && base != nil {
 		row(fmt.Sprintf("%s sequential reads over stdio: peak RSS MiB", fmtNum(float64(ours.Calls))), one(base.PeakRSS), one(ours.PeakRSS))
 		row(fmt.Sprintf("%s sequential reads: RSS after them MiB", fmtNum(float64(ours.Calls))), one(base.RSS), one(ours.RSS))
+		row("of it, the pages of files (the executable's code and data) MiB", one(base.FileRSS), one(ours.FileRSS))
+		row("of it, anonymous pages (heap, stacks) MiB", one(base.AnonRSS), one(ours.AnonRSS))
 	}
 
 	clients := 0

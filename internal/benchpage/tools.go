@@ -141,19 +141,20 @@ func ParseLoad(r io.Reader) (LoadRun, error) {
 // failed answers, latency percentiles (ms), CPU per call (ms), when
 // measured the median time from exec to initialize answered (ms), and
 // when printed its process's peak and last resident memory after its
-// calls (MiB).
+// calls, and of the last the pages of files and the anonymous ones (MiB).
 type PeerRow struct {
 	Server               string
 	Calls, Wrong, Failed int
 	P50, P90, P99, CPU   float64
 	StartMS              float64
 	PeakRSS, RSS         float64
+	FileRSS, AnonRSS     float64
 }
 
 var (
 	peerRE    = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s+([0-9.]+) ms\s*$`)
 	startRE   = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) ms \(`)
-	peerMemRE = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) MiB peak\s+([0-9.]+) MiB now`)
+	peerMemRE = regexp.MustCompile(`^\s+(\S+)\s+([0-9.]+) MiB peak\s+([0-9.]+) MiB now(?:: files ([0-9.]+) MiB, anonymous ([0-9.]+) MiB)?`)
 )
 
 // ParsePeers reads the output of cmd/mcp-peers and returns its servers in
@@ -162,7 +163,7 @@ var (
 func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	var rows []PeerRow
 	starts := map[string]float64{}
-	mem := map[string][2]float64{}
+	mem := map[string][4]float64{}
 	inStarts := false
 	err := eachLine(r, func(line string) {
 		switch {
@@ -177,7 +178,7 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 			inStarts = false
 		}
 		if m := peerMemRE.FindStringSubmatch(line); m != nil {
-			mem[m[1]] = [2]float64{num(m[2]), num(m[3])}
+			mem[m[1]] = [4]float64{num(m[2]), num(m[3]), num(m[4]), num(m[5])}
 			return
 		}
 		if m := peerRE.FindStringSubmatch(line); m != nil {
@@ -187,7 +188,8 @@ func ParsePeers(r io.Reader) ([]PeerRow, error) {
 	})
 	for i := range rows {
 		rows[i].StartMS = starts[rows[i].Server]
-		rows[i].PeakRSS, rows[i].RSS = mem[rows[i].Server][0], mem[rows[i].Server][1]
+		m := mem[rows[i].Server]
+		rows[i].PeakRSS, rows[i].RSS, rows[i].FileRSS, rows[i].AnonRSS = m[0], m[1], m[2], m[3]
 	}
 	return rows, err
 }

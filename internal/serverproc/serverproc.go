@@ -139,8 +139,10 @@ func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // Resident is a process's resident memory in kB, from /proc/PID/status:
-// its peak (VmHWM) and now (VmRSS).
-type Resident struct{ PeakKB, NowKB int64 }
+// its peak (VmHWM) and now (VmRSS), and of what it holds now the pages of
+// files (RssFile: the executable's code and data, for a Go server) and
+// the anonymous ones (RssAnon: its heap, stacks and the runtime's own).
+type Resident struct{ PeakKB, NowKB, FileKB, AnonKB int64 }
 
 // PeakMiB and NowMiB are the figures in MiB.
 func (r Resident) PeakMiB() float64 { return float64(r.PeakKB) / 1024 }
@@ -158,17 +160,12 @@ func Memory(pid int) (Resident, error) {
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || k != "VmHWM" && k != "VmRSS" {
+		dst := map[string]*int64{"VmHWM": &r.PeakKB, "VmRSS": &r.NowKB, "RssFile": &r.FileKB, "RssAnon": &r.AnonKB}[k]
+		if !ok || dst == nil {
 			continue
 		}
-		var kb int64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", dst); err != nil {
 			continue
-		}
-		if k == "VmHWM" {
-			r.PeakKB = kb
-		} else {
-			r.NowKB = kb
 		}
 	}
 	if r.PeakKB == 0 || r.NowKB == 0 {
