@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.phpboyscout.uk/mcp/resources/core"
@@ -26,26 +28,12 @@ import (
 func TestSourceServesAReadWhoseStatementsItCheckedWhileCheckRuns(t *testing.T) {
 	t.Parallel()
 	url, admin := newDocsDB(t)
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := admin.Exec(t.Context(), sql, args...); err != nil {
-			t.Fatalf("exec %q: %v", sql, err)
-		}
-	}
-	exec(`INSERT INTO tenants (id, name) VALUES ('acme', 'Acme')`)
-	exec(`INSERT INTO memberships (user_id, tenant_id) VALUES ('alice', 'acme')`)
-	var id string
-	if err := admin.QueryRow(t.Context(), `INSERT INTO documents (tenant_id, title, body) VALUES ('acme', 't', 'the plan') RETURNING id::text`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	exec(`CREATE TABLE held (id text PRIMARY KEY, body text NOT NULL)`)
-	exec(`ALTER TABLE held ENABLE ROW LEVEL SECURITY`)
-	exec(`CREATE POLICY held_read ON held FOR SELECT TO docs_reader USING (true)`)
-	exec(`GRANT SELECT ON held TO docs_reader`)
-	exec(`INSERT INTO held VALUES ('h', 'held body')`)
-	exec(`CREATE TABLE open_notes (id text PRIMARY KEY, body text NOT NULL)`) // no row-level security
-	exec(`GRANT SELECT ON open_notes TO docs_reader`)
-	exec(`INSERT INTO open_notes VALUES ('n', 'secret note')`)
+	id := acmeDocument(t, admin)
+	heldTable(t, admin)
+	execAll(t, admin,
+		`CREATE TABLE open_notes (id text PRIMARY KEY, body text NOT NULL)`, // no row-level security
+		`GRANT SELECT ON open_notes TO docs_reader`,
+		`INSERT INTO open_notes VALUES ('n', 'secret note')`)
 
 	src, err := postgres.NewSource(newPool(t, url, nil), postgres.SourceOptions{Name: "docs", Role: "docs_reader"})
 	if err != nil {
@@ -83,15 +71,7 @@ func TestSourceServesAReadWhoseStatementsItCheckedWhileCheckRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Hold the check: preparing a statement of held waits for this lock.
-	lock, err := admin.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(context.Background()) }()
-	if _, err := lock.Exec(t.Context(), `LOCK TABLE held IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := lockTable(t, admin, "held") // preparing a statement of held waits for it: Check is held
 	checked := make(chan error, 1)
 	go func() { checked <- src.Check(context.Background()) }()
 	waitFor(t, func() bool { // Check waits on the lock
@@ -148,22 +128,8 @@ func TestSourceServesAReadWhoseStatementsItCheckedWhileCheckRuns(t *testing.T) {
 func TestServeReadsWhileTheStartupCheckOfItsFileIsHeld(t *testing.T) {
 	t.Parallel()
 	url, admin := newDocsDB(t)
-	var id string
-	for _, sql := range []string{
-		`INSERT INTO tenants (id, name) VALUES ('acme', 'Acme')`,
-		`INSERT INTO memberships (user_id, tenant_id) VALUES ('alice', 'acme')`,
-		`CREATE TABLE held (id text PRIMARY KEY, body text NOT NULL)`,
-		`ALTER TABLE held ENABLE ROW LEVEL SECURITY`,
-		`CREATE POLICY held_read ON held FOR SELECT TO docs_reader USING (true)`,
-		`GRANT SELECT ON held TO docs_reader`,
-	} {
-		if _, err := admin.Exec(t.Context(), sql); err != nil {
-			t.Fatalf("exec %q: %v", sql, err)
-		}
-	}
-	if err := admin.QueryRow(t.Context(), `INSERT INTO documents (tenant_id, title, body) VALUES ('acme', 't', 'the plan') RETURNING id::text`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
+	id := acmeDocument(t, admin)
+	heldTable(t, admin)
 	file := filepath.Join(t.TempDir(), "resources.yaml")
 	if err := os.WriteFile(file, []byte(`version: 1
 sources:
@@ -189,14 +155,7 @@ resources:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := admin.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(context.Background()) }()
-	if _, err := lock.Exec(t.Context(), `LOCK TABLE held IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := lockTable(t, admin, "held")
 
 	srv := startListening(t, "--config="+file, "--principal=alice")
 	cs := srv.connect(t, "")
@@ -213,4 +172,54 @@ resources:
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { code, _ := srv.get(t, "/readyz"); return code == 200 })
+}
+
+// execAll runs each statement on db.
+func execAll(t *testing.T, db *pgxpool.Pool, sqls ...string) {
+	t.Helper()
+	for _, sql := range sqls {
+		if _, err := db.Exec(t.Context(), sql); err != nil {
+			t.Fatalf("exec %q: %v", sql, err)
+		}
+	}
+}
+
+// acmeDocument adds tenant acme, alice as its member and one document
+// whose body is "the plan" to the documents schema of db, and returns the
+// document's id.
+func acmeDocument(t *testing.T, db *pgxpool.Pool) string {
+	t.Helper()
+	execAll(t, db, `INSERT INTO tenants (id, name) VALUES ('acme', 'Acme')`,
+		`INSERT INTO memberships (user_id, tenant_id) VALUES ('alice', 'acme')`)
+	var id string
+	if err := db.QueryRow(t.Context(), `INSERT INTO documents (tenant_id, title, body) VALUES ('acme', 't', 'the plan') RETURNING id::text`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// heldTable adds table held, which docs_reader reads whole under
+// row-level security, with row h.
+func heldTable(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	execAll(t, db, `CREATE TABLE held (id text PRIMARY KEY, body text NOT NULL)`,
+		`ALTER TABLE held ENABLE ROW LEVEL SECURITY`,
+		`CREATE POLICY held_read ON held FOR SELECT TO docs_reader USING (true)`,
+		`GRANT SELECT ON held TO docs_reader`,
+		`INSERT INTO held VALUES ('h', 'held body')`)
+}
+
+// lockTable locks table in an open transaction of db, which the test
+// rolls back to release it (or the cleanup does).
+func lockTable(t *testing.T, db *pgxpool.Pool, table string) pgx.Tx {
+	t.Helper()
+	tx, err := db.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

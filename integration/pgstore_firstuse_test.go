@@ -39,17 +39,7 @@ func neverChecked(t *testing.T, role string) (*core.Resources, *lockedBuffer, st
 	t.Helper()
 	url, admin := newDocsDB(t)
 	pool := newPool(t, url, nil)
-	exec := func(sql string, args ...any) {
-		if _, err := admin.Exec(t.Context(), sql, args...); err != nil {
-			t.Fatalf("exec %q: %v", sql, err)
-		}
-	}
-	exec(`INSERT INTO tenants (id, name) VALUES ('acme', 'Acme')`)
-	exec(`INSERT INTO memberships (user_id, tenant_id) VALUES ('alice', 'acme')`)
-	var id string
-	if err := admin.QueryRow(t.Context(), `INSERT INTO documents (tenant_id, title, body) VALUES ('acme', 't', 'the plan') RETURNING id::text`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
+	id := acmeDocument(t, admin)
 	logs := &lockedBuffer{}
 	src, err := postgres.NewSource(pool, postgres.SourceOptions{Name: "docs", Role: role, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

@@ -57,12 +57,10 @@ func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) 
 		a.mu.Lock()
 		if ch := a.running; ch != nil {
 			a.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if err := await(ctx, ch); err != nil {
+				return nil, err
 			}
+			continue
 		}
 		if a.failed != nil && time.Since(a.failedAt) < firstUseRetry {
 			err := a.failed
@@ -102,6 +100,16 @@ func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) 
 			return nil, ctx.Err()
 		}
 		return nil, notServing(err)
+	}
+}
+
+// await waits for the check in flight that closes ch, or for ctx.
+func await(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -159,12 +167,10 @@ func (src *Source) checkAheadOf(ctx context.Context, st *statement) (*prepared, 
 		a.mu.Lock()
 		if ch := a.flight[st]; ch != nil {
 			a.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if err := await(ctx, ch); err != nil {
+				return nil, err
 			}
+			continue
 		}
 		if a.flight == nil {
 			a.flight = map[*statement]chan struct{}{}
