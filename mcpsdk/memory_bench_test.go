@@ -31,7 +31,9 @@ const sessionMemoryN = 1000
 // memory store, the go-sdk's HTTP handler on loopback), and reports what
 // they hold once open: B/session is the growth of the live heap and of the
 // goroutine stacks (both after a GC) divided by the sessions, heap-B/session
-// the heap's share alone, goroutines/session the goroutines they keep. The client is raw HTTP over a few keep-alive
+// the heap's share alone, goroutines/session the goroutines they keep, and
+// sdk-, module-, http- and other-heap-B/session that heap by who
+// allocated it (owners). The client is raw HTTP over a few keep-alive
 // connections, so the figure is the server's: the SDK's session, its
 // stream state and the adapter's per-session state. Run it with
 // -benchtime=1x (one iteration is 1,000 sessions). With MCPRES_SESSION_HEAP
@@ -160,11 +162,18 @@ func benchSessionMemory(b *testing.B, stream bool) {
 	}
 	defer closeSession(warm)
 
+	// Every allocation is sampled from here on, so that the heap by owner
+	// is exact: a live object is counted once, to the owner of the first
+	// frame of its allocation's stack that names one (heapOwners).
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
 	var perHeap, perAll, perG float64
+	var perOwner map[string]float64
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
 		h0, s0 := held()
+		o0 := heapOwners()
 		g0 := runtime.NumGoroutine()
 		b.StartTimer()
 		sids := make([]string, 0, sessionMemoryN)
@@ -180,6 +189,11 @@ func benchSessionMemory(b *testing.B, stream bool) {
 			b.Fatalf("%d subscriptions held, want %d", n, sessionMemoryN+1)
 		}
 		h1, s1 := held()
+		o1 := heapOwners()
+		perOwner = map[string]float64{}
+		for name := range o1 {
+			perOwner[name] = float64(o1[name]-o0[name]) / sessionMemoryN
+		}
 		perG = float64(runtime.NumGoroutine()-g0) / sessionMemoryN
 		if path := os.Getenv("MCPRES_SESSION_HEAP"); path != "" {
 			writeHeapProfile(b, path+"."+strings.ReplaceAll(b.Name(), "/", "_"))
@@ -198,6 +212,57 @@ func benchSessionMemory(b *testing.B, stream bool) {
 	b.ReportMetric(perAll, "B/session")
 	b.ReportMetric(perHeap, "heap-B/session")
 	b.ReportMetric(perG, "goroutines/session")
+	for _, o := range owners {
+		b.ReportMetric(perOwner[o.name], o.name+"-heap-B/session")
+	}
+	b.ReportMetric(perOwner["other"], "other-heap-B/session")
+}
+
+// owners are who the heap of a session is counted to, by the package
+// path of a frame of an allocation's stack: the go-sdk's session and
+// stream state, this module's (the adapter, the live hub, the gateway),
+// and net/http's connections; an allocation none of their frames made is
+// "other".
+var owners = []struct{ name, prefix string }{
+	{"sdk", "github.com/modelcontextprotocol/go-sdk/"},
+	{"module", "go.phpboyscout.uk/mcp/resources/"},
+	{"http", "net/http."},
+}
+
+// heapOwners returns the live heap bytes of the last completed GC's
+// profile by owner: each record to the owner of the innermost frame of
+// its stack that names one.
+func heapOwners() map[string]int64 {
+	var recs []runtime.MemProfileRecord
+	n, _ := runtime.MemProfile(nil, true)
+	for {
+		recs = make([]runtime.MemProfileRecord, n+64)
+		var ok bool
+		if n, ok = runtime.MemProfile(recs, true); ok {
+			recs = recs[:n]
+			break
+		}
+	}
+	out := map[string]int64{}
+	for _, r := range recs {
+		owner := "other"
+		frames := runtime.CallersFrames(r.Stack())
+	walk:
+		for {
+			f, more := frames.Next()
+			for _, o := range owners {
+				if strings.HasPrefix(f.Function, o.prefix) {
+					owner = o.name
+					break walk
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		out[owner] += r.InUseBytes()
+	}
+	return out
 }
 
 // writeHeapProfile writes the heap profile to path while the sessions are

@@ -249,7 +249,7 @@ var Entries = []Entry{
 	{
 		Name: "session-memory", Section: "Round trips", Kind: GoBench, Timeout: 4 * time.Minute,
 		Title: "Memory a stateful streamable-HTTP session holds, with one subscription",
-		About: "1,000 sessions open on the adapter over the memory store; heap and goroutine stacks after a GC, per session.",
+		About: "1,000 sessions open on the adapter over the memory store; heap and goroutine stacks after a GC, per session, and that heap profiled by who allocated it (every allocation sampled): the go-sdk, this module (adapter, live hub, gateway), net/http and the rest.",
 		Full:  gobench("BenchmarkSessionMemory$", "-benchtime 1x -count 3", "./mcpsdk/"),
 		Quick: gobench("BenchmarkSessionMemory$", "-benchtime 1x -count 1", "./mcpsdk/"),
 	},
