@@ -123,19 +123,20 @@ func notServing(err error) error {
 const checkAheadTimeout = 10 * time.Second
 
 // checkAhead lets a read be served while the host's Check of a big file
-// runs: a statement Check has not accepted yet is checked and proven
-// alone, at its first use, on a connection of its own (Check's every
-// step, for one statement: the role, the prepare and probe as the role,
-// the proof from the catalog), and serves once it passes. Each statement
-// is checked once at a time; later reads of it wait for that check. What
-// it finds wrong fails the read as an outage; Check finds it too, and
+// runs: a statement Check has not accepted yet is checked and proven at
+// its first use, with the other statements of its binding and the
+// policies' (aheadGroup), on a connection of its own (Check's every step,
+// for those statements: the role, the prepare and probe as the role, the
+// proof from the catalog), and serves once they pass. Each statement is
+// checked once at a time; later reads of it wait for that check. What it
+// finds wrong fails the read as an outage; Check finds it too, and
 // reports it.
 type checkAhead struct {
 	checks  atomic.Int32  // the host's Check calls running
 	begun   chan struct{} // closed once a Check has begun
 	beginMu sync.Once
-	mu     sync.Mutex
-	flight map[*statement]chan struct{} // the statements being checked, closed when done
+	mu      sync.Mutex
+	flight  map[*statement]chan struct{} // the statements being checked, closed when done
 }
 
 // CheckStarted returns a channel that is closed once a call of
@@ -157,7 +158,8 @@ func (a *checkAhead) begin() func() {
 }
 
 // checkAheadOf returns st's checked form: at once once a check accepted
-// it, else after checking it alone (see checkAhead).
+// it, else after checking it with the statements a read of its binding
+// needs besides (see aheadGroup).
 func (src *Source) checkAheadOf(ctx context.Context, st *statement) (*prepared, error) {
 	a := &src.ahead
 	for {
@@ -175,22 +177,49 @@ func (src *Source) checkAheadOf(ctx context.Context, st *statement) (*prepared, 
 		if a.flight == nil {
 			a.flight = map[*statement]chan struct{}{}
 		}
+		group := src.aheadGroup(st)
 		ch := make(chan struct{})
-		a.flight[st] = ch
+		for _, g := range group {
+			a.flight[g] = ch
+		}
 		a.mu.Unlock()
-		p, err := src.checkOne(ctx, st)
+		err := src.checkGroup(ctx, group)
 		a.mu.Lock()
-		delete(a.flight, st)
+		for _, g := range group {
+			delete(a.flight, g)
+		}
 		close(ch)
 		a.mu.Unlock()
 		switch {
 		case err == nil:
-			return p, nil
+			return st.load()
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		}
 		return nil, notServing(err)
 	}
+}
+
+// aheadGroup returns st and the host statements a read through it needs
+// besides, that no check has accepted and none checks now: its binding's
+// (plan, body, completions, grant) and those of no binding (the
+// policies' decide statements), so that a read costs one check ahead,
+// not one per statement. a.mu is held.
+func (src *Source) aheadGroup(st *statement) []*statement {
+	group := []*statement{st}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	for _, b := range []string{st.path.Binding, ""} {
+		for _, o := range src.byBinding[b] {
+			if o != st && !o.derived && o.ready.Load() == nil && src.ahead.flight[o] == nil {
+				group = append(group, o)
+			}
+		}
+		if st.path.Binding == "" {
+			break
+		}
+	}
+	return group
 }
 
 // pooled says the source's DB is a pool, whose other connections a read
@@ -204,24 +233,26 @@ func (src *Source) pooled() bool {
 	return !single
 }
 
-// checkOne checks and proves st, a host statement (the statements built
-// from others are checked by Check alone; reads fall back to their hosts
-// until then), and stores its checked form.
-func (src *Source) checkOne(ctx context.Context, st *statement) (*prepared, error) {
+// checkGroup checks and proves stmts, host statements (the statements
+// built from others are checked by Check alone; reads fall back to their
+// hosts until then), on one connection, and stores their checked forms.
+func (src *Source) checkGroup(ctx context.Context, stmts []*statement) error {
 	ctx, cancel := context.WithTimeout(ctx, checkAheadTimeout)
 	defer cancel()
 	conn, release, err := src.roleConn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer release()
-	checked, err := src.newChecker(conn, func() {}).checkStatements(ctx, []*statement{st})
+	checked, err := src.newChecker(conn, func() {}).checkStatements(ctx, stmts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := src.proveStatements(ctx, conn, []*statement{st}, func() {}); err != nil {
-		return nil, err
+	if err := src.proveStatements(ctx, conn, stmts, func() {}); err != nil {
+		return err
 	}
-	st.ready.Store(checked[0])
-	return checked[0], nil
+	for i, st := range stmts {
+		st.ready.Store(checked[i])
+	}
+	return nil
 }
