@@ -181,7 +181,7 @@ func (s *Served) Check(ctx context.Context) error {
 // once every source may serve: each bucket has answered its check, and
 // each database has answered and begun checking its statements (a read
 // through a statement that check has not accepted yet checks and proves
-// that statement alone first: postgres Source.CheckStarted). A server
+// that statement first: postgres Source.CheckStarted). A server
 // holds its reads until then rather than until Check returns, so that a
 // file of thousands of templates serves its first read at once. It is
 // never closed when a source fails before it may serve.

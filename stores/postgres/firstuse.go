@@ -141,9 +141,10 @@ type checkAhead struct {
 
 // CheckStarted returns a channel that is closed once a call of
 // [Source.Check] has begun: from then until it returns, a read through a
-// statement it has not accepted yet checks and proves that statement
-// alone first, instead of failing with [ErrNotChecked], so that a host may
-// serve while the check of a big file runs (see [Source]).
+// statement it has not accepted yet checks and proves that statement (with
+// its binding's others and the policies') first, instead of failing with
+// [ErrNotChecked], so that a host may serve while the check of a big file
+// runs (see [Source]).
 func (src *Source) CheckStarted() <-chan struct{} { return src.ahead.begun }
 
 // begin counts a Check that starts, and returns its end.

@@ -128,8 +128,9 @@ type SourceOptions struct {
 // reason) at once; a read tries the check again 5 seconds after the last
 // failure. Once the host has called Check, reads never check the whole
 // source: while Check runs, a read through a statement it has not accepted
-// yet checks and proves that statement alone first, on another connection
-// of the pool, and is served once it passes ([Source.CheckStarted]; a
+// yet checks and proves that statement first (with its binding's others
+// and the policies'), on another connection of the pool, and is served
+// once they pass ([Source.CheckStarted]; a
 // statement found wrong fails the read as the typed outage, and Check
 // reports it); once Check has returned, a statement it did not accept
 // fails with [ErrNotChecked]. A Source is safe for concurrent use.
