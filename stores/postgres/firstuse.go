@@ -93,14 +93,21 @@ func (src *Source) serve(ctx context.Context, st *statement) (*prepared, error) 
 			a.log.Error("postgres: the source cannot serve: its host never called Source.Check, and the check at its first use failed; reads answer with a storage outage until a check passes",
 				"source", src.name, "reason", err.Error())
 		}
-		switch {
-		case err == nil:
-			return st.load()
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		}
-		return nil, notServing(err)
+		return afterCheck(ctx, st, err)
 	}
+}
+
+// afterCheck is a read's answer for st once the check it ran ended with err:
+// st's checked form, ctx's error when the request ended first, or the
+// outage of a failed check.
+func afterCheck(ctx context.Context, st *statement, err error) (*prepared, error) {
+	switch {
+	case err == nil:
+		return st.load()
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, notServing(err)
 }
 
 // await waits for the check in flight that closes ch, or for ctx.
@@ -191,13 +198,7 @@ func (src *Source) checkAheadOf(ctx context.Context, st *statement) (*prepared, 
 		}
 		close(ch)
 		a.mu.Unlock()
-		switch {
-		case err == nil:
-			return st.load()
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		}
-		return nil, notServing(err)
+		return afterCheck(ctx, st, err)
 	}
 }
 
