@@ -73,6 +73,7 @@ type Served struct {
 	closers []func()
 	checks  []sourceCheck   // the start-up checks, one per source (see Check)
 	serving chan struct{}   // closed once every source's check has reached serving (see Serving)
+	serve   func()          // closes serving, once however many Check calls reach it
 	lines   func() []string // Lines, from what the proof found
 	// deciders is the last column of Lines, by binding, for DecidedBy
 	// while Check may set Lines again (decided.go).
@@ -157,11 +158,11 @@ func (s *Served) Check(ctx context.Context) error {
 	left.Store(int64(len(s.checks)))
 	reached := func() {
 		if left.Add(-1) == 0 {
-			close(s.serving)
+			s.serve()
 		}
 	}
 	if len(s.checks) == 0 {
-		close(s.serving)
+		s.serve()
 	}
 	for i, c := range s.checks {
 		wg.Go(func() { found[i] = c(ctx, sync.OnceFunc(reached)) })
@@ -233,6 +234,7 @@ func (f *File) Open(ctx context.Context, opts *OpenOptions) (_ *Served, err erro
 		opts = &OpenOptions{}
 	}
 	s := &Served{Revision: f.Revision(), Objects: map[string]core.Reader{}, serving: make(chan struct{})}
+	s.serve = sync.OnceFunc(func() { close(s.serving) })
 	defer func() {
 		if err != nil {
 			s.Close()

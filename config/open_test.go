@@ -105,6 +105,14 @@ func TestOpenServesTheDocumentsExample(t *testing.T) {
 	if len(served.Bindings) != 10 || len(served.Lines) != 10 || len(served.Ready) != 2 {
 		t.Fatalf("got %d bindings, %d lines, %d ready checks; want 10, 10, 2", len(served.Bindings), len(served.Lines), len(served.Ready))
 	}
+	select {
+	case <-served.Serving(): // every source reached serving in Open's check
+	default:
+		t.Fatal("Serving is not closed after Open checked every source")
+	}
+	if err := served.Check(t.Context()); err != nil { // a second check reaches serving again
+		t.Fatalf("a second Check: %v", err)
+	}
 	for _, l := range served.Lines {
 		if uri, _, _ := strings.Cut(l, "\t"); !strings.Contains(uri, "://") {
 			t.Errorf("line %q does not start with the URI or template it describes", l)
