@@ -30,10 +30,9 @@ func TestSourceServesAReadWhoseStatementsItCheckedWhileCheckRuns(t *testing.T) {
 	url, admin := newDocsDB(t)
 	id := acmeDocument(t, admin)
 	heldTable(t, admin)
-	execAll(t, admin,
-		`CREATE TABLE open_notes (id text PRIMARY KEY, body text NOT NULL)`, // no row-level security
-		`GRANT SELECT ON open_notes TO docs_reader`,
-		`INSERT INTO open_notes VALUES ('n', 'secret note')`)
+	applySQL(t, admin, `CREATE TABLE open_notes (id text PRIMARY KEY, body text NOT NULL); -- no row-level security
+		GRANT SELECT ON open_notes TO docs_reader;
+		INSERT INTO open_notes VALUES ('n', 'secret note')`)
 
 	src, err := postgres.NewSource(newPool(t, url, nil), postgres.SourceOptions{Name: "docs", Role: "docs_reader"})
 	if err != nil {
@@ -175,23 +174,13 @@ resources:
 	waitFor(t, func() bool { code, _ := srv.get(t, "/readyz"); return code == 200 })
 }
 
-// execAll runs each statement on db.
-func execAll(t *testing.T, db *pgxpool.Pool, sqls ...string) {
-	t.Helper()
-	for _, sql := range sqls {
-		if _, err := db.Exec(t.Context(), sql); err != nil {
-			t.Fatalf("exec %q: %v", sql, err)
-		}
-	}
-}
-
 // acmeDocument adds tenant acme, alice as its member and one document
 // whose body is "the plan" to the documents schema of db, and returns the
 // document's id.
 func acmeDocument(t *testing.T, db *pgxpool.Pool) string {
 	t.Helper()
-	execAll(t, db, `INSERT INTO tenants (id, name) VALUES ('acme', 'Acme')`,
-		`INSERT INTO memberships (user_id, tenant_id) VALUES ('alice', 'acme')`)
+	applySQL(t, db, `INSERT INTO tenants (id, name) VALUES ('acme', 'Acme');
+		INSERT INTO memberships (user_id, tenant_id) VALUES ('alice', 'acme')`)
 	var id string
 	if err := db.QueryRow(t.Context(), `INSERT INTO documents (tenant_id, title, body) VALUES ('acme', 't', 'the plan') RETURNING id::text`).Scan(&id); err != nil {
 		t.Fatal(err)
@@ -203,11 +192,11 @@ func acmeDocument(t *testing.T, db *pgxpool.Pool) string {
 // row-level security, with row h.
 func heldTable(t *testing.T, db *pgxpool.Pool) {
 	t.Helper()
-	execAll(t, db, `CREATE TABLE held (id text PRIMARY KEY, body text NOT NULL)`,
-		`ALTER TABLE held ENABLE ROW LEVEL SECURITY`,
-		`CREATE POLICY held_read ON held FOR SELECT TO docs_reader USING (true)`,
-		`GRANT SELECT ON held TO docs_reader`,
-		`INSERT INTO held VALUES ('h', 'held body')`)
+	applySQL(t, db, `CREATE TABLE held (id text PRIMARY KEY, body text NOT NULL);
+		ALTER TABLE held ENABLE ROW LEVEL SECURITY;
+		CREATE POLICY held_read ON held FOR SELECT TO docs_reader USING (true);
+		GRANT SELECT ON held TO docs_reader;
+		INSERT INTO held VALUES ('h', 'held body')`)
 }
 
 // lockTable locks table in an open transaction of db, which the test

@@ -365,9 +365,9 @@ func TestProofSpansChunksOfViews(t *testing.T) {
 func TestProofDoesNotWaitForAnUnrelatedLockedTable(t *testing.T) {
 	t.Parallel()
 	url, admin := newDocsDB(t)
-	execAll(t, admin, `CREATE TABLE unrelated (id text PRIMARY KEY, owner text NOT NULL)`,
-		`ALTER TABLE unrelated ENABLE ROW LEVEL SECURITY`,
-		`CREATE POLICY unrelated_read ON unrelated FOR SELECT TO docs_reader USING (owner = current_setting('mcp.principal', true))`)
+	applySQL(t, admin, `CREATE TABLE unrelated (id text PRIMARY KEY, owner text NOT NULL);
+		ALTER TABLE unrelated ENABLE ROW LEVEL SECURITY;
+		CREATE POLICY unrelated_read ON unrelated FOR SELECT TO docs_reader USING (owner = current_setting('mcp.principal', true))`)
 	src, err := postgres.NewSource(newPool(t, url, nil), postgres.SourceOptions{Name: "docs", Role: "docs_reader"})
 	if err != nil {
 		t.Fatal(err)
