@@ -139,11 +139,11 @@ const checkAheadTimeout = 10 * time.Second
 // finds wrong fails the read as an outage; Check finds it too, and
 // reports it.
 type checkAhead struct {
-	checks  atomic.Int32  // the host's Check calls running
-	begun   chan struct{} // closed once a Check has begun
-	beginMu sync.Once
-	mu      sync.Mutex
-	flight  map[*statement]chan struct{} // the statements being checked, closed when done
+	checks    atomic.Int32  // the host's Check calls running
+	begun     chan struct{} // closed once a Check has begun
+	beginOnce sync.Once
+	mu        sync.Mutex
+	flight    map[*statement]chan struct{} // the statements being checked, closed when done
 }
 
 // CheckStarted returns a channel that is closed once a call of
@@ -157,7 +157,7 @@ func (src *Source) CheckStarted() <-chan struct{} { return src.ahead.begun }
 // begin counts a Check that starts, and returns its end.
 func (a *checkAhead) begin() func() {
 	a.checks.Add(1)
-	a.beginMu.Do(func() {
+	a.beginOnce.Do(func() {
 		if a.begun != nil { // nil for an offline source
 			close(a.begun)
 		}
