@@ -20,7 +20,8 @@ import (
 )
 
 // listenAdapter serves res to alice with subscriptions, the listen bounds
-// of opts, and its change sources running until the test ends.
+// of opts, and its change sources running until the test ends; it returns
+// once the hub watches st, so that a test's Revoke is not missed.
 func listenAdapter(t *testing.T, st *memory.Store, res *core.Resources, opts Options) (*mcp.Server, *Adapter) {
 	t.Helper()
 	opts.Principal = func(context.Context, mcp.Request) string { return "alice" }
@@ -30,6 +31,7 @@ func listenAdapter(t *testing.T, st *memory.Store, res *core.Resources, opts Opt
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	waitWatching(t, st)
 	return s, a
 }
 
@@ -280,6 +282,9 @@ func TestAListenWhoseSubscriptionsAreAllRevokedIsAnswered(t *testing.T) {
 		// Two streams: one on a and b, which keeps b; one on a alone.
 		conn.send(t, listenBody(8, liveDoc("a")))
 		conn.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[%q,%q]}}}`, liveDoc("a"), liveDoc("b")))
+		// Both acknowledged: each stream's subscriptions are made (the hub
+		// counts a once for the session, so its count says less).
+		conn.acks(t, 2)
 		waitListens(t, a, 2)
 		waitSubscribed(t, a.Subscriptions(), 2)
 		st.Revoke("a", "alice")
@@ -335,6 +340,32 @@ func (rc *rawConn) send(t *testing.T, line string) {
 	}
 	if err := rc.c.Write(context.Background(), m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// acks reads n listen acknowledgements; a response before them fails t.
+func (rc *rawConn) acks(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for n > 0 {
+		select {
+		case m, ok := <-rc.msgs:
+			if !ok {
+				t.Fatalf("the session ended with %d acknowledgements to come", n)
+			}
+			enc, err := jsonrpc.EncodeMessage(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, isResp := m.(*jsonrpc.Response); isResp {
+				t.Fatalf("%s with %d acknowledgements to come", enc, n)
+			}
+			if strings.Contains(string(enc), ackMethod) {
+				n--
+			}
+		case <-deadline:
+			t.Fatalf("%d acknowledgements to come after 10 s", n)
+		}
 	}
 }
 

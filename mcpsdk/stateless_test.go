@@ -97,6 +97,7 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	waitWatching(t, st)
 
 	h := httpguard.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true}), httpguard.Options{WriteTimeout: writeTimeout})
@@ -185,6 +186,7 @@ func statelessServer(t *testing.T, st *memory.Store, res *core.Resources) (*mcp.
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	waitWatching(t, st)
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(srv.Close)
 	return s, subs, srv.URL
