@@ -183,11 +183,7 @@ func TestARefusedSubscribeLeavesNoSubscription(t *testing.T) {
 	a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
 		Live: &live.Options{}, Sources: []core.ChangeSource{st}, Auditor: aud})
 	s := a.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitWatching(t, st)
+	runWatching(t, a, st)
 	subs := a.Subscriptions()
 	lc := connectLive(t, s, "2025-11-25")
 

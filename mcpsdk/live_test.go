@@ -49,18 +49,18 @@ func liveServer(t *testing.T, st *memory.Store, res *core.Resources, principal s
 	a := New(res, &Options{Principal: func(context.Context, mcp.Request) string { return principal }, Completions: true,
 		Live: &live.Options{}, Sources: []core.ChangeSource{st}})
 	s := a.NewServer(&mcp.Implementation{Name: "live", Version: "v0"}, &hostComplete)
+	runWatching(t, a, st)
+	return s, a.Subscriptions()
+}
+
+// runWatching runs a's hub until the test ends and returns once it
+// watches st, so that no change the test makes after it is missed.
+func runWatching(t *testing.T, a *Adapter, st *memory.Store) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitWatching(t, st)
-	return s, a.Subscriptions()
-}
-
-// waitWatching waits until the hub listens to st, so that no change made
-// after it is missed.
-func waitWatching(t *testing.T, st *memory.Store) {
-	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); st.Watching() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the hub does not watch the store after 10 s")

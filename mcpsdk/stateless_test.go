@@ -93,11 +93,7 @@ func TestAStuckListenStreamOnStatelessHTTPDelaysOnlyItselfAndEnds(t *testing.T) 
 		Live:    &live.Options{MinInterval: time.Millisecond, SessionBurst: 1000, SessionInterval: time.Millisecond, WriteTimeout: writeTimeout},
 		Sources: []core.ChangeSource{st}, ListenOnly: true})
 	subs := a.Subscriptions()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitWatching(t, st)
+	runWatching(t, a, st)
 
 	h := httpguard.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true}), httpguard.Options{WriteTimeout: writeTimeout})
@@ -182,11 +178,7 @@ func statelessServer(t *testing.T, st *memory.Store, res *core.Resources) (*mcp.
 	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
 		Live: &live.Options{}, Sources: []core.ChangeSource{st}, ListenOnly: true})
 	subs := a.Subscriptions()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitWatching(t, st)
+	runWatching(t, a, st)
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(srv.Close)
 	return s, subs, srv.URL

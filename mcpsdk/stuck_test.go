@@ -59,11 +59,7 @@ func TestAStuckSubscriberDelaysOnlyItselfAndIsDroppedAfterItsWriteDeadline(t *te
 	s, a := adapted(&mcp.Implementation{Name: "live", Version: "v0"}, nil, res, &Options{Principal: func(context.Context, mcp.Request) string { return "alice" },
 		Live: &live.Options{MinInterval: 20 * time.Millisecond, WriteTimeout: writeTimeout}, Sources: []core.ChangeSource{st}})
 	subs := a.Subscriptions()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitWatching(t, st)
+	runWatching(t, a, st)
 
 	// The stuck subscriber, connected first so that the SDK meets it first
 	// when it walks the subscribers of the URI.
