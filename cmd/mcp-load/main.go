@@ -678,6 +678,7 @@ func (d *driver) runPhase(ctx context.Context, name string, clients []*client, d
 	fmt.Fprintf(d.out, "  peak during the phase: %s\n", peak.peak(after))
 	served, by := after.served(before)
 	fmt.Fprintf(d.out, "  the server counted %d requests: %s\n", served, formatCounts(by))
+	fmt.Fprintf(d.out, "  the server's own time per request, mean ms (requests): %s\n", after.handledSince(before))
 	if served != s.requests {
 		d.fail("phase %s: the driver saw %d responses and the server counted %d requests", name, s.requests, served)
 	}

@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,6 +23,18 @@ type snapshot struct {
 	// requests counts the resource requests the server answered so far,
 	// by outcome (complete, partial, failed), from mcpres_requests_total.
 	requests map[string]int
+	// handled is the time the server spent in its handler so far, by
+	// method, from mcpres_request_duration_seconds (its _sum and _count).
+	handled map[string]handling
+}
+
+// handling is the server's own time on the requests of one method: from
+// the adapter's handler receiving the request to its answer, without the
+// HTTP exchange, the SDK's decoding and encoding and the wait for a CPU
+// before and after.
+type handling struct {
+	seconds  float64
+	requests int
 }
 
 // served returns the requests the server answered between before and s,
@@ -82,6 +96,7 @@ func (srv *server) take(ctx context.Context, db *database) (snapshot, error) {
 	}
 	s.goroutines, s.sessions = int(m["go_goroutines"]), int(m["mcpres_sessions_active"])
 	s.requests = requestsByOutcome(body)
+	s.handled = handledByMethod(body)
 	if s.pgConns, err = db.clientConns(ctx); err != nil {
 		return s, err
 	}
@@ -146,6 +161,59 @@ func requestsByOutcome(metrics []byte) map[string]int {
 		out[outcome] += int(v)
 	}
 	return out
+}
+
+// handledByMethod sums the _sum and _count samples of the server's
+// mcpres_request_duration_seconds by their method label.
+func handledByMethod(metrics []byte) map[string]handling {
+	out := map[string]handling{}
+	for _, line := range strings.Split(string(metrics), "\n") {
+		rest, ok := strings.CutPrefix(line, "mcpres_request_duration_seconds_")
+		if !ok {
+			continue
+		}
+		series, rest, ok := strings.Cut(rest, "{")
+		if !ok || (series != "sum" && series != "count") {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		_, after, ok := strings.Cut(labels, `method="`)
+		if !ok {
+			continue
+		}
+		method, _, _ := strings.Cut(after, `"`)
+		h := out[method]
+		if series == "sum" {
+			h.seconds += v
+		} else {
+			h.requests += int(v)
+		}
+		out[method] = h
+	}
+	return out
+}
+
+// handledSince formats the server's mean time in its handler per request
+// of each method between before and s, in ms, methods in byte order.
+func (s snapshot) handledSince(before snapshot) string {
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(s.handled)) {
+		h, b := s.handled[m], before.handled[m]
+		if n := h.requests - b.requests; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.3f (%d)", m, (h.seconds-b.seconds)*1000/float64(n), n))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // establishedTo counts the established TCP sockets whose local port is

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -131,5 +132,30 @@ func TestMedianOfTakesEachFiguresMedianAndSumsTheCounts(t *testing.T) {
 	}
 	if !strings.HasPrefix(m.csvRow(), "8,3.0,600,200.0,") {
 		t.Fatalf("csv row %q", m.csvRow())
+	}
+}
+
+func TestHandledSinceIsTheMeanOfEachMethodOverThePhase(t *testing.T) {
+	text := func(listSum, readSum float64, lists, reads int) []byte {
+		return fmt.Appendf(nil, "# TYPE mcpres_request_duration_seconds histogram\n"+
+			"mcpres_request_duration_seconds_bucket{method=\"resources/list\",outcome=\"complete\",le=\"0.0005\"} %d\n"+
+			"mcpres_request_duration_seconds_sum{method=\"resources/list\",outcome=\"complete\"} %g\n"+
+			"mcpres_request_duration_seconds_count{method=\"resources/list\",outcome=\"complete\"} %d\n"+
+			"mcpres_request_duration_seconds_sum{method=\"resources/read\",outcome=\"complete\"} %g\n"+
+			"mcpres_request_duration_seconds_count{method=\"resources/read\",outcome=\"complete\"} %d\n"+
+			"mcpres_request_duration_seconds_sum{method=\"resources/read\",outcome=\"failed\"} 1\n"+
+			"mcpres_request_duration_seconds_count{method=\"resources/read\",outcome=\"failed\"} 1\n"+
+			"mcpres_store_call_duration_seconds_sum{store=\"postgres\",op=\"read\"} 9\n",
+			lists, listSum, lists, readSum, reads)
+	}
+	before := snapshot{handled: handledByMethod(text(0.5, 10, 100, 40))}
+	// The phase: 50 more lists in 10 ms, 20 more reads in 1 s; the failed
+	// read's second and the store's series count before and after alike.
+	after := snapshot{handled: handledByMethod(text(0.51, 11, 150, 60))}
+	if got, want := after.handledSince(before), "resources/list 0.200 (50), resources/read 50.000 (20)"; got != want {
+		t.Fatalf("handledSince = %q, want %q", got, want)
+	}
+	if got := before.handledSince(before); got != "none" {
+		t.Fatalf("no request in the phase: %q", got)
 	}
 }
