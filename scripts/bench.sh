@@ -4,7 +4,7 @@
 # docs/bench/. The entries (what runs, with which command, into which
 # table) are the list benchpage.Entries in internal/benchpage/entries.go.
 #
-#   scripts/bench.sh                 # the full run: about 15-20 minutes on 2 cores
+#   scripts/bench.sh                 # the full run: about 25 minutes on 2 cores
 #   scripts/bench.sh --quick         # short runs, a few minutes, to try it out
 #   scripts/bench.sh --only load-ab,startup
 #   scripts/bench.sh --baseline REV  # the baseline commit (default below)

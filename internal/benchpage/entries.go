@@ -118,6 +118,15 @@ var Entries = []Entry{
 		Quick: `scripts/memory-ab.sh --quick "$BENCH_MEM_BASE_BIN"`,
 	},
 	{
+		Name: "sdk-json", Section: "Baselines", Kind: LoadAB, Timeout: 10 * time.Minute,
+		Sides: [2]string{"go-sdk as released", "go-sdk, JSON decoded in place"},
+		Kinds: []string{"index", "list", "body"}, RSS: true,
+		Title: "The go-sdk's JSON decoding: this commit against itself built on a one-line fix of the SDK",
+		About: "scripts/sdk-json-ab.sh: the SDK's internal/json.Unmarshal allocates and clears a 32 KiB buffer per call, several per request; scripts/go-sdk-json.patch decodes in place (segmentio's Parse, same flag). Both builds are this commit; load-ab.sh pairs at 64 clients, then peers.sh over stdio in the raw output.",
+		Full:  `scripts/sdk-json-ab.sh 3 64 15s 2000`,
+		Quick: `scripts/sdk-json-ab.sh 1 16 4s 300`,
+	},
+	{
 		Name: "core-read", Section: "Raw storage", Kind: GoBench, Timeout: 4 * time.Minute,
 		Title: "Gateway's own cost over a synthetic bundle",
 		About: "core.Resources.Read of 1, 16 and 256 in-memory items.",
