@@ -141,25 +141,9 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 // their outcome label.
 func requestsByOutcome(metrics []byte) map[string]int {
 	out := map[string]int{}
-	for _, line := range strings.Split(string(metrics), "\n") {
-		rest, ok := strings.CutPrefix(line, "mcpres_requests_total{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		outcome := ""
-		if _, after, ok := strings.Cut(labels, `outcome="`); ok {
-			outcome, _, _ = strings.Cut(after, `"`)
-		}
-		out[outcome] += int(v)
-	}
+	eachSample(metrics, "mcpres_requests_total", func(labels string, v float64) {
+		out[label(labels, "outcome")] += int(v)
+	})
 	return out
 }
 
@@ -167,37 +151,45 @@ func requestsByOutcome(metrics []byte) map[string]int {
 // mcpres_request_duration_seconds by their method label.
 func handledByMethod(metrics []byte) map[string]handling {
 	out := map[string]handling{}
+	eachSample(metrics, "mcpres_request_duration_seconds_sum", func(labels string, v float64) {
+		h := out[label(labels, "method")]
+		h.seconds += v
+		out[label(labels, "method")] = h
+	})
+	eachSample(metrics, "mcpres_request_duration_seconds_count", func(labels string, v float64) {
+		h := out[label(labels, "method")]
+		h.requests += int(v)
+		out[label(labels, "method")] = h
+	})
+	return out
+}
+
+// eachSample calls fn with the labels and the value of each labelled
+// sample of the metric name in a Prometheus text exposition.
+func eachSample(metrics []byte, name string, fn func(labels string, v float64)) {
 	for _, line := range strings.Split(string(metrics), "\n") {
-		rest, ok := strings.CutPrefix(line, "mcpres_request_duration_seconds_")
+		rest, ok := strings.CutPrefix(line, name+"{")
 		if !ok {
-			continue
-		}
-		series, rest, ok := strings.Cut(rest, "{")
-		if !ok || (series != "sum" && series != "count") {
 			continue
 		}
 		labels, value, ok := strings.Cut(rest, "} ")
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			fn(labels, v)
 		}
-		_, after, ok := strings.Cut(labels, `method="`)
-		if !ok {
-			continue
-		}
-		method, _, _ := strings.Cut(after, `"`)
-		h := out[method]
-		if series == "sum" {
-			h.seconds += v
-		} else {
-			h.requests += int(v)
-		}
-		out[method] = h
 	}
-	return out
+}
+
+// label returns the value of key in a sample's labels, "" without it.
+func label(labels, key string) string {
+	_, after, ok := strings.Cut(labels, key+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, `"`)
+	return v
 }
 
 // handledSince formats the server's mean time in its handler per request
