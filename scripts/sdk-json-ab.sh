@@ -52,5 +52,5 @@ echo "# scripts/load-ab.sh RELEASED PATCHED $pairs $clients $duration"
 scripts/load-ab.sh "$out/released/mcp-resources" "$out/patched/mcp-resources" "$pairs" "$clients" "$duration" || rc=$?
 echo
 echo "# scripts/peers.sh --only ours,baseline --baseline PATCHED --calls $calls"
-scripts/peers.sh --only ours,baseline --baseline "$out/patched/mcp-resources" --calls "$calls" || { [ "$rc" != 0 ] || rc=$?; }
+scripts/peers.sh --only ours,baseline --baseline "$out/patched/mcp-resources" --calls "$calls" || { s=$?; [ "$rc" != 0 ] || rc=$s; }
 exit "$rc"
