@@ -151,16 +151,14 @@ func requestsByOutcome(metrics []byte) map[string]int {
 // mcpres_request_duration_seconds by their method label.
 func handledByMethod(metrics []byte) map[string]handling {
 	out := map[string]handling{}
-	eachSample(metrics, "mcpres_request_duration_seconds_sum", func(labels string, v float64) {
-		h := out[label(labels, "method")]
-		h.seconds += v
-		out[label(labels, "method")] = h
-	})
-	eachSample(metrics, "mcpres_request_duration_seconds_count", func(labels string, v float64) {
-		h := out[label(labels, "method")]
-		h.requests += int(v)
-		out[label(labels, "method")] = h
-	})
+	add := func(labels string, seconds float64, requests int) {
+		m := label(labels, "method")
+		h := out[m]
+		h.seconds, h.requests = h.seconds+seconds, h.requests+requests
+		out[m] = h
+	}
+	eachSample(metrics, "mcpres_request_duration_seconds_sum", func(labels string, v float64) { add(labels, v, 0) })
+	eachSample(metrics, "mcpres_request_duration_seconds_count", func(labels string, v float64) { add(labels, 0, int(v)) })
 	return out
 }
 
